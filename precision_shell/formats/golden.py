@@ -1,0 +1,259 @@
+"""Benchmark ("golden") tensors: `.npy` files harvested from a TensorFlow run.
+
+Owns the file-name rule (`{op}.{output_index}.{timestamp}.npy`, FORMATS.md section 4),
+the lookup key of an origin `(name, k)`, the directory index (newest timestamp wins,
+long names resolved through `mapping.csv`), a safe loader and a writer.
+
+Name parsing: TF writes `{tensor name with '/'->'_' and ':'->'.'}.{ts}.npy`, so a `.`
+in the op part survives (TF node names may contain dots). A name is therefore read from
+the right: the last two dot-separated fields before `.npy` are the output index and the
+timestamp, everything before them is the op. The lookup key also replaces those dots by
+`_`, exactly as `golden_key` does for the origin name.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from precision_shell.errors import FormatError
+
+MAPPING_FILE_NAME = "mapping.csv"
+
+_NPY_MAGIC = b"\x93NUMPY"
+_GOLDEN_NAME = re.compile(r"^(?P<op>.+)\.(?P<index>\d+)\.(?P<ts>\d+)\.npy$")
+_TENSOR_NAME = re.compile(r"^(?P<op>.+):(?P<slot>\d+)$")
+_KEY_UNSAFE = str.maketrans({"/": "_", ".": "_", ":": "_"})
+# The header of a .npy file is a Python dict literal; larger ones are not numpy's.
+_MAX_HEADER_LEN = 1 << 16
+
+
+def golden_key(origin_name: str, output_index: int) -> str:
+    """The lookup key of output `output_index` of benchmark op `origin_name`."""
+    return f"{origin_name.translate(_KEY_UNSAFE)}.{output_index}"
+
+
+def tensor_file_stem(tensor_name: str) -> str:
+    """`"dense/BiasAdd:0"` -> `"dense_BiasAdd.0"`: the file-name stem TF dumps use."""
+    match = _TENSOR_NAME.match(tensor_name)
+    if match is None:
+        raise ValueError(f"tensor name {tensor_name!r} is not of the form 'op:slot'")
+    stem = f"{match['op'].replace('/', '_')}.{match['slot']}"
+    # The stem becomes a file name: it must never name another directory.
+    if os.sep in stem or (os.altsep and os.altsep in stem) or "\0" in stem:
+        raise ValueError(f"tensor name {tensor_name!r} cannot be used as a file name")
+    return stem
+
+
+@dataclass(frozen=True, slots=True)
+class GoldenFile:
+    """One benchmark tensor file and what its name says."""
+
+    path: str
+    key: str
+    op_name: str  # sanitized: '/', '.', ':' replaced by '_'
+    output_index: int
+    timestamp: int
+
+
+def parse_golden_name(file_name: str, path: str | None = None) -> GoldenFile | None:
+    """Parse `{op}.{k}.{ts}.npy`; None for a name not ending in `.npy`.
+
+    Raises ValueError for a `.npy` name that does not follow the rule. `path` (default:
+    `file_name`) is stored in the result.
+    """
+    if not file_name.endswith(".npy"):
+        return None
+    match = _GOLDEN_NAME.match(file_name)
+    if match is None:
+        raise ValueError(
+            f"{file_name!r} does not follow '{{op}}.{{output_index}}.{{timestamp}}.npy'"
+        )
+    op_name = match["op"].translate(_KEY_UNSAFE)
+    output_index = int(match["index"])
+    return GoldenFile(
+        path=file_name if path is None else path,
+        key=f"{op_name}.{output_index}",
+        op_name=op_name,
+        output_index=output_index,
+        timestamp=int(match["ts"]),
+    )
+
+
+@dataclass
+class GoldenIndex:
+    """The benchmark tensors of one directory, by lookup key."""
+
+    directory: str
+    newest: dict[str, GoldenFile] = field(default_factory=dict)
+    all: dict[str, list[GoldenFile]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def lookup(self, origin_name: str, output_index: int) -> GoldenFile | None:
+        """The newest file for origin `(origin_name, output_index)`, or None."""
+        return self.newest.get(golden_key(origin_name, output_index))
+
+    def __len__(self) -> int:
+        return len(self.newest)
+
+
+def read_mapping_csv(path: Path) -> tuple[dict[str, str], list[str]]:
+    """Rows `file,real name` of a `mapping.csv` -> ({file: real name}, warnings)."""
+    mapping: dict[str, str] = {}
+    warnings: list[str] = []
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            for line_number, row in enumerate(csv.reader(handle), start=1):
+                if not row or not "".join(row).strip():
+                    continue
+                if len(row) < 2 or not row[0].strip() or not row[1].strip():
+                    warnings.append(f"{path}: line {line_number}: expected 'file,real name'")
+                    continue
+                mapping[row[0].strip()] = ",".join(row[1:]).strip()
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        warnings.append(f"{path}: cannot read: {error}")
+    return mapping, warnings
+
+
+def scan_golden_dir(directory: Path) -> GoldenIndex:
+    """Index the `.npy` benchmark tensors directly inside `directory`.
+
+    Files listed in `mapping.csv` are indexed under their real name (nothing is
+    renamed). Odd `.npy` names become warnings; other files are ignored.
+    """
+    directory = Path(directory)
+    index = GoldenIndex(directory=str(directory))
+    try:
+        entries = [entry for entry in os.scandir(directory) if entry.is_file()]
+    except OSError as error:
+        raise FormatError(directory, f"cannot list benchmark directory: {error.strerror}") from None
+
+    mapping: dict[str, str] = {}
+    if any(entry.name == MAPPING_FILE_NAME for entry in entries):
+        mapping, mapping_warnings = read_mapping_csv(directory / MAPPING_FILE_NAME)
+        index.warnings.extend(mapping_warnings)
+
+    grouped: dict[str, list[GoldenFile]] = {}
+    for entry in entries:
+        name = mapping.get(entry.name, entry.name)
+        try:
+            golden = parse_golden_name(name, entry.path)
+        except ValueError:
+            shown = entry.name if name == entry.name else f"{entry.name} ({name})"
+            index.warnings.append(
+                f"{directory / shown}: not a benchmark tensor name "
+                "'{op}.{output_index}.{timestamp}.npy'; skipped"
+            )
+            continue
+        if golden is not None:
+            grouped.setdefault(golden.key, []).append(golden)
+
+    for key, files in grouped.items():
+        files.sort(key=lambda golden: (golden.timestamp, golden.path))
+        newest = files[-1]
+        if len(files) > 1 and files[-2].timestamp == newest.timestamp:
+            index.warnings.append(
+                f"{newest.path}: same key {key!r} and timestamp as {files[-2].path}; "
+                "using the later name"
+            )
+        index.all[key] = files
+        index.newest[key] = newest
+    return index
+
+
+@dataclass(frozen=True)
+class NpyHeader:
+    """What the header of a `.npy` file declares."""
+
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    fortran_order: bool
+    data_offset: int
+
+    @property
+    def data_bytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+
+def read_npy_header(path: str | Path) -> NpyHeader:
+    """Parse and check the header of a `.npy` file without loading its data."""
+    try:
+        with open(path, "rb") as handle:
+            prefix = handle.read(8)
+            if len(prefix) < 8 or prefix[:6] != _NPY_MAGIC:
+                if prefix[:2] == b"PK":
+                    raise FormatError(path, "is a zip (.npz) archive, not a .npy tensor")
+                raise FormatError(path, "not a .npy file (no \\x93NUMPY magic)")
+            major = prefix[6]
+            if major not in (1, 2, 3):
+                raise FormatError(path, f"unsupported .npy format version {major}.{prefix[7]}")
+            length_size = 2 if major == 1 else 4
+            length_bytes = handle.read(length_size)
+            if len(length_bytes) < length_size:
+                raise FormatError(path, "truncated .npy header")
+            header_len = int.from_bytes(length_bytes, "little")
+            if header_len > _MAX_HEADER_LEN:
+                raise FormatError(path, f".npy header of {header_len} bytes is implausibly large")
+            header_bytes = handle.read(header_len)
+            file_size = os.fstat(handle.fileno()).st_size
+    except OSError as error:
+        raise FormatError(path, f"cannot read: {error.strerror}") from None
+    if len(header_bytes) < header_len:
+        raise FormatError(path, "truncated .npy header")
+    try:
+        header = ast.literal_eval(header_bytes.decode("utf-8" if major == 3 else "latin1"))
+        descr, fortran_order, shape = (
+            header["descr"],
+            header["fortran_order"],
+            header["shape"],
+        )
+        dtype = np.lib.format.descr_to_dtype(descr)
+        if not isinstance(shape, tuple) or not all(
+            isinstance(dim, int) and dim >= 0 for dim in shape
+        ):
+            raise ValueError(f"bad shape {shape!r}")
+    except (ValueError, SyntaxError, TypeError, KeyError, MemoryError) as error:
+        raise FormatError(path, f"unreadable .npy header: {error}") from None
+    if dtype.hasobject:
+        raise FormatError(
+            path, "holds Python objects (pickled data); refusing to load it (allow_pickle=False)"
+        )
+    npy_header = NpyHeader(dtype, shape, bool(fortran_order), 8 + length_size + header_len)
+    available = file_size - npy_header.data_offset
+    if available < npy_header.data_bytes:
+        raise FormatError(
+            path,
+            f"truncated: shape {list(shape)} {dtype} needs {npy_header.data_bytes} data bytes, "
+            f"file has {max(available, 0)}",
+        )
+    return npy_header
+
+
+def load_golden(path: str | Path, mmap: bool = True) -> np.ndarray:
+    """Load a benchmark tensor (memory-mapped read-only by default), never unpickling."""
+    header = read_npy_header(path)
+    # numpy cannot memory-map an empty array; those are tiny anyway.
+    mmap_mode = "r" if mmap and header.data_bytes > 0 else None
+    try:
+        return np.load(path, allow_pickle=False, mmap_mode=mmap_mode)
+    except (ValueError, OSError, EOFError) as error:
+        raise FormatError(path, f"cannot load .npy data: {error}") from None
+
+
+def write_golden(directory: Path, tensor_name: str, array: np.ndarray, timestamp: int) -> Path:
+    """Write `array` as the benchmark tensor `tensor_name`; never overwrites a file."""
+    if timestamp < 0:
+        raise ValueError(f"timestamp must be >= 0, got {timestamp}")
+    path = Path(directory) / f"{tensor_file_stem(tensor_name)}.{timestamp}.npy"
+    array = np.asarray(array)
+    if array.dtype.hasobject:
+        raise ValueError(f"{tensor_name}: object arrays cannot be written as benchmark tensors")
+    with open(path, "xb") as handle:
+        np.save(handle, array, allow_pickle=False)
+    return path

@@ -1,0 +1,183 @@
+"""Discovery of the `precision_data/` layout: which runs, dump dirs, graphs and golden dirs exist.
+
+Nothing here reads file contents; it only looks at names, so it is cheap and can run on every start.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from precision_shell.errors import PrecisionError
+
+WORKSPACE_DIR_NAME = "precision_data"
+_GRAPH_FILE = re.compile(r"^ge_proto_(\d+)_(.+)\.txt$")
+_RUN_DIR = re.compile(r"^debug_(\d+)$")
+
+
+def newest_numbered_dir(parent: Path) -> Path | None:
+    """The child dir whose whole name is digits and numerically largest (FORMATS.md section 1)."""
+    best: tuple[int, str] | None = None
+    try:
+        entries = list(os.scandir(parent))
+    except OSError:
+        return None
+    for entry in entries:
+        if entry.name.isdigit() and entry.is_dir():
+            key = (int(entry.name), entry.name)
+            if best is None or key > best:
+                best = key
+    return parent / best[1] if best else None
+
+
+@dataclass(frozen=True)
+class GraphFile:
+    """A GE graph dump `ge_proto_<N>_<stage>.txt`."""
+
+    path: Path
+    number: int
+    stage: str
+
+
+@dataclass(frozen=True)
+class GraphDumpDir:
+    """The dump files of one graph: `<ts>/<device_id>/<graph_name>/<model_id>/<step>/`."""
+
+    graph_name: str
+    device_id: str
+    model_id: str
+    step: str
+    path: Path
+
+
+@dataclass
+class DeviceRun:
+    """One `npu/debug_N` run: its graphs and its newest dump dir."""
+
+    name: str
+    root: Path
+    dump_dir: Path | None
+    graph_files: list[GraphFile]
+    graph_dump_dirs: list[GraphDumpDir]
+
+    @property
+    def build_graphs(self) -> list[GraphFile]:
+        """Only the `Build` stage is used for comparison; ordered by number."""
+        return [g for g in self.graph_files if g.stage == "Build"]
+
+
+@dataclass
+class WorkspaceLayout:
+    """Where everything of one workspace lives; the only owner of workspace paths."""
+
+    root: Path
+    runs: list[DeviceRun]
+    golden_dir: Path | None
+    tf_debug_dir: Path | None
+    overflow_dir: Path | None
+    fusion_json: Path | None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def temp_dir(self) -> Path:
+        return self.root / "temp"
+
+    def run(self, name: str) -> DeviceRun | None:
+        return next((r for r in self.runs if r.name == name), None)
+
+
+def resolve_workspace_root(path: str | Path) -> Path:
+    """Accept the dir holding `precision_data/` or `precision_data/` itself."""
+    base = Path(path).expanduser()
+    if not base.exists():
+        raise PrecisionError(f"{base}: no such directory")
+    if not base.is_dir():
+        raise PrecisionError(f"{base}: not a directory (give the dir holding precision_data/)")
+    if base.name == WORKSPACE_DIR_NAME or (base / "npu").is_dir() or (base / "tf").is_dir():
+        return base.resolve()
+    inner = base / WORKSPACE_DIR_NAME
+    if inner.is_dir():
+        return inner.resolve()
+    raise PrecisionError(
+        f"{base}: no {WORKSPACE_DIR_NAME}/ here; give the dir that holds it or the dir itself"
+    )
+
+
+def _graph_files(graph_dir: Path) -> list[GraphFile]:
+    found: list[GraphFile] = []
+    if not graph_dir.is_dir():
+        return found
+    for entry in os.scandir(graph_dir):
+        m = _GRAPH_FILE.match(entry.name)
+        if m and entry.is_file():
+            found.append(GraphFile(Path(entry.path), int(m.group(1)), m.group(2)))
+    found.sort(key=lambda g: (g.number, g.stage))
+    return found
+
+
+def _subdirs(path: Path) -> list[os.DirEntry]:
+    try:
+        return sorted((e for e in os.scandir(path) if e.is_dir()), key=lambda e: e.name)
+    except OSError:
+        return []
+
+
+def graph_dump_dirs(dump_dir: Path, warnings: list[str]) -> list[GraphDumpDir]:
+    """Walk `<device_id>/<graph_name>/<model_id>/<step>/` under one timestamped dump dir."""
+    found: list[GraphDumpDir] = []
+    for device in _subdirs(dump_dir):
+        graphs = _subdirs(Path(device.path))
+        if not graphs:
+            warnings.append(f"{device.path}: empty device dir, expected <graph_name>/ inside")
+        for graph in graphs:
+            for model in _subdirs(Path(graph.path)):
+                steps = _subdirs(Path(model.path))
+                for step in steps:
+                    found.append(
+                        GraphDumpDir(graph.name, device.name, model.name, step.name, Path(step.path))
+                    )
+                if not steps:
+                    warnings.append(f"{model.path}: no <step>/ dir inside the model dir")
+    return found
+
+
+def _device_runs(root: Path, warnings: list[str]) -> list[DeviceRun]:
+    npu = root / "npu"
+    runs: list[DeviceRun] = []
+    if not npu.is_dir():
+        return runs
+    entries = [e for e in os.scandir(npu) if e.is_dir() and _RUN_DIR.match(e.name)]
+    entries.sort(key=lambda e: int(e.name.split("_")[1]))
+    for entry in entries:
+        run_root = Path(entry.path)
+        dump_dir = newest_numbered_dir(run_root / "dump")
+        dirs = graph_dump_dirs(dump_dir, warnings) if dump_dir else []
+        graphs = _graph_files(run_root / "graph")
+        if dump_dir is None:
+            warnings.append(f"{run_root}: no dump/<timestamp>/ dir")
+        if not graphs:
+            warnings.append(f"{run_root}: no graph/ge_proto_*_Build.txt graph dump")
+        runs.append(DeviceRun(entry.name, run_root, dump_dir, graphs, dirs))
+    return runs
+
+
+def discover(path: str | Path) -> WorkspaceLayout:
+    """Find the runs, dump dirs, graphs, golden, overflow and fusion files of a workspace."""
+    root = resolve_workspace_root(path)
+    warnings: list[str] = []
+    runs = _device_runs(root, warnings)
+    golden = root / "tf" / "dump"
+    tf_debug = root / "tf" / "tf_debug"
+    overflow_dump = newest_numbered_dir(root / "overflow" / "dump")
+    fusion = root / "fusion" / "fusion_result.json"
+    return WorkspaceLayout(
+        root=root,
+        runs=runs,
+        golden_dir=golden if golden.is_dir() else None,
+        tf_debug_dir=tf_debug if tf_debug.is_dir() else None,
+        overflow_dir=overflow_dump,
+        fusion_json=fusion if fusion.is_file() else None,
+        warnings=warnings,
+    )

@@ -1,0 +1,95 @@
+"""Per-tensor statistics (max, min, mean, std, NaN and inf counts), computed once and cached.
+
+Statistics are taken over finite values, in float64 accumulators, chunk by chunk so a large
+memory-mapped tensor is never converted to float all at once.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+_CHUNK = 1 << 22  # elements per chunk: bounded memory for large tensors
+
+
+@dataclass(frozen=True, slots=True)
+class TensorStats:
+    """Summary of one tensor; NaN/inf are counted, not folded into max/min/mean."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    count: int
+    max: float
+    min: float
+    mean: float
+    std: float
+    nan_count: int
+    inf_count: int
+
+    @property
+    def finite_count(self) -> int:
+        return self.count - self.nan_count - self.inf_count
+
+
+def compute_stats(array: np.ndarray) -> TensorStats:
+    """Statistics of `array`; max/min/mean/std over finite values, NaN when there are none."""
+    flat = array.reshape(-1)
+    count = int(flat.size)
+    nan_count = inf_count = finite = 0
+    vmax, vmin = -math.inf, math.inf
+    mean = m2 = 0.0  # running mean and sum of squared deviations (Chan et al. chunk merge)
+    for start in range(0, count, _CHUNK):
+        chunk = np.asarray(flat[start : start + _CHUNK])
+        if chunk.dtype.kind == "c":
+            chunk = np.abs(chunk)
+        values = chunk.astype(np.float64)
+        finite_mask = np.isfinite(values)
+        if not finite_mask.all():
+            n_nan = int(np.isnan(values).sum())
+            nan_count += n_nan
+            inf_count += int(values.size - finite_mask.sum()) - n_nan
+            values = values[finite_mask]
+        if values.size:
+            n = int(values.size)
+            vmax = max(vmax, float(values.max()))
+            vmin = min(vmin, float(values.min()))
+            chunk_mean = float(values.mean())
+            chunk_m2 = float(np.square(values - chunk_mean).sum())
+            delta = chunk_mean - mean
+            merged = finite + n
+            mean += delta * n / merged
+            m2 += chunk_m2 + delta * delta * finite * n / merged
+            finite = merged
+    if finite:
+        std = math.sqrt(m2 / finite)
+    else:
+        vmax = vmin = mean = std = math.nan
+    return TensorStats(
+        tuple(int(d) for d in array.shape), str(array.dtype), count, vmax, vmin, mean, std,
+        nan_count, inf_count,
+    )
+
+
+class StatsCache:
+    """Statistics keyed by (file, kind, index, file fingerprint); thread-safe."""
+
+    def __init__(self) -> None:
+        self._stats: dict[tuple, TensorStats] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple, load: Callable[[], np.ndarray]) -> TensorStats:
+        with self._lock:
+            hit = self._stats.get(key)
+        if hit is not None:
+            return hit
+        stats = compute_stats(load())
+        with self._lock:
+            self._stats[key] = stats
+        return stats
+
+    def __len__(self) -> int:
+        return len(self._stats)

@@ -1,0 +1,240 @@
+"""The workspace: layout + in-memory index of ops, dump files, benchmark tensors and overflows.
+
+`Workspace.open(path)` discovers the layout, then builds (or loads from the on-disk cache)
+one piece per graph file, per dump dir and for the golden dir. Bad files never stop the
+build: each becomes a one-line entry of `warnings`. Tensor data is read lazily.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from precision_shell.compare.matcher import input_origin, record_output_origin
+from precision_shell.errors import FormatError, PrecisionError
+from precision_shell.formats.fusion_result import FusionPass, read_fusion_result
+from precision_shell.formats.ge_graph import load_ge_graph
+from precision_shell.formats.golden import GoldenFile, GoldenIndex, golden_key, load_golden
+from precision_shell.formats.golden import scan_golden_dir
+from precision_shell.formats.npu_dump import DumpHeader, read_dump_header, read_tensor
+from precision_shell.workspace.dump_index import (
+    DIR_RECORD_VERSION,
+    DumpFileRef,
+    DumpIndex,
+    scan_dump_dir,
+)
+from precision_shell.workspace.graph_index import RECORD_VERSION, GraphIndex, OpRecord
+from precision_shell.workspace.index_cache import IndexCache, dir_fingerprint, file_fingerprint
+from precision_shell.workspace.layout import DeviceRun, WorkspaceLayout, discover
+from precision_shell.workspace.tensor_stats import StatsCache, TensorStats
+
+_HEADER_CACHE_SIZE = 4096
+
+
+@dataclass
+class RunIndex:
+    """One device run: its parsed graphs and the dump files of its newest dump dir."""
+
+    run: DeviceRun
+    graphs: list[GraphIndex]
+    dumps: DumpIndex
+
+    @property
+    def name(self) -> str:
+        return self.run.name
+
+    def dump_graph(self) -> GraphIndex | None:
+        """The graph the dump dir belongs to (by graph name), else the newest Build graph."""
+        dumped = {d.graph_name for d in self.run.graph_dump_dirs}
+        for graph in reversed(self.graphs):
+            if dumped.intersection(graph.graph_names):
+                return graph
+        return self.graphs[-1] if self.graphs else None
+
+    def graph_named(self, name: str) -> GraphIndex | None:
+        for graph in self.graphs:
+            if name in graph.graph_names:
+                return graph
+        return None
+
+    def find(self, op_name: str) -> tuple[GraphIndex, OpRecord] | None:
+        preferred = self.dump_graph()
+        ordered = [preferred] + [g for g in self.graphs if g is not preferred] if preferred else []
+        for graph in ordered:
+            rec = graph.get(op_name)
+            if rec is not None:
+                return graph, rec
+        return None
+
+    def op_count(self) -> int:
+        return sum(len(g) for g in self.graphs)
+
+
+@dataclass
+class WorkspaceSummary:
+    """Counts shown in the banner and by `scripts/demo`."""
+
+    root: str
+    runs: list[tuple[str, int, int, int]]  # (run, graphs, ops, dump files)
+    golden_tensors: int
+    overflow_files: int
+    fusion_passes: int
+    warnings: int
+
+
+@dataclass
+class Workspace:
+    layout: WorkspaceLayout
+    runs: list[RunIndex]
+    golden: GoldenIndex | None
+    overflow_dumps: DumpIndex | None
+    fusion: list[FusionPass]
+    warnings: list[str] = field(default_factory=list)
+    cache: IndexCache | None = None
+
+    def __post_init__(self) -> None:
+        self.stats = StatsCache()
+        self._headers: OrderedDict[str, DumpHeader] = OrderedDict()
+
+    # -- building -----------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | Path, use_cache: bool = True) -> Workspace:
+        layout = discover(path)
+        warnings = list(layout.warnings)
+        cache = IndexCache(layout.temp_dir / "index_cache", enabled=use_cache)
+        runs = [_index_run(run, cache, warnings) for run in layout.runs]
+        golden = None
+        if layout.golden_dir is not None:
+            gdir = layout.golden_dir
+            golden = cache.load_or_build(
+                "golden", gdir, dir_fingerprint(gdir, "mapping.csv"), lambda: scan_golden_dir(gdir)
+            )
+            warnings.extend(golden.warnings)
+        overflow = None
+        if layout.overflow_dir is not None:
+            overflow = DumpIndex([scan_dump_dir(d) for d in _leaf_dirs(layout.overflow_dir)])
+            warnings.extend(overflow.warnings)
+        fusion: list[FusionPass] = []
+        if layout.fusion_json is not None:
+            try:
+                fusion = read_fusion_result(layout.fusion_json)
+            except FormatError as exc:
+                warnings.append(str(exc))
+        return cls(layout, runs, golden, overflow, fusion, warnings, cache)
+
+    # -- queries ------------------------------------------------------------------------
+    @property
+    def root(self) -> Path:
+        return self.layout.root
+
+    def run(self, name: str | None = None) -> RunIndex:
+        """A run by name; the first run (debug_0) by default."""
+        if not self.runs:
+            raise PrecisionError(f"{self.root}: no device run (npu/debug_N/) in this workspace")
+        if name is None:
+            return self.runs[0]
+        for run in self.runs:
+            if run.name == name:
+                return run
+        names = ", ".join(r.name for r in self.runs)
+        raise PrecisionError(f"no device run named {name!r}; runs: {names}")
+
+    def summary(self) -> WorkspaceSummary:
+        runs = [(r.name, len(r.graphs), r.op_count(), len(r.dumps)) for r in self.runs]
+        return WorkspaceSummary(
+            root=str(self.root),
+            runs=runs,
+            golden_tensors=len(self.golden.newest) if self.golden else 0,
+            overflow_files=len(self.overflow_files()),
+            fusion_passes=len(self.fusion),
+            warnings=len(self.warnings),
+        )
+
+    def overflow_files(self) -> list[DumpFileRef]:
+        if self.overflow_dumps is None:
+            return []
+        return [f for f in self.overflow_dumps.files if f.op_type == "Opdebug"]
+
+    def dump_files(self, run: RunIndex, op_name: str) -> list[DumpFileRef]:
+        from precision_shell.formats.dump_names import sanitize_dump_name
+
+        return run.dumps.for_op(sanitize_dump_name(op_name))
+
+    def golden_file(self, origin_name: str, index: int) -> GoldenFile | None:
+        if self.golden is None:
+            return None
+        return self.golden.newest.get(golden_key(origin_name, index))
+
+    def output_benchmark(self, record: OpRecord, k: int) -> GoldenFile | None:
+        origin = record_output_origin(record, k)
+        return self.golden_file(*origin) if origin else None
+
+    def input_benchmark(self, graph: GraphIndex, record: OpRecord, k: int) -> GoldenFile | None:
+        origin = input_origin(graph, record.name, k)
+        return self.golden_file(*origin) if origin else None
+
+    # -- tensors ------------------------------------------------------------------------
+    def header(self, ref: DumpFileRef | str) -> DumpHeader:
+        path = ref if isinstance(ref, str) else ref.path
+        hit = self._headers.get(path)
+        if hit is not None:
+            self._headers.move_to_end(path)
+            return hit
+        header = read_dump_header(path)
+        self._headers[path] = header
+        if len(self._headers) > _HEADER_CACHE_SIZE:
+            self._headers.popitem(last=False)
+        return header
+
+    def tensor(self, ref: DumpFileRef | str, kind: str, index: int) -> np.ndarray:
+        return read_tensor(self.header(ref), kind, index)
+
+    def tensor_stats(self, ref: DumpFileRef | str, kind: str, index: int) -> TensorStats:
+        path = ref if isinstance(ref, str) else ref.path
+        key = (path, kind, index, file_fingerprint(Path(path)))
+        return self.stats.get(key, lambda: self.tensor(path, kind, index))
+
+    def golden_stats(self, golden: GoldenFile) -> TensorStats:
+        key = (golden.path, "golden", 0, file_fingerprint(Path(golden.path)))
+        return self.stats.get(key, lambda: load_golden(golden.path))
+
+
+def _leaf_dirs(root: Path) -> list[Path]:
+    """Every dir under `root` that directly holds files (overflow dumps nest like dump dirs)."""
+    leaves = []
+    for dirpath, _dirs, files in os.walk(root):
+        if files:
+            leaves.append(Path(dirpath))
+    return sorted(leaves)
+
+
+def _index_run(run: DeviceRun, cache: IndexCache, warnings: list[str]) -> RunIndex:
+    graphs: list[GraphIndex] = []
+    for gf in run.build_graphs:
+        fp = (RECORD_VERSION, file_fingerprint(gf.path))
+
+        def build(path: Path = gf.path) -> dict | str:
+            try:
+                model = load_ge_graph(path)
+            except FormatError as exc:
+                return str(exc)  # cached too: an unchanged bad file is not re-parsed
+            return GraphIndex.from_model(model, str(path)).to_state()
+
+        state = cache.load_or_build("graph", gf.path, fp, build)
+        if isinstance(state, str):
+            warnings.append(state)
+            continue
+        graphs.append(GraphIndex.from_state(state))
+    states = []
+    for d in run.graph_dump_dirs:
+        fp = (DIR_RECORD_VERSION, dir_fingerprint(d.path, "mapping.csv"))
+        states.append(cache.load_or_build("dumpdir", d.path, fp, lambda p=d.path: scan_dump_dir(p)))
+    dumps = DumpIndex(states)
+    warnings.extend(dumps.warnings)
+    for graph in graphs:
+        warnings.extend(f"{graph.source}: duplicate op name {n!r}" for n in graph.duplicates)
+    return RunIndex(run, graphs, dumps)
