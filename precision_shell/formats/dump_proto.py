@@ -1,0 +1,155 @@
+"""The `toolkit.dumpdata` protobuf schema of NPU dump headers, built at import time.
+
+The schema (FORMATS.md section 2) is assembled as a FileDescriptorProto in a private descriptor
+pool, so no protoc run and no generated module are needed, and nothing is registered in the
+process-wide default pool (where another copy of `dump_data.proto` could clash with it).
+Enum fields are open (proto3): codes this schema does not list still come through as ints.
+"""
+
+from __future__ import annotations
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+from precision_shell.formats.dtypes import DumpDataType
+from precision_shell.formats.layouts import DumpFormat
+
+PACKAGE = "toolkit.dumpdata"
+
+_Field = descriptor_pb2.FieldDescriptorProto
+_SCALARS = {
+    "string": _Field.TYPE_STRING,
+    "bytes": _Field.TYPE_BYTES,
+    "uint64": _Field.TYPE_UINT64,
+    "uint32": _Field.TYPE_UINT32,
+    "int32": _Field.TYPE_INT32,
+}
+
+# (message, [(field name, number, type, repeated)]); a type that is not a scalar names an enum
+# (ending in "Type", "Format") or a message of this package.
+_MESSAGES: list[tuple[str, list[tuple[str, int, str, bool]]]] = [
+    (
+        "OriginalOp",
+        [
+            ("name", 1, "string", False),
+            ("output_index", 2, "uint32", False),
+            ("data_type", 3, "OutputDataType", False),
+            ("format", 4, "OutputFormat", False),
+        ],
+    ),
+    ("Shape", [("dim", 1, "uint64", True)]),
+    (
+        "OpOutput",
+        [
+            ("data_type", 1, "OutputDataType", False),
+            ("format", 2, "OutputFormat", False),
+            ("shape", 3, "Shape", False),
+            ("original_op", 4, "OriginalOp", False),
+            ("data", 5, "bytes", False),
+            ("size", 6, "uint64", False),
+            ("original_shape", 7, "Shape", False),
+            ("sub_format", 8, "int32", False),
+            ("address", 9, "uint64", False),
+        ],
+    ),
+    (
+        "OpInput",
+        [
+            ("data_type", 1, "OutputDataType", False),
+            ("format", 2, "OutputFormat", False),
+            ("shape", 3, "Shape", False),
+            ("data", 4, "bytes", False),
+            ("size", 5, "uint64", False),
+            ("original_shape", 6, "Shape", False),
+            ("sub_format", 7, "int32", False),
+            ("address", 8, "uint64", False),
+        ],
+    ),
+    (
+        "OpBuffer",
+        [
+            ("buffer_type", 1, "BufferType", False),
+            ("data", 2, "bytes", False),
+            ("size", 3, "uint64", False),
+        ],
+    ),
+    ("OpAttr", [("name", 1, "string", False), ("value", 2, "string", False)]),
+    (
+        "Workspace",
+        [
+            ("type", 1, "Workspace.SpaceType", False),
+            ("data", 2, "bytes", False),
+            ("size", 3, "uint64", False),
+        ],
+    ),
+    (
+        "DumpData",
+        [
+            ("version", 1, "string", False),
+            ("dump_time", 2, "uint64", False),
+            ("output", 3, "OpOutput", True),
+            ("input", 4, "OpInput", True),
+            ("buffer", 5, "OpBuffer", True),
+            ("op_name", 6, "string", False),
+            ("attr", 7, "OpAttr", True),
+            ("space", 8, "Workspace", True),
+        ],
+    ),
+]
+
+_ENUM_NAMES = {"OutputDataType", "OutputFormat", "BufferType", "Workspace.SpaceType"}
+
+
+def _add_enum(
+    enum: descriptor_pb2.EnumDescriptorProto, name: str, values: list[tuple[str, int]]
+) -> None:
+    enum.name = name
+    for value_name, number in values:
+        enum.value.add(name=value_name, number=number)
+
+
+def _build_file() -> descriptor_pb2.FileDescriptorProto:
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="precision_shell/dump_data.proto", package=PACKAGE, syntax="proto3"
+    )
+    _add_enum(
+        proto.enum_type.add(),
+        "OutputDataType",
+        [(f"DT_{member.name}", int(member)) for member in DumpDataType],
+    )
+    _add_enum(
+        proto.enum_type.add(),
+        "OutputFormat",
+        [(f"FORMAT_{member.name}", int(member)) for member in DumpFormat],
+    )
+    _add_enum(proto.enum_type.add(), "BufferType", [("L1", 0)])
+    for message_name, fields in _MESSAGES:
+        message = proto.message_type.add(name=message_name)
+        if message_name == "Workspace":
+            _add_enum(message.enum_type.add(), "SpaceType", [("LOG", 0)])
+        for field_name, number, type_name, repeated in fields:
+            field = message.field.add(name=field_name, number=number)
+            field.label = _Field.LABEL_REPEATED if repeated else _Field.LABEL_OPTIONAL
+            if type_name in _SCALARS:
+                field.type = _SCALARS[type_name]
+            else:
+                field.type = _Field.TYPE_ENUM if type_name in _ENUM_NAMES else _Field.TYPE_MESSAGE
+                field.type_name = f".{PACKAGE}.{type_name}"
+    return proto
+
+
+_POOL = descriptor_pool.DescriptorPool()
+_POOL.Add(_build_file())
+
+
+def _message_class(name: str) -> type:
+    return message_factory.GetMessageClass(_POOL.FindMessageTypeByName(f"{PACKAGE}.{name}"))
+
+
+DumpData = _message_class("DumpData")
+OpOutput = _message_class("OpOutput")
+OpInput = _message_class("OpInput")
+OriginalOp = _message_class("OriginalOp")
+Shape = _message_class("Shape")
+OpBuffer = _message_class("OpBuffer")
+OpAttr = _message_class("OpAttr")
+Workspace = _message_class("Workspace")
