@@ -1,4 +1,4 @@
-"""Command line entry: argv -> workspace -> (for now) the workspace summary."""
+"""Command line entry: argv -> interactive prompt, script (stdin / --script / -e) or --demo."""
 
 from __future__ import annotations
 
@@ -7,7 +7,16 @@ import os
 import sys
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from precision_shell.errors import PrecisionError
+
+if TYPE_CHECKING:
+    from precision_shell.render.output import Renderer
+    from precision_shell.shell.context import ShellContext
+    from precision_shell.shell.dispatcher import Dispatcher
+
+EXIT_USAGE = 2
 
 
 def default_demo_root() -> Path:
@@ -22,37 +31,91 @@ def build_parser() -> argparse.ArgumentParser:
         description="Interactive debugger shell that finds where a ported network loses accuracy.",
     )
     parser.add_argument(
-        "workspace", nargs="?", default=".",
+        "workspace",
+        nargs="?",
+        default=".",
         help="dir holding precision_data/, or precision_data/ itself (default: current dir)",
     )
+    parser.add_argument("-e", dest="execute", metavar="CMDS", help='run "CMD; CMD" and exit')
+    parser.add_argument("--script", type=Path, metavar="FILE", help="run the commands in FILE and exit")
     parser.add_argument("--demo", action="store_true", help="build (once) and open the demo workspace")
+    parser.add_argument(
+        "--stop-on-error", action="store_true", help="in script mode, stop at the first failing command"
+    )
+    parser.add_argument(
+        "--color",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="colored output (default: on in a terminal, off in script mode)",
+    )
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    from rich.console import Console
+def _script_lines(args: argparse.Namespace) -> list[str] | None:
+    from precision_shell.shell.script import split_commands
 
-    err = Console(stderr=True, highlight=False)
-    out = Console(highlight=False)
+    if args.execute is not None:
+        return split_commands(args.execute)
+    if args.script is not None:
+        try:
+            return args.script.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise PrecisionError(f"{args.script}: cannot read the script: {exc}") from None
+    if not sys.stdin.isatty():
+        return sys.stdin.read().splitlines()
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from precision_shell.render.output import Renderer, make_console
+
+    interactive = args.execute is None and args.script is None and sys.stdin.isatty()
+    color = args.color if args.color is not None else (interactive and sys.stdout.isatty())
+    renderer = Renderer(make_console(color), make_console(color, stderr=True))
     try:
+        from precision_shell.settings import Settings
+        from precision_shell.workspace.layout import resolve_workspace_root
+
+        settings = Settings.load()
         workspace_path: Path | str = args.workspace
         if args.demo:
             from precision_shell.demo.builder import ensure_demo
 
-            manifest = ensure_demo(default_demo_root())
-            workspace_path = manifest.workspace
-        from precision_shell.render.summary import render_summary
-        from precision_shell.workspace.workspace import Workspace
-
-        ws = Workspace.open(workspace_path, use_cache=not args.no_cache)
-        render_summary(out, ws.summary(), ws.warnings)
-        if not sys.stdin.isatty():
-            # The command shell arrives with the next issue; piped input is read and ignored for now.
-            sys.stdin.read()
+            workspace_path = ensure_demo(default_demo_root()).workspace
+        root = resolve_workspace_root(workspace_path)
+        lines = _script_lines(args)
     except PrecisionError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        return 1
-    return 0
+        renderer.error(str(exc))
+        return EXIT_USAGE
+
+    import precision_shell.commands  # noqa: F401  (registers every command)
+    from precision_shell.shell.context import ShellContext
+    from precision_shell.shell.dispatcher import Dispatcher
+
+    ctx = ShellContext(root, settings, interactive=interactive, use_cache=not args.no_cache)
+    dispatcher = Dispatcher(ctx)
+    if lines is not None:
+        from precision_shell.shell.script import run_lines
+
+        report = run_lines(lines, dispatcher, renderer, stop_on_error=args.stop_on_error)
+        return report.exit_status
+    return _interactive(ctx, dispatcher, renderer)
+
+
+def _interactive(ctx: ShellContext, dispatcher: Dispatcher, renderer: Renderer) -> int:
+    from precision_shell.render.summary import render_summary
+    from precision_shell.shell.completer import ShellCompleter
+    from precision_shell.shell.names import NameSources
+    from precision_shell.shell.repl import make_session, run_repl
+
+    ws = ctx.try_open()
+    if ws is None:
+        renderer.error(ctx.open_error or "cannot open the workspace")
+    else:
+        render_summary(renderer.out, ws.summary(), ws.warnings)
+    renderer.out.print("Type help for the commands, Tab to complete, Ctrl-D to leave.")
+    names = NameSources(ctx)
+    completer = ShellCompleter(op_names=names.ops, tensor_names=names.tensors)
+    return run_repl(make_session(completer), dispatcher, renderer)

@@ -84,6 +84,7 @@ class GraphIndex:
         self._by_type: dict[str, list[int]] | None = None
         self._by_sanitized: dict[str, int] | None = None
         self._consumers: dict[str, list[Consumer]] | None = None
+        self._control_consumers: dict[str, list[str]] | None = None
         self._lower_names: list[str] | None = None
 
     # -- construction and persistence -------------------------------------------------
@@ -214,6 +215,15 @@ class GraphIndex:
                     table[src].append(Consumer(row[0], k, idx))
             self._consumers = dict(table)
         return self._consumers.get(name, [])
+
+    def control_consumers(self, name: str) -> list[str]:
+        if self._control_consumers is None:
+            table: dict[str, list[str]] = defaultdict(list)
+            for row in self._rows:
+                for src in row[8]:
+                    table[src].append(row[0])
+            self._control_consumers = dict(table)
+        return self._control_consumers.get(name, [])
 
     def in_order(self, names: Iterable[str]) -> list[OpRecord]:
         recs = [self.get(n) for n in names]

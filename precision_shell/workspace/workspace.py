@@ -131,6 +131,15 @@ class Workspace:
     def root(self) -> Path:
         return self.layout.root
 
+    def output_dir(self, *parts: str) -> Path:
+        """A dir under precision_data/temp/ (created): the only place the tool writes."""
+        path = self.layout.temp_dir.joinpath(*parts)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise PrecisionError(f"{path}: cannot create the output dir: {exc.strerror}") from None
+        return path
+
     def run(self, name: str | None = None) -> RunIndex:
         """A run by name; the first run (debug_0) by default."""
         if not self.runs:

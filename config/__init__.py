@@ -1,0 +1,1 @@
+"""Packaged defaults (installed as `precision_shell.defaults`); see default.toml."""

@@ -1,0 +1,119 @@
+"""Graph inspection commands: `ls` (find ops) and `ni` (node info, subgraph)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+
+from precision_shell.commands.node_info import NodeInfo, collect_node_info
+from precision_shell.errors import PrecisionError
+from precision_shell.shell.context import ShellContext
+from precision_shell.shell.registry import UsageError, argument, command
+from precision_shell.workspace.graph_index import OpRecord
+
+
+@dataclass(frozen=True)
+class OpListing:
+    """`ls` with filters: matching ops per run, in execution order."""
+
+    filters: dict[str, str]
+    rows: list[tuple[str, OpRecord]]  # (run name, op)
+
+
+@dataclass(frozen=True)
+class TypeCounts:
+    """`ls` without filters: op-type counts per device run."""
+
+    runs: dict[str, dict[str, int]]
+
+
+@dataclass
+class NodeInfoResult:
+    """`ni`: one panel per exact match, or the possible ops when nothing matched exactly."""
+
+    query: str
+    nodes: list[NodeInfo] = field(default_factory=list)
+    candidates: list[tuple[str, OpRecord]] = field(default_factory=list)
+
+
+@command("ls")
+@argument("-n", "--name", complete="op", help="op name substring")
+@argument("-t", "--type", dest="op_type", help="op type substring (e.g. Conv2D)")
+@argument("-f", "--fusion-pass", dest="pass_name", help="fusion pass name substring")
+@argument("-k", "--kernel", help="kernel name substring")
+@argument("-g", "--graph", help="graph name substring")
+def ls_command(ctx: ShellContext, args: argparse.Namespace) -> OpListing | TypeCounts:
+    """ls [-n NAME] [-t TYPE] [-f PASS] [-k KERNEL] [-g GRAPH]
+
+    List device ops matching every filter; with no filter, op-type counts per device run.
+    """
+    ws = ctx.workspace
+    filters = {
+        k: v
+        for k, v in (
+            ("name", args.name),
+            ("type", args.op_type),
+            ("pass", args.pass_name),
+            ("kernel", args.kernel),
+            ("graph", args.graph),
+        )
+        if v
+    }
+    if not filters:
+        counts: dict[str, dict[str, int]] = {}
+        for run in ws.runs:
+            merged: dict[str, int] = {}
+            for graph in run.graphs:
+                for op_type, n in graph.type_counts().items():
+                    merged[op_type] = merged.get(op_type, 0) + n
+            counts[run.name] = dict(sorted(merged.items()))
+        return TypeCounts(counts)
+    rows = []
+    for run in ws.runs:
+        for graph in run.graphs:
+            found = graph.search(
+                name=args.name,
+                op_type=args.op_type,
+                pass_name=args.pass_name,
+                kernel=args.kernel,
+                graph=args.graph,
+            )
+            rows.extend((run.name, rec) for rec in found)
+    return OpListing(filters, rows)
+
+
+@command("ni")
+@argument("name", nargs="?", complete="op", help="op name (exact; else the possible ops are listed)")
+@argument("-n", "--name", dest="name_flag", complete="op", help="op name (same as the positional)")
+@argument("-g", "--graph", help="only ops of graphs whose name contains this")
+@argument("-a", "--attrs", action="store_true", help="also show every attribute")
+@argument("-s", "--subgraph", type=int, metavar="DEPTH", help="write a subgraph of this depth")
+def ni_command(ctx: ShellContext, args: argparse.Namespace) -> NodeInfoResult:
+    """ni [-n] NAME [-g GRAPH] [-a] [-s DEPTH]
+
+    Node info: type, fusion pass, original ops, inputs/outputs with peers, dump and benchmark tensors.
+    """
+    name = args.name_flag or args.name
+    if not name:
+        raise UsageError("ni: give an op name, e.g. ni -n conv1/Conv2D")
+    if args.subgraph is not None and not 0 <= args.subgraph <= 20:
+        raise UsageError("ni: -s DEPTH must be between 0 and 20")
+    ws = ctx.workspace
+    result = NodeInfoResult(query=name)
+    for run in ws.runs:
+        for graph in run.graphs:
+            if args.graph and not any(args.graph in g for g in graph.graph_names):
+                continue
+            rec = graph.get(name)
+            if rec is not None:
+                result.nodes.append(
+                    collect_node_info(ctx, run, graph, rec, args.attrs, args.subgraph)
+                )
+    if result.nodes:
+        return result
+    for run in ws.runs:
+        for graph in run.graphs:
+            result.candidates.extend((run.name, r) for r in graph.search(name=name))
+    if not result.candidates:
+        raise PrecisionError(f"ni: no op named or containing {name!r}; try ls -n PART")
+    return result

@@ -1,0 +1,154 @@
+"""Gathering what `ni` shows about one op: descs with peers, dump tensors, benchmark tensors."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from precision_shell.compare.matcher import input_origin, record_output_origin
+from precision_shell.errors import PrecisionError
+from precision_shell.formats.ge_graph import OpDef, TensorDesc
+from precision_shell.shell.context import ShellContext
+from precision_shell.workspace.graph_index import GraphIndex, OpRecord
+from precision_shell.workspace.subgraph import SubgraphFiles, neighbourhood
+from precision_shell.workspace.tensor_stats import TensorStats
+from precision_shell.workspace.workspace import RunIndex
+
+
+@dataclass(frozen=True)
+class PortInfo:
+    """One input or output desc of the op and the ops on the other side of its edges."""
+
+    kind: str
+    index: int
+    dtype: str
+    layout: str
+    shape: tuple[int, ...]
+    peers: list[str]
+    origin: str | None  # benchmark tensor it stands for, "name:k"
+
+
+@dataclass(frozen=True)
+class TensorRow:
+    """A tensor with its statistics, or the reason it could not be read."""
+
+    label: str  # "input 0", "output 1"
+    source: str  # file name
+    shape: tuple[int, ...] | None = None
+    dtype: str = ""
+    layout: str = ""
+    stats: TensorStats | None = None
+    error: str | None = None
+
+
+@dataclass
+class NodeInfo:
+    run: str
+    graph: str
+    record: OpRecord
+    op: OpDef
+    ports: list[PortInfo]
+    dump_files: list[str]
+    dump_tensors: list[TensorRow]
+    benchmarks: list[TensorRow]
+    attrs: dict[str, Any] | None = None
+    subgraph: SubgraphFiles | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _port(kind: str, index: int, desc: TensorDesc | None, peers: list[str], origin: str | None) -> PortInfo:
+    if desc is None:
+        return PortInfo(kind, index, "?", "?", (), peers, origin)
+    return PortInfo(kind, index, desc.dtype, desc.layout, tuple(desc.shape), peers, origin)
+
+
+def _ports(graph: GraphIndex, rec: OpRecord, op: OpDef) -> list[PortInfo]:
+    ports = []
+    for k, (src, idx) in enumerate(rec.data_inputs):
+        desc = op.input_descs[k] if k < len(op.input_descs) else None
+        origin = input_origin(graph, rec.name, k)
+        ports.append(_port("input", k, desc, [f"{src}:{idx}"], f"{origin[0]}:{origin[1]}" if origin else None))
+    consumers = graph.consumers(rec.name)
+    n_out = max(len(op.output_descs), 1 + max((c.output_index for c in consumers), default=-1))
+    for k in range(n_out):
+        desc = op.output_descs[k] if k < len(op.output_descs) else None
+        peers = [f"{c.op}:{c.input_index}" for c in consumers if c.output_index == k]
+        origin = record_output_origin(rec, k)
+        ports.append(_port("output", k, desc, peers, f"{origin[0]}:{origin[1]}" if origin else None))
+    for src in rec.control_inputs:
+        ports.append(PortInfo("control", -1, "", "", (), [src], None))
+    return ports
+
+
+def _dump_rows(ctx: ShellContext, run: RunIndex, rec: OpRecord) -> tuple[list[str], list[TensorRow]]:
+    ws = ctx.workspace
+    refs = ws.dump_files(run, rec.name)
+    if not refs:
+        return [], []
+    newest = refs[-1]
+    rows: list[TensorRow] = []
+    try:
+        header = ws.header(newest)
+    except PrecisionError as exc:
+        return [r.file_name for r in refs], [TensorRow("file", newest.file_name, error=str(exc))]
+    for meta in (*header.inputs, *header.outputs):
+        label = f"{meta.kind} {meta.index}"
+        try:
+            stats = ws.tensor_stats(newest, meta.kind, meta.index)
+            rows.append(
+                TensorRow(label, newest.file_name, meta.shape, meta.dtype_name, meta.format_name, stats)
+            )
+        except PrecisionError as exc:
+            rows.append(TensorRow(label, newest.file_name, meta.shape, meta.dtype_name,
+                                  meta.format_name, error=str(exc)))
+    return [r.file_name for r in refs], rows
+
+
+def _benchmark_rows(ctx: ShellContext, graph: GraphIndex, rec: OpRecord, n_out: int) -> list[TensorRow]:
+    ws = ctx.workspace
+    rows: list[TensorRow] = []
+    wanted = [("input", k, ws.input_benchmark(graph, rec, k)) for k in range(len(rec.data_inputs))]
+    wanted += [("output", k, ws.output_benchmark(rec, k)) for k in range(n_out)]
+    for kind, k, golden in wanted:
+        if golden is None:
+            continue
+        try:
+            stats = ws.golden_stats(golden)
+            rows.append(TensorRow(f"{kind} {k}", os.path.basename(golden.path), stats.shape,
+                                  stats.dtype, "", stats))
+        except PrecisionError as exc:
+            rows.append(TensorRow(f"{kind} {k}", os.path.basename(golden.path), error=str(exc)))
+    return rows
+
+
+def collect_node_info(
+    ctx: ShellContext,
+    run: RunIndex,
+    graph: GraphIndex,
+    rec: OpRecord,
+    with_attrs: bool,
+    depth: int | None,
+) -> NodeInfo:
+    op = graph.op(rec.name)
+    assert op is not None
+    ports = _ports(graph, rec, op)
+    files, dump_rows = _dump_rows(ctx, run, rec)
+    n_out = sum(1 for p in ports if p.kind == "output")
+    info = NodeInfo(
+        run=run.name,
+        graph=rec.graph,
+        record=rec,
+        op=op,
+        ports=ports,
+        dump_files=files,
+        dump_tensors=dump_rows,
+        benchmarks=_benchmark_rows(ctx, graph, rec, n_out),
+        attrs=dict(sorted(op.attrs.items())) if with_attrs else None,
+    )
+    if depth is not None:
+        from precision_shell.render.graphviz_out import write_subgraph
+
+        sub = neighbourhood(graph, rec.name, depth)
+        info.subgraph = write_subgraph(sub, ctx.workspace.output_dir("op_graph"), run.name)
+    return info

@@ -1,0 +1,228 @@
+"""Tensor commands: `pt` (summary + text dump), `cp` (element-wise compare), `dc` (decode to .npy)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from precision_shell.commands.tensor_target import TensorHandle, resolve_tensors
+from precision_shell.compare.elementwise import ElementwiseReport, compare_elements
+from precision_shell.errors import PrecisionError
+from precision_shell.formats.layouts import LayoutError, format_name, to_origin_layout
+from precision_shell.render.graphviz_out import safe_file_stem
+from precision_shell.shell.context import ShellContext
+from precision_shell.shell.registry import UsageError, argument, command
+from precision_shell.workspace.tensor_stats import TensorStats, compute_stats
+from precision_shell.workspace.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class TensorSummary:
+    label: str
+    path: str
+    layout: str
+    stats: TensorStats
+    preview: list[float]
+    text_file: str
+
+
+@dataclass(frozen=True)
+class TensorSummaries:
+    """`pt`: one summary per tensor named."""
+
+    items: list[TensorSummary]
+
+
+@dataclass(frozen=True)
+class TensorComparison:
+    """`cp`: element-wise compare of two tensors with both sides' statistics."""
+
+    left: str
+    right: str
+    report: ElementwiseReport
+    left_stats: TensorStats
+    right_stats: TensorStats
+    saved: str | None
+
+
+@dataclass(frozen=True)
+class DecodedFiles:
+    """`dc`: the `.npy` files written."""
+
+    files: list[tuple[str, str, tuple[int, ...], str]]  # (source label, npy path, shape, format)
+    out_dir: str
+
+
+def _workspace(ctx: ShellContext) -> Workspace | None:
+    """The workspace when it opens; file paths work without one."""
+    return ctx.try_open()
+
+
+def _output_dir(ctx: ShellContext, *parts: str) -> Path:
+    ws = ctx.workspace
+    return ws.output_dir(*parts)
+
+
+def _unique(path: Path) -> Path:
+    """Never overwrite: add a counter when the name is taken."""
+    if not path.exists():
+        return path
+    for n in range(1, 10_000):
+        candidate = path.with_name(f"{path.stem}.{n}{path.suffix}")
+        if not candidate.exists():
+            return candidate
+    raise PrecisionError(f"{path}: too many files of this name")
+
+
+def _layout_of(handle: TensorHandle) -> str:
+    return handle.meta.format_name if handle.meta is not None else "npy"
+
+
+@command("pt")
+@argument("target", nargs="?", complete="tensor", help="dump or .npy file (path or name), or op name")
+@argument("-n", "--name", dest="name_flag", complete="tensor", help="same as the positional")
+def pt_command(ctx: ShellContext, args: argparse.Namespace) -> TensorSummaries:
+    """pt [-n] NAME_OR_FILE
+
+    Tensor summary (shape, dtype, max/min/mean/std, NaN/inf) and preview; values saved as text under temp/.
+    """
+    target = args.name_flag or args.target
+    if not target:
+        raise UsageError("pt: give a dump file, a .npy file or an op name")
+    handles = resolve_tensors(_workspace(ctx), target)
+    preview_n = int(ctx.settings.get("display.preview"))
+    out_dir = _output_dir(ctx, "pt")
+    items = []
+    for h in handles:
+        values = h.load()
+        stats = compute_stats(values)
+        flat = np.asarray(values).reshape(-1)
+        preview = [float(v) for v in flat[:preview_n].astype(np.float64)]
+        text_path = _unique(out_dir / f"{safe_file_stem(h.label)}.txt")
+        _write_text(text_path, h, values, stats)
+        items.append(TensorSummary(h.label, h.path, _layout_of(h), stats, preview, str(text_path)))
+    return TensorSummaries(items)
+
+
+def _write_text(path: Path, h: TensorHandle, values: np.ndarray, stats: TensorStats) -> None:
+    header = (
+        f"source: {h.path}\ntensor: {h.label}\nshape: {list(stats.shape)}\ndtype: {stats.dtype}\n"
+        f"layout: {_layout_of(h)}\n"
+    )
+    flat = np.asarray(values).reshape(-1)
+    if flat.dtype.kind not in "biuf":
+        flat = flat.astype(np.float64)
+    np.savetxt(path, flat, header=header.rstrip(), fmt="%.9g" if flat.dtype.kind == "f" else "%d")
+
+
+@command("cp")
+@argument("left", nargs="?", complete="tensor", help="left tensor (device), file or op name")
+@argument("right", nargs="?", complete="tensor", help="right tensor (benchmark), file or op name")
+@argument("-n", "--names", nargs=2, metavar=("LEFT", "RIGHT"), complete="tensor", help="the two tensors")
+@argument("-p", "--print", dest="top", type=int, default=20, metavar="N", help="rows in each table (default 20)")
+@argument("-al", "--atol", type=float, default=1e-4, help="absolute tolerance (default 1e-4)")
+@argument("-rl", "--rtol", type=float, default=1e-4, help="relative tolerance (default 1e-4)")
+@argument("-s", "--save", action="store_true", help="save left, right and diff as text under temp/cp/")
+@argument("--flatten-to-min", action="store_true", help="compare the first min(count) elements when counts differ")
+def cp_command(ctx: ShellContext, args: argparse.Namespace) -> TensorComparison:
+    """cp [-n] LEFT RIGHT [-p N] [-al ATOL] [-rl RTOL] [-s]
+
+    Element-wise compare: worst and first elements, allclose, cosine, error ratio, both sides' stats.
+    """
+    left_name, right_name = args.names if args.names else (args.left, args.right)
+    if not left_name or not right_name:
+        raise UsageError("cp: give two tensors, e.g. cp DUMP_FILE golden.npy")
+    if args.top < 0 or args.atol < 0 or args.rtol < 0:
+        raise UsageError("cp: -p, -al and -rl must not be negative")
+    ws = _workspace(ctx)
+    left = _single(resolve_tensors(ws, left_name, default_output=True), left_name)
+    right = _single(resolve_tensors(ws, right_name, default_output=True), right_name)
+    lv, rv = left.load_converted(), right.load_converted()
+    report = compare_elements(lv, rv, args.atol, args.rtol, args.top, args.flatten_to_min)
+    saved = None
+    if args.save:
+        saved = str(_save_pair(ctx, left, right, lv, rv))
+    return TensorComparison(left.label, right.label, report, compute_stats(lv), compute_stats(rv), saved)
+
+
+def _single(handles: list[TensorHandle], name: str) -> TensorHandle:
+    if len(handles) != 1:
+        choices = ", ".join(h.label.rsplit(" ", 2)[-2] + ":" + h.label.rsplit(" ", 1)[-1] for h in handles)
+        raise UsageError(f"{name}: holds {len(handles)} tensors; pick one with :input:K or :output:K ({choices})")
+    return handles[0]
+
+
+def _save_pair(ctx: ShellContext, left: TensorHandle, right: TensorHandle, lv: np.ndarray, rv: np.ndarray) -> Path:
+    out = _unique(_output_dir(ctx, "cp") / f"{safe_file_stem(left.label)}__vs__{safe_file_stem(right.label)}.txt")
+    n = min(lv.size, rv.size)
+    x = np.asarray(lv, dtype=np.float64).reshape(-1)[:n]
+    y = np.asarray(rv, dtype=np.float64).reshape(-1)[:n]
+    np.savetxt(out, np.stack([x, y, x - y], axis=1), fmt="%.9g", header=f"left: {left.label}  right: {right.label}\nleft right diff")
+    return out
+
+
+@command("dc")
+@argument("target", complete="tensor", help="device dump file (path or name) or op name (all its dump files)")
+@argument("-f", "--format", dest="fmt", help="convert to this layout (NCHW, NHWC, ND, NCDHW, ...)")
+@argument("-o", "--output", dest="out_dir", type=Path, complete="path", help="output dir (default temp/decode/)")
+def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles:
+    """dc NAME_OR_FILE [-f FORMAT] [-o OUTDIR]
+
+    Decode device dump files to .npy, optionally converted to a layout.
+    """
+    handles = _dump_targets(ctx, args.target)
+    out_dir = args.out_dir if args.out_dir else _output_dir(ctx, "decode")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PrecisionError(f"{out_dir}: cannot create: {exc.strerror}") from None
+    written = []
+    for h in handles:
+        assert h.meta is not None
+        values = h.load()
+        layout = h.meta.format_name
+        if args.fmt:
+            values, layout = _convert(h, values, args.fmt.upper())
+        name = f"{os.path.basename(h.path)}.{h.meta.kind}.{h.meta.index}"
+        if args.fmt:
+            name += f".{layout}"
+        path = _unique(out_dir / f"{safe_file_stem(name, 240)}.npy")
+        np.save(path, np.ascontiguousarray(values), allow_pickle=False)
+        written.append((h.label, str(path), tuple(values.shape), layout))
+    return DecodedFiles(written, str(out_dir))
+
+
+def _dump_targets(ctx: ShellContext, target: str) -> list[TensorHandle]:
+    ws = _workspace(ctx)
+    if ws is not None and not Path(target).exists():
+        for run in ws.runs:
+            if run.find(target) is not None:
+                refs = ws.dump_files(run, target)
+                if not refs:
+                    raise PrecisionError(f"op {target!r} ({run.name}) has no dump file")
+                handles: list[TensorHandle] = []
+                for ref in refs:
+                    handles.extend(resolve_tensors(ws, ref.path))
+                return handles
+    handles = resolve_tensors(ws, target)
+    if any(not h.is_dump for h in handles):
+        raise UsageError(f"dc: {target} is a .npy file already; dc decodes device dump files")
+    return handles
+
+
+def _convert(h: TensorHandle, values: np.ndarray, fmt: str) -> tuple[np.ndarray, str]:
+    assert h.meta is not None
+    origin_shape = h.meta.original_shape or tuple(values.shape)
+    origin_fmt = format_name(h.meta.original_format) if h.meta.original_format is not None else None
+    try:
+        if origin_fmt and origin_fmt != fmt and {origin_fmt, fmt} == {"NCHW", "NHWC"}:
+            converted = to_origin_layout(values, h.meta.format_name, origin_fmt, origin_shape)
+            axes = (0, 3, 1, 2) if fmt == "NCHW" else (0, 2, 3, 1)
+            return np.transpose(converted, axes), fmt
+        return to_origin_layout(values, h.meta.format_name, fmt, origin_shape), fmt
+    except LayoutError as exc:
+        raise PrecisionError(f"{h.path}: {h.meta.kind} {h.meta.index}: cannot convert to {fmt}: {exc}") from None

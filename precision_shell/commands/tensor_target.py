@@ -1,0 +1,128 @@
+"""Resolving what `pt`, `cp` and `dc` were given: a path, a file name in the workspace, or an op.
+
+An optional `:input:K` / `:output:K` suffix picks one tensor of a device dump file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from precision_shell.errors import FormatError, PrecisionError
+from precision_shell.formats.golden import load_golden
+from precision_shell.formats.npu_dump import (
+    DumpHeader,
+    TensorMeta,
+    read_dump_header,
+    read_tensor,
+    read_tensor_converted,
+)
+from precision_shell.workspace.workspace import Workspace
+
+_SELECTOR = re.compile(r"^(?P<base>.+?):(?P<kind>input|output):(?P<index>\d+)$")
+
+
+@dataclass(frozen=True)
+class TensorHandle:
+    """One tensor to read: from a `.npy` file or one slot of a device dump file."""
+
+    label: str
+    path: str
+    header: DumpHeader | None = None
+    meta: TensorMeta | None = None
+
+    @property
+    def is_dump(self) -> bool:
+        return self.header is not None
+
+    def load(self) -> np.ndarray:
+        """Values as stored (device layout for dump tensors)."""
+        if self.header is None:
+            return load_golden(self.path)
+        assert self.meta is not None
+        return read_tensor(self.header, self.meta.kind, self.meta.index)
+
+    def load_converted(self) -> np.ndarray:
+        """Values in the original (benchmark) layout when the dump says what it was."""
+        if self.header is None:
+            return load_golden(self.path)
+        assert self.meta is not None
+        if not self.meta.original_shape:
+            return self.load()
+        return read_tensor_converted(self.header, self.meta.kind, self.meta.index)
+
+
+def _dump_handles(path: str, kind: str | None, index: int | None) -> list[TensorHandle]:
+    header = read_dump_header(path)
+    metas = [*header.inputs, *header.outputs]
+    if kind is not None:
+        metas = [m for m in metas if m.kind == kind and m.index == index]
+        if not metas:
+            raise PrecisionError(f"{path}: has no {kind} {index}")
+    name = os.path.basename(path)
+    return [TensorHandle(f"{name} {m.kind} {m.index}", path, header, m) for m in metas]
+
+
+def _file_handles(path: str, kind: str | None, index: int | None) -> list[TensorHandle]:
+    if path.endswith(".npy"):
+        if kind is not None:
+            raise PrecisionError(f"{path}: a .npy file holds one tensor; drop :{kind}:{index}")
+        return [TensorHandle(os.path.basename(path), path)]
+    try:
+        return _dump_handles(path, kind, index)
+    except FormatError:
+        raise
+    except OSError as exc:
+        raise PrecisionError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def resolve_tensors(ws: Workspace | None, text: str, default_output: bool = False) -> list[TensorHandle]:
+    """Every tensor `text` names; an op name gives its newest dump file's output 0."""
+    kind: str | None = None
+    index: int | None = None
+    base = text
+    m = _SELECTOR.match(text)
+    if m and not Path(text).exists():
+        base, kind, index = m.group("base"), m.group("kind"), int(m.group("index"))
+    if Path(base).is_file():
+        handles = _file_handles(str(Path(base)), kind, index)
+    elif ws is None:
+        raise PrecisionError(f"{base}: no such file")
+    else:
+        handles = _workspace_handles(ws, base, kind, index)
+    if default_output and kind is None and len(handles) > 1:
+        outputs = [h for h in handles if h.meta is not None and h.meta.kind == "output"]
+        handles = outputs[:1] or handles[:1]
+    return handles
+
+
+def _workspace_handles(ws: Workspace, name: str, kind: str | None, index: int | None) -> list[TensorHandle]:
+    for run in ws.runs:
+        ref = run.dumps.by_file_name(name)
+        if ref is not None:
+            return _file_handles(ref.path, kind, index)
+    if ws.overflow_dumps is not None:
+        ref = ws.overflow_dumps.by_file_name(name)
+        if ref is not None:
+            return _file_handles(ref.path, kind, index)
+    if ws.golden is not None:
+        for files in ws.golden.all.values():
+            for golden in files:
+                if os.path.basename(golden.path) == name:
+                    return _file_handles(golden.path, kind, index)
+    for run in ws.runs:
+        found = run.find(name)
+        if found is None:
+            continue
+        refs = ws.dump_files(run, name)
+        if not refs:
+            raise PrecisionError(f"op {name!r} ({run.name}) has no dump file")
+        handles = _file_handles(refs[-1].path, kind or "output", 0 if index is None else index)
+        return handles
+    raise PrecisionError(
+        f"{name}: not a file, not a dump or .npy file name in the workspace, and not an op name"
+    )

@@ -1,0 +1,80 @@
+"""The one place that prints: turns outcomes and result objects into rich output.
+
+Result types register their renderer with `@renders(ResultType)`; the script runner and the
+REPL call `Renderer.outcome()`. Errors go to stderr as one red line.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+
+from precision_shell.shell.dispatcher import HelpText, Outcome
+
+PROMPT = "PrecisionTool > "
+_RENDERERS: dict[type, Callable[[Console, Any], None]] = {}
+
+
+def renders(result_type: type) -> Callable[[Callable[[Console, Any], None]], Callable]:
+    def decorate(fn: Callable[[Console, Any], None]) -> Callable[[Console, Any], None]:
+        _RENDERERS[result_type] = fn
+        return fn
+
+    return decorate
+
+
+def make_console(color: bool, stderr: bool = False, width: int | None = None) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    if color:
+        return Console(file=stream, highlight=False, width=width, force_terminal=True)
+    return Console(
+        file=stream, highlight=False, color_system=None, no_color=True, width=width or 120,
+        force_terminal=False, emoji=False,
+    )
+
+
+class Renderer:
+    def __init__(self, out: Console, err: Console) -> None:
+        import precision_shell.render.views  # noqa: F401  (registers the result views)
+
+        self.out = out
+        self.err = err
+
+    def echo(self, line: str) -> None:
+        self.out.print(f"{PROMPT}{line}", markup=False, highlight=False)
+
+    def result(self, result: Any) -> None:
+        if result is None:
+            return
+        for cls in type(result).__mro__:
+            fn = _RENDERERS.get(cls)
+            if fn is not None:
+                fn(self.out, result)
+                return
+        self.out.print(str(result), markup=False)
+
+    def error(self, message: str, line_number: int | None = None) -> None:
+        where = f"line {line_number}: " if line_number is not None else ""
+        self.err.print(f"[bold red]error:[/] {where}{message}", highlight=False, markup=True,
+                       soft_wrap=True)
+
+    def outcome(self, outcome: Outcome, line_number: int | None = None) -> None:
+        if outcome.result is not None:
+            self.result(outcome.result)
+        if outcome.error is not None:
+            message = outcome.error
+            if outcome.internal_log:
+                message += f" (traceback in {outcome.internal_log})"
+            self.error(_escape(message), line_number)
+
+
+def _escape(text: str) -> str:
+    return text.replace("[", r"\[")
+
+
+@renders(HelpText)
+def _help_text(console: Console, result: HelpText) -> None:
+    console.print(result.text.rstrip(), markup=False)

@@ -1,0 +1,75 @@
+"""Rendering of `pt`, `cp` and `dc` results."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from precision_shell.commands.tensor import DecodedFiles, TensorComparison, TensorSummaries
+from precision_shell.compare.elementwise import ElementRow
+from precision_shell.render.numbers import fmt_fixed, fmt_num
+from precision_shell.render.output import renders
+from precision_shell.workspace.tensor_stats import TensorStats
+
+
+def stats_line(stats: TensorStats) -> str:
+    return (
+        f"shape {list(stats.shape)}  dtype {stats.dtype}  max {fmt_num(stats.max)}  "
+        f"min {fmt_num(stats.min)}  mean {fmt_num(stats.mean)}  std {fmt_num(stats.std)}  "
+        f"nan {stats.nan_count}  inf {stats.inf_count}"
+    )
+
+
+@renders(TensorSummaries)
+def render_tensor_summaries(console: Console, result: TensorSummaries) -> None:
+    for item in result.items:
+        console.print(Text(item.label, style="bold"))
+        console.print(f"  {stats_line(item.stats)}  layout {item.layout}", markup=False)
+        preview = ", ".join(fmt_num(v) for v in item.preview)
+        more = " ..." if item.stats.count > len(item.preview) else ""
+        console.print(f"  values: [{preview}{more}]", markup=False)
+        console.print(f"  saved {item.text_file}", markup=False, style="dim")
+
+
+def _element_table(title: str, rows: list[ElementRow]) -> Table:
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for col in ("index", "left", "right", "abs diff", "rel diff"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(str(list(r.index)), fmt_num(r.left), fmt_num(r.right), fmt_num(r.diff),
+                      fmt_num(r.relative))
+    return table
+
+
+@renders(TensorComparison)
+def render_tensor_comparison(console: Console, result: TensorComparison) -> None:
+    rep = result.report
+    console.print(f"left:  {result.left}", markup=False)
+    console.print(f"       {stats_line(result.left_stats)}", markup=False)
+    console.print(f"right: {result.right}", markup=False)
+    console.print(f"       {stats_line(result.right_stats)}", markup=False)
+    if rep.truncated_from:
+        console.print(f"compared the first {rep.count} elements (counts {rep.truncated_from[0]} vs "
+                      f"{rep.truncated_from[1]}, --flatten-to-min)", style="yellow")
+    if rep.worst:
+        console.print(_element_table(f"{len(rep.worst)} largest differences", rep.worst))
+        console.print(_element_table(f"first {len(rep.first)} elements", rep.first))
+    verdict = Text("allclose: yes", style="green") if rep.allclose else Text("allclose: no", style="red")
+    console.print(verdict)
+    console.print(
+        f"cosine {fmt_fixed(rep.cosine)}  max abs error {fmt_num(rep.max_abs_error)}  "
+        f"max relative error {fmt_num(rep.max_relative_error)}  error ratio "
+        f"{fmt_fixed(rep.error_ratio)} ({rep.mismatch_count}/{rep.count} with |l-r| > "
+        f"{rep.atol:g} + {rep.rtol:g}*|r|)",
+        markup=False,
+    )
+    if result.saved:
+        console.print(f"saved {result.saved}", markup=False, style="dim")
+
+
+@renders(DecodedFiles)
+def render_decoded(console: Console, result: DecodedFiles) -> None:
+    for label, path, shape, layout in result.files:
+        console.print(f"{label} -> {path}  {list(shape)} {layout}", markup=False)
+    console.print(f"{len(result.files)} file(s) written under {result.out_dir}", style="dim")

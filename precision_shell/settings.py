@@ -1,0 +1,74 @@
+"""Settings: the packaged commented defaults merged with the user's file; flags win over both."""
+
+from __future__ import annotations
+
+import importlib.resources
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from precision_shell.errors import PrecisionError
+
+USER_FILE_NAME = "config.toml"
+
+
+def user_config_path() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "precision_shell" / USER_FILE_NAME
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any], source: str, prefix: str = "") -> None:
+    for key, value in override.items():
+        where = f"{prefix}{key}"
+        if key not in base:
+            raise PrecisionError(f"{source}: unknown setting {where!r}")
+        if isinstance(base[key], dict):
+            if not isinstance(value, dict):
+                raise PrecisionError(f"{source}: {where!r} must be a table")
+            _merge(base[key], value, source, where + ".")
+        elif isinstance(base[key], float) and isinstance(value, int | float) and not isinstance(value, bool):
+            base[key] = float(value)
+        elif type(value) is not type(base[key]):
+            raise PrecisionError(
+                f"{source}: {where!r} must be {type(base[key]).__name__}, got {value!r}"
+            )
+        else:
+            base[key] = value
+
+
+class Settings:
+    """Nested settings with dotted access: `settings.get("thresholds.cosine")`."""
+
+    def __init__(self, data: dict[str, Any], sources: list[str]) -> None:
+        self.data = data
+        self.sources = sources
+
+    @classmethod
+    def load(cls, user_file: Path | None = None) -> Settings:
+        text = importlib.resources.files("precision_shell.defaults").joinpath("default.toml").read_text()
+        data = tomllib.loads(text)
+        sources = ["defaults"]
+        path = user_file or user_config_path()
+        if path.is_file():
+            try:
+                user = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise PrecisionError(f"{path}: not valid TOML: {exc}") from None
+            _merge(data, user, str(path))
+            sources.append(str(path))
+        return cls(data, sources)
+
+    def get(self, dotted: str) -> Any:
+        node: Any = self.data
+        for part in dotted.split("."):
+            node = node[part]
+        return node
+
+    def override(self, dotted: str, value: Any) -> None:
+        """A command-line flag wins over both files."""
+        *parents, last = dotted.split(".")
+        node = self.data
+        for part in parents:
+            node = node[part]
+        node[last] = value

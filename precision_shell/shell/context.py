@@ -1,0 +1,41 @@
+"""What every command handler gets: the workspace (opened lazily), settings and the mode."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from precision_shell.errors import PrecisionError
+from precision_shell.settings import Settings
+from precision_shell.workspace.workspace import Workspace
+
+
+@dataclass
+class ShellContext:
+    workspace_path: Path
+    settings: Settings
+    interactive: bool = False
+    use_cache: bool = True
+    _workspace: Workspace | None = field(default=None, repr=False)
+    _open_error: str | None = field(default=None, repr=False)
+
+    @property
+    def workspace(self) -> Workspace:
+        """The workspace index, opened on first use (a bad path is reported once per use)."""
+        if self._workspace is None:
+            self._workspace = Workspace.open(self.workspace_path, use_cache=self.use_cache)
+        return self._workspace
+
+    def workspace_if_open(self) -> Workspace | None:
+        return self._workspace
+
+    def try_open(self) -> Workspace | None:
+        try:
+            return self.workspace
+        except PrecisionError as exc:
+            self._open_error = str(exc)
+            return None
+
+    @property
+    def open_error(self) -> str | None:
+        return self._open_error

@@ -1,0 +1,120 @@
+"""One command line -> one outcome: parse, look up, run the handler, catch what goes wrong.
+
+The dispatcher never prints. It returns an `Outcome` holding the handler's result object or
+the error; the REPL and the script runner hand it to the render layer.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import shlex
+import tempfile
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from precision_shell.errors import PrecisionError
+from precision_shell.shell.registry import REGISTRY, HelpShown, Registry, UsageError
+
+
+@dataclass
+class Outcome:
+    """What running one line produced: a result, a user error, or an internal error."""
+
+    line: str
+    result: Any = None
+    error: str | None = None
+    internal_log: str | None = None  # path of the traceback log for unexpected exceptions
+    interrupted: bool = False
+    exit_requested: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.interrupted
+
+
+@dataclass(frozen=True)
+class HelpText:
+    """Plain help text (from `CMD -h`)."""
+
+    text: str
+
+
+def split_line(line: str) -> list[str]:
+    try:
+        return shlex.split(line, comments=False, posix=True)
+    except ValueError as exc:
+        raise UsageError(f"cannot split the line: {exc} (check the quotes)") from None
+
+
+def log_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "precision_shell" / "logs"
+
+
+def write_traceback_log(line: str) -> str:
+    """Save the current exception's traceback; return the log path for the one-line message."""
+    text = f"command: {line}\n{traceback.format_exc()}"
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    for directory in (log_dir(), Path(tempfile.gettempdir()) / "precision_shell"):
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            path = directory / f"error-{stamp}-{os.getpid()}.log"
+            path.write_text(text, encoding="utf-8")
+            return str(path)
+        except OSError:
+            continue
+    return "(no writable log dir)"
+
+
+class Dispatcher:
+    """Runs command lines against a context object shared by all handlers."""
+
+    EXIT_WORDS = frozenset({"exit", "quit"})
+
+    def __init__(self, context: Any, registry: Registry | None = None) -> None:
+        self.context = context
+        self.registry = registry or REGISTRY
+
+    def execute(self, line: str) -> Outcome:
+        stripped = line.strip()
+        outcome = Outcome(line=stripped)
+        if not stripped or stripped.startswith("#"):
+            return outcome
+        try:
+            if stripped.startswith("!"):
+                outcome.result = self._run_handler("run", stripped[1:].strip(), raw=True)
+                outcome.error = getattr(outcome.result, "error_message", None)
+                return outcome
+            words = split_line(stripped)
+            if not words:
+                return outcome
+            name, rest = words[0], words[1:]
+            if name in self.EXIT_WORDS:
+                outcome.exit_requested = True
+                return outcome
+            cmd = self.registry.lookup(name)
+            if cmd.raw_args:
+                outcome.result = self._run_handler(cmd.name, stripped[len(name) :].strip(), raw=True)
+            else:
+                outcome.result = self._run_handler(cmd.name, rest)
+            # A result may carry its own failure (e.g. `run` with a non-zero exit status).
+            outcome.error = getattr(outcome.result, "error_message", None)
+        except HelpShown as shown:
+            outcome.result = HelpText(shown.text)
+        except KeyboardInterrupt:
+            outcome.interrupted = True
+            outcome.error = "interrupted"
+        except PrecisionError as exc:
+            outcome.error = str(exc)
+        except Exception as exc:  # the shell never dies on a command
+            outcome.internal_log = write_traceback_log(stripped)
+            outcome.error = f"internal error: {type(exc).__name__}: {exc}"
+        return outcome
+
+    def _run_handler(self, name: str, argv: Any, raw: bool = False) -> Any:
+        cmd = self.registry.lookup(name)
+        args = argv if raw else cmd.parse(argv)
+        return cmd.handler(self.context, args)
