@@ -50,7 +50,9 @@ def _rows(indices: np.ndarray, shape: tuple[int, ...], x, y, diff, rel) -> list[
     out = []
     for j, flat in enumerate(indices):
         idx = tuple(int(c[j]) for c in coords)
-        out.append(ElementRow(idx, float(x[flat]), float(y[flat]), float(diff[flat]), float(rel[flat])))
+        out.append(
+            ElementRow(idx, float(x[flat]), float(y[flat]), float(diff[flat]), float(rel[flat]))
+        )
     return out
 
 
@@ -92,9 +94,7 @@ def compare_elements(
         worst_idx = np.array([], dtype=np.int64)
     first_idx = np.arange(k)
     nx, ny = np.linalg.norm(x), np.linalg.norm(y)
-    if count <= 1 and nx > 0 and ny > 0:
-        cosine = 1.0
-    elif nx <= _EPS and ny <= _EPS:
+    if count <= 1 and nx > 0 and ny > 0 or nx <= _EPS and ny <= _EPS:
         cosine = 1.0
     elif nx <= _EPS or ny <= _EPS:
         cosine = math.nan

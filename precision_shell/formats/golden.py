@@ -17,7 +17,8 @@ import ast
 import csv
 import os
 import re
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,6 @@ from precision_shell.errors import FormatError
 MAPPING_FILE_NAME = "mapping.csv"
 
 _NPY_MAGIC = b"\x93NUMPY"
-_GOLDEN_NAME = re.compile(r"^(?P<op>.+)\.(?P<index>\d+)\.(?P<ts>\d+)\.npy$")
 _TENSOR_NAME = re.compile(r"^(?P<op>.+):(?P<slot>\d+)$")
 _KEY_UNSAFE = str.maketrans({"/": "_", ".": "_", ":": "_"})
 # The header of a .npy file is a Python dict literal; larger ones are not numpy's.
@@ -62,6 +62,22 @@ class GoldenFile:
     timestamp: int
 
 
+def _split_golden_name(file_name: str) -> tuple[str, str, str] | None:
+    """`{op}.{k}.{ts}.npy` -> (op, k, ts) as written, or None when the name does not fit."""
+    parts = file_name.rsplit(".", 3)
+    if len(parts) != 4 or parts[3] != "npy":
+        return None
+    op, index, timestamp, _ = parts
+    # isascii: int() would accept other Unicode digits, which no tool writes.
+    if not (op and index.isdigit() and timestamp.isdigit() and (index + timestamp).isascii()):
+        return None
+    return op, index, timestamp
+
+
+def _sanitize(op: str) -> str:
+    return op.replace("/", "_").replace(".", "_").replace(":", "_")
+
+
 def parse_golden_name(file_name: str, path: str | None = None) -> GoldenFile | None:
     """Parse `{op}.{k}.{ts}.npy`; None for a name not ending in `.npy`.
 
@@ -70,30 +86,109 @@ def parse_golden_name(file_name: str, path: str | None = None) -> GoldenFile | N
     """
     if not file_name.endswith(".npy"):
         return None
-    match = _GOLDEN_NAME.match(file_name)
-    if match is None:
+    parsed = _split_golden_name(file_name)
+    if parsed is None:
         raise ValueError(
             f"{file_name!r} does not follow '{{op}}.{{output_index}}.{{timestamp}}.npy'"
         )
-    op_name = match["op"].translate(_KEY_UNSAFE)
-    output_index = int(match["index"])
+    op, index, timestamp = parsed
+    op_name = _sanitize(op)
+    output_index = int(index)
     return GoldenFile(
         path=file_name if path is None else path,
         key=f"{op_name}.{output_index}",
         op_name=op_name,
         output_index=output_index,
-        timestamp=int(match["ts"]),
+        timestamp=int(timestamp),
     )
 
 
-@dataclass
-class GoldenIndex:
-    """The benchmark tensors of one directory, by lookup key."""
+class _GoldenFiles:
+    """What a scan keeps: key -> (timestamp, name on disk) oldest first, and `mapping.csv`.
 
-    directory: str
-    newest: dict[str, GoldenFile] = field(default_factory=dict)
-    all: dict[str, list[GoldenFile]] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    GoldenFile objects are built only when asked for: indexing 100k files then costs one
+    string split per file, not one object.
+    """
+
+    def __init__(
+        self,
+        directory: str,
+        files_by_key: dict[str, list[tuple[int, str]]],
+        mapping: dict[str, str],
+    ) -> None:
+        self.directory = directory
+        self.files_by_key = files_by_key
+        self.mapping = mapping
+
+    def build(self, disk_name: str) -> GoldenFile:
+        """The GoldenFile of a stored name (its real name when `mapping.csv` lists it)."""
+        real_name = self.mapping.get(disk_name, disk_name)
+        golden = parse_golden_name(real_name, os.path.join(self.directory, disk_name))
+        if golden is None:  # never: only `.npy` names are stored
+            raise KeyError(disk_name)
+        return golden
+
+
+class _NewestByKey(Mapping[str, GoldenFile]):
+    """key -> the file with the largest timestamp, built on first access."""
+
+    def __init__(self, files: _GoldenFiles) -> None:
+        self._files = files
+        self._built: dict[str, GoldenFile] = {}
+
+    def __getitem__(self, key: str) -> GoldenFile:
+        golden = self._built.get(key)
+        if golden is None:
+            golden = self._files.build(self._files.files_by_key[key][-1][1])
+            self._built[key] = golden
+        return golden
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._files.files_by_key
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._files.files_by_key)
+
+    def __len__(self) -> int:
+        return len(self._files.files_by_key)
+
+
+class _AllByKey(Mapping[str, list[GoldenFile]]):
+    """key -> every file of that key, oldest first, built on first access."""
+
+    def __init__(self, files: _GoldenFiles) -> None:
+        self._files = files
+        self._built: dict[str, list[GoldenFile]] = {}
+
+    def __getitem__(self, key: str) -> list[GoldenFile]:
+        same_key = self._built.get(key)
+        if same_key is None:
+            same_key = [self._files.build(name) for _, name in self._files.files_by_key[key]]
+            self._built[key] = same_key
+        return same_key
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._files.files_by_key
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._files.files_by_key)
+
+    def __len__(self) -> int:
+        return len(self._files.files_by_key)
+
+
+class GoldenIndex:
+    """The benchmark tensors of one directory, by lookup key.
+
+    `newest`: key -> file with the largest timestamp; `all`: key -> files sorted by
+    timestamp; `warnings`: odd names, each naming the file. Both maps are read-only.
+    """
+
+    def __init__(self, files: _GoldenFiles, warnings: list[str]) -> None:
+        self.directory = files.directory
+        self.newest: Mapping[str, GoldenFile] = _NewestByKey(files)
+        self.all: Mapping[str, list[GoldenFile]] = _AllByKey(files)
+        self.warnings = warnings
 
     def lookup(self, origin_name: str, output_index: int) -> GoldenFile | None:
         """The newest file for origin `(origin_name, output_index)`, or None."""
@@ -101,6 +196,9 @@ class GoldenIndex:
 
     def __len__(self) -> int:
         return len(self.newest)
+
+    def __repr__(self) -> str:
+        return f"GoldenIndex({self.directory!r}, {len(self)} keys, {len(self.warnings)} warnings)"
 
 
 def read_mapping_csv(path: Path) -> tuple[dict[str, str], list[str]]:
@@ -128,43 +226,49 @@ def scan_golden_dir(directory: Path) -> GoldenIndex:
     renamed). Odd `.npy` names become warnings; other files are ignored.
     """
     directory = Path(directory)
-    index = GoldenIndex(directory=str(directory))
+    warnings: list[str] = []
     try:
-        entries = [entry for entry in os.scandir(directory) if entry.is_file()]
+        disk_names = [entry.name for entry in os.scandir(directory) if entry.is_file()]
     except OSError as error:
         raise FormatError(directory, f"cannot list benchmark directory: {error.strerror}") from None
 
     mapping: dict[str, str] = {}
-    if any(entry.name == MAPPING_FILE_NAME for entry in entries):
-        mapping, mapping_warnings = read_mapping_csv(directory / MAPPING_FILE_NAME)
-        index.warnings.extend(mapping_warnings)
+    if MAPPING_FILE_NAME in disk_names:
+        mapping, warnings = read_mapping_csv(directory / MAPPING_FILE_NAME)
 
-    grouped: dict[str, list[GoldenFile]] = {}
-    for entry in entries:
-        name = mapping.get(entry.name, entry.name)
-        try:
-            golden = parse_golden_name(name, entry.path)
-        except ValueError:
-            shown = entry.name if name == entry.name else f"{entry.name} ({name})"
-            index.warnings.append(
+    files_by_key: dict[str, list[tuple[int, str]]] = {}
+    # The hot loop of a 100k-file directory: inlined split, one tuple per file, no objects.
+    for disk_name in disk_names:
+        name = mapping.get(disk_name, disk_name) if mapping else disk_name
+        parts = name.rsplit(".", 3)
+        if len(parts) != 4 or parts[3] != "npy":
+            continue
+        op, index, timestamp, _ = parts
+        if not (op and index.isdigit() and timestamp.isdigit() and (index + timestamp).isascii()):
+            shown = disk_name if name == disk_name else f"{disk_name} (mapped to {name})"
+            warnings.append(
                 f"{directory / shown}: not a benchmark tensor name "
                 "'{op}.{output_index}.{timestamp}.npy'; skipped"
             )
             continue
-        if golden is not None:
-            grouped.setdefault(golden.key, []).append(golden)
+        if len(index) > 1 and index[0] == "0":
+            index = str(int(index))
+        key = op.replace("/", "_").replace(".", "_").replace(":", "_") + "." + index
+        same_key = files_by_key.get(key)
+        if same_key is None:
+            files_by_key[key] = [(int(timestamp), disk_name)]
+        else:
+            same_key.append((int(timestamp), disk_name))
 
-    for key, files in grouped.items():
-        files.sort(key=lambda golden: (golden.timestamp, golden.path))
-        newest = files[-1]
-        if len(files) > 1 and files[-2].timestamp == newest.timestamp:
-            index.warnings.append(
-                f"{newest.path}: same key {key!r} and timestamp as {files[-2].path}; "
-                "using the later name"
-            )
-        index.all[key] = files
-        index.newest[key] = newest
-    return index
+    for key, same_key in files_by_key.items():
+        if len(same_key) > 1:
+            same_key.sort()
+            if same_key[-1][0] == same_key[-2][0]:
+                warnings.append(
+                    f"{directory / same_key[-1][1]}: same key {key!r} and timestamp as "
+                    f"{same_key[-2][1]}; using {same_key[-1][1]}"
+                )
+    return GoldenIndex(_GoldenFiles(str(directory), files_by_key, mapping), warnings)
 
 
 @dataclass(frozen=True)

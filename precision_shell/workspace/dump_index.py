@@ -43,8 +43,12 @@ def scan_dump_dir(directory: Path) -> dict:
     try:
         entries = [e.name for e in os.scandir(directory) if e.is_file()]
     except OSError as exc:
-        return {"version": DIR_RECORD_VERSION, "dir": str(directory), "rows": [],
-                "warnings": [f"{directory}: cannot list: {exc.strerror}"]}
+        return {
+            "version": DIR_RECORD_VERSION,
+            "dir": str(directory),
+            "rows": [],
+            "warnings": [f"{directory}: cannot list: {exc.strerror}"],
+        }
     entries.sort()
     for name in entries:
         if name in _SKIP:
@@ -56,10 +60,23 @@ def scan_dump_dir(directory: Path) -> dict:
             warnings.append(f"{directory / name}: not a dump file name ({exc})")
             continue
         rows.append(
-            (name, dn.op_type, dn.op_name, dn.task_id, dn.stream_id, dn.timestamp, dn.ffts,
-             dn.stats_csv)
+            (
+                name,
+                dn.op_type,
+                dn.op_name,
+                dn.task_id,
+                dn.stream_id,
+                dn.timestamp,
+                dn.ffts,
+                dn.stats_csv,
+            )
         )
-    return {"version": DIR_RECORD_VERSION, "dir": str(directory), "rows": rows, "warnings": warnings}
+    return {
+        "version": DIR_RECORD_VERSION,
+        "dir": str(directory),
+        "rows": rows,
+        "warnings": warnings,
+    }
 
 
 class DumpIndex:
@@ -75,12 +92,14 @@ class DumpIndex:
             for name, op_type, op_name, task, stream, ts, ffts, stats in state["rows"]:
                 by_op[op_name].append(len(self.files))
                 self.files.append(
-                    DumpFileRef(os.path.join(base, name), op_type, op_name, task, stream, ts,
-                                ffts, stats)
+                    DumpFileRef(
+                        os.path.join(base, name), op_type, op_name, task, stream, ts, ffts, stats
+                    )
                 )
         files = self.files
         self._by_op = {
-            k: sorted(v, key=lambda i: (files[i].timestamp, files[i].path)) for k, v in by_op.items()
+            k: sorted(v, key=lambda i: (files[i].timestamp, files[i].path))
+            for k, v in by_op.items()
         }
         self._by_file_name: dict[str, int] | None = None
 

@@ -90,13 +90,14 @@ class GraphIndex:
     # -- construction and persistence -------------------------------------------------
     @classmethod
     def from_model(cls, model: ModelDef, source: str) -> GraphIndex:
-        entries: list[tuple[int, int, OpDef, str]] = []
-        for graph in model.graphs:
+        # Root graph first, subgraphs after it (ids restart per graph); by id, then file order.
+        entries: list[tuple[int, int, int, OpDef, str]] = []
+        for g, graph in enumerate(model.graphs):
             for order, op in enumerate(graph.ops):
-                entries.append((op.id, len(entries), op, graph.name))
-        entries.sort(key=lambda e: (e[0], e[1]))
-        rows = [_record_tuple(op, graph) for _, _, op, graph in entries]
-        blobs = [pickle.dumps(op, protocol=pickle.HIGHEST_PROTOCOL) for _, _, op, _ in entries]
+                entries.append((g, op.id, order, op, graph.name))
+        entries.sort(key=lambda e: e[:3])
+        rows = [_record_tuple(op, graph) for *_, op, graph in entries]
+        blobs = [pickle.dumps(op, protocol=pickle.HIGHEST_PROTOCOL) for *_, op, _ in entries]
         return cls(source, [g.name for g in model.graphs], rows, blobs)
 
     def to_state(self) -> dict:

@@ -136,7 +136,9 @@ def graph_dump_dirs(dump_dir: Path, warnings: list[str]) -> list[GraphDumpDir]:
                 steps = _subdirs(Path(model.path))
                 for step in steps:
                     found.append(
-                        GraphDumpDir(graph.name, device.name, model.name, step.name, Path(step.path))
+                        GraphDumpDir(
+                            graph.name, device.name, model.name, step.name, Path(step.path)
+                        )
                     )
                 if not steps:
                     warnings.append(f"{model.path}: no <step>/ dir inside the model dir")

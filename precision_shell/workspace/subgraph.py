@@ -57,4 +57,3 @@ def neighbourhood(graph: GraphIndex, center: str, depth: int) -> Subgraph:
             if src in nodes:
                 edges.append((src, -1, name, -1, True))
     return Subgraph(center, depth, nodes, edges)
-

@@ -69,8 +69,15 @@ def compute_stats(array: np.ndarray) -> TensorStats:
     else:
         vmax = vmin = mean = std = math.nan
     return TensorStats(
-        tuple(int(d) for d in array.shape), str(array.dtype), count, vmax, vmin, mean, std,
-        nan_count, inf_count,
+        tuple(int(d) for d in array.shape),
+        str(array.dtype),
+        count,
+        vmax,
+        vmin,
+        mean,
+        std,
+        nan_count,
+        inf_count,
     )
 
 

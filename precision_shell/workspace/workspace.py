@@ -18,8 +18,13 @@ from precision_shell.compare.matcher import input_origin, record_output_origin
 from precision_shell.errors import FormatError, PrecisionError
 from precision_shell.formats.fusion_result import FusionPass, read_fusion_result
 from precision_shell.formats.ge_graph import load_ge_graph
-from precision_shell.formats.golden import GoldenFile, GoldenIndex, golden_key, load_golden
-from precision_shell.formats.golden import scan_golden_dir
+from precision_shell.formats.golden import (
+    GoldenFile,
+    GoldenIndex,
+    golden_key,
+    load_golden,
+    scan_golden_dir,
+)
 from precision_shell.formats.npu_dump import DumpHeader, read_dump_header, read_tensor
 from precision_shell.workspace.dump_index import (
     DIR_RECORD_VERSION,

@@ -9,8 +9,14 @@ def make_index() -> GraphIndex:
 def test_ops_are_in_execution_order_by_id_then_file_order():
     names = make_index().names()
     assert names[:3] == ["init", "dense/kernel", "conv1/weights"]  # id 0, in file order
-    assert names[3:] == ["input", "cast_0", "conv1/Conv2D", "trans_TransData_4", "dense/MatMul",
-                         "softmax/Softmax"]
+    assert names[3:] == [
+        "input",
+        "cast_0",
+        "conv1/Conv2D",
+        "trans_TransData_4",
+        "dense/MatMul",
+        "softmax/Softmax",
+    ]
 
 
 def test_record_holds_fusion_kernel_and_edges():
@@ -34,7 +40,10 @@ def test_search_filters_are_case_insensitive_substrings_and_combine():
     index = make_index()
     assert [r.name for r in index.search(name="CONV1/")] == ["conv1/weights", "conv1/Conv2D"]
     assert [r.name for r in index.search(op_type="conv2d")] == ["conv1/Conv2D"]
-    assert [r.name for r in index.search(pass_name="fusionpass")] == ["conv1/Conv2D", "dense/MatMul"]
+    assert [r.name for r in index.search(pass_name="fusionpass")] == [
+        "conv1/Conv2D",
+        "dense/MatMul",
+    ]
     assert [r.name for r in index.search(kernel="matmul")] == ["dense/MatMul"]
     assert [r.name for r in index.search(name="conv", op_type="Const")] == ["conv1/weights"]
     assert index.search(name="nothing-like-this") == []
@@ -68,8 +77,16 @@ def test_state_round_trip_keeps_everything():
     again = GraphIndex.from_state(index.to_state())
     assert again.names() == index.names()
     assert list(again.records()) == list(index.records())
-    assert again.type_counts() == {"Cast": 1, "Const": 2, "Conv2D": 1, "Data": 1, "MatMulV2": 1,
-                                   "NoOp": 1, "SoftmaxV2": 1, "TransData": 1}
+    assert again.type_counts() == {
+        "Cast": 1,
+        "Const": 2,
+        "Conv2D": 1,
+        "Data": 1,
+        "MatMulV2": 1,
+        "NoOp": 1,
+        "SoftmaxV2": 1,
+        "TransData": 1,
+    }
 
 
 def test_names_containing_puts_prefix_matches_first():

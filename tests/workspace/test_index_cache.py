@@ -52,7 +52,10 @@ def test_entry_not_signed_with_our_key_is_never_unpickled(tmp_path):
 
     payload = pickle.dumps({"format": 1, "fingerprint": fp, "state": Boom()})
     entry.write_bytes(b"\0" * 32 + payload)
-    assert IndexCache(tmp_path / "cache").load_or_build("graph", src, fp, lambda: "rebuilt") == "rebuilt"
+    assert (
+        IndexCache(tmp_path / "cache").load_or_build("graph", src, fp, lambda: "rebuilt")
+        == "rebuilt"
+    )
     assert not (tmp_path / "pwned").exists()
 
 

@@ -15,7 +15,10 @@ def test_newest_dir_is_numeric_not_string_order(tmp_path):
 def test_root_accepts_parent_or_precision_data_itself(tmp_path):
     (tmp_path / "precision_data").mkdir()
     assert resolve_workspace_root(tmp_path) == (tmp_path / "precision_data").resolve()
-    assert resolve_workspace_root(tmp_path / "precision_data") == (tmp_path / "precision_data").resolve()
+    assert (
+        resolve_workspace_root(tmp_path / "precision_data")
+        == (tmp_path / "precision_data").resolve()
+    )
 
 
 def test_root_errors_name_the_path(tmp_path):
