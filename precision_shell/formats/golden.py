@@ -219,6 +219,14 @@ def read_mapping_csv(path: Path) -> tuple[dict[str, str], list[str]]:
     return mapping, warnings
 
 
+def _odd_name_warning(directory: Path, disk_name: str, name: str) -> str:
+    shown = disk_name if name == disk_name else f"{disk_name} (mapped to {name})"
+    return (
+        f"{directory / shown}: not a benchmark tensor name "
+        "'{op}.{output_index}.{timestamp}.npy'; skipped"
+    )
+
+
 def scan_golden_dir(directory: Path) -> GoldenIndex:
     """Index the `.npy` benchmark tensors directly inside `directory`.
 
@@ -242,14 +250,12 @@ def scan_golden_dir(directory: Path) -> GoldenIndex:
         name = mapping.get(disk_name, disk_name) if mapping else disk_name
         parts = name.rsplit(".", 3)
         if len(parts) != 4 or parts[3] != "npy":
+            if name.endswith(".npy"):
+                warnings.append(_odd_name_warning(directory, disk_name, name))
             continue
         op, index, timestamp, _ = parts
         if not (op and index.isdigit() and timestamp.isdigit() and (index + timestamp).isascii()):
-            shown = disk_name if name == disk_name else f"{disk_name} (mapped to {name})"
-            warnings.append(
-                f"{directory / shown}: not a benchmark tensor name "
-                "'{op}.{output_index}.{timestamp}.npy'; skipped"
-            )
+            warnings.append(_odd_name_warning(directory, disk_name, name))
             continue
         if len(index) > 1 and index[0] == "0":
             index = str(int(index))

@@ -1,0 +1,433 @@
+"""Overflow debug files `Opdebug.Node_OpDebug.{task_id}[.{stream_id}].{ts}` (FORMATS.md section 8).
+
+Owns the file-name rule, both record layouts, the status-bit texts, and writers for the
+demo and the tests.
+
+On disk an Opdebug file is a dump file like any other (msaccucmp's `convert` reads it with
+its dump parser and decodes every `output[k].data`): `[u64 header_len][DumpData header]`
+then the payload. The payload is one of
+- old layout, exactly 2048 bytes: DHA info (128 B), L2 info (128), AI Core info (256),
+  each starting with u64 model_id, stream_id, task_id, task_type, pc_start, para_base;
+  DHA status (256, u64 at 0), L2 status (256, u64 at 0), AI Core status (1024: u64
+  kernel_code, block_idx, status);
+- new layout: u32 magic 0x5A5A5A5A, u32 version, then records of u32 valid, acc_type,
+  rsv, data_len and data_len bytes of u64 fields. With version 1, AIC/AIV records carry
+  four status words instead of one (data_len 112 instead of 88).
+A bare payload (no dump header) is read too; the writers write the dump-file form (one
+UINT8 output) unless `container=False`. The dump file itself is read by `npu_dump`.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from precision_shell.errors import FormatError
+from precision_shell.formats.npu_dump import TensorSpec, read_dump_header, read_tensor, write_dump
+
+OPDEBUG_PREFIX = "Opdebug.Node_OpDebug."
+OLD_LAYOUT_SIZE = 2048
+NEW_LAYOUT_MAGIC = 0x5A5A5A5A
+_MAGIC_BYTES = NEW_LAYOUT_MAGIC.to_bytes(4, "little")
+
+# The texts of FORMATS.md section 8, written once.
+AICORE_STATUS_TEXTS: dict[int, str] = {
+    0x8: "signed-int minimum negation",
+    0x10: "integer add/sub/mul/mac overflow",
+    0x20: "floating-point overflow",
+    0x80: "negative input to float->unsigned",
+    0x100: "overflow converting FP32/INT32 to FP16",
+    0x400: "cube accumulation overflow",
+}
+DHA_STATUS_TEXTS: dict[int, str] = {  # code in bits 8-15
+    0x9: "DHA atomic add overflow",
+    0xA: "DHA atomic add underflow",
+    0xB: "DHA atomic add src NaN",
+    0xC: "DHA atomic add dst NaN",
+    0xD: "DHA atomic add both NaN",
+}
+L2_STATUS_TEXTS: dict[int, str] = {  # code in bits 16-18
+    1: "L2 atomic add overflow",
+    2: "L2 atomic add underflow",
+    3: "L2 atomic add src NaN",
+    4: "L2 atomic add dst NaN",
+    5: "L2 atomic add both NaN",
+}
+
+# Old layout: block offsets inside the 2048 bytes.
+_DHA_INFO, _L2_INFO, _AICORE_INFO = 0, 128, 256
+_DHA_STATUS, _L2_STATUS, _AICORE_STATUS = 512, 768, 1024
+_INFO_FIELDS = ("model_id", "stream_id", "task_id", "task_type", "pc_start", "para_base")
+
+# New layout.
+_ACC_TYPES = {0: "AIC", 1: "AIV", 2: "AICPU", 3: "SDMA"}
+_ACC_CODES = {name: code for code, name in _ACC_TYPES.items()}
+_AICORE_FIELDS = (
+    "model_id", "stream_id", "task_id", "task_type", "context_id", "thread_id",
+    "pc_start", "para_base", "core_id", "block_id", "status",
+)  # fmt: skip
+_RECORD_FIELDS: dict[str, tuple[str, ...]] = {
+    "AIC": _AICORE_FIELDS,
+    "AIV": _AICORE_FIELDS,
+    "AICPU": (
+        "model_id", "stream_id", "task_id", "task_type", "context_id", "cpu_id",
+        "thread_id", "status",
+    ),
+    "SDMA": (
+        "model_id", "stream_id", "task_id", "task_type", "context_id", "thread_id",
+        "src_addr", "dst_addr", "channel_id", "status",
+    ),
+}  # fmt: skip
+_STATUS_WORDS_V1 = 4
+_RECORD_HEADER = struct.Struct("<4I")
+_FILE_HEADER = struct.Struct("<2I")
+# The AI Core record fields are exactly OverflowRecord's attributes; other fields go to `extra`.
+_RECORD_ATTRIBUTES = frozenset(_AICORE_FIELDS)
+
+
+@dataclass(frozen=True)
+class OverflowRecord:
+    """One overflow report of one accelerator unit."""
+
+    acc_type: str  # "AIC" / "AIV" / "AICPU" / "SDMA" / "AICORE(old)"
+    model_id: int
+    stream_id: int
+    task_id: int
+    task_type: int
+    context_id: int | None
+    thread_id: int | None
+    pc_start: int
+    para_base: int
+    core_id: int | None
+    block_id: int | None
+    status: int
+    status_texts: tuple[str, ...]
+    # Fields with no attribute above, by name: AICPU cpu_id; SDMA src_addr, dst_addr,
+    # channel_id; old-layout kernel_code; the four status words of a version-1 record.
+    extra: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class OpdebugFile:
+    """A decoded Opdebug file."""
+
+    path: str
+    task_id: int
+    stream_id: int | None
+    timestamp: int
+    layout: str  # "old" | "new"
+    records: tuple[OverflowRecord, ...]
+    dha_status: int | None  # old layout only
+    l2_status: int | None  # old layout only
+    texts: tuple[str, ...]  # every decoded status text, de-duplicated, in record order
+
+
+def parse_opdebug_name(file_name: str) -> tuple[int, int | None, int]:
+    """`Opdebug.Node_OpDebug.{task_id}[.{stream_id}].{ts}` -> (task_id, stream_id, ts).
+
+    FFTS+ names append `.{task_type}.{context_id}.{thread_id}.{n}`; those are accepted and
+    ignored. Raises ValueError for any other name.
+    """
+    if not file_name.lower().startswith(OPDEBUG_PREFIX.lower()):
+        raise ValueError(f"{file_name!r} does not start with {OPDEBUG_PREFIX!r}")
+    fields = file_name[len(OPDEBUG_PREFIX) :].split(".")
+    if not all(field.isascii() and field.isdigit() for field in fields):
+        raise ValueError(f"{file_name!r}: expected only numbers after {OPDEBUG_PREFIX!r}")
+    numbers = [int(field) for field in fields]
+    if len(numbers) in (2, 6):  # task, ts [, ffts+ suffix]
+        return numbers[0], None, numbers[1]
+    if len(numbers) in (3, 7):  # task, stream, ts [, ffts+ suffix]
+        return numbers[0], numbers[1], numbers[2]
+    raise ValueError(
+        f"{file_name!r} does not follow "
+        "'Opdebug.Node_OpDebug.{task_id}[.{stream_id}].{timestamp}'"
+    )
+
+
+def _set_bits(value: int) -> Iterator[int]:
+    while value:
+        bit = value & -value
+        yield bit
+        value ^= bit
+
+
+def decode_aicore_status(status: int) -> list[str]:
+    """The texts of the set AI Core status bits, lowest bit first."""
+    return [
+        AICORE_STATUS_TEXTS.get(bit, f"unknown status bit 0x{bit:x}") for bit in _set_bits(status)
+    ]
+
+
+def _decode_code_field(
+    status: int, shift: int, mask: int, texts: dict[int, str], unit: str
+) -> list[str]:
+    code = (status >> shift) & mask
+    decoded = []
+    if code:
+        decoded.append(texts.get(code, f"unknown {unit} atomic add code 0x{code:x}"))
+    decoded.extend(f"unknown status bit 0x{bit:x}" for bit in _set_bits(status & ~(mask << shift)))
+    return decoded
+
+
+def decode_dha_status(status: int) -> list[str]:
+    """The texts of a DHA atomic-add status (code in bits 8-15)."""
+    return _decode_code_field(status, 8, 0xFF, DHA_STATUS_TEXTS, "DHA")
+
+
+def decode_l2_status(status: int) -> list[str]:
+    """The texts of an L2 atomic-add status (code in bits 16-18)."""
+    return _decode_code_field(status, 16, 0x7, L2_STATUS_TEXTS, "L2")
+
+
+def _status_texts(acc_type: str, status: int) -> tuple[str, ...]:
+    if acc_type in ("AIC", "AIV", "AICORE(old)"):
+        return tuple(decode_aicore_status(status))
+    # No public source documents AICPU/SDMA status bits: show the number, honestly.
+    return (f"{acc_type} status 0x{status:x} (not decoded)",) if status else ()
+
+
+def _record(acc_type: str, fields: dict[str, int]) -> OverflowRecord:
+    return OverflowRecord(
+        acc_type=acc_type,
+        model_id=fields["model_id"],
+        stream_id=fields["stream_id"],
+        task_id=fields["task_id"],
+        task_type=fields["task_type"],
+        context_id=fields.get("context_id"),
+        thread_id=fields.get("thread_id"),
+        pc_start=fields.get("pc_start", 0),
+        para_base=fields.get("para_base", 0),
+        core_id=fields.get("core_id"),
+        block_id=fields.get("block_id"),
+        status=fields["status"],
+        status_texts=_status_texts(acc_type, fields["status"]),
+        extra=tuple(
+            (name, value) for name, value in fields.items() if name not in _RECORD_ATTRIBUTES
+        ),
+    )
+
+
+# --- payload decoding -------------------------------------------------------------------
+
+
+def _u64(payload: bytes, offset: int) -> int:
+    return int.from_bytes(payload[offset : offset + 8], "little")
+
+
+def _decode_old(payload: bytes) -> tuple[OverflowRecord, int, int]:
+    info = {name: _u64(payload, _AICORE_INFO + 8 * i) for i, name in enumerate(_INFO_FIELDS)}
+    kernel_code, block_idx, status = (_u64(payload, _AICORE_STATUS + 8 * i) for i in range(3))
+    fields = {**info, "block_id": block_idx, "status": status, "kernel_code": kernel_code}
+    record = _record("AICORE(old)", fields)
+    return record, _u64(payload, _DHA_STATUS), _u64(payload, _L2_STATUS)
+
+
+def _decode_new(path: str | Path, payload: bytes, where: str) -> list[OverflowRecord]:
+    if len(payload) < _FILE_HEADER.size:
+        raise FormatError(path, f"{where}: truncated new-layout header ({len(payload)} bytes)")
+    _, version = _FILE_HEADER.unpack_from(payload)
+    records = []
+    offset = _FILE_HEADER.size
+    while offset < len(payload):
+        number = len(records)
+        left = len(payload) - offset
+        if left < _RECORD_HEADER.size:
+            if not any(payload[offset:]):
+                break  # zero padding after the last record
+            raise FormatError(path, f"{where}: record {number} truncated ({left} bytes left)")
+        valid, acc_code, _, data_len = _RECORD_HEADER.unpack_from(payload, offset)
+        offset += _RECORD_HEADER.size
+        if valid == 0 and data_len == 0 and not any(payload[offset:]):
+            break  # unused, zero-filled slots
+        if data_len > len(payload) - offset:
+            raise FormatError(
+                path,
+                f"{where}: record {number} data_len {data_len} runs past the end "
+                f"({len(payload) - offset} bytes left)",
+            )
+        data = payload[offset : offset + data_len]
+        offset += data_len
+        if valid == 0:
+            continue
+        acc_type = _ACC_TYPES.get(acc_code)
+        if acc_type is None:
+            raise FormatError(path, f"{where}: record {number} has unknown acc_type {acc_code}")
+        names = _RECORD_FIELDS[acc_type]
+        status_words = _STATUS_WORDS_V1 if acc_type in ("AIC", "AIV") and version == 1 else 1
+        needed = 8 * (len(names) - 1 + status_words)
+        if data_len < needed:
+            raise FormatError(
+                path,
+                f"{where}: record {number} ({acc_type}) is truncated: data_len {data_len}, "
+                f"its fields need {needed} bytes",
+            )
+        values = struct.unpack_from(f"<{len(names) - 1 + status_words}Q", data)
+        fields = dict(zip(names[:-1], values, strict=False))
+        words = values[len(names) - 1 :]
+        fields["status"] = functools.reduce(operator.or_, words)
+        if status_words > 1:
+            fields.update((f"status_word_{i}", word) for i, word in enumerate(words))
+        records.append(_record(acc_type, fields))
+    return records
+
+
+# --- the dump-file container --------------------------------------------------------------
+
+
+def _container_payloads(path: str | Path, data: bytes) -> tuple[list[bytes] | None, str]:
+    """The output payloads of a dump file -> (payloads, ""), or (None, why not)."""
+    try:
+        header = read_dump_header(path)
+        payloads = [
+            data[meta.offset : meta.offset + meta.size]
+            if meta.offset >= 0
+            else np.asarray(read_tensor(header, "output", meta.index)).tobytes()  # inline data
+            for meta in header.outputs
+        ]
+    except FormatError as error:
+        return None, error.problem
+    if not payloads:
+        return None, "a dump file without outputs"
+    return payloads, ""
+
+
+def read_opdebug(path: str | Path) -> OpdebugFile:
+    """Read and decode one Opdebug file."""
+    name = Path(path).name
+    try:
+        task_id, stream_id, timestamp = parse_opdebug_name(name)
+    except ValueError as error:
+        raise FormatError(path, str(error)) from None
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise FormatError(path, f"cannot read: {error.strerror}") from None
+
+    if data[:4] == _MAGIC_BYTES:
+        payloads = [data]
+    else:
+        payloads, problem = _container_payloads(path, data)
+        # A bare old-layout payload can look like a tiny dump header by accident; a real
+        # dump file of exactly 2048 bytes can only carry a (short) new-layout payload.
+        if len(data) == OLD_LAYOUT_SIZE and not (
+            payloads and all(payload[:4] == _MAGIC_BYTES for payload in payloads)
+        ):
+            payloads = [data]
+        elif payloads is None:
+            raise FormatError(
+                path,
+                f"not an overflow debug file ({len(data)} bytes): not the {OLD_LAYOUT_SIZE}-"
+                f"byte old layout, not the 0x{NEW_LAYOUT_MAGIC:08X} new layout, and as a dump "
+                f"file: {problem}",
+            )
+
+    records: list[OverflowRecord] = []
+    dha_status = l2_status = None
+    layouts = set()
+    for index, payload in enumerate(payloads):
+        where = "payload" if payload is data else f"output {index}"
+        if payload[:4] == _MAGIC_BYTES:
+            layouts.add("new")
+            records.extend(_decode_new(path, payload, where))
+        elif len(payload) == OLD_LAYOUT_SIZE:
+            layouts.add("old")
+            record, dha, l2 = _decode_old(payload)
+            records.append(record)
+            dha_status = dha if dha_status is None else dha_status | dha
+            l2_status = l2 if l2_status is None else l2_status | l2
+        else:
+            raise FormatError(
+                path,
+                f"{where}: {len(payload)} bytes is neither the {OLD_LAYOUT_SIZE}-byte old "
+                f"layout nor the 0x{NEW_LAYOUT_MAGIC:08X} new layout",
+            )
+    if len(layouts) > 1:
+        raise FormatError(path, "mixes old- and new-layout overflow payloads")
+
+    texts = [text for record in records for text in record.status_texts]
+    texts += decode_dha_status(dha_status or 0) + decode_l2_status(l2_status or 0)
+    return OpdebugFile(
+        path=str(path),
+        task_id=task_id,
+        stream_id=stream_id,
+        timestamp=timestamp,
+        layout=layouts.pop(),
+        records=tuple(records),
+        dha_status=dha_status,
+        l2_status=l2_status,
+        texts=tuple(dict.fromkeys(texts)),
+    )
+
+
+# --- writers (demo and tests) ---------------------------------------------------------------
+
+
+def _write_opdebug_bytes(path: str | Path, payload: bytes, container: bool) -> None:
+    if Path(path).exists():
+        raise FileExistsError(f"{path} exists; overflow files are never overwritten")
+    if not container:
+        with open(path, "xb") as handle:
+            handle.write(payload)
+        return
+    try:
+        dump_time = parse_opdebug_name(Path(path).name)[2]
+    except ValueError:
+        dump_time = 0
+    output = TensorSpec(np.frombuffer(payload, dtype=np.uint8))
+    write_dump(path, "Node_OpDebug", outputs=[output], dump_time=dump_time)
+
+
+def write_opdebug_old(
+    path: str | Path,
+    *,
+    model_id: int,
+    stream_id: int,
+    task_id: int,
+    task_type: int = 0,
+    status: int,
+    dha_status: int = 0,
+    l2_status: int = 0,
+    pc_start: int = 0,
+    para_base: int = 0,
+    block_id: int = 0,
+    kernel_code: int = 0,
+    container: bool = True,
+) -> None:
+    """Write an old-layout (2048-byte) Opdebug file; never overwrites a file."""
+    payload = bytearray(OLD_LAYOUT_SIZE)
+    info = struct.pack("<6Q", model_id, stream_id, task_id, task_type, pc_start, para_base)
+    for block in (_DHA_INFO, _L2_INFO, _AICORE_INFO):
+        payload[block : block + len(info)] = info
+    struct.pack_into("<Q", payload, _DHA_STATUS, dha_status)
+    struct.pack_into("<Q", payload, _L2_STATUS, l2_status)
+    struct.pack_into("<3Q", payload, _AICORE_STATUS, kernel_code, block_id, status)
+    _write_opdebug_bytes(path, bytes(payload), container)
+
+
+def write_opdebug_new(
+    path: str | Path, records: Sequence[OverflowRecord], *, container: bool = True
+) -> None:
+    """Write a new-layout (version 0) Opdebug file; never overwrites a file.
+
+    Fields a record has no attribute for (AICPU cpu_id, SDMA addresses and channel) come
+    from `extra`, default 0; None ids are written as 0.
+    """
+    chunks = [_FILE_HEADER.pack(NEW_LAYOUT_MAGIC, 0)]
+    for record in records:
+        if record.acc_type not in _ACC_CODES:
+            raise ValueError(f"acc_type {record.acc_type!r} has no new-layout code")
+        extra = dict(record.extra)
+        values = [
+            getattr(record, name) if name in _RECORD_ATTRIBUTES else extra.get(name, 0)
+            for name in _RECORD_FIELDS[record.acc_type]
+        ]
+        data = struct.pack(f"<{len(values)}Q", *(value or 0 for value in values))
+        chunks.append(_RECORD_HEADER.pack(1, _ACC_CODES[record.acc_type], 0, len(data)))
+        chunks.append(data)
+    _write_opdebug_bytes(path, b"".join(chunks), container)

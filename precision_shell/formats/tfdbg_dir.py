@@ -1,0 +1,129 @@
+"""Offline tfdbg dumps: the `run_*` directories of `DumpingDebugWrapperSession`.
+
+Owns finding the run directories under a `tf_debug` root (FORMATS.md section 9) and
+reading the tensors of one run through TensorFlow's own `DebugDumpDir`. TensorFlow is
+imported only when a run is read, never when this module is imported.
+
+Run directory names: `DumpingDebugWrapperSession.prepare_run_debug_urls` (and the
+`DumpingDebugHook`, which shares it) creates `run_<epoch microseconds>_<run counter>`
+for every `Session.run()`; that pair is the creation order.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from precision_shell.errors import FormatError, PrecisionError
+
+_RUN_DIR = re.compile(r"^run_(\d+)_(\d+)$")
+# Only DebugIdentity dumps hold the tensor itself; other debug ops hold summaries.
+_TENSOR_DEBUG_OP = "DebugIdentity"
+
+
+@dataclass(frozen=True)
+class TfdbgTensor:
+    """One dumped tensor of a tfdbg run."""
+
+    node_name: str
+    output_slot: int
+    timestamp: int  # microseconds since the epoch
+    dump_index: int  # k-th dump of the same tensor in this run (tfdbg's `pt -n k`)
+    array: np.ndarray
+
+    @property
+    def tensor_name(self) -> str:
+        return f"{self.node_name}:{self.output_slot}"
+
+
+def tensorflow_available() -> bool:
+    """Whether TensorFlow can be imported (checked without importing it)."""
+    try:
+        return importlib.util.find_spec("tensorflow") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def list_run_dirs(tf_debug_dir: Path) -> list[Path]:
+    """The `run_*` directories under `tf_debug_dir`, in creation order.
+
+    `run_<timestamp>_<counter>` sorts by (timestamp, counter); any other `run_*` directory
+    follows, by modification time then name.
+    """
+    tf_debug_dir = Path(tf_debug_dir)
+    try:
+        entries = [
+            entry
+            for entry in os.scandir(tf_debug_dir)
+            if entry.name.startswith("run_") and entry.is_dir()
+        ]
+    except OSError as error:
+        raise FormatError(tf_debug_dir, f"cannot list tfdbg dump root: {error.strerror}") from None
+    named: list[tuple[int, int, str]] = []
+    other: list[tuple[float, str]] = []
+    for entry in entries:
+        match = _RUN_DIR.match(entry.name)
+        if match:
+            named.append((int(match[1]), int(match[2]), entry.name))
+        else:
+            other.append((entry.stat().st_mtime, entry.name))
+    ordered = [name for *_, name in sorted(named)] + [name for _, name in sorted(other)]
+    return [tf_debug_dir / name for name in ordered]
+
+
+def _debug_dump_dir_class() -> type:
+    if not tensorflow_available():
+        raise PrecisionError(
+            "reading tfdbg dumps needs TensorFlow, but TensorFlow is not installed "
+            "(pip install tensorflow)"
+        )
+    from tensorflow.python.debug.lib import debug_data
+
+    return debug_data.DebugDumpDir
+
+
+def iter_tfdbg_run(run_dir: Path) -> Iterator[TfdbgTensor]:
+    """The tensors (DebugIdentity dumps) of one `run_*` directory, in dump order.
+
+    The run is opened here, so a missing TensorFlow or a broken run directory raises at
+    the call, not at the first tensor.
+    """
+    dump_dir_class = _debug_dump_dir_class()
+    run_dir = Path(run_dir)
+    try:
+        # validate=False: a run that errored out has no partition graphs to check against.
+        dump = dump_dir_class(str(run_dir), validate=False)
+    except Exception as error:  # TF raises its own types (gfile, protobuf), not just OSError
+        raise FormatError(run_dir, f"not a readable tfdbg run directory: {error}") from None
+    return _tensors(dump)
+
+
+def _tensors(dump: Any) -> Iterator[TfdbgTensor]:  # a tfdbg DebugDumpDir
+    dumps_so_far: dict[tuple[str, int], int] = {}
+    for datum in dump.dumped_tensor_data:
+        if datum.debug_op != _TENSOR_DEBUG_OP:
+            continue
+        tensor = (datum.node_name, datum.output_slot)
+        dump_index = dumps_so_far.get(tensor, 0)
+        dumps_so_far[tensor] = dump_index + 1
+        try:
+            value = datum.get_tensor()
+        except Exception as error:  # as above: TF's own error types
+            raise FormatError(datum.file_path, f"unreadable tfdbg tensor dump: {error}") from None
+        if not isinstance(value, np.ndarray):
+            # tfdbg returns an InconvertibleTensorProto for tensors numpy cannot hold.
+            continue
+        yield TfdbgTensor(
+            node_name=datum.node_name,
+            output_slot=datum.output_slot,
+            timestamp=datum.timestamp,
+            dump_index=dump_index,
+            array=value,
+        )
