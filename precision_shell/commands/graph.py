@@ -86,10 +86,11 @@ def ls_command(ctx: ShellContext, args: argparse.Namespace) -> OpListing | TypeC
 @argument("name", nargs="?", complete="op", help="op name (exact; else the possible ops are listed)")
 @argument("-n", "--name", dest="name_flag", complete="op", help="op name (same as the positional)")
 @argument("-g", "--graph", help="only ops of graphs whose name contains this")
+@argument("-r", "--run", help="device run (debug_N), or 'all'; default: the first run holding the op")
 @argument("-a", "--attrs", action="store_true", help="also show every attribute")
 @argument("-s", "--subgraph", type=int, metavar="DEPTH", help="write a subgraph of this depth")
 def ni_command(ctx: ShellContext, args: argparse.Namespace) -> NodeInfoResult:
-    """ni [-n] NAME [-g GRAPH] [-a] [-s DEPTH]
+    """ni [-n] NAME [-g GRAPH] [-r RUN] [-a] [-s DEPTH]
 
     Node info: type, fusion pass, original ops, inputs/outputs with peers, dump and benchmark tensors.
     """
@@ -100,7 +101,10 @@ def ni_command(ctx: ShellContext, args: argparse.Namespace) -> NodeInfoResult:
         raise UsageError("ni: -s DEPTH must be between 0 and 20")
     ws = ctx.workspace
     result = NodeInfoResult(query=name)
-    for run in ws.runs:
+    runs = ws.runs if args.run in (None, "all") else [ws.run(args.run)]
+    for run in runs:
+        if result.nodes and args.run is None:
+            break
         for graph in run.graphs:
             if args.graph and not any(args.graph in g for g in graph.graph_names):
                 continue
@@ -111,7 +115,7 @@ def ni_command(ctx: ShellContext, args: argparse.Namespace) -> NodeInfoResult:
                 )
     if result.nodes:
         return result
-    for run in ws.runs:
+    for run in runs:
         for graph in run.graphs:
             result.candidates.extend((run.name, r) for r in graph.search(name=name))
     if not result.candidates:

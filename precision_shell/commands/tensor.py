@@ -55,6 +55,7 @@ class DecodedFiles:
 
     files: list[tuple[str, str, tuple[int, ...], str]]  # (source label, npy path, shape, format)
     out_dir: str
+    notes: list[str]  # tensors kept in their device layout, and why
 
 
 def _workspace(ctx: ShellContext) -> Workspace | None:
@@ -180,20 +181,21 @@ def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise PrecisionError(f"{out_dir}: cannot create: {exc.strerror}") from None
-    written = []
+    written, notes = [], []
     for h in handles:
         assert h.meta is not None
         values = h.load()
         layout = h.meta.format_name
         if args.fmt:
-            values, layout = _convert(h, values, args.fmt.upper())
-        name = f"{os.path.basename(h.path)}.{h.meta.kind}.{h.meta.index}"
-        if args.fmt:
-            name += f".{layout}"
+            try:
+                values, layout = _convert(h, values, args.fmt.upper())
+            except LayoutError as exc:
+                notes.append(f"{h.label}: kept {layout}: {exc}")
+        name = f"{os.path.basename(h.path)}.{h.meta.kind}.{h.meta.index}.{layout}"
         path = _unique(out_dir / f"{safe_file_stem(name, 240)}.npy")
         np.save(path, np.ascontiguousarray(values), allow_pickle=False)
         written.append((h.label, str(path), tuple(values.shape), layout))
-    return DecodedFiles(written, str(out_dir))
+    return DecodedFiles(written, str(out_dir), notes)
 
 
 def _dump_targets(ctx: ShellContext, target: str) -> list[TensorHandle]:
@@ -214,15 +216,34 @@ def _dump_targets(ctx: ShellContext, target: str) -> list[TensorHandle]:
     return handles
 
 
+_FORMAT_RANKS = {"NCHW": 4, "NHWC": 4, "HWCN": 4, "NCDHW": 5, "NDHWC": 5}
+
+
+def _guess_5hd_origin(device_fmt: str, device_shape: tuple[int, ...], origin_shape: tuple[int, ...]) -> str | None:
+    """Inputs carry no original format; for NC1HWC0 the H and W dims tell NCHW from NHWC."""
+    if device_fmt != "NC1HWC0" or len(device_shape) != 5 or len(origin_shape) != 4:
+        return None
+    h, w = device_shape[2], device_shape[3]
+    if origin_shape[1:3] == (h, w) and origin_shape[2:4] != (h, w):
+        return "NHWC"
+    if origin_shape[2:4] == (h, w) and origin_shape[1:3] != (h, w):
+        return "NCHW"
+    return None
+
+
 def _convert(h: TensorHandle, values: np.ndarray, fmt: str) -> tuple[np.ndarray, str]:
     assert h.meta is not None
-    origin_shape = h.meta.original_shape or tuple(values.shape)
+    """Convert to `fmt`; the original shape is given in the original format, so NCHW<->NHWC
+    requests go through the original layout and a transpose. Raises LayoutError."""
+    origin_shape = tuple(h.meta.original_shape or values.shape)
+    rank = _FORMAT_RANKS.get(fmt)
+    if rank is not None and len(origin_shape) != rank:
+        raise LayoutError(f"{fmt} needs a {rank}-D tensor; the original shape is {list(origin_shape)}")
     origin_fmt = format_name(h.meta.original_format) if h.meta.original_format is not None else None
-    try:
-        if origin_fmt and origin_fmt != fmt and {origin_fmt, fmt} == {"NCHW", "NHWC"}:
-            converted = to_origin_layout(values, h.meta.format_name, origin_fmt, origin_shape)
-            axes = (0, 3, 1, 2) if fmt == "NCHW" else (0, 2, 3, 1)
-            return np.transpose(converted, axes), fmt
-        return to_origin_layout(values, h.meta.format_name, fmt, origin_shape), fmt
-    except LayoutError as exc:
-        raise PrecisionError(f"{h.path}: {h.meta.kind} {h.meta.index}: cannot convert to {fmt}: {exc}") from None
+    if origin_fmt is None:
+        origin_fmt = _guess_5hd_origin(h.meta.format_name, tuple(values.shape), origin_shape)
+    if origin_fmt and origin_fmt != fmt and {origin_fmt, fmt} == {"NCHW", "NHWC"}:
+        converted = to_origin_layout(values, h.meta.format_name, origin_fmt, origin_shape)
+        axes = (0, 3, 1, 2) if fmt == "NCHW" else (0, 2, 3, 1)
+        return np.transpose(converted, axes), fmt
+    return to_origin_layout(values, h.meta.format_name, fmt, origin_shape), fmt

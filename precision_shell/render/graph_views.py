@@ -50,19 +50,23 @@ def render_type_counts(console: Console, result: TypeCounts) -> None:
     console.print(table)
 
 
-def _tensor_table(title: str, rows: list[TensorRow]) -> Table:
+def _tensor_table(title: str, rows: list[TensorRow], with_file: bool) -> Table:
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for col in ("tensor", "file", "shape", "dtype", "layout", "max", "min", "mean", "nan/inf"):
-        table.add_column(col, justify="right" if col in ("max", "min", "mean") else "left")
+    cols = ["tensor", "file"] if with_file else ["tensor"]
+    cols += ["shape", "dtype", "layout", "max", "min", "mean", "nan/inf"]
+    for col in cols:
+        table.add_column(col, justify="right" if col in ("max", "min", "mean") else "left",
+                         overflow="fold")
     for row in rows:
+        lead = [row.label, row.source] if with_file else [row.label]
         if row.error:
-            table.add_row(row.label, row.source, Text(row.error, style="red"))
+            table.add_row(*lead, Text(row.error, style="red"))
             continue
         s = row.stats
         assert s is not None
         bad = f"{s.nan_count}/{s.inf_count}"
         table.add_row(
-            row.label, row.source, str(list(row.shape or ())), row.dtype, row.layout,
+            *lead, str(list(row.shape or ())), row.dtype, row.layout,
             fmt_num(s.max), fmt_num(s.min), fmt_num(s.mean),
             Text(bad, style="red") if s.nan_count or s.inf_count else bad,
         )
@@ -95,11 +99,11 @@ def node_panel(info: NodeInfo) -> Panel:
     if info.dump_tensors:
         newest = info.dump_files[-1]
         more = f" (+{len(info.dump_files) - 1} older)" if len(info.dump_files) > 1 else ""
-        parts += [Text(""), _tensor_table(f"device dump {newest}{more}", info.dump_tensors)]
+        parts += [Text(""), _tensor_table(f"device dump {newest}{more}", info.dump_tensors, False)]
     else:
         parts += [Text(""), Text("device dump: none found for this op", style="yellow")]
     if info.benchmarks:
-        parts += [Text(""), _tensor_table("benchmark tensors", info.benchmarks)]
+        parts += [Text(""), _tensor_table("benchmark tensors", info.benchmarks, True)]
     else:
         parts += [Text(""), Text("benchmark: none found for this op", style="yellow")]
     if info.attrs is not None:

@@ -72,4 +72,6 @@ def render_tensor_comparison(console: Console, result: TensorComparison) -> None
 def render_decoded(console: Console, result: DecodedFiles) -> None:
     for label, path, shape, layout in result.files:
         console.print(f"{label} -> {path}  {list(shape)} {layout}", markup=False)
+    for note in result.notes:
+        console.print(note, markup=False, style="yellow")
     console.print(f"{len(result.files)} file(s) written under {result.out_dir}", style="dim")
