@@ -6,7 +6,6 @@ import argparse
 import os
 import sys
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from precision_shell.errors import PrecisionError
@@ -36,11 +35,19 @@ def build_parser() -> argparse.ArgumentParser:
         default=".",
         help="dir holding precision_data/, or precision_data/ itself (default: current dir)",
     )
-    parser.add_argument("-e", dest="execute", metavar="CMDS", help='run "CMD; CMD" and exit')
-    parser.add_argument("--script", type=Path, metavar="FILE", help="run the commands in FILE and exit")
-    parser.add_argument("--demo", action="store_true", help="build (once) and open the demo workspace")
+    # Both given would silently drop one of them.
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("-e", dest="execute", metavar="CMDS", help='run "CMD; CMD" and exit')
+    source.add_argument(
+        "--script", type=Path, metavar="FILE", help="run the commands in FILE and exit"
+    )
     parser.add_argument(
-        "--stop-on-error", action="store_true", help="in script mode, stop at the first failing command"
+        "--demo", action="store_true", help="build (once) and open the demo workspace"
+    )
+    parser.add_argument(
+        "--stop-on-error",
+        action="store_true",
+        help="in script mode, stop at the first failing command",
     )
     parser.add_argument(
         "--color",
@@ -48,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="colored output (default: on in a terminal, off in script mode)",
     )
-    parser.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
+    parser.add_argument(
+        "--no-cache", action="store_true", help="do not read or write the index cache"
+    )
     return parser
 
 

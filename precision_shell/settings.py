@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import importlib.resources
 import os
-import tomllib
 from pathlib import Path
 from typing import Any
+
+import tomllib
 
 from precision_shell.errors import PrecisionError
 
@@ -27,7 +28,11 @@ def _merge(base: dict[str, Any], override: dict[str, Any], source: str, prefix: 
             if not isinstance(value, dict):
                 raise PrecisionError(f"{source}: {where!r} must be a table")
             _merge(base[key], value, source, where + ".")
-        elif isinstance(base[key], float) and isinstance(value, int | float) and not isinstance(value, bool):
+        elif (
+            isinstance(base[key], float)
+            and isinstance(value, int | float)
+            and not isinstance(value, bool)
+        ):
             base[key] = float(value)
         elif type(value) is not type(base[key]):
             raise PrecisionError(
@@ -46,14 +51,22 @@ class Settings:
 
     @classmethod
     def load(cls, user_file: Path | None = None) -> Settings:
-        text = importlib.resources.files("precision_shell.defaults").joinpath("default.toml").read_text()
+        text = (
+            importlib.resources.files("precision_shell.defaults")
+            .joinpath("default.toml")
+            .read_text()
+        )
         data = tomllib.loads(text)
         sources = ["defaults"]
         path = user_file or user_config_path()
         if path.is_file():
             try:
-                user = tomllib.loads(path.read_text(encoding="utf-8"))
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise PrecisionError(f"{path}: cannot read the settings file: {exc}") from None
+            try:
+                user = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as exc:
                 raise PrecisionError(f"{path}: not valid TOML: {exc}") from None
             _merge(data, user, str(path))
             sources.append(str(path))

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 from precision_shell.shell.dispatcher import HelpText, Outcome
 
@@ -31,8 +32,13 @@ def make_console(color: bool, stderr: bool = False, width: int | None = None) ->
     if color:
         return Console(file=stream, highlight=False, width=width, force_terminal=True)
     return Console(
-        file=stream, highlight=False, color_system=None, no_color=True, width=width or 120,
-        force_terminal=False, emoji=False,
+        file=stream,
+        highlight=False,
+        color_system=None,
+        no_color=True,
+        width=width or 120,
+        force_terminal=False,
+        emoji=False,
     )
 
 
@@ -44,7 +50,8 @@ class Renderer:
         self.err = err
 
     def echo(self, line: str) -> None:
-        self.out.print(f"{PROMPT}{line}", markup=False, highlight=False)
+        # soft_wrap: a long command stays one line, so a script log reads like the session.
+        self.out.print(f"{PROMPT}{line}", markup=False, highlight=False, soft_wrap=True)
 
     def result(self, result: Any) -> None:
         if result is None:
@@ -54,12 +61,13 @@ class Renderer:
             if fn is not None:
                 fn(self.out, result)
                 return
-        self.out.print(str(result), markup=False)
+        self.out.print(str(result), markup=False, highlight=False, soft_wrap=True)
 
     def error(self, message: str, line_number: int | None = None) -> None:
         where = f"line {line_number}: " if line_number is not None else ""
-        self.err.print(f"[bold red]error:[/] {where}{message}", highlight=False, markup=True,
-                       soft_wrap=True)
+        # A Text, not markup: messages hold user text (paths, op names) with brackets/backslashes.
+        line = Text.assemble(("error:", "bold red"), f" {where}{message}")
+        self.err.print(line, highlight=False, soft_wrap=True)
 
     def outcome(self, outcome: Outcome, line_number: int | None = None) -> None:
         if outcome.result is not None:
@@ -68,11 +76,7 @@ class Renderer:
             message = outcome.error
             if outcome.internal_log:
                 message += f" (traceback in {outcome.internal_log})"
-            self.error(_escape(message), line_number)
-
-
-def _escape(text: str) -> str:
-    return text.replace("[", r"\[")
+            self.error(message, line_number)
 
 
 @renders(HelpText)

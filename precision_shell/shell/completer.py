@@ -1,8 +1,8 @@
 """Tab completion: commands and aliases, each command's flags, op names, tensor files, paths.
 
 Op names come from a `NameSource` built once per workspace index (a sorted list for prefix
-lookups by bisection, plus a lower-cased copy for substring search), so a keystroke never
-rebuilds anything. The REPL wraps this in a `ThreadedCompleter`.
+lookups by bisection, plus one lower-cased blob searched with `str.find` for substrings), so
+a keystroke never rebuilds anything. The REPL wraps this in a `ThreadedCompleter`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterable, Iterator
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion, PathCompleter
 from prompt_toolkit.document import Document
 
-from precision_shell.shell.registry import REGISTRY, Command, Registry
+from precision_shell.shell.dispatcher import Dispatcher
+from precision_shell.shell.registry import REGISTRY, Argument, Command, Registry
 
 MAX_COMPLETIONS = 200
 
@@ -24,35 +25,97 @@ class NameSource:
 
     def __init__(self, names: Iterable[str]) -> None:
         self.names = sorted(set(names))
-        self._lower = [n.lower() for n in self.names]
+        # One newline-joined lower-cased blob: substring search runs in C (`str.find`) instead of
+        # a Python loop over every name; `_starts` maps a hit back to its name by bisection.
+        lowered = [n.lower().replace("\n", " ") for n in self.names]
+        self._starts: list[int] = []
+        offset = 0
+        for low in lowered:
+            self._starts.append(offset)
+            offset += len(low) + 1
+        self._blob = "\n".join(lowered)
 
     def matching(self, text: str, limit: int = MAX_COMPLETIONS) -> list[str]:
+        """Names starting with `text` (case-sensitive) first, then names containing it (any case)."""
         lo = bisect.bisect_left(self.names, text)
         found: list[str] = []
         for name in self.names[lo:]:
             if not name.startswith(text) or len(found) >= limit:
                 break
             found.append(name)
-        if len(found) < limit and text:
-            needle = text.lower()
-            seen = set(found)
-            for name, low in zip(self.names, self._lower, strict=True):
-                if needle in low and name not in seen:
-                    found.append(name)
-                    if len(found) >= limit:
-                        break
+        needle = text.lower()
+        if len(found) >= limit or not needle or "\n" in needle:
+            return found
+        seen = set(found)
+        pos = self._blob.find(needle)
+        while pos != -1 and len(found) < limit:
+            index = bisect.bisect_right(self._starts, pos) - 1
+            name = self.names[index]
+            if name not in seen:
+                found.append(name)
+            next_start = index + 1
+            if next_start >= len(self._starts):
+                break
+            pos = self._blob.find(needle, self._starts[next_start])
         return found
 
 
-def _current_words(text: str) -> tuple[list[str], str]:
-    """Complete words before the cursor and the partial word under it (quotes tolerated)."""
+def _words_before_cursor(text: str) -> tuple[list[str], str, int]:
+    """The complete words before the cursor, the (unquoted) word under it and that word's
+    length as typed (quotes included), so a completion replaces exactly what was typed.
+
+    Follows shlex's POSIX rules closely enough for completion, and tolerates an open quote.
+    """
+    words: list[str] = []
+    current: list[str] = []
+    start: int | None = None
+    quote = ""
+    escaped = False
+    for i, ch in enumerate(text):
+        if escaped:
+            current.append(ch)
+            escaped = False
+        elif quote:
+            if ch == quote:
+                quote = ""
+            elif ch == "\\" and quote == '"':
+                escaped = True
+            else:
+                current.append(ch)
+        elif ch.isspace():
+            if start is not None:
+                words.append("".join(current))
+                current, start = [], None
+        else:
+            if start is None:
+                start = i
+            if ch in "'\"":
+                quote = ch
+            elif ch == "\\":
+                escaped = True
+            else:
+                current.append(ch)
+    if start is None:
+        return words, "", 0
+    return words, "".join(current), len(text) - start
+
+
+def _looks_like_flag(word: str) -> bool:
+    if len(word) < 2 or not word.startswith("-"):
+        return False
     try:
-        words = shlex.split(text)
+        float(word)  # a negative number is a value, as argparse sees it
+        return False
     except ValueError:
-        words = text.split()
-    if text and not text[-1].isspace() and words:
-        return words[:-1], words[-1]
-    return words, ""
+        return True
+
+
+def _value_count(arg: Argument | None) -> int:
+    """How many words after this flag are its values (argparse's nargs, roughly)."""
+    if arg is None or not arg.takes_value:
+        return 0
+    nargs = arg.options.get("nargs")
+    return nargs if isinstance(nargs, int) else 1
 
 
 class ShellCompleter(Completer):
@@ -68,67 +131,77 @@ class ShellCompleter(Completer):
         self.paths = PathCompleter(expanduser=True)
 
     def get_completions(self, document: Document, event: CompleteEvent) -> Iterator[Completion]:
-        text = document.text_before_cursor.lstrip()
-        words, partial = _current_words(text)
+        words, partial, typed = _words_before_cursor(document.text_before_cursor)
         if not words:
-            for name in self.registry.all_names():
-                if name.startswith(partial):
-                    cmd = self.registry.get(name)
-                    yield Completion(name, -len(partial), display_meta=cmd.summary if cmd else "")
+            yield from self._command_names(partial, typed)
             return
         cmd = self.registry.get(words[0])
-        if cmd is None:
+        if cmd is None or cmd.raw_args:
             return
-        kind = self._value_kind(cmd, words[1:])
-        if partial.startswith("-") and kind is None:
+        is_flag_value, kind = self._value_kind(cmd, words[1:])
+        if partial.startswith("-") and not is_flag_value:
             for flag, help_text in cmd.flags():
                 if flag.startswith(partial):
-                    yield Completion(flag, -len(partial), display_meta=help_text)
+                    yield Completion(flag, -typed, display_meta=help_text)
             return
-        yield from self._values(kind, partial, document)
+        yield from self._values(kind, partial, typed)
 
-    def _value_kind(self, cmd: Command, args: list[str]) -> str | None:
-        """What the word under the cursor is: a flag's value or the next positional."""
-        if args and args[-1].startswith("-"):
-            arg = cmd.argument_for_flag(args[-1])
-            if arg is not None and arg.takes_value:
-                return arg.complete
-        positionals = cmd.positionals()
+    def _command_names(self, partial: str, typed: int) -> Iterator[Completion]:
+        names = sorted({*self.registry.all_names(), *Dispatcher.EXIT_WORDS})
+        for name in names:
+            if name.startswith(partial):
+                cmd = self.registry.get(name)
+                meta = cmd.summary if cmd else "leave the shell"
+                yield Completion(name, -typed, display_meta=meta)
+
+    def _value_kind(self, cmd: Command, args: list[str]) -> tuple[bool, str | None]:
+        """Whether the word under the cursor is a flag's value, and what it completes as
+        (a flag's or the next positional's `complete=`)."""
+        pending = 0
+        pending_kind: str | None = None
         used = 0
-        skip = False
         for word in args:
-            if skip:
-                skip = False
+            if pending:
+                pending -= 1
                 continue
-            if word.startswith("-"):
+            if _looks_like_flag(word):
                 arg = cmd.argument_for_flag(word)
-                skip = bool(arg and arg.takes_value)
+                pending = _value_count(arg)
+                pending_kind = arg.complete if arg else None
                 continue
             used += 1
+        if pending:
+            return True, pending_kind
+        positionals = cmd.positionals()
         if positionals:
             pos = positionals[min(used, len(positionals) - 1)]
             if used < len(positionals) or pos.options.get("nargs") in ("*", "+", "..."):
-                return pos.complete
-        return None
+                return False, pos.complete
+        return False, None
 
-    def _values(self, kind: str | None, partial: str, document: Document) -> Iterator[Completion]:
+    def _values(self, kind: str | None, partial: str, typed: int) -> Iterator[Completion]:
         if kind == "path":
+            # PathCompleter inserts the rest of the name at the cursor (start_position 0).
             sub = Document(partial, len(partial))
             yield from self.paths.get_completions(sub, CompleteEvent())
             return
-        sources = []
+        if kind == "command":
+            # Prefix only, like the first word: "help l" should not offer "help" for its "l".
+            for name in self.registry.all_names():
+                if name.startswith(partial):
+                    yield Completion(name, -typed, display_meta="command")
+            return
+        sources: list[tuple[NameSource | None, str]] = []
         if kind in ("op", "tensor"):
             sources.append((self.op_names(), "op"))
         if kind == "tensor":
             sources.append((self.tensor_names(), "file"))
-        if kind == "command":
-            sources.append((NameSource(self.registry.all_names()), "command"))
         for source, meta in sources:
             if source is None:
                 continue
             for name in source.matching(partial):
-                yield Completion(_quote(name), -len(partial), display=name, display_meta=meta)
+                yield Completion(_quote(name), -typed, display=name, display_meta=meta)
 
 
 def _quote(name: str) -> str:
-    return shlex.quote(name) if any(c.isspace() or c in "'\"" for c in name) else name
+    return shlex.quote(name) if any(c.isspace() or c in "'\"\\" for c in name) else name

@@ -50,23 +50,37 @@ def split_line(line: str) -> list[str]:
 
 
 def log_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
     return Path(base) / "precision_shell" / "logs"
 
 
 def write_traceback_log(line: str) -> str:
     """Save the current exception's traceback; return the log path for the one-line message."""
     text = f"command: {line}\n{traceback.format_exc()}"
-    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    # Microseconds plus exclusive create: two failures in the same second must not share a log.
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     for directory in (log_dir(), Path(tempfile.gettempdir()) / "precision_shell"):
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            path = directory / f"error-{stamp}-{os.getpid()}.log"
-            path.write_text(text, encoding="utf-8")
-            return str(path)
+            for attempt in range(100):
+                suffix = f"-{attempt}" if attempt else ""
+                path = directory / f"error-{stamp}-{os.getpid()}{suffix}.log"
+                try:
+                    with path.open("x", encoding="utf-8") as log:
+                        log.write(text)
+                    return str(path)
+                except FileExistsError:
+                    continue
         except OSError:
             continue
     return "(no writable log dir)"
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0] if lines else ""
 
 
 class Dispatcher:
@@ -88,18 +102,26 @@ class Dispatcher:
                 outcome.result = self._run_handler("run", stripped[1:].strip(), raw=True)
                 outcome.error = getattr(outcome.result, "error_message", None)
                 return outcome
-            words = split_line(stripped)
-            if not words:
-                return outcome
-            name, rest = words[0], words[1:]
-            if name in self.EXIT_WORDS:
-                outcome.exit_requested = True
-                return outcome
-            cmd = self.registry.lookup(name)
-            if cmd.raw_args:
-                outcome.result = self._run_handler(cmd.name, stripped[len(name) :].strip(), raw=True)
+            # A raw command (`run`) gets the rest of the line verbatim, so it must be found
+            # before shlex, which would reject e.g. `run echo it's`.
+            first, *rest_text = stripped.split(maxsplit=1)
+            raw_cmd = self.registry.get(first)
+            if raw_cmd is not None and raw_cmd.raw_args:
+                verbatim = rest_text[0] if rest_text else ""
+                outcome.result = self._run_handler(raw_cmd.name, verbatim, raw=True)
             else:
-                outcome.result = self._run_handler(cmd.name, rest)
+                words = split_line(stripped)
+                if not words:
+                    return outcome
+                name, rest = words[0], words[1:]
+                if name in self.EXIT_WORDS:
+                    outcome.exit_requested = True
+                    return outcome
+                cmd = self.registry.lookup(name)
+                if cmd.raw_args:  # reached only when the name was quoted
+                    outcome.result = self._run_handler(cmd.name, shlex.join(rest), raw=True)
+                else:
+                    outcome.result = self._run_handler(cmd.name, rest)
             # A result may carry its own failure (e.g. `run` with a non-zero exit status).
             outcome.error = getattr(outcome.result, "error_message", None)
         except HelpShown as shown:
@@ -109,9 +131,10 @@ class Dispatcher:
             outcome.error = "interrupted"
         except PrecisionError as exc:
             outcome.error = str(exc)
-        except Exception as exc:  # the shell never dies on a command
+        # SystemExit too: a handler (or a library under it) calling sys.exit must not end the shell.
+        except (Exception, SystemExit) as exc:
             outcome.internal_log = write_traceback_log(stripped)
-            outcome.error = f"internal error: {type(exc).__name__}: {exc}"
+            outcome.error = f"internal error: {type(exc).__name__}: {_first_line(str(exc))}"
         return outcome
 
     def _run_handler(self, name: str, argv: Any, raw: bool = False) -> Any:

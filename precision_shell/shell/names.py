@@ -33,7 +33,3 @@ class NameSources:
 
     def tensors(self) -> NameSource | None:
         return self._tensors if self._refresh() else None
-
-
-
-

@@ -109,8 +109,9 @@ class Registry:
         self._aliases: dict[str, str] = {}
 
     def add(self, cmd: Command) -> None:
-        for name in (cmd.name, *cmd.aliases):
-            if name in self._commands or name in self._aliases:
+        names = (cmd.name, *cmd.aliases)
+        for name in names:
+            if name in self._commands or name in self._aliases or names.count(name) > 1:
                 raise ValueError(f"command name {name!r} registered twice")
         self._commands[cmd.name] = cmd
         for alias in cmd.aliases:
@@ -122,8 +123,17 @@ class Registry:
     def lookup(self, name: str) -> Command:
         cmd = self.get(name)
         if cmd is None:
-            close = difflib.get_close_matches(name, self.all_names(), n=3, cutoff=0.5)
-            hint = f"; did you mean {' or '.join(close)}?" if close else "; type help for the list"
+            close = difflib.get_close_matches(name, self.all_names(), n=6, cutoff=0.5)
+            # One suggestion per command: "ls or list" names the same thing twice.
+            best: dict[str, str] = {}
+            for match in close:
+                best.setdefault(self._aliases.get(match, match), match)
+            suggestions = list(best.values())[:3]
+            hint = (
+                f"; did you mean {' or '.join(suggestions)}?"
+                if suggestions
+                else "; type help for the list"
+            )
             raise UsageError(f"unknown command {name!r}{hint}")
         return cmd
 
@@ -137,10 +147,15 @@ class Registry:
 REGISTRY = Registry()
 
 
-def argument(*flags: str, complete: str | None = None, **options: Any) -> Callable[[Callable], Callable]:
+def argument(
+    *flags: str, complete: str | None = None, **options: Any
+) -> Callable[[Callable], Callable]:
     """Declare one argparse argument of the command below (stack under `@command`)."""
 
     def decorate(fn: Callable) -> Callable:
+        # Above `@command` the argument would be dropped silently: the command is already built.
+        if "_registered_command" in fn.__dict__:
+            raise TypeError(f"@argument{flags} must be placed below @command on {fn.__name__}")
         pending = fn.__dict__.setdefault("_pending_arguments", [])
         pending.insert(0, Argument(tuple(flags), dict(options), complete))
         return fn
@@ -165,6 +180,7 @@ def command(
             raw_args=raw_args,
         )
         (registry or REGISTRY).add(cmd)
+        fn.__dict__["_registered_command"] = name
         return fn
 
     return decorate

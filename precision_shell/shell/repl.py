@@ -15,7 +15,9 @@ from precision_shell.shell.dispatcher import Dispatcher
 
 
 def history_path() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
     return Path(base) / "precision_shell" / "history"
 
 
@@ -49,6 +51,10 @@ def run_repl(session: PromptSession, dispatcher: Dispatcher, renderer: Renderer)
         except EOFError:
             return 0
         outcome = dispatcher.execute(line)
-        renderer.outcome(outcome)
+        try:
+            renderer.outcome(outcome)
+        except KeyboardInterrupt:
+            # Ctrl-C while a long table prints: stop printing, keep the shell.
+            renderer.error("interrupted")
         if outcome.exit_requested:
             return 0

@@ -63,6 +63,7 @@ def run_lines(
         renderer.outcome(outcome, line_number=number)
         if not outcome.ok:
             report.failures += 1
-            if stop_on_error:
+            # Ctrl-C in a script means "stop the script", not "skip this one command".
+            if stop_on_error or outcome.interrupted:
                 break
     return report
