@@ -7,6 +7,7 @@ when a tensor is asked for. Long names stored under numeric file names are resol
 
 from __future__ import annotations
 
+import bisect
 import os
 from collections import defaultdict
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from precision_shell.formats.dump_names import parse_dump_name, read_mapping_csv
 
-DIR_RECORD_VERSION = 1
+DIR_RECORD_VERSION = 2
 _SKIP = {"mapping.csv"}
 
 
@@ -37,18 +38,18 @@ class DumpFileRef:
 
 
 def scan_dump_dir(directory: Path) -> dict:
-    """Parse every file name of one `<step>/` dump dir into columns (cacheable state)."""
+    """Parse every file name of one `<step>/` dump dir into columns (cacheable state).
+
+    The state also holds, per op, its rows sorted oldest first, so loading it from the
+    cache builds no per-file objects at all.
+    """
     mapping, warnings = read_mapping_csv(directory)
     rows: list[tuple] = []
     try:
         entries = [e.name for e in os.scandir(directory) if e.is_file()]
     except OSError as exc:
-        return {
-            "version": DIR_RECORD_VERSION,
-            "dir": str(directory),
-            "rows": [],
-            "warnings": [f"{directory}: cannot list: {exc.strerror}"],
-        }
+        entries = []
+        warnings.append(f"{directory}: cannot list: {exc.strerror}")
     entries.sort()
     for name in entries:
         if name in _SKIP:
@@ -71,44 +72,84 @@ def scan_dump_dir(directory: Path) -> dict:
                 dn.stats_csv,
             )
         )
+    by_op: dict[str, list[int]] = defaultdict(list)
+    for j, row in enumerate(rows):
+        by_op[row[2]].append(j)
+    for ids in by_op.values():
+        if len(ids) > 1:
+            ids.sort(key=lambda j: (rows[j][5], rows[j][0]))
     return {
         "version": DIR_RECORD_VERSION,
         "dir": str(directory),
         "rows": rows,
+        "by_op": dict(by_op),
         "warnings": warnings,
     }
 
 
 class DumpIndex:
-    """Dump files of several dump dirs, grouped by the sanitized op name."""
+    """Dump files of several dump dirs, grouped by the sanitized op name.
+
+    Files are numbered across dirs (dir after dir); `DumpFileRef` objects are made only for
+    the files asked for, so a 100k-file index loads from its cache in milliseconds.
+    """
 
     def __init__(self, states: list[dict]):
-        self.files: list[DumpFileRef] = []
-        self.warnings: list[str] = []
-        by_op: dict[str, list[int]] = defaultdict(list)
+        self._states = states
+        self._offsets: list[int] = []
+        total = 0
         for state in states:
-            base = state["dir"]
-            self.warnings.extend(state["warnings"])
-            for name, op_type, op_name, task, stream, ts, ffts, stats in state["rows"]:
-                by_op[op_name].append(len(self.files))
-                self.files.append(
-                    DumpFileRef(
-                        os.path.join(base, name), op_type, op_name, task, stream, ts, ffts, stats
-                    )
-                )
-        files = self.files
-        self._by_op = {
-            k: sorted(v, key=lambda i: (files[i].timestamp, files[i].path))
-            for k, v in by_op.items()
-        }
+            self._offsets.append(total)
+            total += len(state["rows"])
+        self._total = total
+        self.warnings: list[str] = [w for state in states for w in state["warnings"]]
+        if len(states) == 1:
+            self._by_op: dict[str, list[int]] = states[0]["by_op"]
+        else:
+            self._by_op = self._merge_by_op()
+        self._refs: dict[int, DumpFileRef] = {}
         self._by_file_name: dict[str, int] | None = None
 
+    def _merge_by_op(self) -> dict[str, list[int]]:
+        merged: dict[str, list[int]] = defaultdict(list)
+        for offset, state in zip(self._offsets, self._states, strict=True):
+            for op, ids in state["by_op"].items():
+                merged[op].extend(offset + j for j in ids)
+        for op, ids in merged.items():
+            if len(ids) > 1:
+                ids.sort(key=lambda i: (self._row(i)[5], self.file(i).path))
+        return dict(merged)
+
+    def _locate(self, i: int) -> tuple[dict, int]:
+        s = bisect.bisect_right(self._offsets, i) - 1
+        return self._states[s], i - self._offsets[s]
+
+    def _row(self, i: int) -> tuple:
+        state, j = self._locate(i)
+        return state["rows"][j]
+
+    def file(self, i: int) -> DumpFileRef:
+        ref = self._refs.get(i)
+        if ref is None:
+            state, j = self._locate(i)
+            name, op_type, op_name, task, stream, ts, ffts, stats = state["rows"][j]
+            ref = DumpFileRef(
+                os.path.join(state["dir"], name), op_type, op_name, task, stream, ts, ffts, stats
+            )
+            self._refs[i] = ref
+        return ref
+
+    @property
+    def files(self) -> list[DumpFileRef]:
+        """Every file, dir after dir (builds a ref per file: meant for small indexes)."""
+        return [self.file(i) for i in range(self._total)]
+
     def __len__(self) -> int:
-        return len(self.files)
+        return self._total
 
     def for_op(self, sanitized_name: str, include_stats: bool = False) -> list[DumpFileRef]:
         """Dump files of an op, oldest first (every timestamp, every step)."""
-        refs = [self.files[i] for i in self._by_op.get(sanitized_name, ())]
+        refs = [self.file(i) for i in self._by_op.get(sanitized_name, ())]
         return refs if include_stats else [r for r in refs if not r.stats_csv]
 
     def op_names(self) -> list[str]:
@@ -116,9 +157,12 @@ class DumpIndex:
 
     def by_file_name(self, file_name: str) -> DumpFileRef | None:
         if self._by_file_name is None:
-            self._by_file_name = {f.file_name: i for i, f in enumerate(self.files)}
+            self._by_file_name = {}
+            for offset, state in zip(self._offsets, self._states, strict=True):
+                for j, row in enumerate(state["rows"]):
+                    self._by_file_name.setdefault(row[0], offset + j)
         i = self._by_file_name.get(file_name)
-        return None if i is None else self.files[i]
+        return None if i is None else self.file(i)
 
     def file_names(self) -> list[str]:
-        return [f.file_name for f in self.files]
+        return [row[0] for state in self._states for row in state["rows"]]

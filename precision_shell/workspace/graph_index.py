@@ -85,7 +85,7 @@ class GraphIndex:
         self._by_sanitized: dict[str, int] | None = None
         self._consumers: dict[str, list[Consumer]] | None = None
         self._control_consumers: dict[str, list[str]] | None = None
-        self._lower_names: list[str] | None = None
+        self._lower: dict[int, list[str | None]] = {}
 
     # -- construction and persistence -------------------------------------------------
     @classmethod
@@ -157,23 +157,32 @@ class GraphIndex:
         graph: str | None = None,
     ) -> list[OpRecord]:
         """Ops matching every given filter; each filter is a case-insensitive substring."""
-        filters: list[tuple[int, str]] = []
-        for column, value in ((0, name), (1, op_type), (3, graph), (4, pass_name), (5, kernel)):
-            if value:
-                filters.append((column, value.lower()))
-        out = []
-        for i, row in enumerate(self._rows):
-            if all(row[c] is not None and v in row[c].lower() for c, v in filters):
-                out.append(self.record(i))
-        return out
+        filters = [
+            (self._lower_column(column), value.lower())
+            for column, value in ((0, name), (1, op_type), (3, graph), (4, pass_name), (5, kernel))
+            if value
+        ]
+        if not filters:
+            return list(self.records())
+        (first, needle), rest = filters[0], filters[1:]
+        hits = [i for i, text in enumerate(first) if text is not None and needle in text]
+        for column, value in rest:
+            hits = [i for i in hits if column[i] is not None and value in column[i]]
+        return [self.record(i) for i in hits]
+
+    def _lower_column(self, column: int) -> list[str | None]:
+        """A lower-cased copy of one record column, made once, for substring filters."""
+        cached = self._lower.get(column)
+        if cached is None:
+            cached = [None if row[column] is None else row[column].lower() for row in self._rows]
+            self._lower[column] = cached
+        return cached
 
     def names_containing(self, text: str, limit: int | None = None) -> list[str]:
         """Op names holding `text` (case-insensitive), prefix matches first."""
-        if self._lower_names is None:
-            self._lower_names = [row[0].lower() for row in self._rows]
         needle = text.lower()
         prefix, inner = [], []
-        for i, low in enumerate(self._lower_names):
+        for i, low in enumerate(self._lower_column(0)):
             pos = low.find(needle)
             if pos == 0:
                 prefix.append(self._rows[i][0])
