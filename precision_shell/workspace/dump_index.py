@@ -115,7 +115,7 @@ class DumpIndex:
         for offset, state in zip(self._offsets, self._states, strict=True):
             for op, ids in state["by_op"].items():
                 merged[op].extend(offset + j for j in ids)
-        for op, ids in merged.items():
+        for ids in merged.values():
             if len(ids) > 1:
                 ids.sort(key=lambda i: (self._row(i)[5], self.file(i).path))
         return dict(merged)
