@@ -7,6 +7,7 @@ build: each becomes a one-line entry of `warnings`. Tensor data is read lazily.
 
 from __future__ import annotations
 
+import gc
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -108,6 +109,18 @@ class Workspace:
     # -- building -----------------------------------------------------------------------
     @classmethod
     def open(cls, path: str | Path, use_cache: bool = True) -> Workspace:
+        # Building or unpickling an index makes millions of objects and no garbage cycles;
+        # the collector would only rescan them again and again.
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return cls._open(path, use_cache)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    @classmethod
+    def _open(cls, path: str | Path, use_cache: bool) -> Workspace:
         layout = discover(path)
         warnings = list(layout.warnings)
         cache = IndexCache(layout.temp_dir / "index_cache", enabled=use_cache)
