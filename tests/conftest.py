@@ -41,3 +41,12 @@ def tiny_demo(tiny_demo_pristine, tmp_path):
 def rel(manifest_path: str, manifest_root: str, new_root: Path) -> Path:
     """Translate a path from the pristine demo to its copy."""
     return new_root / Path(manifest_path).relative_to(manifest_root)
+
+
+@pytest.fixture(scope="module")
+def tiny_demo_shared(tiny_demo_pristine, tmp_path_factory):
+    """One copy of the tiny demo per test module, for tests that only write under temp/."""
+    root, manifest = tiny_demo_pristine
+    copy = tmp_path_factory.mktemp("tiny_demo_shared") / "ws"
+    shutil.copytree(root, copy, symlinks=True)
+    return copy, manifest

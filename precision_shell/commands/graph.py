@@ -38,8 +38,10 @@ class NodeInfoResult:
 
 @command("ls")
 @argument("-n", "--name", complete="op", help="op name substring")
-@argument("-t", "--type", dest="op_type", help="op type substring (e.g. Conv2D)")
-@argument("-f", "--fusion-pass", dest="pass_name", help="fusion pass name substring")
+@argument("-t", "--type", dest="op_type", metavar="TYPE", help="op type substring (e.g. Conv2D)")
+@argument(
+    "-f", "--fusion-pass", dest="pass_name", metavar="PASS", help="fusion pass name substring"
+)
 @argument("-k", "--kernel", help="kernel name substring")
 @argument("-g", "--graph", help="graph name substring")
 def ls_command(ctx: ShellContext, args: argparse.Namespace) -> OpListing | TypeCounts:
@@ -83,10 +85,21 @@ def ls_command(ctx: ShellContext, args: argparse.Namespace) -> OpListing | TypeC
 
 
 @command("ni")
-@argument("name", nargs="?", complete="op", help="op name (exact; else the possible ops are listed)")
-@argument("-n", "--name", dest="name_flag", complete="op", help="op name (same as the positional)")
+@argument(
+    "name", nargs="?", complete="op", help="op name (exact; else the possible ops are listed)"
+)
+@argument(
+    "-n",
+    "--name",
+    dest="name_flag",
+    metavar="NAME",
+    complete="op",
+    help="op name (same as the positional)",
+)
 @argument("-g", "--graph", help="only ops of graphs whose name contains this")
-@argument("-r", "--run", help="device run (debug_N), or 'all'; default: the first run holding the op")
+@argument(
+    "-r", "--run", help="device run (debug_N), or 'all'; default: the first run holding the op"
+)
 @argument("-a", "--attrs", action="store_true", help="also show every attribute")
 @argument("-s", "--subgraph", type=int, metavar="DEPTH", help="write a subgraph of this depth")
 def ni_command(ctx: ShellContext, args: argparse.Namespace) -> NodeInfoResult:
@@ -106,9 +119,10 @@ def ni_command(ctx: ShellContext, args: argparse.Namespace) -> NodeInfoResult:
         if result.nodes and args.run is None:
             break
         for graph in run.graphs:
-            if args.graph and not any(args.graph in g for g in graph.graph_names):
-                continue
             rec = graph.get(name)
+            # The op's own (sub)graph, case-insensitive, as `ls -g` filters.
+            if args.graph and rec is not None and args.graph.lower() not in rec.graph.lower():
+                continue
             if rec is not None:
                 result.nodes.append(
                     collect_node_info(ctx, run, graph, rec, args.attrs, args.subgraph)
@@ -117,7 +131,9 @@ def ni_command(ctx: ShellContext, args: argparse.Namespace) -> NodeInfoResult:
         return result
     for run in runs:
         for graph in run.graphs:
-            result.candidates.extend((run.name, r) for r in graph.search(name=name))
+            result.candidates.extend(
+                (run.name, r) for r in graph.search(name=name, graph=args.graph)
+            )
     if not result.candidates:
         raise PrecisionError(f"ni: no op named or containing {name!r}; try ls -n PART")
     return result

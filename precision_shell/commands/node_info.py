@@ -57,7 +57,9 @@ class NodeInfo:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _port(kind: str, index: int, desc: TensorDesc | None, peers: list[str], origin: str | None) -> PortInfo:
+def _port(
+    kind: str, index: int, desc: TensorDesc | None, peers: list[str], origin: str | None
+) -> PortInfo:
     if desc is None:
         return PortInfo(kind, index, "?", "?", (), peers, origin)
     return PortInfo(kind, index, desc.dtype, desc.layout, tuple(desc.shape), peers, origin)
@@ -68,20 +70,28 @@ def _ports(graph: GraphIndex, rec: OpRecord, op: OpDef) -> list[PortInfo]:
     for k, (src, idx) in enumerate(rec.data_inputs):
         desc = op.input_descs[k] if k < len(op.input_descs) else None
         origin = input_origin(graph, rec.name, k)
-        ports.append(_port("input", k, desc, [f"{src}:{idx}"], f"{origin[0]}:{origin[1]}" if origin else None))
+        ports.append(
+            _port(
+                "input", k, desc, [f"{src}:{idx}"], f"{origin[0]}:{origin[1]}" if origin else None
+            )
+        )
     consumers = graph.consumers(rec.name)
     n_out = max(len(op.output_descs), 1 + max((c.output_index for c in consumers), default=-1))
     for k in range(n_out):
         desc = op.output_descs[k] if k < len(op.output_descs) else None
         peers = [f"{c.op}:{c.input_index}" for c in consumers if c.output_index == k]
         origin = record_output_origin(rec, k)
-        ports.append(_port("output", k, desc, peers, f"{origin[0]}:{origin[1]}" if origin else None))
+        ports.append(
+            _port("output", k, desc, peers, f"{origin[0]}:{origin[1]}" if origin else None)
+        )
     for src in rec.control_inputs:
         ports.append(PortInfo("control", -1, "", "", (), [src], None))
     return ports
 
 
-def _dump_rows(ctx: ShellContext, run: RunIndex, rec: OpRecord) -> tuple[list[str], list[TensorRow]]:
+def _dump_rows(
+    ctx: ShellContext, run: RunIndex, rec: OpRecord
+) -> tuple[list[str], list[TensorRow]]:
     ws = ctx.workspace
     refs = ws.dump_files(run, rec.name)
     if not refs:
@@ -97,15 +107,27 @@ def _dump_rows(ctx: ShellContext, run: RunIndex, rec: OpRecord) -> tuple[list[st
         try:
             stats = ws.tensor_stats(newest, meta.kind, meta.index)
             rows.append(
-                TensorRow(label, newest.file_name, meta.shape, meta.dtype_name, meta.format_name, stats)
+                TensorRow(
+                    label, newest.file_name, meta.shape, meta.dtype_name, meta.format_name, stats
+                )
             )
         except PrecisionError as exc:
-            rows.append(TensorRow(label, newest.file_name, meta.shape, meta.dtype_name,
-                                  meta.format_name, error=str(exc)))
+            rows.append(
+                TensorRow(
+                    label,
+                    newest.file_name,
+                    meta.shape,
+                    meta.dtype_name,
+                    meta.format_name,
+                    error=str(exc),
+                )
+            )
     return [r.file_name for r in refs], rows
 
 
-def _benchmark_rows(ctx: ShellContext, graph: GraphIndex, rec: OpRecord, n_out: int) -> list[TensorRow]:
+def _benchmark_rows(
+    ctx: ShellContext, graph: GraphIndex, rec: OpRecord, n_out: int
+) -> list[TensorRow]:
     ws = ctx.workspace
     rows: list[TensorRow] = []
     wanted = [("input", k, ws.input_benchmark(graph, rec, k)) for k in range(len(rec.data_inputs))]
@@ -115,8 +137,16 @@ def _benchmark_rows(ctx: ShellContext, graph: GraphIndex, rec: OpRecord, n_out: 
             continue
         try:
             stats = ws.golden_stats(golden)
-            rows.append(TensorRow(f"{kind} {k}", os.path.basename(golden.path), stats.shape,
-                                  stats.dtype, "", stats))
+            rows.append(
+                TensorRow(
+                    f"{kind} {k}",
+                    os.path.basename(golden.path),
+                    stats.shape,
+                    stats.dtype,
+                    "",
+                    stats,
+                )
+            )
         except PrecisionError as exc:
             rows.append(TensorRow(f"{kind} {k}", os.path.basename(golden.path), error=str(exc)))
     return rows

@@ -9,10 +9,20 @@ from pathlib import Path
 
 import numpy as np
 
-from precision_shell.commands.tensor_target import TensorHandle, resolve_tensors
+from precision_shell.commands.tensor_target import (
+    TensorHandle,
+    guess_origin_format,
+    resolve_tensors,
+)
 from precision_shell.compare.elementwise import ElementwiseReport, compare_elements
 from precision_shell.errors import PrecisionError
-from precision_shell.formats.layouts import LayoutError, format_name, to_origin_layout
+from precision_shell.formats.layouts import (
+    LayoutError,
+    format_code,
+    format_name,
+    is_plain_format,
+    to_origin_layout,
+)
 from precision_shell.render.graphviz_out import safe_file_stem
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
@@ -84,8 +94,17 @@ def _layout_of(handle: TensorHandle) -> str:
 
 
 @command("pt")
-@argument("target", nargs="?", complete="tensor", help="dump or .npy file (path or name), or op name")
-@argument("-n", "--name", dest="name_flag", complete="tensor", help="same as the positional")
+@argument(
+    "target", nargs="?", complete="tensor", help="dump or .npy file (path or name), or op name"
+)
+@argument(
+    "-n",
+    "--name",
+    dest="name_flag",
+    metavar="NAME",
+    complete="tensor",
+    help="same as the positional",
+)
 def pt_command(ctx: ShellContext, args: argparse.Namespace) -> TensorSummaries:
     """pt [-n] NAME_OR_FILE
 
@@ -104,7 +123,10 @@ def pt_command(ctx: ShellContext, args: argparse.Namespace) -> TensorSummaries:
         flat = np.asarray(values).reshape(-1)
         preview = [float(v) for v in flat[:preview_n].astype(np.float64)]
         text_path = _unique(out_dir / f"{safe_file_stem(h.label)}.txt")
-        _write_text(text_path, h, values, stats)
+        try:
+            _write_text(text_path, h, values, stats)
+        except OSError as exc:
+            raise PrecisionError(f"{text_path}: cannot write: {exc.strerror or exc}") from None
         items.append(TensorSummary(h.label, h.path, _layout_of(h), stats, preview, str(text_path)))
     return TensorSummaries(items)
 
@@ -117,20 +139,43 @@ def _write_text(path: Path, h: TensorHandle, values: np.ndarray, stats: TensorSt
     flat = np.asarray(values).reshape(-1)
     if flat.dtype.kind not in "biuf":
         flat = flat.astype(np.float64)
-    np.savetxt(path, flat, header=header.rstrip(), fmt="%.9g" if flat.dtype.kind == "f" else "%d")
+    np.savetxt(path, flat, header=header.rstrip(), fmt=_round_trip_format(flat.dtype))
+
+
+def _round_trip_format(dtype: np.dtype) -> str:
+    """Enough digits that each value reads back to the same number of its dtype."""
+    if dtype.kind != "f":
+        return "%d"
+    return "%.17g" if dtype.itemsize > 4 else "%.9g"
 
 
 @command("cp")
 @argument("left", nargs="?", complete="tensor", help="left tensor (device), file or op name")
 @argument("right", nargs="?", complete="tensor", help="right tensor (benchmark), file or op name")
-@argument("-n", "--names", nargs=2, metavar=("LEFT", "RIGHT"), complete="tensor", help="the two tensors")
-@argument("-p", "--print", dest="top", type=int, default=20, metavar="N", help="rows in each table (default 20)")
+@argument(
+    "-n", "--names", nargs=2, metavar=("LEFT", "RIGHT"), complete="tensor", help="the two tensors"
+)
+@argument(
+    "-p",
+    "--print",
+    dest="top",
+    type=int,
+    default=20,
+    metavar="N",
+    help="rows in each table (default 20)",
+)
 @argument("-al", "--atol", type=float, default=1e-4, help="absolute tolerance (default 1e-4)")
 @argument("-rl", "--rtol", type=float, default=1e-4, help="relative tolerance (default 1e-4)")
-@argument("-s", "--save", action="store_true", help="save left, right and diff as text under temp/cp/")
-@argument("--flatten-to-min", action="store_true", help="compare the first min(count) elements when counts differ")
+@argument(
+    "-s", "--save", action="store_true", help="save left, right and diff as text under temp/cp/"
+)
+@argument(
+    "--flatten-to-min",
+    action="store_true",
+    help="compare the first min(count) elements when counts differ",
+)
 def cp_command(ctx: ShellContext, args: argparse.Namespace) -> TensorComparison:
-    """cp [-n] LEFT RIGHT [-p N] [-al ATOL] [-rl RTOL] [-s]
+    """cp [-n] LEFT RIGHT [-p N] [-al ATOL] [-rl RTOL] [-s] [--flatten-to-min]
 
     Element-wise compare: worst and first elements, allclose, cosine, error ratio, both sides' stats.
     """
@@ -147,34 +192,66 @@ def cp_command(ctx: ShellContext, args: argparse.Namespace) -> TensorComparison:
     saved = None
     if args.save:
         saved = str(_save_pair(ctx, left, right, lv, rv))
-    return TensorComparison(left.label, right.label, report, compute_stats(lv), compute_stats(rv), saved)
+    return TensorComparison(
+        left.label, right.label, report, compute_stats(lv), compute_stats(rv), saved
+    )
 
 
 def _single(handles: list[TensorHandle], name: str) -> TensorHandle:
     if len(handles) != 1:
-        choices = ", ".join(h.label.rsplit(" ", 2)[-2] + ":" + h.label.rsplit(" ", 1)[-1] for h in handles)
-        raise UsageError(f"{name}: holds {len(handles)} tensors; pick one with :input:K or :output:K ({choices})")
+        choices = ", ".join(
+            h.label.rsplit(" ", 2)[-2] + ":" + h.label.rsplit(" ", 1)[-1] for h in handles
+        )
+        raise UsageError(
+            f"{name}: holds {len(handles)} tensors; pick one with :input:K or :output:K ({choices})"
+        )
     return handles[0]
 
 
-def _save_pair(ctx: ShellContext, left: TensorHandle, right: TensorHandle, lv: np.ndarray, rv: np.ndarray) -> Path:
-    out = _unique(_output_dir(ctx, "cp") / f"{safe_file_stem(left.label)}__vs__{safe_file_stem(right.label)}.txt")
+def _save_pair(
+    ctx: ShellContext, left: TensorHandle, right: TensorHandle, lv: np.ndarray, rv: np.ndarray
+) -> Path:
+    out = _unique(
+        _output_dir(ctx, "cp")
+        / f"{safe_file_stem(left.label)}__vs__{safe_file_stem(right.label)}.txt"
+    )
     n = min(lv.size, rv.size)
     x = np.asarray(lv, dtype=np.float64).reshape(-1)[:n]
     y = np.asarray(rv, dtype=np.float64).reshape(-1)[:n]
-    np.savetxt(out, np.stack([x, y, x - y], axis=1), fmt="%.9g", header=f"left: {left.label}  right: {right.label}\nleft right diff")
+    header = f"left: {left.label}  right: {right.label}\nleft right diff"
+    try:
+        np.savetxt(out, np.stack([x, y, x - y], axis=1), fmt="%.17g", header=header)
+    except OSError as exc:
+        raise PrecisionError(f"{out}: cannot write: {exc.strerror or exc}") from None
     return out
 
 
 @command("dc")
-@argument("target", complete="tensor", help="device dump file (path or name) or op name (all its dump files)")
+@argument(
+    "target",
+    complete="tensor",
+    help="device dump file (path or name) or op name (all its dump files)",
+)
 @argument("-f", "--format", dest="fmt", help="convert to this layout (NCHW, NHWC, ND, NCDHW, ...)")
-@argument("-o", "--output", dest="out_dir", type=Path, complete="path", help="output dir (default temp/decode/)")
+@argument(
+    "-o",
+    "--output",
+    dest="out_dir",
+    type=Path,
+    complete="path",
+    help="output dir (default temp/decode/)",
+)
 def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles:
     """dc NAME_OR_FILE [-f FORMAT] [-o OUTDIR]
 
     Decode device dump files to .npy, optionally converted to a layout.
     """
+    fmt = None
+    if args.fmt:
+        try:
+            fmt = format_name(format_code(args.fmt))
+        except LayoutError as exc:
+            raise UsageError(f"dc: -f: {exc}") from None
     handles = _dump_targets(ctx, args.target)
     out_dir = args.out_dir if args.out_dir else _output_dir(ctx, "decode")
     try:
@@ -186,14 +263,17 @@ def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles:
         assert h.meta is not None
         values = h.load()
         layout = h.meta.format_name
-        if args.fmt:
+        if fmt:
             try:
-                values, layout = _convert(h, values, args.fmt.upper())
+                values, layout = _convert(h, values, fmt)
             except LayoutError as exc:
                 notes.append(f"{h.label}: kept {layout}: {exc}")
         name = f"{os.path.basename(h.path)}.{h.meta.kind}.{h.meta.index}.{layout}"
         path = _unique(out_dir / f"{safe_file_stem(name, 240)}.npy")
-        np.save(path, np.ascontiguousarray(values), allow_pickle=False)
+        try:
+            np.save(path, np.ascontiguousarray(values), allow_pickle=False)
+        except OSError as exc:
+            raise PrecisionError(f"{path}: cannot write: {exc.strerror or exc}") from None
         written.append((h.label, str(path), tuple(values.shape), layout))
     return DecodedFiles(written, str(out_dir), notes)
 
@@ -219,31 +299,47 @@ def _dump_targets(ctx: ShellContext, target: str) -> list[TensorHandle]:
 _FORMAT_RANKS = {"NCHW": 4, "NHWC": 4, "HWCN": 4, "NCDHW": 5, "NDHWC": 5}
 
 
-def _guess_5hd_origin(device_fmt: str, device_shape: tuple[int, ...], origin_shape: tuple[int, ...]) -> str | None:
-    """Inputs carry no original format; for NC1HWC0 the H and W dims tell NCHW from NHWC."""
-    if device_fmt != "NC1HWC0" or len(device_shape) != 5 or len(origin_shape) != 4:
-        return None
-    h, w = device_shape[2], device_shape[3]
-    if origin_shape[1:3] == (h, w) and origin_shape[2:4] != (h, w):
-        return "NHWC"
-    if origin_shape[2:4] == (h, w) and origin_shape[1:3] != (h, w):
-        return "NCHW"
-    return None
+def _guess_5hd_origin(
+    device_fmt: str, device_shape: tuple[int, ...], origin_shape: tuple[int, ...]
+) -> str | None:
+    """Inputs carry no original format; the shapes tell it for NC1HWC0 and FRACTAL_Z."""
+    return guess_origin_format(device_fmt, device_shape, origin_shape)
+
+
+def _is_axis_permutation(a: str, b: str) -> bool:
+    return a != b and a in _FORMAT_RANKS and b in _FORMAT_RANKS and sorted(a) == sorted(b)
 
 
 def _convert(h: TensorHandle, values: np.ndarray, fmt: str) -> tuple[np.ndarray, str]:
+    """Convert to `fmt`. Raises LayoutError.
+
+    The original shape is given in the original layout, so a request for another order of the
+    same axes (NCHW for an HWCN filter, NHWC for an NCHW activation) converts to the original
+    layout first and then transposes; ND gives the original layout itself.
+    """
     assert h.meta is not None
-    """Convert to `fmt`; the original shape is given in the original format, so NCHW<->NHWC
-    requests go through the original layout and a transpose. Raises LayoutError."""
+    if fmt == h.meta.format_name:
+        return values, fmt
     origin_shape = tuple(h.meta.original_shape or values.shape)
     rank = _FORMAT_RANKS.get(fmt)
     if rank is not None and len(origin_shape) != rank:
-        raise LayoutError(f"{fmt} needs a {rank}-D tensor; the original shape is {list(origin_shape)}")
-    origin_fmt = format_name(h.meta.original_format) if h.meta.original_format is not None else None
-    if origin_fmt is None:
-        origin_fmt = _guess_5hd_origin(h.meta.format_name, tuple(values.shape), origin_shape)
-    if origin_fmt and origin_fmt != fmt and {origin_fmt, fmt} == {"NCHW", "NHWC"}:
+        raise LayoutError(
+            f"{fmt} needs a {rank}-D tensor; the original shape is {list(origin_shape)}"
+        )
+    origin_fmt = h.origin_format()
+    if fmt == "ND" and origin_fmt is not None and is_plain_format(origin_fmt):
+        # ND asks for a plain array: the original layout is that, and says more than "ND".
+        return to_origin_layout(values, h.meta.format_name, origin_fmt, origin_shape), origin_fmt
+    if origin_fmt is not None and _is_axis_permutation(origin_fmt, fmt):
         converted = to_origin_layout(values, h.meta.format_name, origin_fmt, origin_shape)
-        axes = (0, 3, 1, 2) if fmt == "NCHW" else (0, 2, 3, 1)
-        return np.transpose(converted, axes), fmt
-    return to_origin_layout(values, h.meta.format_name, fmt, origin_shape), fmt
+        return np.transpose(converted, [origin_fmt.index(axis) for axis in fmt]), fmt
+    try:
+        return to_origin_layout(values, h.meta.format_name, fmt, origin_shape), fmt
+    except LayoutError as exc:
+        if origin_fmt is None and not is_plain_format(h.meta.format):
+            raise LayoutError(
+                f"{exc} (the dump does not record the original layout of this "
+                f"{h.meta.format_name} tensor and its shapes do not tell it; read the "
+                f"original shape as {fmt})"
+            ) from None
+        raise

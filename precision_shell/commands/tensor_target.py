@@ -1,6 +1,7 @@
 """Resolving what `pt`, `cp` and `dc` were given: a path, a file name in the workspace, or an op.
 
-An optional `:input:K` / `:output:K` suffix picks one tensor of a device dump file.
+An optional `:input:K` / `:output:K` suffix picks one tensor of a device dump file. Also owns
+finding the original layout of a dump tensor whose dump does not record it (inputs never do).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 
 from precision_shell.errors import FormatError, PrecisionError
 from precision_shell.formats.golden import load_golden
+from precision_shell.formats.layouts import format_name, is_plain_format
 from precision_shell.formats.npu_dump import (
     DumpHeader,
     TensorMeta,
@@ -34,6 +36,7 @@ class TensorHandle:
     path: str
     header: DumpHeader | None = None
     meta: TensorMeta | None = None
+    graph_origin_format: str | None = None  # the GE graph desc's origin format, when found
 
     @property
     def is_dump(self) -> bool:
@@ -53,10 +56,98 @@ class TensorHandle:
         assert self.meta is not None
         if not self.meta.original_shape:
             return self.load()
-        return read_tensor_converted(self.header, self.meta.kind, self.meta.index)
+        # Only when the dump is silent about it: its own record is read_tensor_converted's default.
+        inferred = self.origin_format() if self.meta.original_format is None else None
+        return read_tensor_converted(
+            self.header, self.meta.kind, self.meta.index, origin_format=inferred
+        )
+
+    def origin_format(self) -> str | None:
+        """The original layout: the dump's, else the graph's, else inferred from the shapes."""
+        meta = self.meta
+        if meta is None:
+            return None
+        if meta.original_format is not None:
+            return format_name(meta.original_format)
+        if is_plain_format(meta.format):
+            return None
+        if self.graph_origin_format:
+            return self.graph_origin_format
+        return guess_origin_format(meta.format_name, meta.shape, meta.original_shape)
 
 
-def _dump_handles(path: str, kind: str | None, index: int | None) -> list[TensorHandle]:
+def _guess_nc1hwc0_origin(
+    device_shape: tuple[int, ...], origin_shape: tuple[int, ...]
+) -> str | None:
+    """For NC1HWC0 the H and W dims tell NCHW from NHWC."""
+    if len(device_shape) != 5 or len(origin_shape) != 4:
+        return None
+    h, w = device_shape[2], device_shape[3]
+    if origin_shape[1:3] == (h, w) and origin_shape[2:4] != (h, w):
+        return "NHWC"
+    if origin_shape[2:4] == (h, w) and origin_shape[1:3] != (h, w):
+        return "NCHW"
+    return None
+
+
+def _guess_fractal_z_origin(
+    device_shape: tuple[int, ...], origin_shape: tuple[int, ...]
+) -> str | None:
+    """FRACTAL_Z is (C1*H*W, N1, N0, C0): the one 4-D layout whose dims rebuild exactly that."""
+    if len(device_shape) != 4 or len(origin_shape) != 4:
+        return None
+    c1hw, n_outer, n_inner, c0 = device_shape
+    if not n_inner or not c0:
+        return None
+    fits = []
+    for fmt in ("NCHW", "NHWC", "HWCN"):
+        dims = dict(zip(fmt, origin_shape, strict=True))
+        c1 = -(-dims["C"] // c0)
+        if c1 * dims["H"] * dims["W"] == c1hw and -(-dims["N"] // n_inner) == n_outer:
+            fits.append(fmt)
+    # Square filters (e.g. 3x3x3x8) fit more than one layout: then the shapes cannot tell.
+    return fits[0] if len(fits) == 1 else None
+
+
+def guess_origin_format(
+    device_format: str, device_shape: tuple[int, ...], origin_shape: tuple[int, ...]
+) -> str | None:
+    """The original layout of a device tensor from its shapes alone, or None when ambiguous."""
+    device_shape, origin_shape = tuple(device_shape), tuple(origin_shape)
+    if device_format == "NC1HWC0":
+        return _guess_nc1hwc0_origin(device_shape, origin_shape)
+    if device_format == "FRACTAL_Z":
+        return _guess_fractal_z_origin(device_shape, origin_shape)
+    return None
+
+
+def _graph_origin_formats(ws: Workspace | None, path: str) -> dict[tuple[str, int], str]:
+    """(kind, index) -> origin format from the GE graph desc of the op that dumped `path`."""
+    if ws is None:
+        return {}
+    name = os.path.basename(path)
+    real = os.path.realpath(path)
+    for run in ws.runs:
+        ref = run.dumps.by_file_name(name)
+        if ref is None or os.path.realpath(ref.path) != real:
+            continue
+        for graph in run.graphs:
+            rec = graph.by_dump_name(ref.op_name)
+            op = graph.op(rec.name) if rec is not None else None
+            if op is None:
+                continue
+            found = {}
+            for kind, descs in (("input", op.input_descs), ("output", op.output_descs)):
+                for k, desc in enumerate(descs):
+                    if desc.origin_format:
+                        found[(kind, k)] = desc.origin_format
+            return found
+    return {}
+
+
+def _dump_handles(
+    path: str, kind: str | None, index: int | None, ws: Workspace | None = None
+) -> list[TensorHandle]:
     header = read_dump_header(path)
     metas = [*header.inputs, *header.outputs]
     if kind is not None:
@@ -64,23 +155,31 @@ def _dump_handles(path: str, kind: str | None, index: int | None) -> list[Tensor
         if not metas:
             raise PrecisionError(f"{path}: has no {kind} {index}")
     name = os.path.basename(path)
-    return [TensorHandle(f"{name} {m.kind} {m.index}", path, header, m) for m in metas]
+    origins = _graph_origin_formats(ws, path)
+    return [
+        TensorHandle(f"{name} {m.kind} {m.index}", path, header, m, origins.get((m.kind, m.index)))
+        for m in metas
+    ]
 
 
-def _file_handles(path: str, kind: str | None, index: int | None) -> list[TensorHandle]:
+def _file_handles(
+    path: str, kind: str | None, index: int | None, ws: Workspace | None = None
+) -> list[TensorHandle]:
     if path.endswith(".npy"):
         if kind is not None:
             raise PrecisionError(f"{path}: a .npy file holds one tensor; drop :{kind}:{index}")
         return [TensorHandle(os.path.basename(path), path)]
     try:
-        return _dump_handles(path, kind, index)
+        return _dump_handles(path, kind, index, ws)
     except FormatError:
         raise
     except OSError as exc:
         raise PrecisionError(f"{path}: cannot read: {exc.strerror}") from None
 
 
-def resolve_tensors(ws: Workspace | None, text: str, default_output: bool = False) -> list[TensorHandle]:
+def resolve_tensors(
+    ws: Workspace | None, text: str, default_output: bool = False
+) -> list[TensorHandle]:
     """Every tensor `text` names; an op name gives its newest dump file's output 0."""
     kind: str | None = None
     index: int | None = None
@@ -89,7 +188,7 @@ def resolve_tensors(ws: Workspace | None, text: str, default_output: bool = Fals
     if m and not Path(text).exists():
         base, kind, index = m.group("base"), m.group("kind"), int(m.group("index"))
     if Path(base).is_file():
-        handles = _file_handles(str(Path(base)), kind, index)
+        handles = _file_handles(str(Path(base)), kind, index, ws)
     elif ws is None:
         raise PrecisionError(f"{base}: no such file")
     else:
@@ -100,11 +199,13 @@ def resolve_tensors(ws: Workspace | None, text: str, default_output: bool = Fals
     return handles
 
 
-def _workspace_handles(ws: Workspace, name: str, kind: str | None, index: int | None) -> list[TensorHandle]:
+def _workspace_handles(
+    ws: Workspace, name: str, kind: str | None, index: int | None
+) -> list[TensorHandle]:
     for run in ws.runs:
         ref = run.dumps.by_file_name(name)
         if ref is not None:
-            return _file_handles(ref.path, kind, index)
+            return _file_handles(ref.path, kind, index, ws)
     if ws.overflow_dumps is not None:
         ref = ws.overflow_dumps.by_file_name(name)
         if ref is not None:
@@ -121,7 +222,7 @@ def _workspace_handles(ws: Workspace, name: str, kind: str | None, index: int | 
         refs = ws.dump_files(run, name)
         if not refs:
             raise PrecisionError(f"op {name!r} ({run.name}) has no dump file")
-        handles = _file_handles(refs[-1].path, kind or "output", 0 if index is None else index)
+        handles = _file_handles(refs[-1].path, kind or "output", 0 if index is None else index, ws)
         return handles
     raise PrecisionError(
         f"{name}: not a file, not a dump or .npy file name in the workspace, and not an op name"

@@ -94,13 +94,14 @@ def compare_elements(
         worst_idx = np.array([], dtype=np.int64)
     first_idx = np.arange(k)
     nx, ny = np.linalg.norm(x), np.linalg.norm(y)
-    if count <= 1 and nx > 0 and ny > 0 or nx <= _EPS and ny <= _EPS:
+    # FORMATS.md section 6: a scalar is 1.0, both norms ~0 is 1.0, one norm ~0 is NaN.
+    if count == 1 or nx <= _EPS and ny <= _EPS:
         cosine = 1.0
     elif nx <= _EPS or ny <= _EPS:
         cosine = math.nan
     else:
-        cosine = float(min(np.dot(x / nx, y / ny), 1.0))
-    finite = diff[np.isfinite(diff)]
+        with np.errstate(invalid="ignore", over="ignore"):  # inf/NaN data: a NaN cosine
+            cosine = float(min(np.dot(x / nx, y / ny), 1.0))
     return ElementwiseReport(
         shape=shape,
         count=count,
@@ -111,7 +112,8 @@ def compare_elements(
         allclose=mismatch == 0,
         mismatch_count=mismatch,
         cosine=cosine,
-        max_abs_error=float(finite.max()) if finite.size else math.nan,
-        max_relative_error=float(np.nanmax(rel)) if count else math.nan,
+        # NaN/inf in the data propagate, as msaccucmp's max does (FORMATS.md section 6).
+        max_abs_error=float(diff.max()) if count else math.nan,
+        max_relative_error=float(rel.max()) if count else math.nan,
         truncated_from=truncated,
     )

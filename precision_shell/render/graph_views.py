@@ -1,4 +1,8 @@
-"""Rendering of `ls` and `ni` results."""
+"""Rendering of `ls` and `ni` results.
+
+Names, paths, attribute values and queries come from the user's files: they are always passed
+to rich as `Text` (or with `markup=False`), never as markup, so brackets print as typed.
+"""
 
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ def render_op_listing(console: Console, result: OpListing) -> None:
     for run, rec in result.rows:
         console.print(op_line(run if len(runs) > 1 else None, rec))
     filters = ", ".join(f"{k}~{v!r}" for k, v in result.filters.items())
-    console.print(f"{len(result.rows)} op(s) match {filters}", style="dim")
+    console.print(f"{len(result.rows)} op(s) match {filters}", style="dim", markup=False)
 
 
 @renders(TypeCounts)
@@ -45,20 +49,24 @@ def render_type_counts(console: Console, result: TypeCounts) -> None:
         table.add_column(run, justify="right")
     types = sorted({t for counts in result.runs.values() for t in counts})
     for op_type in types:
-        table.add_row(op_type, *(str(result.runs[r].get(op_type, 0)) for r in runs))
+        table.add_row(Text(op_type), *(str(result.runs[r].get(op_type, 0)) for r in runs))
     table.add_row("total", *(str(sum(result.runs[r].values())) for r in runs), style="bold")
     console.print(table)
 
 
-def _tensor_table(title: str, rows: list[TensorRow], with_file: bool) -> Table:
+def _tensor_table(title: str | Text, rows: list[TensorRow], with_file: bool) -> Table:
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    # .npy tensors have no layout: no column of blanks for them
+    with_layout = any(row.layout for row in rows)
     cols = ["tensor", "file"] if with_file else ["tensor"]
-    cols += ["shape", "dtype", "layout", "max", "min", "mean", "nan/inf"]
+    cols += ["shape", "dtype", *(["layout"] if with_layout else []), "max", "min", "mean"]
+    cols.append("nan/inf")
     for col in cols:
-        table.add_column(col, justify="right" if col in ("max", "min", "mean") else "left",
-                         overflow="fold")
+        table.add_column(
+            col, justify="right" if col in ("max", "min", "mean") else "left", overflow="fold"
+        )
     for row in rows:
-        lead = [row.label, row.source] if with_file else [row.label]
+        lead = [row.label, Text(row.source)] if with_file else [row.label]
         if row.error:
             table.add_row(*lead, Text(row.error, style="red"))
             continue
@@ -66,40 +74,56 @@ def _tensor_table(title: str, rows: list[TensorRow], with_file: bool) -> Table:
         assert s is not None
         bad = f"{s.nan_count}/{s.inf_count}"
         table.add_row(
-            *lead, str(list(row.shape or ())), row.dtype, row.layout,
-            fmt_num(s.max), fmt_num(s.min), fmt_num(s.mean),
+            *lead,
+            str(list(row.shape or ())),
+            Text(row.dtype),
+            *([Text(row.layout)] if with_layout else []),
+            fmt_num(s.max),
+            fmt_num(s.min),
+            fmt_num(s.mean),
             Text(bad, style="red") if s.nan_count or s.inf_count else bad,
         )
     return table
 
 
 def node_panel(info: NodeInfo) -> Panel:
-    rec, op = info.record, info.op
+    rec = info.record
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
-    head.add_row("type", rec.type)
+    head.add_row("type", Text(rec.type))
     head.add_row("id", str(rec.id))
-    head.add_row("graph", f"{info.graph} ({info.run})")
-    head.add_row("kernel", rec.kernel_name or "-")
-    head.add_row("fusion pass", rec.pass_name or "-")
+    head.add_row("graph", Text(f"{info.graph} ({info.run})"))
+    head.add_row("kernel", Text(rec.kernel_name or "-"))
+    head.add_row("fusion pass", Text(rec.pass_name or "-"))
     if rec.original_names is None:
         originals = "- (no _datadump_original_op_names)"
     else:
         originals = ", ".join(rec.original_names) or "none: no benchmark counterpart (GE-inserted)"
-    head.add_row("original ops", originals)
+    head.add_row("original ops", Text(originals))
     ports = Table(show_edge=False, pad_edge=False, title="inputs / outputs", title_justify="left")
     for col in ("port", "dtype", "layout", "shape", "peers", "benchmark"):
         ports.add_column(col)
     for p in info.ports:
         port = "control" if p.kind == "control" else f"{p.kind} {p.index}"
-        ports.add_row(port, p.dtype, p.layout, str(list(p.shape)) if p.kind != "control" else "",
-                      ", ".join(p.peers) or "-", p.origin or "-")
+        ports.add_row(
+            port,
+            Text(p.dtype),
+            Text(p.layout),
+            str(list(p.shape)) if p.kind != "control" else "",
+            Text(", ".join(p.peers) or "-"),
+            Text(p.origin or "-"),
+        )
     parts: list = [head, Text(""), ports]
-    if info.dump_tensors:
+    unreadable = [r.error for r in info.dump_tensors if r.label == "file" and r.error]
+    if unreadable:
+        # The header itself failed: one message (it names the file), not a table of blanks.
+        parts += [Text(""), Text(f"device dump: {unreadable[0]}", style="red")]
+    elif info.dump_tensors:
         newest = info.dump_files[-1]
         more = f" (+{len(info.dump_files) - 1} older)" if len(info.dump_files) > 1 else ""
-        parts += [Text(""), _tensor_table(f"device dump {newest}{more}", info.dump_tensors, False)]
+        title = Text(f"device dump {newest}{more}")
+        parts += [Text(""), _tensor_table(title, info.dump_tensors, False)]
     else:
         parts += [Text(""), Text("device dump: none found for this op", style="yellow")]
     if info.benchmarks:
@@ -111,7 +135,7 @@ def node_panel(info: NodeInfo) -> Panel:
         attrs.add_column("key")
         attrs.add_column("value", overflow="fold")
         for key, value in info.attrs.items():
-            attrs.add_row(key, repr(value))
+            attrs.add_row(Text(key), Text(repr(value)))
         parts += [Text(""), attrs]
     if info.subgraph is not None:
         sg = info.subgraph
@@ -119,7 +143,7 @@ def node_panel(info: NodeInfo) -> Panel:
         if sg.note:
             line += f" ({sg.note})"
         parts += [Text(""), Text(line)]
-    return Panel(Group(*parts), title=f"[bold]{rec.name}", title_align="left")
+    return Panel(Group(*parts), title=Text(rec.name, style="bold"), title_align="left")
 
 
 @renders(NodeInfoResult)
@@ -127,9 +151,11 @@ def render_node_info(console: Console, result: NodeInfoResult) -> None:
     for info in result.nodes:
         console.print(node_panel(info))
     if not result.nodes:
-        console.print(f"no op named exactly {result.query!r}; possible ops:")
+        console.print(f"no op named exactly {result.query!r}; possible ops:", markup=False)
         runs = {run for run, _ in result.candidates}
         for run, rec in result.candidates[:50]:
             console.print(op_line(run if len(runs) > 1 else None, rec))
         if len(result.candidates) > 50:
-            console.print(f"... and {len(result.candidates) - 50} more (narrow with ls -n)", style="dim")
+            console.print(
+                f"... and {len(result.candidates) - 50} more (narrow with ls -n)", style="dim"
+            )

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from precision_shell.errors import PrecisionError
 from precision_shell.workspace.subgraph import Subgraph, SubgraphFiles
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -54,23 +55,39 @@ def subgraph_to_dot(sub: Subgraph) -> str:
         if control:
             lines.append(f"  {_quote(src)} -> {_quote(dst)} [style=dashed, color=gray];")
         else:
-            lines.append(f"  {_quote(src)} -> {_quote(dst)} [label={_quote(f'{out_idx}->{in_idx}')}];")
+            lines.append(
+                f"  {_quote(src)} -> {_quote(dst)} [label={_quote(f'{out_idx}->{in_idx}')}];"
+            )
     lines.append("}")
     return "\n".join(lines) + "\n"
 
 
 def write_subgraph(sub: Subgraph, out_dir: Path, prefix: str = "") -> SubgraphFiles:
-    stem = safe_file_stem(f"{prefix}_{sub.center}_d{sub.depth}" if prefix else f"{sub.center}_d{sub.depth}")
+    stem = safe_file_stem(
+        f"{prefix}_{sub.center}_d{sub.depth}" if prefix else f"{sub.center}_d{sub.depth}"
+    )
     gv = out_dir / f"{stem}.gv"
-    gv.write_text(subgraph_to_dot(sub), encoding="utf-8")
+    try:
+        gv.write_text(subgraph_to_dot(sub), encoding="utf-8")
+    except OSError as exc:
+        raise PrecisionError(f"{gv}: cannot write: {exc.strerror or exc}") from None
     dot = shutil.which("dot")
     if dot is None:
-        return SubgraphFiles(str(gv), None, len(sub.nodes), len(sub.edges),
-                             "graphviz `dot` not installed: wrote the .gv only")
+        return SubgraphFiles(
+            str(gv),
+            None,
+            len(sub.nodes),
+            len(sub.edges),
+            "graphviz `dot` not installed: wrote the .gv only",
+        )
     svg = gv.with_suffix(".svg")
     try:
-        subprocess.run([dot, "-Tsvg", str(gv), "-o", str(svg)], check=True, capture_output=True,
-                       timeout=_DOT_TIMEOUT_S)
+        subprocess.run(
+            [dot, "-Tsvg", str(gv), "-o", str(svg)],
+            check=True,
+            capture_output=True,
+            timeout=_DOT_TIMEOUT_S,
+        )
     except (subprocess.SubprocessError, OSError) as exc:
         return SubgraphFiles(str(gv), None, len(sub.nodes), len(sub.edges), f"dot failed: {exc}")
     return SubgraphFiles(str(gv), str(svg), len(sub.nodes), len(sub.edges))

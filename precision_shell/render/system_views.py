@@ -27,7 +27,16 @@ def render_command_help(console: Console, result: CommandHelp) -> None:
     console.print(f"usage: {result.usage}", markup=False)
     if result.aliases:
         console.print(f"aliases: {', '.join(result.aliases)}", markup=False)
-    console.print(result.text.rstrip(), markup=False)
+    console.print()
+    console.print(_without_usage(result.text).rstrip(), markup=False)
+
+
+def _without_usage(text: str) -> str:
+    """argparse's help minus its own usage paragraph: the docstring's usage line says it once."""
+    if not text.startswith("usage:"):
+        return text
+    _, sep, rest = text.partition("\n\n")
+    return rest if sep else ""
 
 
 @renders(ShellRun)

@@ -1,0 +1,377 @@
+"""`pt`, `cp` and `dc` through the real dispatcher on the tiny demo workspace."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from precision_shell.commands.tensor import DecodedFiles, TensorComparison, TensorSummaries
+from precision_shell.commands.tensor_target import guess_origin_format
+from tests.commands.shell_fixture import (
+    CONV1,
+    CONV2,
+    DENSE,
+    POOL,
+    assert_stats_equal,
+    decoded,
+    dump_path,
+    fractal_z_to_nchw,
+    golden_path,
+    nc1hwc0_to_nhwc,
+    open_shell,
+    run_fail,
+    run_ok,
+)
+
+
+@pytest.fixture(scope="module")
+def demo(tiny_demo_shared):
+    root, manifest = tiny_demo_shared
+    return root, manifest, open_shell(root)
+
+
+def _parse_pt_text(path: Path) -> tuple[dict[str, str], np.ndarray]:
+    lines = path.read_text().splitlines()
+    header = dict(ln[2:].split(": ", 1) for ln in lines if ln.startswith("# "))
+    return header, np.loadtxt(path, dtype=np.float64, comments="#", ndmin=1)
+
+
+# -- pt ---------------------------------------------------------------------------------------
+
+
+def test_pt_op_name_summarises_its_first_output(demo):
+    root, manifest, shell = demo
+    result = run_ok(shell, f"pt {DENSE}")
+    assert isinstance(result, TensorSummaries)
+    (item,) = result.items
+    path = dump_path(root, manifest, DENSE)
+    values = decoded(path, "output", 0)
+    assert item.label == f"{path.name} output 0" and item.path == str(path)
+    assert item.layout == "ND" and item.stats.dtype == "float16"
+    assert_stats_equal(item.stats, values)
+    assert item.preview == values.reshape(-1)[:20].astype(np.float64).tolist()
+
+
+def test_pt_writes_the_values_as_text_under_temp_pt_and_they_parse_back(demo):
+    root, manifest, shell = demo
+    (item,) = run_ok(shell, f"pt {CONV2}").items
+    text = Path(item.text_file)
+    assert text.parent == root / "precision_data" / "temp" / "pt"
+    header, values = _parse_pt_text(text)
+    want = decoded(dump_path(root, manifest, CONV2), "output", 0)
+    assert header["shape"] == "[2, 1, 4, 4, 16]" and header["layout"] == "NC1HWC0"
+    assert header["dtype"] == "float16"
+    np.testing.assert_array_equal(values.astype(np.float16), want.reshape(-1))
+    # a second pt never overwrites the first file
+    (again,) = run_ok(shell, f"pt {CONV2}").items
+    assert again.text_file != item.text_file and Path(item.text_file).is_file()
+
+
+def test_pt_dump_file_name_summarises_every_tensor_and_selector_picks_one(demo):
+    root, manifest, shell = demo
+    path = dump_path(root, manifest, CONV2)
+    result = run_ok(shell, f"pt {path.name}")
+    assert [i.label.split(" ", 1)[1] for i in result.items] == [
+        "input 0",
+        "input 1",
+        "input 2",
+        "output 0",
+    ]
+    for item in result.items:
+        kind, index = item.label.split()[-2:]
+        assert_stats_equal(item.stats, decoded(path, kind, int(index)))
+    (bias,) = run_ok(shell, f"pt -n {path}:input:2").items
+    assert bias.label == f"{path.name} input 2"
+    assert bias.preview == decoded(path, "input", 2).astype(np.float64).tolist()
+    assert len(bias.preview) == 8
+
+
+def test_pt_on_a_benchmark_npy_by_name_and_by_path(demo):
+    root, _, shell = demo
+    npy = golden_path(root, "relu2/Relu")
+    want = np.load(npy)
+    for target in (npy.name, str(npy)):
+        (item,) = run_ok(shell, f"pt {target}").items
+        assert item.layout == "npy" and item.stats.dtype == "float32"
+        assert_stats_equal(item.stats, want)
+        header, values = _parse_pt_text(Path(item.text_file))
+        assert header["source"] == str(npy)
+        np.testing.assert_array_equal(values.astype(np.float32), want.reshape(-1))
+
+
+def test_pt_text_of_float64_and_int_tensors_reads_back_exactly(demo, tmp_path):
+    _, _, shell = demo
+    doubles = np.array([0.1, 1 / 3, -2.5e-300, 123456789.123456789])
+    ints = np.array([[-3, 0], [7, 2**40]], dtype=np.int64)
+    np.save(tmp_path / "doubles.npy", doubles)
+    np.save(tmp_path / "ints.npy", ints)
+    (item,) = run_ok(shell, f"pt {tmp_path / 'doubles.npy'}").items
+    np.testing.assert_array_equal(_parse_pt_text(Path(item.text_file))[1], doubles)
+    (item,) = run_ok(shell, f"pt {tmp_path / 'ints.npy'}").items
+    assert Path(item.text_file).read_text().splitlines()[-4:] == ["-3", "0", "7", str(2**40)]
+    assert (item.stats.max, item.stats.min, item.stats.dtype) == (2.0**40, -3.0, "int64")
+
+
+def test_pt_counts_nan_and_inf_and_keeps_them_out_of_the_stats(demo, tmp_path):
+    _, _, shell = demo
+    arr = np.array([1.0, np.nan, 3.0, np.inf, -np.inf, -2.0], dtype=np.float32)
+    np.save(tmp_path / "odd.npy", arr)
+    (item,) = run_ok(shell, f"pt {tmp_path / 'odd.npy'}").items
+    assert (item.stats.nan_count, item.stats.inf_count) == (1, 2)
+    assert (item.stats.max, item.stats.min, item.stats.mean) == (3.0, -2.0, 2.0 / 3.0)
+    assert not (tmp_path / "odd.txt").exists()  # never beside the source file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["odd.npy"]
+
+
+# -- cp ---------------------------------------------------------------------------------------
+
+
+def _oracle(x: np.ndarray, y: np.ndarray, atol: float, rtol: float):
+    x = x.astype(np.float64).reshape(-1)
+    y = y.astype(np.float64).reshape(-1)
+    diff = np.abs(x - y)
+    cosine = float(np.sum((x / np.linalg.norm(x)) * (y / np.linalg.norm(y))))
+    ratio = float(np.mean(diff > atol + rtol * np.abs(y)))
+    return x, y, diff, cosine, ratio
+
+
+def test_cp_device_vs_benchmark_worst_rows_cosine_and_error_ratio(demo):
+    root, manifest, shell = demo
+    npy = golden_path(root, "dense/BiasAdd")
+    result = run_ok(shell, f"cp {DENSE} {npy.name} -p 5 -al 0.01 -rl 0.05")
+    assert isinstance(result, TensorComparison)
+    left = decoded(dump_path(root, manifest, DENSE), "output", 0)
+    right = np.load(npy)
+    x, y, diff, cosine, ratio = _oracle(left, right, 0.01, 0.05)
+    rep = result.report
+    assert rep.shape == (2, 10) and rep.count == 20
+    top = np.argsort(-diff, kind="stable")[:5]
+    assert [r.diff for r in rep.worst] == diff[top].tolist()
+    for row in rep.worst:
+        flat = np.ravel_multi_index(row.index, (2, 10))
+        assert (row.left, row.right) == (x[flat], y[flat])
+        assert row.diff == abs(row.left - row.right)
+        assert row.relative == row.diff / abs(row.right)
+    assert [r.index for r in rep.first] == [(0, k) for k in range(5)]
+    assert [r.left for r in rep.first] == x[:5].tolist()
+    assert math.isclose(rep.cosine, cosine, rel_tol=0, abs_tol=1e-12)
+    assert rep.error_ratio == ratio and rep.mismatch_count == round(ratio * 20)
+    assert rep.allclose is (ratio == 0)
+    assert rep.max_abs_error == diff.max()
+    assert rep.max_relative_error == float(np.max(diff / np.abs(y)))
+    assert_stats_equal(result.left_stats, left)
+    assert_stats_equal(result.right_stats, right)
+    assert result.saved is None
+
+
+def test_cp_converts_the_device_layout_before_comparing(demo):
+    root, manifest, shell = demo
+    npy = golden_path(root, "relu2/Relu")
+    rep = run_ok(shell, f"cp {CONV2} {npy}").report
+    device = nc1hwc0_to_nhwc(decoded(dump_path(root, manifest, CONV2), "output", 0), 8)
+    _, _, diff, cosine, _ = _oracle(device, np.load(npy), 1e-4, 1e-4)
+    assert rep.shape == (2, 4, 4, 8) and rep.count == 256
+    assert math.isclose(rep.cosine, cosine, abs_tol=1e-12)
+    assert rep.max_abs_error == diff.max()
+    assert len(rep.worst) == 20 and rep.worst[0].diff == diff.max()
+
+
+def test_cp_an_input_uses_the_origin_format_the_dump_does_not_record(demo):
+    """Dump inputs carry no original format; the graph (or the shapes) tell it is NHWC."""
+    root, manifest, shell = demo
+    npy = golden_path(root, POOL)
+    rep = run_ok(shell, f"cp {CONV2}:input:0 {npy.name} -p 1").report
+    device = nc1hwc0_to_nhwc(decoded(dump_path(root, manifest, CONV2), "input", 0), 8)
+    assert rep.shape == (2, 4, 4, 8)
+    assert rep.max_abs_error == _oracle(device, np.load(npy), 0, 0)[2].max()
+
+
+def test_cp_different_element_counts_error_unless_flatten_to_min(demo):
+    root, _, shell = demo
+    small, big = golden_path(root, "dense/BiasAdd"), golden_path(root, "relu2/Relu")
+    error = run_fail(shell, f"cp {small.name} {big.name}").error
+    assert error == (
+        "element counts differ: left 20 (2, 10) vs right 256 (2, 4, 4, 8); "
+        "use --flatten-to-min to compare the first 20 elements"
+    )
+    rep = run_ok(shell, f"cp {small.name} {big.name} --flatten-to-min -p 3").report
+    assert rep.truncated_from == (20, 256) and rep.count == 20
+    x = np.load(small).reshape(-1).astype(np.float64)
+    y = np.load(big).reshape(-1)[:20].astype(np.float64)
+    assert rep.max_abs_error == np.abs(x - y).max()
+    assert [r.index for r in rep.first] == [(0,), (1,), (2,)]
+
+
+def test_cp_s_saves_left_right_diff_under_temp_cp(demo):
+    root, _, shell = demo
+    npy = golden_path(root, "dense/BiasAdd")
+    result = run_ok(shell, f"cp -n {DENSE} {npy.name} -s")
+    saved = Path(result.saved)
+    assert saved.parent == root / "precision_data" / "temp" / "cp"
+    table = np.loadtxt(saved)
+    assert table.shape == (20, 3)
+    np.testing.assert_array_equal(table[:, 1], np.load(npy).reshape(-1).astype(np.float64))
+    np.testing.assert_allclose(table[:, 2], table[:, 0] - table[:, 1], rtol=1e-8)
+
+
+def test_cp_usage_errors(demo):
+    _, _, shell = demo
+    assert "cp: give two tensors" in run_fail(shell, f"cp {DENSE}").error
+    assert "must not be negative" in run_fail(shell, f"cp {DENSE} {DENSE} -p -1").error
+    error = run_fail(shell, f"cp {CONV2}:input:7 {DENSE}").error
+    assert error.endswith("has no input 7")
+
+
+def test_cp_a_whole_dump_file_asks_which_tensor(demo):
+    root, manifest, shell = demo
+    name = dump_path(root, manifest, CONV2).name
+    rep = run_ok(shell, f"cp {name} {name}").report  # a file: its first output by default
+    assert rep.allclose and rep.cosine == 1.0 and rep.shape == (2, 4, 4, 8)
+
+
+# -- dc ---------------------------------------------------------------------------------------
+
+
+def test_dc_writes_every_tensor_of_the_op_as_npy_under_temp_decode(demo):
+    root, manifest, shell = demo
+    result = run_ok(shell, f"dc {CONV2}")
+    assert isinstance(result, DecodedFiles)
+    out_dir = root / "precision_data" / "temp" / "decode"
+    assert result.out_dir == str(out_dir) and result.notes == []
+    path = dump_path(root, manifest, CONV2)
+    slots = [("input", 0), ("input", 1), ("input", 2), ("output", 0)]
+    assert [f[0] for f in result.files] == [f"{path.name} {k} {i}" for k, i in slots]
+    for (_, npy, shape, layout), (kind, index) in zip(result.files, slots, strict=True):
+        assert Path(npy).parent == out_dir
+        want = decoded(path, kind, index)
+        got = np.load(npy, allow_pickle=False)
+        assert got.dtype == want.dtype and shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        assert Path(npy).name == f"{path.name}.{kind}.{index}.{layout}.npy"
+
+
+def test_dc_f_nchw_converts_activations_and_the_hwcn_filter(demo):
+    root, manifest, shell = demo
+    path = dump_path(root, manifest, CONV2)
+    result = run_ok(shell, f"dc {CONV2} -f nchw")
+    files = {
+        label.split(" ", 1)[1]: (npy, shape, layout) for label, npy, shape, layout in result.files
+    }
+    x = np.load(files["input 0"][0])
+    want_x = nc1hwc0_to_nhwc(decoded(path, "input", 0), 8).transpose(0, 3, 1, 2)
+    assert files["input 0"][1:] == ((2, 8, 4, 4), "NCHW")
+    np.testing.assert_array_equal(x, want_x)
+    # FRACTAL_Z filter of an HWCN (3, 3, 8, 8) weight: as NCHW it is (N=8, C=8, 3, 3)
+    assert files["input 1"][1:] == ((8, 8, 3, 3), "NCHW")
+    want_w = fractal_z_to_nchw(decoded(path, "input", 1), 8, 8, 3, 3)
+    np.testing.assert_array_equal(np.load(files["input 1"][0]), want_w)
+    y = np.load(files["output 0"][0])
+    want_y = nc1hwc0_to_nhwc(decoded(path, "output", 0), 8).transpose(0, 3, 1, 2)
+    np.testing.assert_array_equal(y, want_y)
+    # the bias is 1-D: kept as it is, with the reason
+    assert files["input 2"][1:] == ((8,), "ND")
+    assert result.notes == [f"{path.name} input 2: kept ND: NCHW needs a 4-D tensor; the "
+                            "original shape is [8]"]  # fmt: skip
+
+
+def test_dc_f_hwcn_gives_the_benchmark_filter_layout(demo):
+    root, manifest, shell = demo
+    path = dump_path(root, manifest, CONV1)  # 3 input channels: (3, 3, 3, 8)
+    result = run_ok(shell, f"dc {path.name}:input:1 -f HWCN")
+    ((_, npy, shape, layout),) = result.files
+    assert (shape, layout) == ((3, 3, 3, 8), "HWCN")
+    want = fractal_z_to_nchw(decoded(path, "input", 1), 8, 3, 3, 3).transpose(2, 3, 1, 0)
+    np.testing.assert_array_equal(np.load(npy), want)
+
+
+def test_dc_outside_the_workspace_infers_hwcn_from_the_shapes(demo, tmp_path):
+    """A copied dump file has no graph to ask: FRACTAL_Z (9,1,16,16) with origin (3,3,8,8) fits
+    only HWCN; conv1's (3,3,3,8) fits HWCN and NHWC, so dc keeps it and says why."""
+    root, manifest, shell = demo
+    conv2 = shutil.copy(dump_path(root, manifest, CONV2), tmp_path / "conv2.dump")
+    conv1 = shutil.copy(dump_path(root, manifest, CONV1), tmp_path / "conv1.dump")
+    out = tmp_path / "out"
+    ((_, npy, shape, layout),) = run_ok(shell, f"dc {conv2}:input:1 -f NCHW -o {out}").files
+    assert (shape, layout) == ((8, 8, 3, 3), "NCHW") and Path(npy).parent == out
+    want = fractal_z_to_nchw(decoded(Path(conv2), "input", 1), 8, 8, 3, 3)
+    np.testing.assert_array_equal(np.load(npy), want)
+    result = run_ok(shell, f"dc {conv1}:input:1 -f NCHW -o {out}")
+    assert result.files[0][2:] == ((9, 1, 16, 16), "FRACTAL_Z")
+    (note,) = result.notes
+    assert note.startswith("conv1.dump input 1: kept FRACTAL_Z: cannot convert FRACTAL_Z")
+    assert note.endswith(
+        "(the dump does not record the original layout of this FRACTAL_Z tensor and its shapes "
+        "do not tell it; read the original shape as NCHW)"
+    )
+
+
+def test_dc_usage_errors(demo):
+    root, _, shell = demo
+    assert run_fail(shell, f"dc {CONV2} -f XYZ").error == "dc: -f: unknown tensor format 'XYZ'"
+    npy = golden_path(root, POOL).name
+    assert run_fail(shell, f"dc {npy}").error == (
+        f"dc: {npy} is a .npy file already; dc decodes device dump files"
+    )
+    assert run_fail(shell, "dc flatten/Reshape").error == (
+        "op 'flatten/Reshape' (debug_0) has no dump file"
+    )
+
+
+def test_pt_and_cp_on_the_float16_overflow(demo):
+    """The demo's l2_loss/Sum overflows float16 on the device: inf counted, metrics honest."""
+    root, manifest, shell = demo
+    (item,) = run_ok(shell, "pt l2_loss/Sum").items
+    values = decoded(dump_path(root, manifest, "l2_loss/Sum"), "output", 0)
+    assert np.isinf(values).all() and item.stats.inf_count == values.size == 2
+    assert math.isnan(item.stats.max) and item.preview == [math.inf, math.inf]
+    rep = run_ok(shell, f"cp l2_loss/Sum {golden_path(root, 'l2_loss/Sum').name}").report
+    assert rep.max_abs_error == math.inf and math.isnan(rep.cosine)
+    assert rep.error_ratio == 1.0 and not rep.allclose
+
+
+def test_dc_f_to_the_device_layout_itself_keeps_the_values(demo):
+    root, manifest, shell = demo
+    path = dump_path(root, manifest, CONV2)
+    result = run_ok(shell, f"dc {path.name}:output:0 -f NC1HWC0")
+    ((_, npy, shape, layout),) = result.files
+    assert (shape, layout, result.notes) == ((2, 1, 4, 4, 16), "NC1HWC0", [])
+    np.testing.assert_array_equal(np.load(npy), decoded(path, "output", 0))
+
+
+def test_dc_f_nd_gives_the_original_layout(demo):
+    root, manifest, shell = demo
+    path = dump_path(root, manifest, CONV2)
+    result = run_ok(shell, f"dc {CONV2} -f ND")
+    assert result.notes == []
+    got = {label.split(" ", 1)[1]: (shape, layout) for label, _, shape, layout in result.files}
+    assert got == {
+        "input 0": ((2, 4, 4, 8), "NHWC"),
+        "input 1": ((3, 3, 8, 8), "HWCN"),
+        "input 2": ((8,), "ND"),
+        "output 0": ((2, 4, 4, 8), "NHWC"),
+    }
+    npy = result.files[3][1]
+    np.testing.assert_array_equal(np.load(npy), nc1hwc0_to_nhwc(decoded(path, "output", 0), 8))
+
+
+@pytest.mark.parametrize(
+    ("device", "device_shape", "origin_shape", "origin"),
+    [
+        ("NC1HWC0", (2, 1, 4, 5, 16), (2, 4, 5, 8), "NHWC"),
+        ("NC1HWC0", (2, 1, 4, 5, 16), (2, 8, 4, 5), "NCHW"),
+        ("NC1HWC0", (2, 1, 4, 4, 16), (2, 4, 4, 4), None),  # C == H == W: cannot tell
+        ("FRACTAL_Z", (9, 1, 16, 16), (3, 3, 8, 8), "HWCN"),
+        ("FRACTAL_Z", (18, 2, 16, 16), (3, 3, 20, 17), "HWCN"),
+        ("FRACTAL_Z", (50, 1, 16, 16), (8, 20, 5, 5), "NCHW"),
+        ("FRACTAL_Z", (50, 1, 16, 16), (8, 5, 5, 20), "NHWC"),
+        ("FRACTAL_Z", (9, 1, 16, 16), (3, 3, 3, 8), None),  # HWCN and NHWC both fit
+        ("FRACTAL_Z", (7, 1, 16, 16), (3, 3, 8, 8), None),  # nothing fits
+        ("FRACTAL_NZ", (1, 1, 16, 16), (10, 10), None),
+    ],
+)
+def test_guess_origin_format_from_the_shapes(device, device_shape, origin_shape, origin):
+    assert guess_origin_format(device, device_shape, origin_shape) == origin

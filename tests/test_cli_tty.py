@@ -1,0 +1,93 @@
+"""The interactive shell in a real pseudo-terminal (pexpect), with a pinned 120x40 screen.
+
+Modelled on pgcli's behave wrappers: spawn the program, wait for the prompt, type, expect.
+prompt_toolkit redraws with cursor moves, so screen text is compared with escapes removed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+pexpect = pytest.importorskip("pexpect")
+
+REPO = Path(__file__).resolve().parents[1]
+PROMPT = "PrecisionTool >"  # prompt_toolkit draws the trailing space as a cursor move
+# CSI sequences, charset selects and keypad modes: what a terminal would act on, not show
+ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]")
+START_TIMEOUT = 60  # first start imports numpy and protobuf
+STEP_TIMEOUT = 30
+
+
+def _screen_text(raw: str) -> str:
+    return ESCAPES.sub("", raw)
+
+
+@pytest.fixture
+def shell(tiny_demo_shared, tmp_path):
+    root, _ = tiny_demo_shared
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "PYTEST"))}
+    for name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME"):
+        env[name] = str(tmp_path / name.lower())
+    env.update(
+        COLUMNS="120",
+        LINES="40",
+        TERM="xterm",
+        PYTHONPATH=str(REPO),
+        # pexpect is no terminal that answers cursor position requests
+        PROMPT_TOOLKIT_NO_CPR="1",
+    )
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "precision_shell", str(root)],
+        env=env,
+        cwd=str(tmp_path),
+        dimensions=(40, 120),
+        encoding="utf-8",
+        codec_errors="replace",
+        timeout=STEP_TIMEOUT,
+    )
+    yield child, tmp_path
+    if child.isalive():
+        child.terminate(force=True)
+
+
+def test_tab_completion_node_info_bad_flag_and_exit(shell):
+    child, home = shell
+    child.expect_exact(PROMPT, timeout=START_TIMEOUT)
+    banner = _screen_text(child.before)
+    assert "debug_0" in banner and "Type help for the commands" in banner
+
+    # "softmax/Sof" names one op: Tab completes it in place
+    child.send("ni softmax/Sof")
+    child.expect_exact("/Sof")  # the echo of what was typed
+    typed = child.before + child.after
+    child.send("\t")
+    child.expect_exact("tmax")  # what the completion inserted after it
+    line = _screen_text(typed + child.before + child.after)
+    assert line.replace("\r", "").endswith("ni softmax/Softmax")
+
+    child.send("\r")
+    child.expect_exact("╰")  # the bottom edge of the node panel
+    panel = _screen_text(child.before)
+    child.expect_exact(PROMPT)
+    assert "softmax/Softmax" in panel and "SoftmaxV2" in panel
+    assert "softmax_Softmax.0." in panel  # its benchmark tensor
+
+    child.sendline("ls --bogus")
+    child.expect_exact("error:")
+    child.expect_exact(PROMPT)
+    error_lines = ("error:" + _screen_text(child.before)).strip().splitlines()
+    assert len(error_lines) == 1
+    assert error_lines[0].strip().startswith("error: ls: unrecognized arguments: --bogus")
+
+    child.sendline("exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0 and child.signalstatus is None
+    history = home / "xdg_state_home" / "precision_shell" / "history"
+    assert "ni softmax/Softmax" in history.read_text()
