@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import importlib.resources
 import os
+import tomllib
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from precision_shell.errors import PrecisionError
 

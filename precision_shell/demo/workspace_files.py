@@ -6,7 +6,7 @@ Tensors are written as they are computed and then dropped, so the large demo str
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +46,7 @@ def graph_name() -> str:
 
 def epoch_us(stamp: str) -> int:
     """Microseconds since the epoch of a `YYYYmmddHHMMSS` UTC time."""
-    moment = datetime.strptime(stamp, "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc)
+    moment = datetime.strptime(stamp, "%Y%m%d%H%M%S").replace(tzinfo=UTC)
     return int(moment.timestamp()) * 1_000_000
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from precision_shell.shell.dispatcher import HelpText, Outcome
+from precision_shell.shell.dispatcher import HelpText, Outcome, write_traceback_log
 
 PROMPT = "PrecisionTool > "
 _RENDERERS: dict[type, Callable[[Console, Any], None]] = {}
@@ -70,8 +70,16 @@ class Renderer:
         self.err.print(line, highlight=False, soft_wrap=True)
 
     def outcome(self, outcome: Outcome, line_number: int | None = None) -> None:
+        """Print a result and/or its error; a failing view becomes the outcome's error."""
         if outcome.result is not None:
-            self.result(outcome.result)
+            try:
+                self.result(outcome.result)
+            except KeyboardInterrupt:
+                outcome.interrupted = True
+                outcome.error = outcome.error or "interrupted"
+            except Exception as exc:  # a view bug must not kill the shell either
+                outcome.internal_log = write_traceback_log(outcome.line)
+                outcome.error = f"internal error while printing: {type(exc).__name__}: {exc}"
         if outcome.error is not None:
             message = outcome.error
             if outcome.internal_log:

@@ -16,7 +16,7 @@ from precision_shell.formats.dump_names import sanitize_dump_name
 from precision_shell.formats.ge_graph import ModelDef, OpDef
 
 # Bump when the record layout changes, so old caches are rebuilt rather than misread.
-RECORD_VERSION = 1
+RECORD_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +34,7 @@ class OpRecord:
     data_inputs: tuple[tuple[str, int], ...]
     control_inputs: tuple[str, ...]
     output_origins: tuple[tuple[str | None, int], ...]  # per output desc: (origin name, index)
+    l1_group: int | None  # `_L1_fusion_sub_graph_no`
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,7 @@ def _record_tuple(op: OpDef, graph: str) -> tuple:
         tuple(op.data_inputs),
         tuple(op.control_inputs),
         tuple(origins),
+        op.l1_fusion_group,
     )
 
 

@@ -178,3 +178,29 @@ def test_shell_commands_are_never_implicit(real_dispatcher: Dispatcher) -> None:
     outcome = real_dispatcher.execute("echo hi")
     assert outcome.result is None
     assert outcome.error is not None and outcome.error.startswith("unknown command 'echo'")
+
+
+def test_a_failing_view_becomes_a_one_line_internal_error(tmp_path, monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from precision_shell.render import output
+    from precision_shell.shell.dispatcher import Outcome
+
+    class Exploding:
+        pass
+
+    def boom(console, result):
+        raise RuntimeError("view bug")
+
+    monkeypatch.setitem(output._RENDERERS, Exploding, boom)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    out, err = io.StringIO(), io.StringIO()
+    renderer = output.Renderer(Console(file=out), Console(file=err, width=300))
+    outcome = Outcome(line="show", result=Exploding())
+    renderer.outcome(outcome, line_number=3)
+    assert not outcome.ok
+    assert "internal error while printing: RuntimeError: view bug" in err.getvalue()
+    assert "line 3:" in err.getvalue()
+    assert outcome.internal_log and "view bug" in open(outcome.internal_log).read()
