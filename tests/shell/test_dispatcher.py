@@ -203,4 +203,4 @@ def test_a_failing_view_becomes_a_one_line_internal_error(tmp_path, monkeypatch)
     assert not outcome.ok
     assert "internal error while printing: RuntimeError: view bug" in err.getvalue()
     assert "line 3:" in err.getvalue()
-    assert outcome.internal_log and "view bug" in open(outcome.internal_log).read()
+    assert outcome.internal_log and "view bug" in Path(outcome.internal_log).read_text()
