@@ -1,3 +1,10 @@
 """Shell commands, one module per group; importing this package registers them all."""
 
-from precision_shell.commands import graph, system, tensor  # noqa: F401
+from precision_shell.commands import (  # noqa: F401
+    autocheck,
+    compare,
+    compare_summary,
+    graph,
+    system,
+    tensor,
+)

@@ -9,11 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from precision_shell.commands.tensor_target import (
-    TensorHandle,
-    guess_origin_format,
-    resolve_tensors,
-)
+from precision_shell.commands.tensor_target import TensorHandle, resolve_tensors
 from precision_shell.compare.elementwise import ElementwiseReport, compare_elements
 from precision_shell.errors import PrecisionError
 from precision_shell.formats.layouts import (
@@ -297,13 +293,6 @@ def _dump_targets(ctx: ShellContext, target: str) -> list[TensorHandle]:
 
 
 _FORMAT_RANKS = {"NCHW": 4, "NHWC": 4, "HWCN": 4, "NCDHW": 5, "NDHWC": 5}
-
-
-def _guess_5hd_origin(
-    device_fmt: str, device_shape: tuple[int, ...], origin_shape: tuple[int, ...]
-) -> str | None:
-    """Inputs carry no original format; the shapes tell it for NC1HWC0 and FRACTAL_Z."""
-    return guess_origin_format(device_fmt, device_shape, origin_shape)
 
 
 def _is_axis_permutation(a: str, b: str) -> bool:

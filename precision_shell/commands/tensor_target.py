@@ -15,6 +15,7 @@ import numpy as np
 
 from precision_shell.errors import FormatError, PrecisionError
 from precision_shell.formats.golden import load_golden
+from precision_shell.formats.layout_guess import guess_origin_format
 from precision_shell.formats.layouts import format_name, is_plain_format
 from precision_shell.formats.npu_dump import (
     DumpHeader,
@@ -74,51 +75,6 @@ class TensorHandle:
         if self.graph_origin_format:
             return self.graph_origin_format
         return guess_origin_format(meta.format_name, meta.shape, meta.original_shape)
-
-
-def _guess_nc1hwc0_origin(
-    device_shape: tuple[int, ...], origin_shape: tuple[int, ...]
-) -> str | None:
-    """For NC1HWC0 the H and W dims tell NCHW from NHWC."""
-    if len(device_shape) != 5 or len(origin_shape) != 4:
-        return None
-    h, w = device_shape[2], device_shape[3]
-    if origin_shape[1:3] == (h, w) and origin_shape[2:4] != (h, w):
-        return "NHWC"
-    if origin_shape[2:4] == (h, w) and origin_shape[1:3] != (h, w):
-        return "NCHW"
-    return None
-
-
-def _guess_fractal_z_origin(
-    device_shape: tuple[int, ...], origin_shape: tuple[int, ...]
-) -> str | None:
-    """FRACTAL_Z is (C1*H*W, N1, N0, C0): the one 4-D layout whose dims rebuild exactly that."""
-    if len(device_shape) != 4 or len(origin_shape) != 4:
-        return None
-    c1hw, n_outer, n_inner, c0 = device_shape
-    if not n_inner or not c0:
-        return None
-    fits = []
-    for fmt in ("NCHW", "NHWC", "HWCN"):
-        dims = dict(zip(fmt, origin_shape, strict=True))
-        c1 = -(-dims["C"] // c0)
-        if c1 * dims["H"] * dims["W"] == c1hw and -(-dims["N"] // n_inner) == n_outer:
-            fits.append(fmt)
-    # Square filters (e.g. 3x3x3x8) fit more than one layout: then the shapes cannot tell.
-    return fits[0] if len(fits) == 1 else None
-
-
-def guess_origin_format(
-    device_format: str, device_shape: tuple[int, ...], origin_shape: tuple[int, ...]
-) -> str | None:
-    """The original layout of a device tensor from its shapes alone, or None when ambiguous."""
-    device_shape, origin_shape = tuple(device_shape), tuple(origin_shape)
-    if device_format == "NC1HWC0":
-        return _guess_nc1hwc0_origin(device_shape, origin_shape)
-    if device_format == "FRACTAL_Z":
-        return _guess_fractal_z_origin(device_shape, origin_shape)
-    return None
 
 
 def _graph_origin_formats(ws: Workspace | None, path: str) -> dict[tuple[str, int], str]:

@@ -1,3 +1,8 @@
 """Imports every view module so their `@renders` registrations take effect."""
 
-from precision_shell.render import graph_views, system_views, tensor_views  # noqa: F401
+from precision_shell.render import (  # noqa: F401
+    compare_views,
+    graph_views,
+    system_views,
+    tensor_views,
+)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from precision_shell.compare.run import ProgressSink
 from precision_shell.errors import PrecisionError
 from precision_shell.settings import Settings
 from precision_shell.workspace.workspace import Workspace
@@ -16,6 +18,8 @@ class ShellContext:
     settings: Settings
     interactive: bool = False
     use_cache: bool = True
+    # Live progress for long commands (vc); set by the REPL, None (quiet) in script mode.
+    progress_factory: Callable[[str], ProgressSink] | None = None
     _workspace: Workspace | None = field(default=None, repr=False)
     _open_error: str | None = field(default=None, repr=False)
 
@@ -39,3 +43,6 @@ class ShellContext:
     @property
     def open_error(self) -> str | None:
         return self._open_error
+
+    def progress(self, title: str) -> ProgressSink:
+        return self.progress_factory(title) if self.progress_factory else ProgressSink()

@@ -183,3 +183,12 @@ def discover(path: str | Path) -> WorkspaceLayout:
         fusion_json=fusion if fusion.is_file() else None,
         warnings=warnings,
     )
+
+
+def leaf_dirs(root: Path) -> list[Path]:
+    """Every dir under `root` (itself included) that directly holds files, sorted."""
+    leaves = []
+    for dirpath, _dirs, files in os.walk(root):
+        if files:
+            leaves.append(Path(dirpath))
+    return sorted(leaves)

@@ -8,7 +8,6 @@ build: each becomes a one-line entry of `warnings`. Tensor data is read lazily.
 from __future__ import annotations
 
 import gc
-import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +34,7 @@ from precision_shell.workspace.dump_index import (
 )
 from precision_shell.workspace.graph_index import RECORD_VERSION, GraphIndex, OpRecord
 from precision_shell.workspace.index_cache import IndexCache, dir_fingerprint, file_fingerprint
-from precision_shell.workspace.layout import DeviceRun, WorkspaceLayout, discover
+from precision_shell.workspace.layout import DeviceRun, WorkspaceLayout, discover, leaf_dirs
 from precision_shell.workspace.tensor_stats import StatsCache, TensorStats
 
 _HEADER_CACHE_SIZE = 4096
@@ -134,7 +133,7 @@ class Workspace:
             warnings.extend(golden.warnings)
         overflow = None
         if layout.overflow_dir is not None:
-            overflow = DumpIndex([scan_dump_dir(d) for d in _leaf_dirs(layout.overflow_dir)])
+            overflow = DumpIndex([scan_dump_dir(d) for d in leaf_dirs(layout.overflow_dir)])
             warnings.extend(overflow.warnings)
         fusion: list[FusionPass] = []
         if layout.fusion_json is not None:
@@ -228,15 +227,6 @@ class Workspace:
     def golden_stats(self, golden: GoldenFile) -> TensorStats:
         key = (golden.path, "golden", 0, file_fingerprint(Path(golden.path)))
         return self.stats.get(key, lambda: load_golden(golden.path))
-
-
-def _leaf_dirs(root: Path) -> list[Path]:
-    """Every dir under `root` that directly holds files (overflow dumps nest like dump dirs)."""
-    leaves = []
-    for dirpath, _dirs, files in os.walk(root):
-        if files:
-            leaves.append(Path(dirpath))
-    return sorted(leaves)
 
 
 def _index_run(run: DeviceRun, cache: IndexCache, warnings: list[str]) -> RunIndex:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from precision_shell.commands.tensor import DecodedFiles, TensorComparison, TensorSummaries
-from precision_shell.commands.tensor_target import guess_origin_format
+from precision_shell.formats.layout_guess import guess_origin_format
 from tests.commands.shell_fixture import (
     CONV1,
     CONV2,
@@ -370,7 +370,7 @@ def test_dc_f_nd_gives_the_original_layout(demo):
         ("FRACTAL_Z", (50, 1, 16, 16), (8, 5, 5, 20), "NHWC"),
         ("FRACTAL_Z", (9, 1, 16, 16), (3, 3, 3, 8), None),  # HWCN and NHWC both fit
         ("FRACTAL_Z", (7, 1, 16, 16), (3, 3, 8, 8), None),  # nothing fits
-        ("FRACTAL_NZ", (1, 1, 16, 16), (10, 10), None),
+        ("FRACTAL_NZ", (1, 1, 16, 16), (10, 10), "ND"),  # NZ is only made from ND
     ],
 )
 def test_guess_origin_format_from_the_shapes(device, device_shape, origin_shape, origin):

@@ -1,0 +1,145 @@
+"""One whole-network compare, end to end: plan -> engine -> CSV + summary.json.
+
+Rows are written as they complete, in execution order; Ctrl-C stops the engine, and what
+was written stays (the summary says the run was interrupted).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from precision_shell.compare.engine import run_tasks
+from precision_shell.compare.plan import ComparePlan
+from precision_shell.compare.report import CompareTally, ResultCsvWriter, row_json
+from precision_shell.compare.worker import CompareOptions, FileResult, ResultRow
+
+
+@dataclass
+class CompareRun:
+    """What one compare produced."""
+
+    plan_mode: str
+    left: str
+    right: str
+    csv_path: Path
+    tasks: int
+    tally: CompareTally
+    elapsed: float = 0.0
+    bytes_read: int = 0
+    interrupted: bool = False
+    files_done: int = 0
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.bytes_read / 1e6 / self.elapsed if self.elapsed > 0 else 0.0
+
+
+@dataclass
+class ProgressSink:
+    """Where the engine reports progress; the render layer supplies a live one."""
+
+    start: Callable[[int, int], None] = lambda total_files, total_bytes: None
+    advance: Callable[[FileResult], None] = lambda result: None
+    stop: Callable[[], None] = lambda: None
+
+
+def result_dir(base: Path, now: _dt.datetime | None = None) -> tuple[Path, str]:
+    """A fresh `<YYYYmmddHHMMSS>` dir under base (suffixed when two runs share a second)."""
+    stamp = (now or _dt.datetime.now()).strftime("%Y%m%d%H%M%S")
+    candidate = base / stamp
+    n = 1
+    while candidate.exists():
+        candidate = base / f"{stamp}_{n}"
+        n += 1
+    candidate.mkdir(parents=True)
+    return candidate, stamp
+
+
+def execute_plan(
+    plan: ComparePlan,
+    csv_path: Path,
+    options: CompareOptions,
+    cosine_threshold: float,
+    workers: int = 0,
+    progress: ProgressSink | None = None,
+    cancel: threading.Event | None = None,
+    total_bytes: int = 0,
+) -> CompareRun:
+    progress = progress or ProgressSink()
+    tally = CompareTally(cosine_threshold)
+    run = CompareRun(plan.mode, plan.left, plan.right, csv_path, len(plan.tasks), tally)
+    cancel = cancel or threading.Event()
+    t0 = time.perf_counter()
+    progress.start(len(plan.tasks), total_bytes)
+    with ResultCsvWriter(csv_path, options.overflow) as writer:
+        try:
+            for result in run_tasks(plan.tasks, options, workers, cancel, progress.advance):
+                writer.write(result.rows)
+                tally.add(result.rows)
+                run.bytes_read += result.bytes_read
+                run.files_done += 1
+        except KeyboardInterrupt:
+            run.interrupted = True
+        finally:
+            progress.stop()
+            run.elapsed = time.perf_counter() - t0
+    return run
+
+
+def summary_payload(
+    workspace: str,
+    run: CompareRun,
+    thresholds: dict[str, float],
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    tally = run.tally
+    payload: dict[str, Any] = {
+        "workspace": workspace,
+        "created": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "rows": tally.rows,
+        "compared": tally.compared,
+        "failed": tally.failed,
+        "thresholds": thresholds,
+        "worst": [row_json(r) for r in tally.worst(10)],
+        "root_causes": [],
+        "advice": [],
+        "mode": run.plan_mode,
+        "left": run.left,
+        "right": run.right,
+        "csv": str(run.csv_path),
+        "failed_by_reason": dict(tally.failed_reasons),
+        "below_threshold": [row_json(r) for r in tally.below[:50]],
+        "interrupted": run.interrupted,
+        "elapsed_s": round(run.elapsed, 3),
+    }
+    payload.update(extra or {})
+    return payload
+
+
+@dataclass
+class VectorCompareResult:
+    """`vc`: the primary compare, and the device-vs-device one when a second run exists."""
+
+    out_dir: Path
+    summary_path: Path
+    primary: CompareRun
+    secondary: CompareRun | None = None
+    cosine_threshold: float = 0.98
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def error_message(self) -> str | None:
+        return (
+            "vc: interrupted; the rows written so far are kept"
+            if self.primary.interrupted
+            else None
+        )
+
+    def first_below(self, n: int = 10) -> list[ResultRow]:
+        return self.primary.tally.below[:n]

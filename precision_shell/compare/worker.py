@@ -1,0 +1,265 @@
+"""The unit of work of a whole-network compare: one device dump file -> its result rows.
+
+`compare_file(task, options)` is a pure function of its arguments (it reads the files the
+task names and returns rows), so threads, processes or a distributed backend can run it.
+Nothing raises out of it: a bad file or tensor becomes a row with a CompareFailReason.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from precision_shell.compare.metrics import MetricRow, compute_metrics
+from precision_shell.compare.plan import FileTask, MappingRow
+from precision_shell.errors import PrecisionError
+from precision_shell.formats.dtypes import dtype_name
+from precision_shell.formats.golden import load_golden
+from precision_shell.formats.layout_guess import guess_origin_format
+from precision_shell.formats.layouts import (
+    LayoutError,
+    format_name,
+    is_plain_format,
+    to_origin_layout,
+)
+from precision_shell.formats.npu_dump import DumpHeader, TensorMeta, read_dump_header, read_tensor
+
+FP16_MAX = 65504.0
+
+# numpy dtype -> the DT_* name msaccucmp prints for ground-truth tensors
+_NUMPY_DT = {
+    "float16": "DT_FLOAT16",
+    "float32": "DT_FLOAT",
+    "float64": "DT_DOUBLE",
+    "int8": "DT_INT8",
+    "uint8": "DT_UINT8",
+    "int16": "DT_INT16",
+    "uint16": "DT_UINT16",
+    "int32": "DT_INT32",
+    "int64": "DT_INT64",
+    "uint32": "DT_UINT32",
+    "uint64": "DT_UINT64",
+    "bool": "DT_BOOL",
+    "bfloat16": "DT_BF16",
+    "complex64": "DT_COMPLEX64",
+    "complex128": "DT_COMPLEX128",
+}
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    algorithms: tuple[str, ...] | None = None  # None: all
+    overflow: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRow:
+    """One CSV row: a device tensor against its reference."""
+
+    seq: int
+    index: int
+    op_type: str
+    npu_dump: str
+    device_dtype: str
+    address: str
+    ground_truth: str
+    reference_dtype: str
+    tensor_index: str
+    shape: str
+    metrics: MetricRow | None
+    reason: str
+    overflow: str  # "YES" | "NO" | "NaN"
+    kind: str  # "input" | "output"
+    slot: int
+
+    @property
+    def compared(self) -> bool:
+        return self.metrics is not None
+
+
+@dataclass(frozen=True)
+class FileResult:
+    seq: int
+    rows: list[ResultRow]
+    bytes_read: int
+
+
+def _device_dtype(meta: TensorMeta) -> str:
+    return "DT_" + dtype_name(meta.dtype)
+
+
+def _numpy_dt(array: np.ndarray) -> str:
+    return _NUMPY_DT.get(str(array.dtype), str(array.dtype))
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "[" + ",".join(str(int(d)) for d in shape) + "]"
+
+
+def _address(meta: TensorMeta) -> str:
+    return hex(meta.address) if meta.address else "NaN"
+
+
+def _to_reference_layout(values: np.ndarray, meta: TensorMeta, mapping: MappingRow) -> np.ndarray:
+    """Device layout -> the benchmark's layout and original shape (FORMATS.md section 2/5)."""
+    shape = tuple(mapping.origin_shape or meta.original_shape or ())
+    device_fmt = format_name(meta.format)
+    if not shape:
+        return values
+    if is_plain_format(device_fmt):
+        return values.reshape(shape) if values.size == int(np.prod(shape)) else values
+    origin_fmt = mapping.origin_format
+    if origin_fmt is None and meta.original_format is not None:
+        origin_fmt = format_name(meta.original_format)
+    if origin_fmt is None:
+        origin_fmt = guess_origin_format(device_fmt, tuple(values.shape), shape)
+    if origin_fmt is None:
+        raise LayoutError(
+            f"{device_fmt} tensor {_shape_text(values.shape)}: its original layout is not recorded "
+            f"and the original shape {_shape_text(shape)} fits more than one"
+        )
+    return to_origin_layout(values, device_fmt, origin_fmt, shape)
+
+
+def _fit(device: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """Slice larger device dims down to the reference shape; raise when a dim is smaller."""
+    if device.size == reference.size:
+        return device
+    if device.ndim != reference.ndim:
+        raise ValueError(
+            f"element counts differ: device {_shape_text(device.shape)} vs benchmark "
+            f"{_shape_text(reference.shape)}"
+        )
+    if any(d < r for d, r in zip(device.shape, reference.shape, strict=True)):
+        raise ValueError(
+            f"device shape {_shape_text(device.shape)} is smaller than benchmark shape "
+            f"{_shape_text(reference.shape)}"
+        )
+    return device[tuple(slice(0, r) for r in reference.shape)]
+
+
+class _References:
+    """Reference tensors of one task, each file opened once."""
+
+    def __init__(self) -> None:
+        self._headers: dict[str, DumpHeader] = {}
+
+    def load(
+        self, mapping: MappingRow, kind: str, slot: int
+    ) -> tuple[np.ndarray, TensorMeta | None]:
+        """The reference values, and their dump metadata when the reference is a dump."""
+        assert mapping.reference_path is not None
+        if mapping.reference_kind == "npy":
+            return load_golden(mapping.reference_path), None
+        header = self._headers.get(mapping.reference_path)
+        if header is None:
+            header = read_dump_header(mapping.reference_path)
+            self._headers[mapping.reference_path] = header
+        ref_kind, ref_slot = mapping.reference_slot or (kind, slot)
+        return read_tensor(header, ref_kind, ref_slot), header.tensor(ref_kind, ref_slot)
+
+
+def _align(
+    raw: np.ndarray,
+    meta: TensorMeta,
+    reference: np.ndarray,
+    ref_meta: TensorMeta | None,
+    mapping: MappingRow,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bring device and reference values to one layout and shape.
+
+    Two dumps in the same layout are compared as stored; otherwise both go back to the
+    original layout (a benchmark .npy is always in it already).
+    """
+    if ref_meta is not None:
+        if ref_meta.format == meta.format and reference.shape == raw.shape:
+            return raw, reference
+        reference = _to_reference_layout(reference, ref_meta, MappingRow("", None))
+    return _fit(_to_reference_layout(raw, meta, mapping), reference), reference
+
+
+def _row(task: FileTask, meta_kind: str, slot: int, mapping: MappingRow, **fields) -> ResultRow:  # noqa: ANN003
+    base = dict(
+        seq=task.seq,
+        index=task.group_index,
+        op_type=task.op_type,
+        npu_dump=task.op_name,
+        device_dtype="NaN",
+        address="NaN",
+        ground_truth=mapping.ground_truth,
+        reference_dtype="NaN",
+        tensor_index=f"{task.op_name}:{meta_kind}:{slot}",
+        shape="NaN",
+        metrics=None,
+        reason=mapping.reason,
+        overflow="NaN",
+        kind=meta_kind,
+        slot=slot,
+    )
+    base.update(fields)
+    return ResultRow(**base)
+
+
+def _overflow_flag(values: np.ndarray, meta: TensorMeta) -> str:
+    if values.dtype != np.float16:
+        return "NaN"
+    if values.size == 0:
+        return "NO"
+    peak = float(np.max(np.abs(values.astype(np.float32))))
+    return "YES" if not np.isfinite(peak) or peak >= FP16_MAX else "NO"
+
+
+def _compare_tensor(
+    task: FileTask, header: DumpHeader, meta: TensorMeta, refs: _References, options: CompareOptions
+) -> ResultRow:
+    mapping = task.mapping(meta.kind, meta.index)
+    common = dict(
+        device_dtype=_device_dtype(meta),
+        address=_address(meta),
+        shape=_shape_text(meta.original_shape or meta.shape),
+    )
+    try:
+        raw = read_tensor(header, meta.kind, meta.index)
+    except PrecisionError as exc:
+        return _row(task, meta.kind, meta.index, mapping, reason=str(exc), **common)
+    overflow = _overflow_flag(raw, meta) if options.overflow else "NaN"
+    common["overflow"] = overflow
+    if mapping.reference_path is None:
+        return _row(task, meta.kind, meta.index, mapping, **common)
+    try:
+        reference, ref_meta = refs.load(mapping, meta.kind, meta.index)
+    except (PrecisionError, KeyError, LayoutError, ValueError) as exc:
+        return _row(task, meta.kind, meta.index, mapping, reason=f"reference: {exc}", **common)
+    common["reference_dtype"] = _device_dtype(ref_meta) if ref_meta else _numpy_dt(reference)
+    try:
+        device, reference = _align(raw, meta, reference, ref_meta, mapping)
+        common["shape"] = _shape_text(reference.shape)
+        metrics = compute_metrics(device, reference, options.algorithms)
+    except (LayoutError, ValueError) as exc:
+        return _row(task, meta.kind, meta.index, mapping, reason=str(exc), **common)
+    reason = "; ".join(metrics.reasons)
+    return _row(task, meta.kind, meta.index, mapping, metrics=metrics, reason=reason, **common)
+
+
+def compare_file(task: FileTask, options: CompareOptions) -> FileResult:
+    """Every input and output tensor of one device dump file against its reference."""
+    try:
+        size = os.path.getsize(task.device_file)
+        header = read_dump_header(task.device_file)
+    except (PrecisionError, OSError) as exc:
+        message = (
+            str(exc) if isinstance(exc, PrecisionError) else f"{task.device_file}: {exc.strerror}"
+        )
+        rows = [_row(task, "input", k, m, reason=message) for k, m in enumerate(task.inputs)]
+        rows += [_row(task, "output", k, m, reason=message) for k, m in enumerate(task.outputs)]
+        if not rows:
+            rows = [_row(task, "output", 0, task.mapping("output", 0), reason=message)]
+        return FileResult(task.seq, rows, 0)
+    refs = _References()
+    rows = [
+        _compare_tensor(task, header, meta, refs, options)
+        for meta in (*header.inputs, *header.outputs)
+    ]
+    return FileResult(task.seq, rows, size)
