@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -32,6 +33,9 @@ _TENSOR_NAME = re.compile(r"^(?P<op>.+):(?P<slot>\d+)$")
 _KEY_UNSAFE = str.maketrans({"/": "_", ".": "_", ":": "_"})
 # The header of a .npy file is a Python dict literal; larger ones are not numpy's.
 _MAX_HEADER_LEN = 1 << 16
+
+
+_V = TypeVar("_V")
 
 
 def golden_key(origin_name: str, output_index: int) -> str:
@@ -129,19 +133,21 @@ class _GoldenFiles:
         return golden
 
 
-class _NewestByKey(Mapping[str, GoldenFile]):
-    """key -> the file with the largest timestamp, built on first access."""
+class _ByKeyView(Mapping[str, _V]):
+    """A read-only key -> value view over the scanned names; values built on first access."""
 
     def __init__(self, files: _GoldenFiles) -> None:
         self._files = files
-        self._built: dict[str, GoldenFile] = {}
+        self._built: dict[str, _V] = {}
 
-    def __getitem__(self, key: str) -> GoldenFile:
-        golden = self._built.get(key)
-        if golden is None:
-            golden = self._files.build(self._files.files_by_key[key][-1][1])
-            self._built[key] = golden
-        return golden
+    def _build(self, key: str) -> _V:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> _V:
+        value = self._built.get(key)
+        if value is None:
+            value = self._built[key] = self._build(key)
+        return value
 
     def __contains__(self, key: object) -> bool:
         return key in self._files.files_by_key
@@ -153,28 +159,18 @@ class _NewestByKey(Mapping[str, GoldenFile]):
         return len(self._files.files_by_key)
 
 
-class _AllByKey(Mapping[str, list[GoldenFile]]):
-    """key -> every file of that key, oldest first, built on first access."""
+class _NewestByKey(_ByKeyView[GoldenFile]):
+    """key -> the file with the largest timestamp."""
 
-    def __init__(self, files: _GoldenFiles) -> None:
-        self._files = files
-        self._built: dict[str, list[GoldenFile]] = {}
+    def _build(self, key: str) -> GoldenFile:
+        return self._files.build(self._files.files_by_key[key][-1][1])
 
-    def __getitem__(self, key: str) -> list[GoldenFile]:
-        same_key = self._built.get(key)
-        if same_key is None:
-            same_key = [self._files.build(name) for _, name in self._files.files_by_key[key]]
-            self._built[key] = same_key
-        return same_key
 
-    def __contains__(self, key: object) -> bool:
-        return key in self._files.files_by_key
+class _AllByKey(_ByKeyView[list[GoldenFile]]):
+    """key -> every file of that key, oldest first."""
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._files.files_by_key)
-
-    def __len__(self) -> int:
-        return len(self._files.files_by_key)
+    def _build(self, key: str) -> list[GoldenFile]:
+        return [self._files.build(name) for _, name in self._files.files_by_key[key]]
 
 
 class GoldenIndex:
