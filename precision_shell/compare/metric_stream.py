@@ -1,8 +1,8 @@
 """Tensors streamed in float32 chunks and reduced in numpy 1.x's order, for `metrics`.
 
 numpy 1.x (what CANN's msaccucmp runs on) sums a contiguous array pairwise inside blocks of 8192
-elements and adds the block sums in sequence; numpy >= 2.3 sums the whole array pairwise, which
-changes float32 sums in the last bits. Chunks here hold whole 8192-element blocks, so each chunk
+elements and adds the block sums in sequence; the numpy 2.4 we run on sums the whole array
+pairwise, which changes float32 sums in the last bits. Chunks here hold whole 8192-element blocks, so each chunk
 yields exactly the block sums numpy 1.x adds up, and temporaries stay a few MB.
 """
 
