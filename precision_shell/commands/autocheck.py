@@ -37,6 +37,10 @@ class AutoCheck:
     summary: CompareSummary | None = None
     not_yet: list[str] = field(default_factory=list)
 
+    @property
+    def error_message(self) -> str | None:
+        return self.compare.error_message if self.compare is not None else None
+
 
 def overflow_findings(ctx: ShellContext, limit: int) -> tuple[list[OverflowFinding], list[str]]:
     ws = ctx.workspace
@@ -60,7 +64,13 @@ def overflow_findings(ctx: ShellContext, limit: int) -> tuple[list[OverflowFindi
             and f.path.rsplit("/", 1)[0] == ref.path.rsplit("/", 1)[0]
         ]
         if siblings:
-            op = ws.header(min(siblings, key=lambda f: f.timestamp)).op_name
+            linked = min(siblings, key=lambda f: f.timestamp)
+            try:
+                op = ws.header(linked).op_name
+            except PrecisionError as exc:
+                # the file name still names the op (sanitized); say why the header is not used
+                op = linked.op_name
+                errors.append(str(exc))
         found.append(OverflowFinding(ref.file_name, op, ref.timestamp, debug.texts))
     return found[:limit] if limit else found, errors
 

@@ -19,6 +19,7 @@ from precision_shell.errors import PrecisionError
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
 from precision_shell.workspace.dump_index import DumpIndex, scan_dump_dir
+from precision_shell.workspace.graph_index import GraphIndex
 from precision_shell.workspace.layout import leaf_dirs
 from precision_shell.workspace.workspace import Workspace
 
@@ -83,7 +84,7 @@ def _plans(ctx: ShellContext, args: argparse.Namespace) -> tuple[ComparePlan, Co
             adhoc = RunIndex(run.run, run.graphs, _dump_index_of(left))
             plan = benchmark_plan(ws, adhoc, graph, golden_dir=right)
             plan.left = str(left)
-            return plan, None
+            return _nonempty(plan, graph), None
         return device_plan(_dump_index_of(left), _dump_index_of(right), str(left), str(right)), None
     run = ws.run(args.run)
     graph = _pick_graph(ws, args.graph, run.name)
@@ -91,12 +92,23 @@ def _plans(ctx: ShellContext, args: argparse.Namespace) -> tuple[ComparePlan, Co
         raise PrecisionError(
             f"{ws.root}: no benchmark dir tf/dump/ to compare against (use -lt/-rt)"
         )
-    primary = benchmark_plan(ws, run, graph)
+    primary = _nonempty(benchmark_plan(ws, run, graph), graph)
     secondary = None
     others = [r for r in ws.runs if r is not run]
     if others and args.run is None:
         secondary = device_plan(run.dumps, others[0].dumps, run.name, others[0].name, graph)
     return primary, secondary
+
+
+def _nonempty(plan: ComparePlan, graph: GraphIndex) -> ComparePlan:
+    """A plan with nothing to compare means the dump and the graph do not belong together."""
+    if not plan.tasks:
+        example = f", e.g. {plan.skipped[0]}" if plan.skipped else ""
+        raise PrecisionError(
+            f"{plan.left}: no dump file belongs to an op of graph {graph.root_graph} "
+            f"({graph.source}){example}; pick the graph with -g"
+        )
+    return plan
 
 
 def _pick_graph(ws: Workspace, name: str | None, run_name: str | None = None):  # noqa: ANN202

@@ -79,10 +79,11 @@ def summarize(table: ResultTable, thresholds: list[Threshold], limit: int | None
     by_op: dict[str, OpVerdict] = {}
     order: list[str] = []
     for row in table.rows:
-        verdict = by_op.get(row.op)
+        op = row.op_name
+        verdict = by_op.get(op)
         if verdict is None:
-            verdict = by_op[row.op] = OpVerdict(row.index, row.op, row.op_type, row.ground_truth)
-            order.append(row.op)
+            verdict = by_op[op] = OpVerdict(row.index, op, row.op_type, row.ground_truth)
+            order.append(op)
         (verdict.inputs if row.kind == "input" else verdict.outputs).append(row)
         if row.kind == "input":
             continue

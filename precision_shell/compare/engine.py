@@ -35,11 +35,10 @@ def run_tasks(
     workers = default_workers(workers)
     cancel = cancel or threading.Event()
     window = workers * 2
-    pending: dict[int, Future[FileResult]] = {}
+    pending: dict[Future[FileResult], int] = {}  # future -> position in `tasks`
     done: dict[int, FileResult] = {}
     next_submit = 0
     next_yield = 0
-    order = [t.seq for t in tasks]
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="compare") as pool:
         try:
             while next_yield < len(tasks):
@@ -48,23 +47,23 @@ def run_tasks(
                     and len(pending) + len(done) < window
                     and not cancel.is_set()
                 ):
-                    task = tasks[next_submit]
-                    pending[task.seq] = pool.submit(work, task, options)
+                    pending[pool.submit(work, tasks[next_submit], options)] = next_submit
                     next_submit += 1
                 if cancel.is_set() and not pending:
                     break
-                finished, _ = wait(pending.values(), return_when=FIRST_COMPLETED, timeout=0.2)
+                # a timeout, so that Ctrl-C reaches this thread while workers are busy
+                finished, _ = wait(list(pending), return_when=FIRST_COMPLETED, timeout=0.2)
                 for fut in finished:
+                    position = pending.pop(fut)
                     result = fut.result()
-                    del pending[result.seq]
-                    done[result.seq] = result
+                    done[position] = result
                     if on_result is not None:
                         on_result(result)
-                while next_yield < len(tasks) and order[next_yield] in done:
-                    yield done.pop(order[next_yield])
+                while next_yield in done:
+                    yield done.pop(next_yield)
                     next_yield += 1
         except BaseException:
             cancel.set()
-            for fut in pending.values():
+            for fut in pending:
                 fut.cancel()
             raise

@@ -1,13 +1,16 @@
 """Fusion groups: which device ops and benchmark ops stand for each other, and the CSV `Index`.
 
-Device ops that share an original (benchmark) op name, or an L1 fusion sub-graph number,
-belong to one group. The group's kind says how the two sides map (one-to-one, many-to-one,
-one-to-many, many-to-many, L1 fusion); groups are numbered in execution order.
+The rule is msaccucmp's (`FusionRuleParser.make_fusion_op_name`): an op's group key is its
+`_L1_fusion_sub_graph_no` when set; else its single original (benchmark) op name; else, when it
+fused several benchmark ops, the set of their names. An op without the attribute stands for the
+benchmark op of its own name; one whose list is empty has no benchmark and is a group of its own.
+Device ops with the same key form one group; its kind (`get_relation_for_fusion`) says how the
+two sides map. Groups are numbered in the order their first op runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from precision_shell.workspace.graph_index import OpRecord
@@ -19,6 +22,9 @@ MANY_TO_MANY = "many-to-many"
 L1_FUSION = "L1 fusion"
 NO_BENCHMARK = "no benchmark"
 
+# Kinds whose CSV rows name every device op of the group (msaccucmp's any-to-multi rows).
+MULTI_OP_KINDS = frozenset({ONE_TO_MANY, MANY_TO_MANY, L1_FUSION})
+
 
 @dataclass(frozen=True, slots=True)
 class FusionGroup:
@@ -27,66 +33,60 @@ class FusionGroup:
     device_ops: tuple[str, ...]
     original_ops: tuple[str, ...]
 
+    @property
+    def ground_truth(self) -> str:
+        """The CSV `GroundTruth` cell: the benchmark ops joined by ",", or "*" when none."""
+        return ",".join(self.original_ops) if self.original_ops else "*"
 
-class _UnionFind:
-    def __init__(self, n: int) -> None:
-        self.parent = list(range(n))
+    def npu_dump(self, op_name: str) -> str:
+        """The CSV `NPUDump` cell of `op_name`'s rows: the op, or all device ops of the group."""
+        return ",".join(self.device_ops) if self.kind in MULTI_OP_KINDS else op_name
 
-    def find(self, i: int) -> int:
-        while self.parent[i] != i:
-            self.parent[i] = self.parent[self.parent[i]]
-            i = self.parent[i]
-        return i
 
-    def union(self, a: int, b: int) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            # keep the earlier op as the root so the group sorts by its first op
-            self.parent[max(ra, rb)] = min(ra, rb)
+def original_names(record: OpRecord) -> tuple[str, ...]:
+    """The benchmark ops `record` stands for: the attribute's names, else its own name."""
+    if record.original_names is None:
+        return (record.name,)
+    return tuple(name for name in record.original_names if name)
+
+
+def group_key(record: OpRecord) -> Hashable:
+    """msaccucmp's fusion op name: L1 sub-graph number, single original name, set, op name."""
+    if record.l1_group is not None:
+        return ("l1", record.l1_group)
+    names = original_names(record)
+    if len(names) == 1:
+        return ("name", names[0])
+    if names:
+        return ("names", frozenset(names))
+    return ("op", record.name)
 
 
 def fusion_groups(ops: Sequence[OpRecord]) -> dict[str, FusionGroup]:
     """Group `ops` (in execution order) and number the groups from 0; keyed by device op."""
-    uf = _UnionFind(len(ops))
-    first_by_name: dict[str, int] = {}
-    first_by_l1: dict[int, int] = {}
-    for i, rec in enumerate(ops):
-        if rec.l1_group is not None:
-            j = first_by_l1.setdefault(rec.l1_group, i)
-            uf.union(i, j)
-            continue
-        for name in rec.original_names or ():
-            j = first_by_name.setdefault(name, i)
-            uf.union(i, j)
-    members: dict[int, list[int]] = {}
-    for i in range(len(ops)):
-        members.setdefault(uf.find(i), []).append(i)
+    members: dict[Hashable, list[OpRecord]] = {}
+    for rec in ops:
+        members.setdefault(group_key(rec), []).append(rec)
     result: dict[str, FusionGroup] = {}
-    for index, root in enumerate(sorted(members)):
-        group_ops = [ops[i] for i in members[root]]
+    for index, group_ops in enumerate(members.values()):
         originals: list[str] = []
         for rec in group_ops:
-            for name in rec.original_names or ():
+            for name in original_names(rec):
                 if name not in originals:
                     originals.append(name)
         kind = _kind(group_ops, originals)
         group = FusionGroup(index, kind, tuple(r.name for r in group_ops), tuple(originals))
         for rec in group_ops:
-            result[rec.name] = group
+            result.setdefault(rec.name, group)
     return result
 
 
 def _kind(group_ops: list[OpRecord], originals: list[str]) -> str:
-    if any(r.l1_group is not None for r in group_ops):
-        return L1_FUSION
     if not originals:
         return NO_BENCHMARK
-    many_device = len(group_ops) > 1
-    many_bench = len(originals) > 1
-    if many_device and many_bench:
-        return MANY_TO_MANY
-    if many_device:
-        return ONE_TO_MANY
-    if many_bench:
-        return MANY_TO_ONE
-    return ONE_TO_ONE
+    if len(group_ops) == 1:
+        # msaccucmp: one device op is one-to-one or many-to-one, even inside an L1 sub-graph
+        return MANY_TO_ONE if len(originals) > 1 else ONE_TO_ONE
+    if group_ops[0].l1_group is not None:
+        return L1_FUSION
+    return ONE_TO_MANY if len(originals) == 1 else MANY_TO_MANY

@@ -13,7 +13,9 @@ from precision_shell.formats.golden import golden_key
 from precision_shell.workspace.graph_index import GraphIndex, OpRecord
 
 # Ops GE inserts to change dtype or layout; they have no benchmark counterpart of their own.
-PASS_THROUGH_TYPES = frozenset({"Cast", "TransData", "TransDataRNN", "TransposeD"})
+# msaccucmp walks through Cast and TransData only (`ConstManager.SPECIAL_OPS_TYPE`); a
+# Transpose reorders elements without recording it in the dump format, so it is never walked.
+PASS_THROUGH_TYPES = frozenset({"Cast", "TransData", "TransDataRNN"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +63,23 @@ def input_source(graph: GraphIndex, op_name: str, k: int) -> tuple[str, int] | N
     record = graph.get(op_name)
     if record is None or k >= len(record.data_inputs):
         return None
-    src, idx = record.data_inputs[k]
-    seen = {op_name}
+    return _walk_upstream(graph, *record.data_inputs[k], seen={op_name})
+
+
+def output_source(graph: GraphIndex, op_name: str, k: int) -> tuple[str, int] | None:
+    """For output k of a GE-inserted Cast/TransData without an origin of its own: the
+    (producer op, output index) upstream of its input k, as msaccucmp compares it; else None."""
+    record = graph.get(op_name)
+    if record is None or record.type not in PASS_THROUGH_TYPES:
+        return None
+    if record_output_origin(record, k) or not record.data_inputs:
+        return None
+    # msaccucmp assumes output k of such an op comes from its input k
+    src, idx = record.data_inputs[k if k < len(record.data_inputs) else 0]
+    return _walk_upstream(graph, src, idx, seen={op_name})
+
+
+def _walk_upstream(graph: GraphIndex, src: str, idx: int, seen: set[str]) -> tuple[str, int]:
     while True:
         producer = graph.get(src)
         if producer is None:
@@ -72,7 +89,7 @@ def input_source(graph: GraphIndex, op_name: str, k: int) -> tuple[str, int] | N
         if src in seen or not producer.data_inputs:
             return src, idx
         seen.add(src)
-        src, idx = producer.data_inputs[0]
+        src, idx = producer.data_inputs[idx if idx < len(producer.data_inputs) else 0]
 
 
 def input_origin(graph: GraphIndex, op_name: str, k: int) -> tuple[str, int] | None:

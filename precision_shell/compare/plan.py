@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from precision_shell.compare.fusion_groups import fusion_groups
-from precision_shell.compare.matcher import input_source, output_origin
+from precision_shell.compare.fusion_groups import FusionGroup, fusion_groups
+from precision_shell.compare.matcher import Origin, input_source, output_origin, output_source
 from precision_shell.formats.dump_names import sanitize_dump_name
 from precision_shell.formats.golden import GoldenIndex, golden_key, scan_golden_dir
 from precision_shell.workspace.dump_index import DumpFileRef, DumpIndex
@@ -42,6 +42,8 @@ class FileTask:
     inputs: tuple[MappingRow, ...]  # by input index
     outputs: tuple[MappingRow, ...]  # by output index; outputs past the descs use outputs[0]
     fallback: MappingRow | None = None  # device mode: every tensor, same slot in the reference
+    npu_dump: str = ""  # the CSV `NPUDump` cell ("" = op_name)
+    ground_truth: str = ""  # the CSV `GroundTruth` cell ("" = each mapping row's own)
 
     def mapping(self, kind: str, index: int) -> MappingRow:
         if self.fallback is not None:
@@ -64,91 +66,126 @@ class ComparePlan:
     skipped: list[str]  # ops with dump files but no graph op, etc.
 
 
-def _dumped_ops(graph: GraphIndex, dumps: DumpIndex) -> list[tuple[OpRecord, DumpFileRef]]:
-    """Graph ops that have a dump file (the newest), ordered by id then dump timestamp."""
+def _dumped_ops(
+    graph: GraphIndex, dumps: DumpIndex
+) -> tuple[list[tuple[OpRecord, DumpFileRef]], list[str]]:
+    """Graph ops that have a dump file (the newest), ordered by id then dump timestamp; and
+    the dump files whose op the graph does not have."""
     found = []
+    matched: set[str] = set()
     for rec in graph.records():
-        refs = dumps.for_op(sanitize_dump_name(rec.name))
+        dump_name = sanitize_dump_name(rec.name)
+        refs = dumps.for_op(dump_name)
         if refs:
             found.append((rec, refs[-1]))
+            matched.add(dump_name)
     found.sort(key=lambda pair: (pair[0].position, pair[1].timestamp))
-    return found
+    skipped = [
+        f"{ref.file_name}: no op {ref.op_name} in the graph"
+        for name in dumps.op_names()
+        if name not in matched
+        for ref in dumps.for_op(name)[-1:]
+    ]
+    return found, skipped
 
 
 def _benchmark_row(
     golden_index: GoldenIndex | None,
-    origin: tuple[str, int] | None,
-    fmt: str | None = None,
+    origin: Origin | None,
     shape: tuple[int, ...] | None = None,
 ) -> MappingRow:
     if origin is None:
         return MappingRow("*", None, reason="no benchmark for this tensor")
-    name, index = origin
-    golden = golden_index.newest.get(golden_key(name, index)) if golden_index else None
+    key = golden_key(origin.name, origin.index)
+    golden = golden_index.newest.get(key) if golden_index else None
+    shape = shape or origin.shape
     if golden is None:
         return MappingRow(
-            name,
+            origin.name,
             None,
-            origin_format=fmt,
+            origin_format=origin.format,
             origin_shape=shape,
-            reason=f"benchmark {golden_key(name, index)}.*.npy not found",
+            reason=f"benchmark {key}.*.npy not found",
         )
-    return MappingRow(name, golden.path, origin_format=fmt, origin_shape=shape)
+    return MappingRow(origin.name, golden.path, origin_format=origin.format, origin_shape=shape)
+
+
+class _Origins:
+    """Benchmark origins of device outputs, with msaccucmp's fallbacks."""
+
+    def __init__(self, graph: GraphIndex, groups: dict[str, FusionGroup]) -> None:
+        self.graph = graph
+        self.groups = groups
+
+    def of_output(self, op_name: str, k: int) -> Origin | None:
+        """The desc's origin; else, as msaccucmp's "rename node" rule, the benchmark op of a
+        group of one device op standing for exactly one benchmark op (an op without
+        `_datadump_original_op_names` stands for the benchmark op of its own name)."""
+        op = self.graph.op(op_name)
+        if op is None:
+            return None
+        origin = output_origin(op, k)
+        if origin is not None:
+            return origin
+        group = self.groups.get(op_name)
+        if group is None or len(group.device_ops) != 1 or len(group.original_ops) != 1:
+            return None
+        desc = op.output_descs[k if k < len(op.output_descs) else 0] if op.output_descs else None
+        fmt = desc.origin_format if desc is not None else None
+        shape = desc.origin_shape if desc is not None else None
+        return Origin(group.original_ops[0], k, fmt, shape)
+
+    def of_source(self, source: tuple[str, int] | None) -> Origin | None:
+        return self.of_output(*source) if source is not None else None
 
 
 def benchmark_plan(
     ws: Workspace, run: RunIndex, graph: GraphIndex, golden_dir: Path | None = None
 ) -> ComparePlan:
     """Device dump of `run` against benchmark tensors (FORMATS.md section 5): the workspace's,
-    or those of `golden_dir`."""
+    or those of `golden_dir`.
+
+    Fusion groups are formed over the whole graph (a group's ops need not all be dumped);
+    `Index` numbers the groups that have a dump, in execution order.
+    """
     golden_index = scan_golden_dir(golden_dir) if golden_dir is not None else ws.golden
-    pairs = _dumped_ops(graph, run.dumps)
-    groups = fusion_groups([rec for rec, _ in pairs])
+    pairs, skipped = _dumped_ops(graph, run.dumps)
+    groups = fusion_groups(list(graph.records()))
+    origins = _Origins(graph, groups)
+    numbers: dict[int, int] = {}
     tasks = []
     for seq, (rec, ref) in enumerate(pairs):
         op = graph.op(rec.name)
         assert op is not None
         inputs = []
         for k in range(len(rec.data_inputs)):
-            source = input_source(graph, rec.name, k)
-            producer = graph.get(source[0]) if source else None
-            origin = None
-            fmt = shape = None
-            if producer is not None:
-                producer_op = graph.op(producer.name)
-                full = output_origin(producer_op, source[1]) if producer_op else None
-                if full is not None:
-                    origin, fmt, shape = (full.name, full.index), full.format, full.shape
+            origin = origins.of_source(input_source(graph, rec.name, k))
             desc = op.input_descs[k] if k < len(op.input_descs) else None
-            if desc is not None and desc.origin_shape:
-                shape = desc.origin_shape
-            inputs.append(_benchmark_row(golden_index, origin, fmt, shape))
+            shape = desc.origin_shape if desc is not None else None
+            inputs.append(_benchmark_row(golden_index, origin, shape))
         outputs = []
         for k in range(max(len(op.output_descs), 1)):
-            full = output_origin(op, k)
-            origin = (full.name, full.index) if full else None
-            outputs.append(
-                _benchmark_row(
-                    golden_index,
-                    origin,
-                    full.format if full else None,
-                    full.shape if full else None,
-                )
-            )
+            origin = origins.of_output(rec.name, k)
+            if origin is None:
+                origin = origins.of_source(output_source(graph, rec.name, k))
+            outputs.append(_benchmark_row(golden_index, origin))
+        group = groups[rec.name]
         tasks.append(
             FileTask(
                 seq,
-                groups[rec.name].index,
+                numbers.setdefault(group.index, len(numbers)),
                 rec.name,
                 rec.type,
                 ref.path,
                 tuple(inputs),
                 tuple(outputs),
+                npu_dump=group.npu_dump(rec.name),
+                ground_truth=group.ground_truth,
             )
         )
     left = str(run.run.dump_dir or run.run.root)
     right = str(golden_dir or ws.layout.golden_dir or "")
-    return ComparePlan(tasks, "benchmark", left, right, graph.root_graph, [])
+    return ComparePlan(tasks, "benchmark", left, right, graph.root_graph, skipped)
 
 
 def device_plan(
@@ -173,6 +210,10 @@ def device_plan(
         position = rec.position if rec is not None else len(graph) if graph is not None else 0
         entries.append((position, lrefs[-1].timestamp, name, rec.name if rec else name, lrefs[-1]))
     entries.sort(key=lambda e: e[:3])
+    left_names = set(left.op_names())
+    for name in right.op_names():
+        if name not in left_names and right.for_op(name):
+            skipped.append(f"{right.for_op(name)[-1].file_name}: no dump of it in {left_name}")
     for seq, (_, _, name, real_name, lref) in enumerate(entries):
         rrefs = right.for_op(name)
         if not rrefs:

@@ -25,6 +25,7 @@ LEAD_COLUMNS = (
     "Shape",
 )
 REASON_COLUMN = "CompareFailReason"
+COSINE = "CosineSimilarity"
 
 
 def csv_header(overflow: bool) -> list[str]:
@@ -103,15 +104,7 @@ class CompareTally:
             if row.kind != "output":
                 continue
             self.outputs.append(row)
-            cos = row.metrics.cosine
-            if (
-                cos is not None
-                and not math.isnan(cos)
-                and cos < self.cosine_threshold
-                or cos is not None
-                and math.isnan(cos)
-                and row.metrics.reasons
-            ):
+            if cosine_fails(row, self.cosine_threshold):
                 self.below.append(row)
 
     @property
@@ -119,11 +112,24 @@ class CompareTally:
         return sum(self.failed_reasons.values())
 
     def worst(self, n: int = 10) -> list[ResultRow]:
-        def key(row: ResultRow) -> float:
-            cos = row.metrics.cosine if row.metrics else None
-            return 2.0 if cos is None or math.isnan(cos) else cos
+        """Outputs by cosine, lowest first; a NaN propagated from the data counts as the
+        worst, a cosine not computed (e.g. an all-zero side) is left out."""
 
-        return sorted(self.outputs, key=key)[:n]
+        def key(row: ResultRow) -> float:
+            cos = row.metrics.cosine
+            return -math.inf if math.isnan(cos) else cos
+
+        ranked = [r for r in self.outputs if COSINE not in r.metrics.not_computed]
+        return sorted(ranked, key=key)[:n]
+
+
+def cosine_fails(row: ResultRow, threshold: float) -> bool:
+    """Below the threshold, or `nan` propagated from the data (as `vcs` reads the CSV: the
+    printed `NaN` of a cosine that was not computed is not a failure)."""
+    if row.metrics is None or COSINE in row.metrics.not_computed:
+        return False
+    cos = row.metrics.cosine
+    return math.isnan(cos) or cos < threshold
 
 
 def _reason_kind(reason: str) -> str:
@@ -150,10 +156,11 @@ def row_json(row: ResultRow) -> dict[str, Any]:
     m = row.metrics
     return {
         "index": row.index,
-        "op": row.npu_dump,
+        "op": row.op_name or row.npu_dump,
         "type": row.op_type,
         "tensor": row.tensor_index,
         "ground_truth": row.ground_truth,
+        "benchmark": row.origin,
         "cosine": _finite(m.cosine) if m else None,
         "max_abs_error": _finite(m.max_abs_error) if m else None,
         "relative_euclidean_distance": _finite(m.relative_euclidean_distance) if m else None,

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from precision_shell.errors import PrecisionError
+
+# `result_<YYYYmmddHHMMSS>.csv`: vc's primary compare (and msaccucmp's only CSV)
+_PRIMARY_NAME = re.compile(r"result_\d{14}\.csv")
 
 # Metrics where a larger value is better (the rest are errors: smaller is better).
 HIGHER_IS_BETTER = frozenset({"CosineSimilarity"})
@@ -31,6 +35,14 @@ class CsvRow:
     metrics: dict[str, float]  # metric column -> value (NaN when not computed)
     texts: dict[str, str]  # raw cells of the metric columns (StandardDeviation is text)
     reason: str
+
+    @property
+    def op_name(self) -> str:
+        """The device op of this tensor: from TensorIndex (NPUDump names every op of a
+        one-to-many group), else NPUDump."""
+        if self.kind:
+            return self.tensor_index.rsplit(":", 2)[0] or self.op
+        return self.op
 
 
 @dataclass
@@ -52,6 +64,7 @@ _LEAD = {
     "TensorIndex",
     "Shape",
     "OverFlow",
+    "OpSequence",  # msaccucmp -r/-s: the op's id in the graph
     "LeftOp",
     "RightOp",
     "CompareFailReason",
@@ -144,7 +157,9 @@ def find_result_csv(target: Path) -> Path:
         raise PrecisionError(f"{target}: no such file or directory")
     direct = sorted(target.glob("result_*.csv"))
     if direct:
-        return max(direct, key=lambda p: (p.stat().st_mtime_ns, p.name))
+        # a vc result dir also holds the device-vs-device CSV, written after the primary one
+        primary = [p for p in direct if _PRIMARY_NAME.fullmatch(p.name)] or direct
+        return max(primary, key=lambda p: (p.stat().st_mtime_ns, p.name))
     subdirs = sorted(
         (d for d in target.iterdir() if d.is_dir() and d.name[:14].isdigit()), key=lambda d: d.name
     )

@@ -10,6 +10,7 @@ import datetime as _dt
 import threading
 import time
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ class CompareRun:
     bytes_read: int = 0
     interrupted: bool = False
     files_done: int = 0
+    skipped: list[str] = field(default_factory=list)  # dump files the plan could not place
 
     @property
     def mb_per_s(self) -> float:
@@ -73,22 +75,29 @@ def execute_plan(
 ) -> CompareRun:
     progress = progress or ProgressSink()
     tally = CompareTally(cosine_threshold)
-    run = CompareRun(plan.mode, plan.left, plan.right, csv_path, len(plan.tasks), tally)
+    run = CompareRun(
+        plan.mode, plan.left, plan.right, csv_path, len(plan.tasks), tally, skipped=plan.skipped
+    )
     cancel = cancel or threading.Event()
     t0 = time.perf_counter()
-    progress.start(len(plan.tasks), total_bytes)
     with ResultCsvWriter(csv_path, options.overflow) as writer:
+        progress.start(len(plan.tasks), total_bytes)
+        results = run_tasks(plan.tasks, options, workers, cancel, progress.advance)
         try:
-            for result in run_tasks(plan.tasks, options, workers, cancel, progress.advance):
-                writer.write(result.rows)
-                tally.add(result.rows)
-                run.bytes_read += result.bytes_read
-                run.files_done += 1
+            # closing() stops the engine (and its threads) at once when the loop is left early
+            with closing(results):
+                for result in results:
+                    writer.write(result.rows)
+                    tally.add(result.rows)
+                    run.bytes_read += result.bytes_read
+                    run.files_done += 1
         except KeyboardInterrupt:
             run.interrupted = True
         finally:
             progress.stop()
             run.elapsed = time.perf_counter() - t0
+    # a cancel event set from outside ends the engine early without an exception
+    run.interrupted = run.interrupted or run.files_done < len(plan.tasks)
     return run
 
 
@@ -116,6 +125,7 @@ def summary_payload(
         "failed_by_reason": dict(tally.failed_reasons),
         "below_threshold": [row_json(r) for r in tally.below[:50]],
         "interrupted": run.interrupted,
+        "skipped": run.skipped[:50],
         "elapsed_s": round(run.elapsed, 3),
     }
     payload.update(extra or {})
@@ -135,11 +145,10 @@ class VectorCompareResult:
 
     @property
     def error_message(self) -> str | None:
-        return (
-            "vc: interrupted; the rows written so far are kept"
-            if self.primary.interrupted
-            else None
+        interrupted = self.primary.interrupted or (
+            self.secondary is not None and self.secondary.interrupted
         )
+        return "vc: interrupted; the rows written so far are kept" if interrupted else None
 
     def first_below(self, n: int = 10) -> list[ResultRow]:
         return self.primary.tally.below[:n]

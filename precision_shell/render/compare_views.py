@@ -34,6 +34,8 @@ def _run_table(title: str, run: CompareRun) -> Table:
     )
     for reason, count in t.failed_reasons.most_common():
         table.add_row("not compared", Text(f"{count} x {reason}"))
+    if run.skipped:
+        table.add_row("dump files not matched", Text(f"{len(run.skipped)}, e.g. {run.skipped[0]}"))
     table.add_row("csv", Text(str(run.csv_path)))
     return table
 
@@ -69,8 +71,8 @@ def render_vector_compare(console: Console, result: VectorCompareResult) -> None
             m = row.metrics
             table.add_row(
                 str(row.index),
-                Text(row.npu_dump),
-                row.op_type,
+                Text(row.op_name or row.npu_dump),
+                Text(row.op_type),
                 Text(row.tensor_index),
                 _cos_text(m.cosine if m else None, result.cosine_threshold),
                 fmt_fixed(m.max_abs_error) if m else "NaN",
@@ -113,7 +115,7 @@ def render_compare_summary(console: Console, result: CompareSummary) -> None:
         for name in result.shown_metrics:
             table.add_column(name, justify="right")
         for row in [*verdict.inputs, *verdict.outputs]:
-            label = f"{row.kind} {row.slot}" if row.kind else row.tensor_index
+            label = Text(f"{row.kind} {row.slot}" if row.kind else row.tensor_index)
             table.add_row(
                 label, Text(row.ground_truth), *_metric_cells(row, result.shown_metrics, thresholds)
             )
@@ -141,7 +143,7 @@ def render_autocheck(console: Console, check: AutoCheck) -> None:
         for col in ("kind", "pass", "matched", "effective"):
             table.add_column(col)
         for kind, name, match, effect in check.fusion:
-            table.add_row(kind, Text(name), str(match), str(effect))
+            table.add_row(Text(kind), Text(name), str(match), str(effect))
         console.print(Panel(table, title="Fusion passes (fusion_result.json)", title_align="left"))
     else:
         console.print(
@@ -164,6 +166,8 @@ def render_autocheck(console: Console, check: AutoCheck) -> None:
         )
     if check.compare is not None:
         render_vector_compare(console, check.compare)
+    else:
+        console.print("whole-network compare: not run (ac -c runs vc and vcs)", style="dim")
     if check.summary is not None:
         render_compare_summary(console, check.summary)
     if check.not_yet:

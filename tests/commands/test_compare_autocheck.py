@@ -1,0 +1,89 @@
+"""`ac` and `ac -c` through the dispatcher on the tiny demo, and what they print."""
+
+from __future__ import annotations
+
+import pytest
+from rich.console import Console
+
+import precision_shell.render.compare_views  # noqa: F401  (registers the views)
+from precision_shell.commands.autocheck import AutoCheck
+from precision_shell.compare.result_csv import read_result_csv
+from precision_shell.formats.fusion_result import read_fusion_result
+from precision_shell.render.output import Renderer
+from tests.commands.shell_fixture import CONV2, open_shell, run_ok
+
+
+def render(result) -> str:
+    console = Console(record=True, width=240, color_system=None, highlight=False)
+    Renderer(console, console).result(result)
+    return console.export_text()
+
+
+@pytest.fixture
+def demo(tiny_demo):
+    root, manifest = tiny_demo
+    return root, manifest, open_shell(root)
+
+
+def test_ac_says_what_it_checked_without_comparing(demo):
+    root, manifest, shell = demo
+    check = run_ok(shell, "ac")
+    assert isinstance(check, AutoCheck)
+    passes = read_fusion_result(manifest.fusion_file.replace(manifest.root, str(root), 1))
+    assert check.fusion == [(p.kind, p.name, p.match_times, p.effect_times) for p in passes]
+    assert ("graph_fusion", "ConvBatchnormFusionPass", 3, 3) in check.fusion
+    (finding,) = check.overflows
+    assert finding.op == manifest.overflow_op == "l2_loss/Sum"
+    assert finding.file.startswith("Opdebug.Node_OpDebug.")
+    assert finding.texts == ("floating-point overflow", "overflow converting FP32/INT32 to FP16")
+    assert check.overflow_errors == []
+    assert check.compare is None and check.summary is None
+    assert check.error_message is None
+    assert not (root / "precision_data" / "temp" / "vector_compare").exists()
+    text = render(check)
+    assert "ConvBatchnormFusionPass" in text
+    assert "l2_loss/Sum  Opdebug.Node_OpDebug." in text
+    assert "overflow converting FP32/INT32 to FP16" in text
+    assert "not checked yet: dangerous casts, advisor, root-cause localisation" in text
+    assert "whole-network compare: not run (ac -c runs vc and vcs)" in text
+
+
+def test_ac_c_runs_vc_then_vcs(demo):
+    root, manifest, shell = demo
+    check = run_ok(shell, "ac -c")
+    assert check.compare is not None and check.summary is not None
+    csv_path = check.compare.primary.csv_path
+    assert csv_path.is_file() and check.summary.path == csv_path
+    # ac turns overflow detection on
+    assert "OverFlow" in read_result_csv(csv_path).header
+    assert [v.op for v in check.summary.ops] == [CONV2, "l2_loss/Sum", manifest.long_name_op]
+    # the same answer vcs gives on that file
+    vcs = run_ok(shell, f"vcs -f {csv_path} -l 3")
+    assert [v.op for v in vcs.ops] == [v.op for v in check.summary.ops]
+    text = render(check)
+    assert "vc: device vs benchmark" in text
+    assert f"[4] [Conv2D] {CONV2}" in text
+    assert "first ops below cosine 0.98" in text
+
+
+def test_ac_l_limits_overflows_and_failing_ops(demo):
+    _, _, shell = demo
+    check = run_ok(shell, "ac -c -l 1")
+    assert len(check.overflows) == 1
+    assert [v.op for v in check.summary.ops] == [CONV2]
+    assert check.summary.failing_total == 3
+
+
+def test_ac_with_a_corrupt_linked_op_dump_still_names_the_op(demo):
+    root, manifest, shell = demo
+    overflow_dir = root / "precision_data" / "overflow"
+    linked = [
+        p for p in overflow_dir.rglob("*") if p.is_file() and not p.name.startswith("Opdebug")
+    ]
+    assert linked
+    for path in linked:
+        path.write_bytes(b"\x00" * 4)
+    check = run_ok(shell, "ac")
+    (finding,) = check.overflows
+    assert finding.op == "l2_loss_Sum"  # the name in the file name, sanitized
+    assert len(check.overflow_errors) == 1 and str(linked[0]) in check.overflow_errors[0]

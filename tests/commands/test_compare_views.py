@@ -1,0 +1,62 @@
+"""What `vc`/`vcs` print: the live progress bar, and markup-like names printed as they are."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+import precision_shell.render.compare_views  # noqa: F401  (registers the views)
+from precision_shell.compare.result_csv import read_result_csv
+from precision_shell.compare.worker import FileResult
+from precision_shell.render.output import Renderer
+from precision_shell.render.progress import live_progress_factory
+from tests.commands.shell_fixture import open_shell, run_ok
+
+
+def render(result) -> str:
+    console = Console(record=True, width=240, color_system=None, highlight=False)
+    Renderer(console, console).result(result)
+    return console.export_text()
+
+
+def test_progress_counts_files_and_tensors_and_shows_a_rate():
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=150, color_system=None)
+    sink = live_progress_factory(console)("vc")
+    sink.start(3, 0)
+    sink.advance(FileResult(0, [object(), object()], 1_000_000))
+    sink.advance(FileResult(1, [object(), object(), object()], 1_000_000))
+    sink.stop()
+    text = out.getvalue()
+    assert "0/3 files, 0 tensors" in text
+    assert "2/3 files, 5 tensors" in text and " MB/s" in text
+
+
+def test_vcs_prints_names_that_look_like_markup_verbatim(tiny_demo_shared, tmp_path):
+    root, _ = tiny_demo_shared
+    path = tmp_path / "markup.csv"
+    path.write_text(
+        "Index,OpType,NPUDump,GroundTruth,TensorIndex,CosineSimilarity,CompareFailReason\n"
+        "0,[bold]T,[/x]op,[red]gt,[/x]op:output:0,0.5,\n"
+        "1,T,odd,gt,no-index-here,0.5,\n",
+        encoding="utf-8",
+    )
+    shell = open_shell(root)
+    result = run_ok(shell, f"vcs -f {path}")
+    assert [v.op for v in result.ops] == ["[/x]op", "odd"]
+    text = render(result)
+    assert "[/x]op" in text and "[red]gt" in text and "no-index-here" in text
+    assert "2 of 2 ops fail (CosineSimilarity < 0.98)" in text
+    assert read_result_csv(path).rows[1].kind == ""
+
+
+def test_vc_summary_table_lists_reasons_and_the_first_ops_below(tiny_demo_shared):
+    root, manifest = tiny_demo_shared
+    result = run_ok(open_shell(root), "vc")
+    text = render(result)
+    assert f"tensors compared         {result.primary.tally.compared} of 37 rows (14/14" in text
+    assert "not compared             8 x not found" in text
+    assert "outputs below threshold  3" in text
+    assert manifest.faults[0].device_op in text.split("first ops below cosine 0.98")[1]
+    assert "vc: device vs device" in text

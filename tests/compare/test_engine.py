@@ -1,0 +1,165 @@
+"""The engine: results in task order whatever the workers do; Ctrl-C and cancel stop cleanly."""
+
+from __future__ import annotations
+
+import csv
+import os
+import random
+import threading
+import time
+
+import pytest
+
+from precision_shell.compare.engine import run_tasks
+from precision_shell.compare.plan import FileTask, benchmark_plan
+from precision_shell.compare.report import csv_header
+from precision_shell.compare.run import ProgressSink, execute_plan, summary_payload
+from precision_shell.compare.worker import CompareOptions, FileResult
+from precision_shell.workspace.workspace import Workspace
+
+
+def _tasks(n: int) -> list[FileTask]:
+    return [FileTask(i, i, f"op{i}", "Relu", f"/nowhere/{i}", (), ()) for i in range(n)]
+
+
+def _sleepy_work(started: list[int], fail_on: int | None = None):
+    rng = random.Random(7)
+    delays = [rng.uniform(0, 0.01) for _ in range(200)]
+    lock = threading.Lock()
+
+    def work(task: FileTask, options: CompareOptions) -> FileResult:
+        with lock:
+            started.append(task.seq)
+        time.sleep(delays[task.seq])
+        if task.seq == fail_on:
+            raise KeyboardInterrupt
+        return FileResult(task.seq, [], task.seq * 10)
+
+    return work
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_results_come_back_in_task_order(workers):
+    tasks = _tasks(40)
+    started: list[int] = []
+    seen: list[int] = []
+    results = list(
+        run_tasks(
+            tasks,
+            CompareOptions(),
+            workers=workers,
+            on_result=lambda r: seen.append(r.seq),
+            work=_sleepy_work(started),
+        )
+    )
+    assert [r.seq for r in results] == list(range(40))
+    assert [r.bytes_read for r in results] == [i * 10 for i in range(40)]
+    assert sorted(seen) == list(range(40)) and sorted(started) == list(range(40))
+
+
+def test_tasks_need_not_be_numbered_from_zero():
+    tasks = [FileTask(s, 0, f"op{s}", "Relu", "/x", (), ()) for s in (5, 3, 9)]
+    results = list(run_tasks(tasks, CompareOptions(), workers=2, work=_sleepy_work([])))
+    assert [r.seq for r in results] == [5, 3, 9]
+
+
+def test_a_keyboard_interrupt_in_a_task_stops_the_run_and_keeps_what_was_yielded():
+    tasks = _tasks(60)
+    started: list[int] = []
+    got: list[int] = []
+    with pytest.raises(KeyboardInterrupt):
+        for result in run_tasks(
+            tasks, CompareOptions(), workers=2, work=_sleepy_work(started, fail_on=5)
+        ):
+            got.append(result.seq)
+    assert got == list(range(len(got))) and len(got) <= 5
+    # nothing was submitted past the in-flight window (2 workers x 2) after task 5 failed
+    assert max(started) < 5 + 4 + 1
+
+
+def test_a_cancel_event_ends_the_run_after_the_tasks_in_flight():
+    tasks = _tasks(60)
+    cancel = threading.Event()
+    started: list[int] = []
+
+    def on_result(result: FileResult) -> None:
+        if result.seq == 3:
+            cancel.set()
+
+    results = list(run_tasks(tasks, CompareOptions(), 2, cancel, on_result, _sleepy_work(started)))
+    assert [r.seq for r in results] == list(range(len(results)))
+    assert 4 <= len(results) < 60
+    assert len(started) < 60
+
+
+@pytest.fixture(scope="module")
+def demo_plan(tiny_demo_shared):
+    root, _ = tiny_demo_shared
+    ws = Workspace.open(root, use_cache=False)
+    run = ws.run()
+    return root, benchmark_plan(ws, run, run.dump_graph())
+
+
+def _csv_rows(path):
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.reader(fh))
+
+
+def test_execute_plan_on_ctrl_c_keeps_the_rows_written_and_marks_interrupted(demo_plan, tmp_path):
+    root, plan = demo_plan
+    advanced: list[int] = []
+
+    def advance(result: FileResult) -> None:
+        advanced.append(result.seq)
+        if len(advanced) == 5:
+            raise KeyboardInterrupt  # Ctrl-C reaching the main thread mid-run
+
+    path = tmp_path / "result.csv"
+    run = execute_plan(
+        plan, path, CompareOptions(), 0.98, workers=1, progress=ProgressSink(advance=advance)
+    )
+    assert run.interrupted
+    assert 0 < run.files_done < len(plan.tasks)
+    rows = _csv_rows(path)
+    assert rows[0] == csv_header(False)
+    assert len(rows) - 1 == run.tally.rows > 0
+    # the rows kept are those of the first files, in execution order
+    ops = list(dict.fromkeys(r[7].rsplit(":", 2)[0] for r in rows[1:]))
+    assert ops == [t.op_name for t in plan.tasks[: run.files_done]]
+    payload = summary_payload(str(root), run, {"cosine": 0.98})
+    assert payload["interrupted"] is True and payload["rows"] == len(rows) - 1
+
+
+def test_execute_plan_with_a_cancel_event_is_interrupted_too(demo_plan, tmp_path):
+    _, plan = demo_plan
+    cancel = threading.Event()
+
+    def advance(result: FileResult) -> None:
+        cancel.set()
+
+    run = execute_plan(
+        plan,
+        tmp_path / "r.csv",
+        CompareOptions(),
+        0.98,
+        workers=1,
+        progress=ProgressSink(advance=advance),
+        cancel=cancel,
+    )
+    assert run.interrupted and run.files_done < len(plan.tasks)
+    assert len(_csv_rows(tmp_path / "r.csv")) - 1 == run.tally.rows
+
+
+def test_execute_plan_complete_run_is_not_interrupted(demo_plan, tmp_path):
+    _, plan = demo_plan
+    calls = []
+    progress = ProgressSink(
+        start=lambda files, size: calls.append(("start", files)),
+        advance=lambda r: calls.append(("advance", r.seq)),
+        stop=lambda: calls.append(("stop", None)),
+    )
+    run = execute_plan(plan, tmp_path / "r.csv", CompareOptions(), 0.98, 3, progress)
+    assert not run.interrupted and run.files_done == len(plan.tasks)
+    assert calls[0] == ("start", len(plan.tasks)) and calls[-1] == ("stop", None)
+    assert sorted(seq for kind, seq in calls if kind == "advance") == list(range(len(plan.tasks)))
+    assert run.bytes_read == sum(os.path.getsize(t.device_file) for t in plan.tasks)

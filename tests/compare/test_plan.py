@@ -1,0 +1,184 @@
+"""The compare plan on the tiny demo workspace: tasks, order, mapping rows and their reasons."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from precision_shell.compare.fusion_groups import fusion_groups
+from precision_shell.compare.matcher import Origin
+from precision_shell.compare.plan import FileTask, _Origins, benchmark_plan, device_plan
+from precision_shell.formats.ge_graph import GraphDef, ModelDef
+from precision_shell.workspace.graph_index import GraphIndex
+from precision_shell.workspace.workspace import Workspace
+from tests.commands.shell_fixture import CONV1, CONV2, DENSE, golden_path
+from tests.workspace.graph_fixture import desc
+from tests.workspace.graph_fixture import op as ge_op
+
+
+def _plan(root, golden_dir=None):
+    ws = Workspace.open(root, use_cache=False)
+    run = ws.run()
+    return ws, benchmark_plan(ws, run, run.dump_graph(), golden_dir=golden_dir)
+
+
+@pytest.fixture(scope="module")
+def demo_plan(tiny_demo_shared):
+    root, manifest = tiny_demo_shared
+    ws, plan = _plan(root)
+    return root, manifest, plan
+
+
+def _task(plan, op_name) -> FileTask:
+    return next(t for t in plan.tasks if t.op_name == op_name)
+
+
+def test_every_dumped_op_has_a_task_in_execution_order(demo_plan):
+    root, manifest, plan = demo_plan
+    dumped = [op for op in manifest.device_ops if op.dump_file]
+    assert [t.op_name for t in plan.tasks] == [op.name for op in dumped]
+    assert [t.device_file for t in plan.tasks] == [
+        str(root / "precision_data" / op.dump_file) for op in dumped
+    ]
+    assert [t.op_type for t in plan.tasks] == [op.type for op in dumped]
+    assert [t.seq for t in plan.tasks] == list(range(len(dumped)))
+    # one device op per group here, numbered among the dumped groups in order
+    assert [t.group_index for t in plan.tasks] == list(range(len(dumped)))
+    assert plan.mode == "benchmark" and plan.skipped == []
+
+
+def test_group_cells_name_the_fused_benchmark_ops(demo_plan):
+    _, manifest, plan = demo_plan
+    for op in manifest.device_ops:
+        if not op.dump_file:
+            continue
+        task = _task(plan, op.name)
+        assert task.npu_dump == op.name
+        assert task.ground_truth == (",".join(op.original_op_names) or "*")
+    assert _task(plan, CONV2).ground_truth == "conv2/Conv2D,bn2/FusedBatchNormV3,relu2/Relu"
+
+
+def test_inputs_walk_through_the_ge_cast_and_transdata_to_the_benchmark(demo_plan):
+    root, _, plan = demo_plan
+    conv1 = _task(plan, CONV1)
+    # input <- trans_TransData_1 <- trans_Cast_0 <- input (Data)
+    row = conv1.inputs[0]
+    assert row.ground_truth == "input"
+    assert row.reference_path == str(golden_path(root, "input"))
+    assert row.origin_format == "NHWC" and row.origin_shape == (2, 8, 8, 3)
+    assert row.reason == ""
+    # dense/MatMul input 0 <- trans_TransData_2 <- flatten/Reshape (in the graph, not dumped)
+    dense_in = _task(plan, DENSE).inputs[0]
+    assert dense_in.ground_truth == "flatten/Reshape"
+    assert dense_in.reference_path == str(golden_path(root, "flatten/Reshape"))
+
+
+def test_cast_and_transdata_outputs_compare_with_what_is_upstream_as_msaccucmp_does(demo_plan):
+    root, _, plan = demo_plan
+    cast_out = _task(plan, "trans_Cast_0").outputs[0]
+    assert (cast_out.ground_truth, cast_out.reference_path) == (
+        "input",
+        str(golden_path(root, "input")),
+    )
+    trans_out = _task(plan, "trans_TransData_2").outputs[0]
+    assert trans_out.ground_truth == "global_pool/Mean"
+    assert trans_out.reference_path == str(golden_path(root, "global_pool/Mean"))
+
+
+def test_outputs_use_their_desc_origin_and_past_the_descs_desc_zero(demo_plan):
+    root, _, plan = demo_plan
+    conv2 = _task(plan, CONV2)
+    assert len(conv2.outputs) == 1
+    out = conv2.outputs[0]
+    assert out.ground_truth == "relu2/Relu"
+    assert out.reference_path == str(golden_path(root, "relu2/Relu"))
+    assert out.origin_format == "NHWC" and out.origin_shape == (2, 4, 4, 8)
+    assert conv2.mapping("output", 3) is out
+    missing = conv2.mapping("input", 9)
+    assert (missing.ground_truth, missing.reference_path) == ("*", None)
+    assert missing.reason == "the graph has no input 9 for this op"
+
+
+def test_folded_constants_without_the_attribute_look_for_a_benchmark_of_their_own_name(demo_plan):
+    _, _, plan = demo_plan
+    weights = _task(plan, CONV2).inputs[1]
+    assert weights.ground_truth == "conv2/Conv2D/folded_filter"
+    assert weights.reference_path is None
+    assert weights.reason == "benchmark conv2_Conv2D_folded_filter.0.*.npy not found"
+
+
+def test_a_missing_benchmark_gives_a_mapping_row_with_a_reason(tiny_demo):
+    root, _ = tiny_demo
+    golden_path(root, "relu2/Relu").unlink()
+    _, plan = _plan(root)
+    out = _task(plan, CONV2).outputs[0]
+    assert out.ground_truth == "relu2/Relu"
+    assert out.reference_path is None
+    assert out.reason == "benchmark relu2_Relu.0.*.npy not found"
+    # the consumer's input of the same tensor says the same
+    conv3_in = _task(plan, "conv3/Conv2Dres/addrelu3/Relu").inputs[0]
+    assert conv3_in.reason == "benchmark relu2_Relu.0.*.npy not found"
+
+
+def test_dump_files_of_ops_missing_from_the_graph_are_listed_as_skipped(tiny_demo):
+    root, manifest = tiny_demo
+    source = root / "precision_data" / next(o for o in manifest.device_ops if o.dump_file).dump_file
+    ghost = source.parent / "Relu.ghost_op.99.1.1795329000199999"
+    shutil.copyfile(source, ghost)
+    _, plan = _plan(root)
+    assert plan.skipped == [f"{ghost.name}: no op ghost_op in the graph"]
+    assert "ghost_op" not in [t.op_name for t in plan.tasks]
+
+
+def test_another_golden_dir_is_used_when_given(tiny_demo, tmp_path):
+    root, _ = tiny_demo
+    other = tmp_path / "golden"
+    other.mkdir()
+    shutil.copy(golden_path(root, "relu2/Relu"), other)
+    _, plan = _plan(root, golden_dir=other)
+    assert plan.right == str(other)
+    out = _task(plan, CONV2).outputs[0]
+    assert out.reference_path == str(other / golden_path(root, "relu2/Relu").name)
+    assert _task(plan, CONV1).outputs[0].reason == "benchmark relu1_Relu.0.*.npy not found"
+
+
+def test_device_plan_matches_ops_by_name_in_graph_order(demo_plan):
+    root, manifest, _ = demo_plan
+    ws = Workspace.open(root, use_cache=False)
+    left, right = ws.run("debug_0"), ws.run("debug_1")
+    plan = device_plan(left.dumps, right.dumps, "debug_0", "debug_1", left.dump_graph())
+    dumped = [op for op in manifest.device_ops if op.dump_file]
+    assert [t.op_name for t in plan.tasks] == [op.name for op in dumped]
+    task = plan.tasks[0]
+    row = task.mapping("output", 5)
+    assert row is task.fallback and row.reference_kind == "dump"
+    assert row.reference_path == right.dumps.for_op("trans_Cast_0")[-1].path
+    assert plan.skipped == []
+
+
+def test_rename_rule_gives_descs_without_an_origin_the_single_original_name():
+
+    plain = desc(None, shape=(4, 4))
+    plain.attrs.update({"origin_format": "NCHW", "origin_shape": [4, 4]})
+    ops = [
+        ge_op("relu", "Relu", 1, [], [plain], {"_datadump_original_op_names": ["tf/relu"]}),
+        ge_op(
+            "fused",
+            "Conv2D",
+            2,
+            ["relu:0"],
+            [desc(None)],
+            {"_datadump_original_op_names": ["a", "b"]},
+        ),
+        ge_op("bare", "Abs", 3, ["fused:0"], [desc(None)]),
+        ge_op("cast", "Cast", 4, ["bare:0"], [desc(None)], {"_datadump_original_op_names": []}),
+    ]
+    graph = GraphIndex.from_model(ModelDef(name="m", graphs=[GraphDef(name="g", ops=ops)]), "m")
+    origins = _Origins(graph, fusion_groups(list(graph.records())))
+    assert origins.of_output("relu", 0) == Origin("tf/relu", 0, "NCHW", (4, 4))
+    assert origins.of_output("relu", 2) == Origin("tf/relu", 2, "NCHW", (4, 4))
+    assert origins.of_output("fused", 0) is None  # several benchmark ops: no guess
+    assert origins.of_output("bare", 0) == Origin("bare", 0, None, None)  # attribute absent
+    assert origins.of_output("cast", 0) is None
+    assert origins.of_source(None) is None

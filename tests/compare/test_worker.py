@@ -1,0 +1,192 @@
+"""The per-file unit of work: layouts converted inside the compare, slicing, and reasoned rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from precision_shell.compare.plan import FileTask, MappingRow
+from precision_shell.compare.worker import CompareOptions, compare_file
+from precision_shell.formats.golden import write_golden
+from precision_shell.formats.layouts import DumpFormat, from_origin_layout
+from precision_shell.formats.npu_dump import TensorSpec, write_dump
+
+TS = 1700000000000001
+
+
+def _nhwc(seed: int = 0, shape=(2, 3, 4, 5)) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float16)
+
+
+def _nc1hwc0_spec(nhwc: np.ndarray, pad_value: float = 0.0, output: bool = True) -> TensorSpec:
+    device = from_origin_layout(nhwc, "NC1HWC0", "NHWC")
+    if pad_value:
+        device = device.copy()
+        device[..., nhwc.shape[3] :] = pad_value  # the C0 pad is not data
+    return TensorSpec(
+        device,
+        format=DumpFormat.NC1HWC0,
+        original_shape=nhwc.shape,
+        original_op=("relu", 0) if output else None,
+        original_format=DumpFormat.NHWC if output else None,
+    )
+
+
+def _cosine(x: np.ndarray, y: np.ndarray) -> float:
+    x = np.asarray(x, np.float64).ravel()
+    y = np.asarray(y, np.float64).ravel()
+    return float(x @ y / np.linalg.norm(x) / np.linalg.norm(y))
+
+
+def _task(path, outputs=(), inputs=(), fallback=None, seq=0) -> FileTask:
+    return FileTask(
+        seq, seq, "net/relu", "Relu", str(path), tuple(inputs), tuple(outputs), fallback
+    )
+
+
+def _golden_row(golden, shape, fmt="NHWC") -> MappingRow:
+    return MappingRow("relu", str(golden), origin_format=fmt, origin_shape=tuple(shape))
+
+
+def test_nc1hwc0_device_output_equal_to_the_nhwc_benchmark_has_cosine_one(tmp_path):
+    values = _nhwc()
+    dump = tmp_path / "Relu.net_relu.1.1.1700000000000000"
+    # garbage in the C0 pad must not count: it is cut off by the conversion
+    write_dump(dump, "net/relu", outputs=[_nc1hwc0_spec(values, pad_value=7.0)])
+    golden = write_golden(tmp_path, "relu:0", values.astype(np.float32), TS)
+    result = compare_file(_task(dump, [_golden_row(golden, values.shape)]), CompareOptions())
+    (row,) = result.rows
+    assert row.reason == ""
+    assert row.tensor_index == "net/relu:output:0"
+    assert (row.device_dtype, row.reference_dtype) == ("DT_FLOAT16", "DT_FLOAT")
+    assert row.shape == "[2,3,4,5]"
+    assert row.metrics.cosine == pytest.approx(1.0, abs=1e-6)
+    assert row.metrics.max_abs_error == 0.0
+    assert result.bytes_read == dump.stat().st_size
+
+
+def test_nc1hwc0_against_a_different_benchmark_gives_numpys_cosine(tmp_path):
+    values = _nhwc(1)
+    bench = (
+        values.astype(np.float32) + np.random.default_rng(2).standard_normal(values.shape)
+    ).astype(np.float32)
+    dump = tmp_path / "Relu.net_relu.1.1.1700000000000000"
+    write_dump(dump, "net/relu", outputs=[_nc1hwc0_spec(values)])
+    golden = write_golden(tmp_path, "relu:0", bench, TS)
+    (row,) = compare_file(_task(dump, [_golden_row(golden, values.shape)]), CompareOptions()).rows
+    assert row.metrics.cosine == pytest.approx(_cosine(values, bench), abs=1e-6)
+    want_max = float(np.max(np.abs(values.astype(np.float32) - bench)))
+    assert row.metrics.max_abs_error == pytest.approx(want_max, rel=1e-6)
+
+
+def test_larger_device_dims_are_sliced_down_to_the_benchmark(tmp_path):
+    device = np.arange(24, dtype=np.float32).reshape(4, 6) + 1
+    bench = device[:3, :5].copy()
+    dump = tmp_path / "MatMul.net_relu.1.1.1700000000000000"
+    write_dump(dump, "net/relu", outputs=[TensorSpec(device, format=DumpFormat.ND)])
+    golden = write_golden(tmp_path, "relu:0", bench, TS)
+    row_map = MappingRow("relu", str(golden), origin_format="ND", origin_shape=(3, 5))
+    (row,) = compare_file(_task(dump, [row_map]), CompareOptions()).rows
+    assert row.reason == ""
+    assert row.shape == "[3,5]"
+    assert row.metrics.cosine == pytest.approx(1.0, abs=1e-6)
+    assert row.metrics.max_abs_error == 0.0
+
+
+def test_a_smaller_device_dim_fails_the_row_with_a_reason(tmp_path):
+    device = np.ones((2, 5), np.float32)
+    dump = tmp_path / "MatMul.net_relu.1.1.1700000000000000"
+    write_dump(dump, "net/relu", outputs=[TensorSpec(device, format=DumpFormat.ND)])
+    golden = write_golden(tmp_path, "relu:0", np.ones((3, 5), np.float32), TS)
+    row_map = MappingRow("relu", str(golden), origin_format="ND", origin_shape=(3, 5))
+    (row,) = compare_file(_task(dump, [row_map]), CompareOptions()).rows
+    assert row.metrics is None
+    assert row.reason == "device shape [2,5] is smaller than benchmark shape [3,5]"
+    assert row.reference_dtype == "DT_FLOAT"
+
+
+def test_a_missing_benchmark_gives_a_reasoned_row_and_the_rest_of_the_file_compares(tmp_path):
+    x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    dump = tmp_path / "Relu.net_relu.1.1.1700000000000000"
+    write_dump(dump, "net/relu", inputs=[TensorSpec(x)], outputs=[TensorSpec(x)])
+    golden = write_golden(tmp_path, "relu:0", x, TS)
+    missing = MappingRow("producer", None, reason="benchmark producer.0.*.npy not found")
+    task = _task(dump, [_golden_row(golden, x.shape, "ND")], inputs=[missing])
+    rows = compare_file(task, CompareOptions()).rows
+    assert [r.tensor_index for r in rows] == ["net/relu:input:0", "net/relu:output:0"]
+    assert rows[0].metrics is None
+    assert rows[0].reason == "benchmark producer.0.*.npy not found"
+    assert rows[0].ground_truth == "producer" and rows[0].shape == "[3,4]"
+    assert rows[1].metrics.cosine == pytest.approx(1.0, abs=1e-6) and rows[1].reason == ""
+
+
+def test_a_corrupt_dump_fails_every_row_of_that_file_naming_it_while_others_complete(tmp_path):
+    x = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
+    good = tmp_path / "Relu.net_relu.1.1.1700000000000000"
+    write_dump(good, "net/relu", inputs=[TensorSpec(x)], outputs=[TensorSpec(x)])
+    bad = tmp_path / "Relu.net_relu.2.1.1700000000000001"
+    bad.write_bytes(good.read_bytes()[:-10])  # the output payload runs past the end
+    golden = write_golden(tmp_path, "relu:0", x, TS)
+    mapping = _golden_row(golden, x.shape, "ND")
+    in_map = MappingRow("relu", str(golden), origin_format="ND", origin_shape=(3, 4))
+    bad_rows = compare_file(_task(bad, [mapping], [in_map]), CompareOptions()).rows
+    assert [r.tensor_index for r in bad_rows] == ["net/relu:input:0", "net/relu:output:0"]
+    for row in bad_rows:
+        assert row.metrics is None
+        assert row.reason.startswith(f"{bad}: ")
+    good_rows = compare_file(_task(good, [mapping], [in_map], seq=1), CompareOptions()).rows
+    assert [r.metrics.cosine for r in good_rows] == pytest.approx([1.0, 1.0], abs=1e-6)
+
+
+def test_a_corrupt_benchmark_file_fails_its_row_naming_the_file(tmp_path):
+    x = np.ones((3, 4), np.float32)
+    dump = tmp_path / "Relu.net_relu.1.1.1700000000000000"
+    write_dump(dump, "net/relu", outputs=[TensorSpec(x)])
+    golden = tmp_path / "relu.0.1700000000000001.npy"
+    golden.write_bytes(b"\x93NUMPY not really")
+    (row,) = compare_file(_task(dump, [_golden_row(golden, x.shape, "ND")]), CompareOptions()).rows
+    assert row.metrics is None
+    assert row.reason.startswith(f"reference: {golden}: ")
+
+
+def test_device_vs_device_identical_dumps_give_cosine_one_in_the_original_layout(tmp_path):
+    values = _nhwc(3)
+    left = tmp_path / "left" / "Relu.net_relu.1.1.1700000000000000"
+    right = tmp_path / "right" / "Relu.net_relu.1.1.1700000000000005"
+    left.parent.mkdir()
+    right.parent.mkdir()
+    inp = _nc1hwc0_spec(values, output=False)
+    write_dump(left, "net/relu", inputs=[inp], outputs=[_nc1hwc0_spec(values, pad_value=3.0)])
+    write_dump(right, "net/relu", inputs=[inp], outputs=[_nc1hwc0_spec(values, pad_value=-5.0)])
+    fallback = MappingRow("net/relu", str(right), reference_kind="dump")
+    rows = compare_file(_task(left, fallback=fallback), CompareOptions()).rows
+    assert [r.tensor_index for r in rows] == ["net/relu:input:0", "net/relu:output:0"]
+    for row in rows:
+        assert row.reason == ""
+        assert row.ground_truth == "net/relu"
+        assert (row.device_dtype, row.reference_dtype) == ("DT_FLOAT16", "DT_FLOAT16")
+        assert row.shape == "[2,3,4,5]"  # pads (which differ here) cut off
+        assert row.metrics.cosine == pytest.approx(1.0, abs=1e-6)
+        assert row.metrics.max_abs_error == 0.0
+
+
+def test_device_vs_device_missing_slot_in_the_reference_fails_only_that_row(tmp_path):
+    x = np.ones((2, 3), np.float32)
+    left = tmp_path / "Relu.net_relu.1.1.1700000000000000"
+    right = tmp_path / "Relu.net_relu.1.1.1700000000000009"
+    write_dump(left, "net/relu", inputs=[TensorSpec(x)], outputs=[TensorSpec(x)])
+    write_dump(right, "net/relu", outputs=[TensorSpec(x)])
+    fallback = MappingRow("net/relu", str(right), reference_kind="dump")
+    rows = compare_file(_task(left, fallback=fallback), CompareOptions()).rows
+    assert rows[0].metrics is None and rows[0].reason.startswith("reference: ")
+    assert rows[1].metrics.cosine == pytest.approx(1.0, abs=1e-6)
+
+
+def test_overflow_flag_is_filled_only_when_asked(tmp_path):
+    x = np.array([1.0, np.inf, 2.0], np.float16)
+    dump = tmp_path / "Relu.net_relu.1.1.1700000000000000"
+    write_dump(dump, "net/relu", outputs=[TensorSpec(x)])
+    golden = write_golden(tmp_path, "relu:0", np.array([1, 70000, 2], np.float32), TS)
+    task = _task(dump, [_golden_row(golden, x.shape, "ND")])
+    assert compare_file(task, CompareOptions(overflow=True)).rows[0].overflow == "YES"
+    assert compare_file(task, CompareOptions()).rows[0].overflow == "NaN"
