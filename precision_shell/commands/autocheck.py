@@ -13,7 +13,7 @@ from precision_shell.compare.run import VectorCompareResult
 from precision_shell.errors import PrecisionError
 from precision_shell.formats.overflow import read_opdebug
 from precision_shell.shell.context import ShellContext
-from precision_shell.shell.registry import UsageError, argument, command
+from precision_shell.shell.registry import REGISTRY, UsageError, argument, command
 
 
 @dataclass(frozen=True)
@@ -95,17 +95,8 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck:
     check.overflows, check.overflow_errors = overflow_findings(ctx, args.limit)
     check.not_yet = ["dangerous casts", "advisor", "root-cause localisation"]
     if args.compare:
-        vc_args = argparse.Namespace(
-            left=None,
-            right=None,
-            graph=None,
-            run=None,
-            max=None,
-            alg=None,
-            overflow=True,
-            output=None,
-            jobs=None,
-        )
+        # through vc's own parser, so every vc default applies
+        vc_args = REGISTRY.lookup("vc").parse(["--overflow"])
         check.compare = vc_command(ctx, vc_args)
         table = read_result_csv(check.compare.primary.csv_path)
         check.summary = summary_of(ctx, table, None, [], args.limit or 0)

@@ -143,6 +143,11 @@ def _pick_graph(ws: Workspace, name: str | None, run_name: str | None = None):  
     complete="path",
     help="output dir (default temp/vector_compare/<ts>/)",
 )
+@argument(
+    "--backend",
+    choices=("auto", "threads", "processes"),
+    help="worker kind (default from settings: auto)",
+)
 @argument("-j", "--jobs", type=int, metavar="N", help="worker threads (default: one per core)")
 def vc_command(ctx: ShellContext, args: argparse.Namespace) -> VectorCompareResult:
     """vc [-lt LEFT_DIR -rt RIGHT_DIR] [-g GRAPH] [--max N] [--alg LIST] [-o OUTDIR]
@@ -165,14 +170,27 @@ def vc_command(ctx: ShellContext, args: argparse.Namespace) -> VectorCompareResu
         raise PrecisionError(f"{base}: cannot create the result dir: {exc.strerror}") from None
     cosine = float(ctx.settings.get("thresholds.cosine"))
     workers = args.jobs or int(ctx.settings.get("parallelism.workers"))
+    backend = args.backend or str(ctx.settings.get("parallelism.backend"))
     run = execute_plan(
-        primary, out_dir / f"result_{stamp}.csv", options, cosine, workers, ctx.progress("vc")
+        primary,
+        out_dir / f"result_{stamp}.csv",
+        options,
+        cosine,
+        workers,
+        ctx.progress("vc"),
+        backend=backend,
     )
     second = None
     if secondary is not None and not run.interrupted:
         name = f"result_{stamp}_{Path(secondary.left).name}_vs_{Path(secondary.right).name}.csv"
         second = execute_plan(
-            secondary, out_dir / name, options, cosine, workers, ctx.progress("vc")
+            secondary,
+            out_dir / name,
+            options,
+            cosine,
+            workers,
+            ctx.progress("vc"),
+            backend=backend,
         )
     thresholds = {"cosine": cosine}
     extra = {}

@@ -7,6 +7,7 @@ was written stays (the summary says the run was interrupted).
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from precision_shell.compare.engine import run_tasks
+from precision_shell.compare.engine import choose_backend, default_workers, run_tasks
 from precision_shell.compare.plan import ComparePlan
 from precision_shell.compare.report import CompareTally, ResultCsvWriter, row_json
 from precision_shell.compare.worker import CompareOptions, FileResult, ResultRow
@@ -71,9 +72,11 @@ def execute_plan(
     workers: int = 0,
     progress: ProgressSink | None = None,
     cancel: threading.Event | None = None,
-    total_bytes: int = 0,
+    backend: str = "auto",
 ) -> CompareRun:
     progress = progress or ProgressSink()
+    total_bytes = sum(_size(t.device_file) for t in plan.tasks)
+    backend = choose_backend(backend, default_workers(workers), total_bytes)
     tally = CompareTally(cosine_threshold)
     run = CompareRun(
         plan.mode, plan.left, plan.right, csv_path, len(plan.tasks), tally, skipped=plan.skipped
@@ -82,7 +85,7 @@ def execute_plan(
     t0 = time.perf_counter()
     with ResultCsvWriter(csv_path, options.overflow) as writer:
         progress.start(len(plan.tasks), total_bytes)
-        results = run_tasks(plan.tasks, options, workers, cancel, progress.advance)
+        results = run_tasks(plan.tasks, options, workers, cancel, progress.advance, backend=backend)
         try:
             # closing() stops the engine (and its threads) at once when the loop is left early
             with closing(results):
@@ -99,6 +102,13 @@ def execute_plan(
     # a cancel event set from outside ends the engine early without an exception
     run.interrupted = run.interrupted or run.files_done < len(plan.tasks)
     return run
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def summary_payload(
