@@ -163,3 +163,32 @@ def test_execute_plan_complete_run_is_not_interrupted(demo_plan, tmp_path):
     assert calls[0] == ("start", len(plan.tasks)) and calls[-1] == ("stop", None)
     assert sorted(seq for kind, seq in calls if kind == "advance") == list(range(len(plan.tasks)))
     assert run.bytes_read == sum(os.path.getsize(t.device_file) for t in plan.tasks)
+
+
+def test_process_backend_gives_the_same_rows_as_threads(tiny_demo):
+    root, _ = tiny_demo
+    ws = Workspace.open(root)
+    run = ws.run()
+    plan = benchmark_plan(ws, run, run.dump_graph())
+    threads = [r.rows for r in run_tasks(plan.tasks, CompareOptions(), 2, backend="threads")]
+    procs = [r.rows for r in run_tasks(plan.tasks, CompareOptions(), 2, backend="processes")]
+    assert [[row.tensor_index for row in rows] for rows in procs] == [
+        [row.tensor_index for row in rows] for rows in threads
+    ]
+    from precision_shell.compare.report import row_cells
+
+    # every printed cell identical, whatever process computed it (NaN != NaN in the dataclasses)
+    assert [[row_cells(r, True) for r in rows] for rows in procs] == [
+        [row_cells(r, True) for r in rows] for rows in threads
+    ]
+
+
+def test_auto_backend_picks_processes_only_for_big_workspaces():
+    from precision_shell.compare.engine import PROCESS_MIN_BYTES, choose_backend
+
+    assert choose_backend("auto", 2, PROCESS_MIN_BYTES) == "processes"
+    assert choose_backend("auto", 2, PROCESS_MIN_BYTES - 1) == "threads"
+    assert choose_backend("auto", 1, 10 * PROCESS_MIN_BYTES) == "threads"
+    assert choose_backend("threads", 8, 10 * PROCESS_MIN_BYTES) == "threads"
+    with pytest.raises(ValueError, match="unknown backend"):
+        choose_backend("gpu", 2, 0)
