@@ -1,83 +1,126 @@
-"""`ac`: auto check. Without -c: what the workspace says by itself (fusion, overflow);
-with -c: the whole-network compare and the ops below the thresholds."""
+"""`ac`: auto check. Without -c: what the workspace says by itself (fusion passes, overflow,
+dangerous casts, run-to-run differences); with -c: the compare, the advisor and the root cause."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass, field
 
 from precision_shell.commands.compare import vc_command
 from precision_shell.commands.compare_summary import CompareSummary, summary_of
-from precision_shell.compare.result_csv import read_result_csv
+from precision_shell.commands.overflow_check import OverflowFinding, overflow_findings
+from precision_shell.compare.advisor import Finding, OverflowHit
+from precision_shell.compare.diagnosis import Diagnosis, diagnose, write_into_summary
+from precision_shell.compare.graph_checks import (
+    DangerousCast,
+    PassUse,
+    RunDifference,
+    dangerous_casts,
+    fusion_uses,
+    run_differences,
+)
+from precision_shell.compare.result_csv import CsvRow, read_result_csv
+from precision_shell.compare.root_cause import RootCause, Thresholds
 from precision_shell.compare.run import VectorCompareResult
-from precision_shell.errors import PrecisionError
-from precision_shell.formats.overflow import read_opdebug
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import REGISTRY, UsageError, argument, command
+from precision_shell.workspace.graph_index import OpRecord
 
 
-@dataclass(frozen=True)
-class OverflowFinding:
-    file: str
-    op: str | None  # the op dumped beside it with the same task and stream id
-    timestamp: int
-    texts: tuple[str, ...]
+@dataclass
+class RootCausePanel:
+    """The best root cause with what a user needs to act on it."""
+
+    cause: RootCause
+    record: OpRecord | None
+    rows: list[CsvRow]  # its input and output compare rows
+    findings: list[Finding]
+    next_commands: list[str]
 
 
 @dataclass
 class AutoCheck:
     """What `ac` checked and found; each section says "nothing found" when empty."""
 
-    fusion: list[tuple[str, str, int, int]] = field(
-        default_factory=list
-    )  # kind, pass, match, effect
+    fusion: list[PassUse] = field(default_factory=list)
     overflows: list[OverflowFinding] = field(default_factory=list)
+    overflow_total: int = 0
     overflow_errors: list[str] = field(default_factory=list)
+    casts: list[DangerousCast] = field(default_factory=list)
+    run_diffs: list[RunDifference] = field(default_factory=list)
+    run_pair: tuple[str, str] | None = None
     compare: VectorCompareResult | None = None
     summary: CompareSummary | None = None
-    not_yet: list[str] = field(default_factory=list)
+    diagnosis: Diagnosis | None = None
+    root_cause: RootCausePanel | None = None
 
     @property
     def error_message(self) -> str | None:
         return self.compare.error_message if self.compare is not None else None
 
 
-def overflow_findings(ctx: ShellContext, limit: int) -> tuple[list[OverflowFinding], list[str]]:
+def _next_commands(ctx: ShellContext, cause: RootCause, rows: list[CsvRow]) -> list[str]:
+    commands = [f"ni {_quote(cause.op)} -s 2"]
     ws = ctx.workspace
-    if ws.overflow_dumps is None:
-        return [], []
-    found, errors = [], []
-    files = sorted(ws.overflow_files(), key=lambda f: f.timestamp)
-    for ref in files:
-        try:
-            debug = read_opdebug(ref.path)
-        except PrecisionError as exc:
-            errors.append(str(exc))
-            continue
-        op = None
-        siblings = [
-            f
-            for f in ws.overflow_dumps.files
-            if f.op_type != "Opdebug"
-            and f.task_id == ref.task_id
-            and f.stream_id == ref.stream_id
-            and f.path.rsplit("/", 1)[0] == ref.path.rsplit("/", 1)[0]
-        ]
-        if siblings:
-            linked = min(siblings, key=lambda f: f.timestamp)
-            try:
-                op = ws.header(linked).op_name
-            except PrecisionError as exc:
-                # the file name still names the op (sanitized); say why the header is not used
-                op = linked.op_name
-                errors.append(str(exc))
-        found.append(OverflowFinding(ref.file_name, op, ref.timestamp, debug.texts))
-    return found[:limit] if limit else found, errors
+    refs = ws.dump_files(ws.run(), cause.op)
+    golden = None
+    rec = ws.run().dump_graph().get(cause.op) if ws.run().dump_graph() else None
+    if rec is not None:
+        golden = ws.output_benchmark(rec, 0)
+    if refs and golden is not None:
+        commands.append(f"cp {refs[-1].file_name}:output:0 {os.path.basename(golden.path)}")
+    elif refs:
+        commands.append(f"pt {refs[-1].file_name}:output:0")
+    return commands
+
+
+def _quote(name: str) -> str:
+    return f'"{name}"' if any(c.isspace() for c in name) else name
+
+
+def _static_checks(ctx: ShellContext, check: AutoCheck, limit: int) -> None:
+    ws = ctx.workspace
+    graph = ws.run().dump_graph() if ws.runs else None
+    check.fusion = fusion_uses(ws.fusion, graph)
+    findings, check.overflow_errors = overflow_findings(ws)
+    check.overflow_total = len(findings)
+    check.overflows = findings[:limit] if limit else findings
+    if graph is not None:
+        check.casts = dangerous_casts(graph)
+    if len(ws.runs) > 1:
+        left, right = ws.runs[0], ws.runs[1]
+        lg, rg = left.dump_graph(), right.dump_graph()
+        if lg is not None and rg is not None:
+            check.run_pair = (left.name, right.name)
+            check.run_diffs = run_differences(lg, rg)
+
+
+def _diagnose(ctx: ShellContext, check: AutoCheck) -> None:
+    assert check.compare is not None
+    ws = ctx.workspace
+    graph = ws.run().dump_graph()
+    table = read_result_csv(check.compare.primary.csv_path)
+    hits = [OverflowHit(f.op, f.texts) for f in check.overflows]
+    thresholds = Thresholds(float(ctx.settings.get("thresholds.cosine")))
+    diagnosis = diagnose(graph, table.rows, hits, thresholds)
+    write_into_summary(check.compare.summary_path, diagnosis)
+    check.diagnosis = diagnosis
+    if diagnosis.causes:
+        cause = diagnosis.causes[0]
+        rows = [r for r in table.rows if r.op_name == cause.op]
+        check.root_cause = RootCausePanel(
+            cause,
+            graph.get(cause.op),
+            rows,
+            diagnosis.findings_for(cause.op),
+            _next_commands(ctx, cause, rows),
+        )
 
 
 @command("ac")
 @argument(
-    "-c", "--compare", action="store_true", help="also run the whole-network compare (vc + vcs)"
+    "-c", "--compare", action="store_true", help="also compare, advise and find the root cause"
 )
 @argument(
     "-l", "--limit", type=int, default=3, help="overflow ops / failing ops to show (default 3)"
@@ -85,19 +128,16 @@ def overflow_findings(ctx: ShellContext, limit: int) -> tuple[list[OverflowFindi
 def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck:
     """ac [-c] [-l N]
 
-    Auto check: fusion passes, overflows (first first); with -c the compare and the failing ops.
+    Auto check: fusion, overflow (first first), casts; with -c compare, advisor and root cause.
     """
     if args.limit < 0:
         raise UsageError("ac: -l must not be negative")
-    ws = ctx.workspace
     check = AutoCheck()
-    check.fusion = [(p.kind, p.name, p.match_times, p.effect_times) for p in ws.fusion]
-    check.overflows, check.overflow_errors = overflow_findings(ctx, args.limit)
-    check.not_yet = ["dangerous casts", "advisor", "root-cause localisation"]
+    _static_checks(ctx, check, args.limit)
     if args.compare:
         # through vc's own parser, so every vc default applies
-        vc_args = REGISTRY.lookup("vc").parse(["--overflow"])
-        check.compare = vc_command(ctx, vc_args)
+        check.compare = vc_command(ctx, REGISTRY.lookup("vc").parse(["--overflow"]))
         table = read_result_csv(check.compare.primary.csv_path)
         check.summary = summary_of(ctx, table, None, [], args.limit or 0)
+        _diagnose(ctx, check)
     return check

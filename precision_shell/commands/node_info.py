@@ -6,7 +6,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from precision_shell.commands.latest_compare import latest_compare
 from precision_shell.compare.matcher import input_origin, record_output_origin
+from precision_shell.compare.result_csv import CsvRow
 from precision_shell.errors import PrecisionError
 from precision_shell.formats.ge_graph import OpDef, TensorDesc
 from precision_shell.shell.context import ShellContext
@@ -54,6 +56,9 @@ class NodeInfo:
     benchmarks: list[TensorRow]
     attrs: dict[str, Any] | None = None
     subgraph: SubgraphFiles | None = None
+    compare_rows: list[CsvRow] = field(default_factory=list)  # from the newest vc result
+    compare_file: str | None = None
+    is_root_cause: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -176,9 +181,19 @@ def collect_node_info(
         benchmarks=_benchmark_rows(ctx, graph, rec, n_out),
         attrs=dict(sorted(op.attrs.items())) if with_attrs else None,
     )
+    latest = latest_compare(ctx.workspace) if run is ctx.workspace.runs[0] else None
+    if latest is not None:
+        info.compare_rows = latest.rows_by_op.get(rec.name, [])
+        info.compare_file = str(latest.csv_path)
+        info.is_root_cause = latest.root_cause == rec.name
     if depth is not None:
         from precision_shell.render.graphviz_out import write_subgraph
 
         sub = neighbourhood(graph, rec.name, depth)
+        if latest is not None:
+            threshold = float(ctx.settings.get("thresholds.cosine"))
+            sub.node_colors = {name: latest.color(name, threshold) for name in sub.nodes}
+            if latest.root_cause in sub.nodes:
+                sub.node_marks[latest.root_cause] = "root cause"
         info.subgraph = write_subgraph(sub, ctx.workspace.output_dir("op_graph"), run.name)
     return info

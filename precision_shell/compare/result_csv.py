@@ -35,6 +35,7 @@ class CsvRow:
     metrics: dict[str, float]  # metric column -> value (NaN when not computed)
     texts: dict[str, str]  # raw cells of the metric columns (StandardDeviation is text)
     reason: str
+    overflow: str = ""  # OverFlow cell (YES/NO/NaN) when the file has the column
 
     @property
     def op_name(self) -> str:
@@ -142,6 +143,7 @@ def read_result_csv(path: str | Path) -> ResultTable:
                         metrics={name: _float(cells[i]) for name, i in metric_idx},
                         texts={name: cells[i].strip() for name, i in metric_idx},
                         reason=cell("CompareFailReason"),
+                        overflow=cell("OverFlow"),
                     )
                 )
         except (csv.Error, UnicodeDecodeError) as exc:

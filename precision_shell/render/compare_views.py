@@ -9,7 +9,6 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from precision_shell.commands.autocheck import AutoCheck
 from precision_shell.commands.compare_summary import CompareSummary, Threshold
 from precision_shell.compare.result_csv import CsvRow
 from precision_shell.compare.run import CompareRun, VectorCompareResult
@@ -134,41 +133,3 @@ def render_compare_summary(console: Console, result: CompareSummary) -> None:
             f"... {result.failing_total - len(result.ops)} more failing ops (-l 0 shows all)",
             style="dim",
         )
-
-
-@renders(AutoCheck)
-def render_autocheck(console: Console, check: AutoCheck) -> None:
-    if check.fusion:
-        table = Table(show_edge=False, pad_edge=False)
-        for col in ("kind", "pass", "matched", "effective"):
-            table.add_column(col)
-        for kind, name, match, effect in check.fusion:
-            table.add_row(Text(kind), Text(name), str(match), str(effect))
-        console.print(Panel(table, title="Fusion passes (fusion_result.json)", title_align="left"))
-    else:
-        console.print(
-            Panel(
-                "nothing found (no fusion/fusion_result.json)",
-                title="Fusion passes",
-                title_align="left",
-            )
-        )
-    if check.overflows or check.overflow_errors:
-        lines = []
-        for f in check.overflows:
-            lines.append(Text.assemble((f.op or "(op dump not found)", "bold red"), f"  {f.file}"))
-            lines.extend(Text(f"    {t}") for t in f.texts)
-        lines.extend(Text(e, style="yellow") for e in check.overflow_errors)
-        console.print(Panel(Group(*lines), title="Overflow (first first)", title_align="left"))
-    else:
-        console.print(
-            Panel("nothing found (no Opdebug files)", title="Overflow", title_align="left")
-        )
-    if check.compare is not None:
-        render_vector_compare(console, check.compare)
-    else:
-        console.print("whole-network compare: not run (ac -c runs vc and vcs)", style="dim")
-    if check.summary is not None:
-        render_compare_summary(console, check.summary)
-    if check.not_yet:
-        console.print(Text(f"not checked yet: {', '.join(check.not_yet)}", style="dim"))

@@ -54,7 +54,7 @@ def render_type_counts(console: Console, result: TypeCounts) -> None:
     console.print(table)
 
 
-def _tensor_table(title: str | Text, rows: list[TensorRow], with_file: bool) -> Table:
+def tensor_table(title: str | Text, rows: list[TensorRow], with_file: bool) -> Table:
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     # .npy tensors have no layout: no column of blanks for them
     with_layout = any(row.layout for row in rows)
@@ -82,6 +82,35 @@ def _tensor_table(title: str | Text, rows: list[TensorRow], with_file: bool) -> 
             fmt_num(s.min),
             fmt_num(s.mean),
             Text(bad, style="red") if s.nan_count or s.inf_count else bad,
+        )
+    return table
+
+
+_COMPARE_COLUMNS = (
+    "CosineSimilarity",
+    "MaxAbsoluteError",
+    "RelativeEuclideanDistance",
+    "MeanRelativeError",
+)
+
+
+def _compare_table(info: NodeInfo) -> Table:
+    title = Text.assemble("compare ", (info.compare_file or "", "dim"))
+    if info.is_root_cause:
+        title.append("  (root cause of this compare)", style="bold red")
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    table.add_column("tensor")
+    table.add_column("ground truth", overflow="fold")
+    for col in _COMPARE_COLUMNS:
+        table.add_column(col, justify="right")
+    table.add_column("reason", overflow="fold")
+    for row in info.compare_rows:
+        label = f"{row.kind} {row.slot}" if row.kind else row.tensor_index
+        table.add_row(
+            label,
+            Text(row.ground_truth),
+            *(row.texts.get(c, "-") for c in _COMPARE_COLUMNS),
+            Text(row.reason),
         )
     return table
 
@@ -123,13 +152,15 @@ def node_panel(info: NodeInfo) -> Panel:
         newest = info.dump_files[-1]
         more = f" (+{len(info.dump_files) - 1} older)" if len(info.dump_files) > 1 else ""
         title = Text(f"device dump {newest}{more}")
-        parts += [Text(""), _tensor_table(title, info.dump_tensors, False)]
+        parts += [Text(""), tensor_table(title, info.dump_tensors, False)]
     else:
         parts += [Text(""), Text("device dump: none found for this op", style="yellow")]
     if info.benchmarks:
-        parts += [Text(""), _tensor_table("benchmark tensors", info.benchmarks, True)]
+        parts += [Text(""), tensor_table("benchmark tensors", info.benchmarks, True)]
     else:
         parts += [Text(""), Text("benchmark: none found for this op", style="yellow")]
+    if info.compare_rows:
+        parts += [Text(""), _compare_table(info)]
     if info.attrs is not None:
         attrs = Table(show_edge=False, pad_edge=False, title="attributes", title_justify="left")
         attrs.add_column("key")

@@ -15,6 +15,7 @@ from precision_shell.workspace.subgraph import Subgraph, SubgraphFiles
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _DOT_TIMEOUT_S = 60
+_LABEL_MAX = 60  # longer op names are shortened in the box; the tooltip keeps the full name
 
 
 def safe_file_stem(name: str, limit: int = 120) -> str:
@@ -38,7 +39,8 @@ def subgraph_to_dot(sub: Subgraph) -> str:
         '  edge [fontname="Helvetica", fontsize=8];',
     ]
     for name, rec in sub.nodes.items():
-        parts = [rec.type, name] + ([f"[{rec.pass_name}]"] if rec.pass_name else [])
+        shown = name if len(name) <= _LABEL_MAX else f"{name[:28]}...{name[-28:]}"
+        parts = [rec.type, shown] + ([f"[{rec.pass_name}]"] if rec.pass_name else [])
         # dot's own line break escape, between parts that are escaped individually
         attrs = ['label="' + "\\n".join(_escape(p) for p in parts) + '"']
         attrs.append(f"tooltip={_quote(name)}")

@@ -2,6 +2,7 @@
 
 from precision_shell.render import (  # noqa: F401
     compare_views,
+    diagnosis_views,
     graph_views,
     system_views,
     tensor_views,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from rich.console import Console
 
-import precision_shell.render.compare_views  # noqa: F401  (registers the views)
+import precision_shell.render.views  # noqa: F401  (registers the views)
 from precision_shell.commands.autocheck import AutoCheck
 from precision_shell.compare.result_csv import read_result_csv
 from precision_shell.formats.fusion_result import read_fusion_result
@@ -30,22 +32,35 @@ def test_ac_says_what_it_checked_without_comparing(demo):
     check = run_ok(shell, "ac")
     assert isinstance(check, AutoCheck)
     passes = read_fusion_result(manifest.fusion_file.replace(manifest.root, str(root), 1))
-    assert check.fusion == [(p.kind, p.name, p.match_times, p.effect_times) for p in passes]
-    assert ("graph_fusion", "ConvBatchnormFusionPass", 3, 3) in check.fusion
+    listed = [(u.kind, u.name, u.match_times, u.effect_times) for u in check.fusion if u.kind]
+    assert listed == [(p.kind, p.name, p.match_times, p.effect_times) for p in passes]
+    conv_pass = next(u for u in check.fusion if u.name == "ConvBatchnormFusionPass")
+    assert (conv_pass.kind, conv_pass.match_times, conv_pass.effect_times) == ("graph_fusion", 3, 3)
+    # the device ops each pass produced, from their pass_name attribute
+    fused = [
+        op.name
+        for op in manifest.device_ops
+        if len(op.original_op_names) > 1 and op.type == "Conv2D"
+    ]
+    assert list(conv_pass.device_ops) == fused
     (finding,) = check.overflows
     assert finding.op == manifest.overflow_op == "l2_loss/Sum"
     assert finding.file.startswith("Opdebug.Node_OpDebug.")
     assert finding.texts == ("floating-point overflow", "overflow converting FP32/INT32 to FP16")
+    assert finding.count == 1 and [t.label for t in finding.tensors] == ["input 0", "output 0"]
+    assert finding.tensors[1].stats.inf_count == finding.tensors[1].stats.count  # all inf
     assert check.overflow_errors == []
-    assert check.compare is None and check.summary is None
+    assert check.casts == []  # the demo's only Cast is float32 -> float16
+    assert check.run_pair == ("debug_0", "debug_1") and check.run_diffs == []
+    assert check.compare is None and check.summary is None and check.diagnosis is None
     assert check.error_message is None
     assert not (root / "precision_data" / "temp" / "vector_compare").exists()
     text = render(check)
     assert "ConvBatchnormFusionPass" in text
-    assert "l2_loss/Sum  Opdebug.Node_OpDebug." in text
+    assert "Overflow #1: l2_loss/Sum [ReduceSumD]" in text
     assert "overflow converting FP32/INT32 to FP16" in text
-    assert "not checked yet: dangerous casts, advisor, root-cause localisation" in text
-    assert "whole-network compare: not run (ac -c runs vc and vcs)" in text
+    assert "Dangerous casts" in text and "nothing found (no float->int or narrowing cast)" in text
+    assert "compare not run" in text
 
 
 def test_ac_c_runs_vc_then_vcs(demo):
@@ -64,6 +79,22 @@ def test_ac_c_runs_vc_then_vcs(demo):
     assert "vc: device vs benchmark" in text
     assert f"[4] [Conv2D] {CONV2}" in text
     assert "first ops below cosine 0.98" in text
+    # diagnosis: the overflow (NaN/inf born) first, the wrong constant second
+    d = check.diagnosis
+    assert [c.op for c in d.causes] == ["l2_loss/Sum", CONV2]
+    assert d.causes[0].reason.startswith("NaN/inf born here")
+    assert d.baseline == CONV2  # what the older tools report: the first op below 0.98
+    assert check.root_cause.cause.op == "l2_loss/Sum"
+    assert check.root_cause.next_commands[0] == "ni l2_loss/Sum -s 2"
+    assert check.root_cause.next_commands[1].startswith("cp ReduceSumD.l2_loss_Sum.")
+    assert "Root cause" in text and "NaN/inf born here" in text
+    summary = json.loads(check.compare.summary_path.read_text())
+    assert [c["op"] for c in summary["root_causes"]] == ["l2_loss/Sum", CONV2]
+    assert set(summary["root_causes"][0]) == {"op", "type", "index", "reason", "evidence"}
+    assert summary["root_causes"][1]["evidence"]["output_cosine"] < 0.98
+    assert any(
+        a["detection"] == "float16 overflow" and a["op"] == "l2_loss/Sum" for a in summary["advice"]
+    )
 
 
 def test_ac_l_limits_overflows_and_failing_ops(demo):

@@ -1,0 +1,196 @@
+"""Rendering of `ac`: one panel per check, each saying "nothing found" when empty, then the
+compare, the advisor and the root cause."""
+
+from __future__ import annotations
+
+import math
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from precision_shell.commands.autocheck import AutoCheck, RootCausePanel
+from precision_shell.render.compare_views import render_compare_summary, render_vector_compare
+from precision_shell.render.graph_views import tensor_table
+from precision_shell.render.output import renders
+
+
+def _panel(console: Console, title: str, body, empty: str | None = None) -> None:  # noqa: ANN001
+    content = (
+        body
+        if body is not None
+        else Text(f"nothing found{f' ({empty})' if empty else ''}", style="green")
+    )
+    console.print(Panel(content, title=title, title_align="left"))
+
+
+def _fusion(console: Console, check: AutoCheck) -> None:
+    if not check.fusion:
+        _panel(console, "Fusion passes", None, "no fusion/fusion_result.json and no pass_name")
+        return
+    table = Table(show_edge=False, pad_edge=False)
+    for col in ("kind", "pass", "matched", "effective", "device ops"):
+        table.add_column(col, overflow="fold")
+    for use in check.fusion:
+        ops = ", ".join(use.device_ops[:4]) + (
+            f" (+{len(use.device_ops) - 4})" if len(use.device_ops) > 4 else ""
+        )
+        table.add_row(
+            use.kind or "-",
+            Text(use.name),
+            str(use.match_times if use.match_times is not None else "-"),
+            str(use.effect_times if use.effect_times is not None else "-"),
+            Text(ops or "-"),
+        )
+    _panel(console, "Fusion passes", table)
+
+
+def _overflow(console: Console, check: AutoCheck) -> None:
+    if not check.overflows and not check.overflow_errors:
+        console.print(
+            Panel(
+                Text("nothing found (no Opdebug files in the newest overflow dump)", style="green"),
+                title="Overflow",
+                title_align="left",
+            )
+        )
+        return
+    for n, f in enumerate(check.overflows, start=1):
+        head = Text.assemble(("status: ", "bold"), "; ".join(f.texts) or "no status bit set")
+        parts = [
+            head,
+            Text(
+                f"Opdebug file: {f.first_file}"
+                + (f"  (x{f.count} identical)" if f.count > 1 else "")
+            ),
+        ]
+        if f.tensors:
+            parts.append(tensor_table("tensors of its overflow dump", f.tensors, False))
+        title = Text.assemble(
+            (f"Overflow #{n}: ", "bold red"),
+            f.op or "(op dump not found)",
+            (f" [{f.op_type}]" if f.op_type else "", "cyan"),
+        )
+        console.print(Panel(Group(*parts), title=title, title_align="left"))
+    if check.overflow_total > len(check.overflows):
+        console.print(
+            f"... {check.overflow_total - len(check.overflows)} more overflowing ops (ac -l 0 shows all)",
+            style="dim",
+        )
+    for err in check.overflow_errors:
+        console.print(Text(err, style="yellow"))
+
+
+def _casts(console: Console, check: AutoCheck) -> None:
+    if not check.casts:
+        _panel(console, "Dangerous casts", None, "no float->int or narrowing cast")
+        return
+    table = Table(show_edge=False, pad_edge=False)
+    for col in ("op", "from", "to", "why"):
+        table.add_column(col)
+    for c in check.casts:
+        table.add_row(Text(c.op), c.src, c.dst, c.why)
+    _panel(console, "Dangerous casts", table)
+
+
+def _run_diffs(console: Console, check: AutoCheck) -> None:
+    if check.run_pair is None:
+        return
+    title = f"dtype/layout differences {check.run_pair[0]} vs {check.run_pair[1]}"
+    if not check.run_diffs:
+        _panel(console, title, None)
+        return
+    table = Table(show_edge=False, pad_edge=False)
+    for col in ("op", "port", check.run_pair[0], check.run_pair[1]):
+        table.add_column(col)
+    for d in check.run_diffs:
+        table.add_row(Text(d.op), d.port, d.left, d.right)
+    _panel(console, title, table)
+
+
+def _num(v: float) -> str:
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return f"{v:.6f}"
+
+
+def render_root_cause(console: Console, panel: RootCausePanel) -> None:
+    c = panel.cause
+    head = Table.grid(padding=(0, 2))
+    head.add_column(style="bold")
+    head.add_column()
+    head.add_row("op", Text(c.op))
+    head.add_row("type", c.type)
+    head.add_row("index", str(c.index) if c.index is not None else "-")
+    if panel.record is not None:
+        head.add_row("fusion pass", Text(panel.record.pass_name or "-"))
+        originals = panel.record.original_names
+        head.add_row("original ops", Text(", ".join(originals) if originals else "-"))
+    head.add_row("why", Text(c.reason))
+    head.add_row(
+        "quality",
+        f"inputs {c.input_quality:.1f} dB (cosine {_num(c.input_cosine)}) -> "
+        f"outputs {c.output_quality:.1f} dB (cosine {_num(c.output_cosine)})",
+    )
+    rows = Table(show_edge=False, pad_edge=False, title="compare rows", title_justify="left")
+    for col in ("tensor", "ground truth", "cosine", "max abs err", "rel euclid"):
+        rows.add_column(col)
+    for r in panel.rows:
+        rows.add_row(
+            r.tensor_index.rsplit(":", 2)[-2] + " " + r.tensor_index.rsplit(":", 1)[-1]
+            if r.kind
+            else r.tensor_index,
+            Text(r.ground_truth),
+            r.texts.get("CosineSimilarity", "-"),
+            r.texts.get("MaxAbsoluteError", "-"),
+            r.texts.get("RelativeEuclideanDistance", "-"),
+        )
+    parts = [head, Text(""), rows]
+    for f in panel.findings:
+        parts.append(Text.assemble((f"{f.detection}: ", "bold yellow"), f.advice))
+    parts.append(Text("next: " + "   ".join(panel.next_commands), style="cyan"))
+    console.print(
+        Panel(Group(*parts), title=Text("Root cause", style="bold red"), title_align="left")
+    )
+
+
+@renders(AutoCheck)
+def render_autocheck(console: Console, check: AutoCheck) -> None:
+    _fusion(console, check)
+    _overflow(console, check)
+    _casts(console, check)
+    _run_diffs(console, check)
+    if check.compare is None:
+        console.print(
+            Text("compare not run (ac -c compares, advises and finds the root cause)", style="dim")
+        )
+        return
+    render_vector_compare(console, check.compare)
+    if check.summary is not None:
+        render_compare_summary(console, check.summary)
+    d = check.diagnosis
+    if d is not None:
+        if d.findings:
+            table = Table(show_edge=False, pad_edge=False)
+            for col in ("detection", "op", "advice"):
+                table.add_column(col, overflow="fold")
+            for f in d.findings:
+                table.add_row(f.detection, Text(f"[{f.index}] {f.op}" if f.op else "-"), f.advice)
+            _panel(console, "Advisor", table)
+        else:
+            _panel(console, "Advisor", None)
+        if check.root_cause is not None:
+            render_root_cause(console, check.root_cause)
+            if len(d.causes) > 1:
+                others = ", ".join(
+                    f"{c.op} ({c.drop_db:.1f} dB)"
+                    if math.isfinite(c.drop_db)
+                    else f"{c.op} (NaN/inf)"
+                    for c in d.causes[1:4]
+                )
+                console.print(Text(f"other candidates: {others}", style="dim"))
+        else:
+            _panel(console, "Root cause", None, "no op degrades the signal on its own")

@@ -1,0 +1,240 @@
+"""The root-cause walk and the advisor on small hand-built graphs with hand-written compare rows."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from precision_shell.compare.advisor import (
+    ACCUMULATED_DRIFT,
+    FP16_OVERFLOW,
+    GLOBAL_CONSISTENCY,
+    INPUT_INCONSISTENCY,
+    SINGLE_POINT,
+    OverflowHit,
+)
+from precision_shell.compare.diagnosis import diagnose, write_into_summary
+from precision_shell.compare.result_csv import CsvRow
+from precision_shell.compare.root_cause import QUALITY_CAP, tensor_quality
+from precision_shell.formats.ge_graph import GraphDef, ModelDef, OpDef
+from precision_shell.workspace.graph_index import GraphIndex
+
+
+def graph_of(edges: dict[str, list[str]], types: dict[str, str] | None = None) -> GraphIndex:
+    """Ops in the dict's order (= execution order); values are their data inputs."""
+    ops = [
+        OpDef(
+            name=name, type=(types or {}).get(name, "Op"), id=i, inputs=[f"{src}:0" for src in srcs]
+        )
+        for i, (name, srcs) in enumerate(edges.items())
+    ]
+    return GraphIndex.from_model(ModelDef(name="m", graphs=[GraphDef(name="g", ops=ops)]), "m")
+
+
+def row(
+    op: str,
+    kind: str,
+    slot: int,
+    cos: float | str,
+    red: float | str | None = None,
+    index: int = 0,
+    overflow: str = "",
+) -> CsvRow:
+    if isinstance(cos, str):  # "nan": propagated from the data
+        texts = {"CosineSimilarity": cos, "RelativeEuclideanDistance": cos}
+        metrics = {"CosineSimilarity": math.nan, "RelativeEuclideanDistance": math.nan}
+    else:
+        if red is None:
+            red = math.sqrt(2 * (1 - cos))
+        texts = {"CosineSimilarity": f"{cos:.6f}", "RelativeEuclideanDistance": f"{red:.6f}"}
+        metrics = {"CosineSimilarity": cos, "RelativeEuclideanDistance": float(red)}
+    return CsvRow(
+        0,
+        index,
+        op,
+        "Op",
+        op,
+        kind,
+        slot,
+        f"{op}:{kind}:{slot}",
+        "[4]",
+        metrics,
+        texts,
+        "",
+        overflow,
+    )
+
+
+def cos_of_sqnr(db: float) -> float:
+    """Cosine of a tensor whose error is `db` below its signal (small-error equivalence)."""
+    red = 10 ** (-db / 20)
+    return 1 - red * red / 2
+
+
+def chain_rows(cosines: dict[str, float | str], edges: dict[str, list[str]]) -> list[CsvRow]:
+    """Each op's output row, and each input row equal to its producer's output."""
+    rows = []
+    for i, (name, srcs) in enumerate(edges.items()):
+        for k, src in enumerate(srcs):
+            if src in cosines:
+                rows.append(row(name, "input", k, cosines[src], index=i))
+        if name in cosines:
+            rows.append(row(name, "output", 0, cosines[name], index=i))
+    return rows
+
+
+CHAIN = {"a": [], "b": ["a"], "c": ["b"], "d": ["c"], "e": ["d"]}
+
+
+def test_quality_is_sqnr_from_relative_euclidean_distance_capped():
+    assert tensor_quality(row("x", "output", 0, 0.99, red=0.1)).sqnr == pytest.approx(20.0)
+    assert tensor_quality(row("x", "output", 0, 1.0, red=0.0)).sqnr == QUALITY_CAP
+    assert tensor_quality(row("x", "output", 0, 1.0, red=1e-9)).sqnr == QUALITY_CAP
+    nan = tensor_quality(row("x", "output", 0, "nan"))
+    assert nan.nonfinite and nan.sqnr == -math.inf
+
+
+def test_chain_names_the_op_where_the_error_is_born_not_where_it_is_inherited():
+    cos = {"a": 0.99999, "b": 0.99998, "c": 0.80, "d": 0.79, "e": 0.78}
+    d = diagnose(graph_of(CHAIN), chain_rows(cos, CHAIN))
+    assert d.causes[0].op == "c"
+    assert d.causes[0].reason.startswith("output crosses cosine 0.98 while every input")
+    assert [c.op for c in d.causes] == ["c"]  # d and e inherit the error
+    assert d.baseline == "c"
+
+
+def test_nan_born_beats_a_small_deviation_and_inherited_nan_is_not_a_cause():
+    cos = {"a": 0.99999, "b": 0.97, "c": "nan", "d": "nan", "e": "nan"}
+    d = diagnose(graph_of(CHAIN), chain_rows(cos, CHAIN))
+    assert d.causes[0].op == "c" and math.isinf(d.causes[0].drop_db)
+    assert d.causes[0].reason.startswith("NaN/inf born here")
+    assert "d" not in [c.op for c in d.causes] and "e" not in [c.op for c in d.causes]
+
+
+def test_branch_and_residual_join_use_the_worst_input():
+    edges = {"in": [], "left": ["in"], "right": ["in"], "join": ["left", "right"], "out": ["join"]}
+    cos = {"in": 0.99999, "left": 0.99999, "right": 0.6, "join": 0.7, "out": 0.7}
+    d = diagnose(graph_of(edges), chain_rows(cos, edges))
+    assert d.causes[0].op == "right"
+    # the join's worst input is already bad: it inherits, it is not a candidate
+    assert "join" not in [c.op for c in d.causes]
+
+
+def test_ops_without_benchmark_are_skipped_through_to_their_producers():
+    edges = {"a": [], "cast": ["a"], "trans": ["cast"], "b": ["trans"], "c": ["b"]}
+    # cast/trans have no rows at all (GE-inserted); b's input row is missing too
+    cos = {"a": 0.5, "b": 0.5, "c": 0.5}
+    rows = [
+        row("a", "output", 0, 0.5),
+        row("b", "output", 0, 0.5),
+        row("c", "input", 0, 0.5),
+        row("c", "output", 0, 0.5),
+    ]
+    d = diagnose(graph_of(edges), rows)
+    assert d.causes[0].op == "a"  # b's input is resolved through trans and cast to a
+    assert [c.op for c in d.causes] == ["a"]
+    del cos
+
+
+def test_a_fused_op_is_one_candidate_with_its_own_rows():
+    edges = {"x": [], "conv_bn_relu": ["x"], "pool": ["conv_bn_relu"]}
+    rows = chain_rows({"x": 1.0, "conv_bn_relu": 0.9, "pool": 0.92}, edges)
+    d = diagnose(graph_of(edges, {"conv_bn_relu": "Conv2D"}), rows)
+    assert (d.causes[0].op, d.causes[0].type) == ("conv_bn_relu", "Conv2D")
+
+
+def test_hidden_local_error_under_drift_is_found_by_its_own_drop():
+    # drift brings everything just under 0.98 before the fault: the threshold rule alone would
+    # blame the first op that crossed it; the op's own loss of signal points at the fault
+    names = [f"op{i}" for i in range(12)]
+    edges = {n: ([names[i - 1]] if i else []) for i, n in enumerate(names)}
+    # drift: 7 dB lost per op from 60 dB, so op7 is the first below 0.98; then op8 breaks
+    cos = {n: cos_of_sqnr(60 - 7 * i) for i, n in enumerate(names)}
+    assert cos["op6"] > 0.98 > cos["op7"]
+    cos["op8"] = 0.50
+    for later in names[9:]:
+        cos[later] = 0.49
+    d = diagnose(graph_of(edges), chain_rows(cos, edges))
+    assert d.causes[0].op == "op8"
+    assert d.baseline == "op7"  # first below 0.98: the older tools' answer is wrong here
+
+
+def test_corrupted_network_input_is_found_at_the_input():
+    edges = {"input": [], "conv": ["input"], "relu": ["conv"]}
+    rows = [
+        row("conv", "input", 0, 0.7),
+        row("conv", "output", 0, 0.7),
+        row("relu", "input", 0, 0.7),
+        row("relu", "output", 0, 0.7),
+    ]
+    d = diagnose(graph_of(edges, {"input": "Data"}), rows)
+    assert d.causes[0].op == "input"
+    assert d.causes[0].reason.startswith("network input differs")
+    assert [f.detection for f in d.findings if f.op == "input"] == [INPUT_INCONSISTENCY]
+
+
+def test_global_consistency_when_everything_is_above_threshold():
+    d = diagnose(graph_of(CHAIN), chain_rows(dict.fromkeys(CHAIN, 0.9999), CHAIN))
+    assert d.causes == [] and d.baseline is None
+    assert [f.detection for f in d.findings] == [GLOBAL_CONSISTENCY]
+
+
+def test_single_point_deviation_when_the_error_does_not_propagate():
+    cos = {"a": 0.99999, "b": 0.5, "c": 0.9999, "d": 0.9999, "e": 0.9999}
+    d = diagnose(graph_of(CHAIN), chain_rows(cos, CHAIN))
+    assert d.causes[0].op == "b"
+    assert [f.detection for f in d.findings] == [SINGLE_POINT]
+    # and not when it does propagate
+    cos["c"] = 0.6
+    d = diagnose(graph_of(CHAIN), chain_rows(cos, CHAIN))
+    assert SINGLE_POINT not in [f.detection for f in d.findings]
+
+
+def test_accumulated_drift_when_no_op_loses_much_on_its_own():
+    names = [f"op{i}" for i in range(30)]
+    edges = {n: ([names[i - 1]] if i else []) for i, n in enumerate(names)}
+    cos = {n: cos_of_sqnr(60 - 2.0 * i) for i, n in enumerate(names)}  # 60 dB -> 2 dB
+    first_below = next(n for n in names if cos[n] < 0.98)
+    d = diagnose(graph_of(edges), chain_rows(cos, edges))
+    drift = [f for f in d.findings if f.detection == ACCUMULATED_DRIFT]
+    assert len(drift) == 1 and drift[0].op == first_below == "op24"
+    assert all(c.drop_db < 10 for c in d.causes)
+    # not drift when one op clearly breaks
+    cos["op20"] = 0.5
+    d = diagnose(graph_of(edges), chain_rows(cos, edges))
+    assert ACCUMULATED_DRIFT not in [f.detection for f in d.findings]
+
+
+def test_fp16_overflow_by_opdebug_and_by_value_but_not_when_inherited():
+    cos = {"a": 0.99999, "b": "nan", "c": "nan", "d": "nan", "e": "nan"}
+    rows = chain_rows(cos, CHAIN)
+    rows = [
+        r
+        if r.kind != "output" or r.op_name not in ("b", "c")
+        else row(r.op_name, "output", 0, "nan", overflow="YES")
+        for r in rows
+    ]
+    d = diagnose(graph_of(CHAIN), rows, [OverflowHit("b", ("floating-point overflow",))])
+    overflow = [f for f in d.findings if f.detection == FP16_OVERFLOW]
+    assert [(f.op, f.evidence["source"]) for f in overflow] == [("b", "Opdebug")]
+    d = diagnose(graph_of(CHAIN), rows)
+    overflow = [f for f in d.findings if f.detection == FP16_OVERFLOW]
+    assert [(f.op, f.evidence["source"]) for f in overflow] == [("b", "value")]  # c inherits
+
+
+def test_summary_json_gets_root_causes_and_advice(tmp_path):
+    import json
+
+    cos = {"a": 0.99999, "b": 0.99998, "c": 0.80, "d": 0.79, "e": 0.78}
+    d = diagnose(graph_of(CHAIN), chain_rows(cos, CHAIN))
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps({"workspace": "w", "rows": 9, "root_causes": [], "advice": []}))
+    write_into_summary(path, d)
+    data = json.loads(path.read_text())
+    assert data["workspace"] == "w" and data["rows"] == 9
+    (cause,) = data["root_causes"]
+    assert (cause["op"], cause["type"], cause["index"]) == ("c", "Op", 2)
+    assert cause["evidence"]["output_cosine"] == pytest.approx(0.8)
+    assert cause["evidence"]["drop_db"] > 10
+    assert data["baseline_first_below"] == "c"
