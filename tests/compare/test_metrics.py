@@ -7,13 +7,17 @@ streamed implementation on random data, across chunk boundaries and dtypes.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import ml_dtypes
 import numpy as np
 import pytest
 
+from precision_shell.compare import metric_stream
+from precision_shell.compare.metric_float32 import _float32_at_or_above
 from precision_shell.compare.metric_format import format_standard_deviation, format_value
 from precision_shell.compare.metrics import (
     EXTRA_METRICS,
@@ -40,6 +44,25 @@ def legacy_sum(a: np.ndarray) -> np.floating:
     for start in range(0, a.size, 8192):
         total = total + np.add.reduce(a[start : start + 8192])
     return total
+
+
+def same_value(a: object, b: object) -> bool:
+    """Equal, NaN equal to NaN, and the same sign of zero; tuples element by element."""
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(same_value(p, q) for p, q in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, float):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return a == b and math.copysign(1, a) == math.copysign(1, b)
+    return a == b
+
+
+def assert_same_rows(row: MetricRow, expected: MetricRow, ignore: tuple[str, ...] = ()) -> None:
+    for field in dataclasses.fields(MetricRow):
+        if field.name in ignore:
+            continue
+        got, want = getattr(row, field.name), getattr(expected, field.name)
+        assert same_value(got, want), (field.name, got, want)
 
 
 def std_cell(pairs: list[float]) -> str:
@@ -307,8 +330,33 @@ def test_half_precision_inputs_equal_their_float32_values(dtype):
     assert row.fp16_overflow is (False if dtype == np.float16 else None)
 
 
+@pytest.mark.parametrize(
+    "dtype",
+    [np.float16, ml_dtypes.bfloat16, np.int16, np.int8, np.uint8, ml_dtypes.float8_e4m3fn],
+)
+@pytest.mark.parametrize("finite_only", [True, False])
+def test_every_bit_pattern_converts_like_astype(dtype, finite_only):
+    # 1- and 2-byte device dtypes go through a table of float32 values; it must give exactly
+    # what `astype(float32)` gives, NaN and inf patterns included.
+    bits = np.arange(1 << (8 * np.dtype(dtype).itemsize), dtype=np.uint64)
+    x = bits.astype(np.uint16 if np.dtype(dtype).itemsize == 2 else np.uint8).view(dtype)
+    if finite_only:
+        x = x[np.isfinite(x.astype(np.float32))]
+    y = np.random.default_rng(9).standard_normal(x.size).astype(np.float32)
+    row = compute_metrics(x, y)
+    assert_same_rows(row, compute_metrics(x.astype(np.float32), y), ignore=("fp16_overflow",))
+    assert_same_rows(compute_metrics(y, x), compute_metrics(y, x.astype(np.float32)))
+    assert row.element_count == x.size
+    assert math.isfinite(row.max_abs_error) or not finite_only
+
+
 def test_fp16_overflow_flag():
     assert compute_metrics(np.array([65504, 1], np.float16), np.ones(2)).fp16_overflow is True
+    assert compute_metrics(np.array([-1, -65504], np.float16), np.ones(2)).fp16_overflow is True
+    assert compute_metrics(np.array([-1, 65504], np.float16), np.ones(2)).fp16_overflow is True
+    assert compute_metrics(np.array([-65472, 2], np.float16), np.ones(2)).fp16_overflow is False
+    negative_nan = np.array([0xFE00, 0x7C00], np.uint16).view(np.float16)  # -NaN beside +inf
+    assert compute_metrics(negative_nan, np.ones(2)).fp16_overflow is False
     assert compute_metrics(np.array([-np.inf, 1], np.float16), np.ones(2)).fp16_overflow is True
     assert compute_metrics(np.array([65472, 1], np.float16), np.ones(2)).fp16_overflow is False
     # msaccucmp takes abs().max(): a NaN makes it NaN, and NaN >= 65504 is False.
@@ -385,6 +433,63 @@ def test_relative_error_where_benchmark_is_within_eps():
     assert cells[9] == f"{0.5 / 4:.6f}"
     just_above = compute_metrics(np.array([5.0], np.float32), np.array([1e-15], np.float32))
     assert just_above.max_relative_error == float(np.abs(np.float32(5) / np.float32(1e-15) - 1))
+
+
+def test_relative_error_is_zero_where_benchmark_is_zero_or_nan():
+    x = np.array([np.inf, np.nan, 5.0, 1.0, 3.0], np.float32)
+    y = np.array([0.0, 0.0, np.nan, -0.0, 2.0], np.float32)
+    row = compute_metrics(x, y)
+    assert row.accumulated_relative_error == 0.5 and row.max_relative_error == 0.5
+    assert row.ratio_rel_err_below_0_001 == 0.8  # the four zeros count as below
+
+
+def test_relative_error_ratio_limits_match_a_float64_compare():
+    # Relative errors below 1 lie on a 2**-24 grid: x = 1 - k * 2**-24 against y = 1 gives
+    # exactly k * 2**-24. These k straddle 0.001 * 2**24 = 16777.2 and 0.005 * 2**24 = 83886.1.
+    k = np.array([16776, 16777, 16778, 83885, 83886, 83887, 83888])
+    x = (1 - k * 2.0**-24).astype(np.float32)
+    row = compute_metrics(x, np.ones_like(x))
+    assert row.ratio_rel_err_below_0_001 == 2 / 7
+    assert row.ratio_rel_err_below_0_005 == 5 / 7
+    # The float32 limits compare like float64 for every float32 near them.
+    for limit in (0.001, 0.005):
+        at_or_above = _float32_at_or_above(limit)
+        near = np.float32(limit) + np.arange(-40, 41, dtype=np.float32) * np.spacing(
+            np.float32(limit)
+        )
+        assert np.array_equal(near < at_or_above, near.astype(np.float64) < limit)
+
+
+def test_tensors_too_long_to_keep_whole_give_the_same_row(monkeypatch):
+    rng = np.random.default_rng(21)
+    n = 3 * metric_stream.CHUNK + 4321
+    y = np.maximum(rng.standard_normal(n), 0).astype(ml_dtypes.bfloat16)
+    x = (y.astype(np.float32) + rng.standard_normal(n).astype(np.float32) / 50).astype(np.float16)
+    kept_whole = compute_metrics(x, y)
+    monkeypatch.setattr(metric_stream, "RESIDENT", metric_stream.CHUNK)
+    streamed = compute_metrics(x, y)
+    assert_same_rows(streamed, kept_whole)
+    assert csv_values(streamed) == reference_cells(x, y)
+
+
+def test_reused_buffers_leave_no_trace_between_calls_and_threads():
+    rng = np.random.default_rng(22)
+
+    def pair(n: int) -> tuple[np.ndarray, np.ndarray]:
+        y = rng.standard_normal(n).astype(np.float32)
+        return (y + np.float32(0.01)).astype(np.float16), y.astype(np.float16)
+
+    pairs = [pair(n) for n in (150_000, 9_000, 70_000, 150_000, 5)]
+    alone = [ThreadPoolExecutor(1).submit(compute_metrics, x, y).result() for x, y in pairs]
+    # One thread, big then small (its buffers hold the previous tensor's data) ...
+    for (x, y), expected in zip(pairs, alone, strict=True):
+        assert_same_rows(compute_metrics(x, y), expected)
+    # ... and four threads at once, each with its own buffers.
+    with ThreadPoolExecutor(4) as pool:
+        rows = list(pool.map(lambda p: compute_metrics(*p), pairs * 3))
+    for row, expected in zip(rows, alone * 3, strict=True):
+        assert_same_rows(row, expected)
+    assert csv_values(alone[1]) == reference_cells(*pairs[1])
 
 
 def test_algorithms_limit_the_work():
