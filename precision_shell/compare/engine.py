@@ -68,6 +68,21 @@ def _make_pool(backend: str, workers: int) -> Executor:
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="compare")
 
 
+def _run_batch(
+    work: Callable[[FileTask, CompareOptions], FileResult],
+    batch: Sequence[FileTask],
+    options: CompareOptions,
+) -> list[FileResult]:
+    return [work(task, options) for task in batch]
+
+
+def batch_size(n_tasks: int, workers: int) -> int:
+    """Neighbouring tasks go to one worker together: an op's input is usually its
+    producer's output, so the worker's memo measures that pair once. Small enough that
+    every worker still gets several batches."""
+    return max(1, min(8, n_tasks // (workers * 4)))
+
+
 def run_tasks(
     tasks: Sequence[FileTask],
     options: CompareOptions,
@@ -77,11 +92,12 @@ def run_tasks(
     work: Callable[[FileTask, CompareOptions], FileResult] = compare_file,
     backend: str = "threads",
 ) -> Iterator[FileResult]:
-    """Yield one FileResult per task, in task order, computing up to `workers` at a time."""
+    """Yield one FileResult per task, in task order, computing up to `workers` batches at a time."""
     workers = default_workers(workers)
     cancel = cancel or threading.Event()
+    size = batch_size(len(tasks), workers)
     window = workers * 2
-    pending: dict[Future[FileResult], int] = {}  # future -> position in `tasks`
+    pending: dict[Future[list[FileResult]], int] = {}  # future -> position of its first task
     done: dict[int, FileResult] = {}
     next_submit = 0
     next_yield = 0
@@ -90,21 +106,23 @@ def run_tasks(
             while next_yield < len(tasks):
                 while (
                     next_submit < len(tasks)
-                    and len(pending) + len(done) < window
+                    and len(pending) < window
+                    and len(done) < window * size
                     and not cancel.is_set()
                 ):
-                    pending[pool.submit(work, tasks[next_submit], options)] = next_submit
-                    next_submit += 1
+                    batch = tasks[next_submit : next_submit + size]
+                    pending[pool.submit(_run_batch, work, batch, options)] = next_submit
+                    next_submit += len(batch)
                 if cancel.is_set() and not pending:
                     break
                 # a timeout, so that Ctrl-C reaches this thread while workers are busy
                 finished, _ = wait(list(pending), return_when=FIRST_COMPLETED, timeout=0.2)
                 for fut in finished:
-                    position = pending.pop(fut)
-                    result = fut.result()
-                    done[position] = result
-                    if on_result is not None:
-                        on_result(result)
+                    first = pending.pop(fut)
+                    for offset, result in enumerate(fut.result()):
+                        done[first + offset] = result
+                        if on_result is not None:
+                            on_result(result)
                 while next_yield in done:
                     yield done.pop(next_yield)
                     next_yield += 1

@@ -8,6 +8,8 @@ Nothing raises out of it: a bad file or tensor becomes a row with a CompareFailR
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -228,6 +230,50 @@ def _overflow_flag(values: np.ndarray, meta: TensorMeta) -> str:
     return "YES" if not np.isfinite(peak) or peak >= FP16_MAX else "NO"
 
 
+class _MetricMemo:
+    """Identical (device values, benchmark file) pairs are measured once.
+
+    An op's input is usually its producer's output dumped a second time, compared against the
+    same benchmark file; measuring it again would cost as much as the first time. Entries
+    keep a copy of the device values and a hit needs them to be equal element for element
+    (a memcmp: far cheaper than the metrics, and cheaper than hashing). Bounded in bytes.
+    """
+
+    def __init__(self, max_bytes: int = 64 * 2**20) -> None:
+        self._entries: OrderedDict[tuple, list[tuple[np.ndarray, MetricRow]]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._max_bytes = max_bytes
+        self._bytes = 0
+
+    def compute(
+        self,
+        device: np.ndarray,
+        reference: np.ndarray,
+        mapping: MappingRow,
+        algorithms: tuple[str, ...] | None,
+    ) -> MetricRow:
+        if mapping.reference_kind != "npy" or device.nbytes > self._max_bytes // 4:
+            return compute_metrics(device, reference, algorithms)
+        key = (mapping.reference_path, device.dtype.str, device.shape, algorithms)
+        with self._lock:
+            candidates = list(self._entries.get(key, ()))
+        for values, row in candidates:
+            if np.array_equal(values, device):
+                return row
+        row = compute_metrics(device, reference, algorithms)
+        with self._lock:
+            self._entries.setdefault(key, []).append((np.array(device), row))
+            self._entries.move_to_end(key)
+            self._bytes += device.nbytes
+            while self._bytes > self._max_bytes and self._entries:
+                _, dropped = self._entries.popitem(last=False)
+                self._bytes -= sum(v.nbytes for v, _ in dropped)
+        return row
+
+
+_MEMO = _MetricMemo()
+
+
 def _compare_tensor(
     task: FileTask, header: DumpHeader, meta: TensorMeta, refs: _References, options: CompareOptions
 ) -> ResultRow:
@@ -253,7 +299,7 @@ def _compare_tensor(
     try:
         device, reference = _align(raw, meta, reference, ref_meta, mapping)
         common["shape"] = _shape_text(reference.shape)
-        metrics = compute_metrics(device, reference, options.algorithms)
+        metrics = _MEMO.compute(device, reference, mapping, options.algorithms)
     except (LayoutError, ValueError) as exc:
         return _row(task, meta.kind, meta.index, mapping, reason=str(exc), **common)
     # msaccucmp joins the messages of its algorithms with ","

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from precision_shell.compare.engine import run_tasks
+from precision_shell.compare.engine import batch_size, run_tasks
 from precision_shell.compare.plan import FileTask, benchmark_plan
 from precision_shell.compare.report import csv_header
 from precision_shell.compare.run import ProgressSink, execute_plan, summary_payload
@@ -73,8 +73,10 @@ def test_a_keyboard_interrupt_in_a_task_stops_the_run_and_keeps_what_was_yielded
         ):
             got.append(result.seq)
     assert got == list(range(len(got))) and len(got) <= 5
-    # nothing was submitted past the in-flight window (2 workers x 2) after task 5 failed
-    assert max(started) < 5 + 4 + 1
+    # nothing was submitted past the in-flight window (2 workers x 2 batches) after task 5 failed
+    window_tasks = 2 * 2 * batch_size(len(tasks), 2)
+    assert max(started) < 5 + window_tasks + batch_size(len(tasks), 2)
+    assert max(started) < len(tasks) - 1
 
 
 def test_a_cancel_event_ends_the_run_after_the_tasks_in_flight():
