@@ -190,3 +190,23 @@ def test_overflow_flag_is_filled_only_when_asked(tmp_path):
     task = _task(dump, [_golden_row(golden, x.shape, "ND")])
     assert compare_file(task, CompareOptions(overflow=True)).rows[0].overflow == "YES"
     assert compare_file(task, CompareOptions()).rows[0].overflow == "NaN"
+
+
+def test_metric_memo_reuses_only_identical_device_values():
+    import numpy as np
+
+    from precision_shell.compare import worker
+    from precision_shell.compare.plan import MappingRow
+
+    memo = worker._MetricMemo()
+    mapping = MappingRow("x", "/bench/x.0.1.npy")
+    ref = np.linspace(-1, 1, 64, dtype=np.float32)
+    dev = ref.astype(np.float16)
+    first = memo.compute(dev, ref, mapping, None)
+    assert memo.compute(dev.copy(), ref, mapping, None) is first  # same values: reused
+    changed = dev.copy()
+    changed[3] += np.float16(0.5)
+    other = memo.compute(changed, ref, mapping, None)
+    assert other is not first and other.max_abs_error > first.max_abs_error
+    # another benchmark file never shares a result
+    assert memo.compute(dev, ref, MappingRow("y", "/bench/y.0.1.npy"), None) is not first
