@@ -5,6 +5,7 @@ from precision_shell.commands import (  # noqa: F401
     compare,
     compare_summary,
     graph,
+    harvest,
     system,
     tensor,
 )

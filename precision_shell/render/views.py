@@ -4,6 +4,7 @@ from precision_shell.render import (  # noqa: F401
     compare_views,
     diagnosis_views,
     graph_views,
+    harvest_views,
     system_views,
     tensor_views,
 )

@@ -1,0 +1,230 @@
+"""Harvest commands: `tf_run` (live tfdbg session) and `tf_dump` (offline tfdbg run dirs)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from precision_shell.errors import PrecisionError
+from precision_shell.formats.tfdbg_dir import list_run_dirs, tensorflow_available
+from precision_shell.harvest.live import LiveOptions, harvest_live
+from precision_shell.harvest.offline import (
+    OfflineOptions,
+    harvest_run_fast,
+    harvest_run_pexpect,
+    run_user_script,
+    select_runs,
+)
+from precision_shell.harvest.report import HarvestBatch, HarvestReport
+from precision_shell.harvest.tfdbg_session import Timeouts
+from precision_shell.shell.context import ShellContext
+from precision_shell.shell.registry import UsageError, argument, command
+from precision_shell.workspace.layout import WORKSPACE_DIR_NAME, resolve_workspace_root
+
+_DEFAULTS = Timeouts()
+
+
+def workspace_root_for_harvest(ctx: ShellContext) -> Path:
+    """`precision_data/` of the shell's workspace, created when the dir holds none yet."""
+    opened = ctx.workspace_if_open()
+    if opened is not None:
+        return opened.root
+    base = Path(ctx.workspace_path).expanduser()
+    try:
+        return resolve_workspace_root(base)
+    except PrecisionError:
+        if base.name == WORKSPACE_DIR_NAME and base.parent.is_dir():
+            root = base
+        elif base.is_dir():
+            root = base / WORKSPACE_DIR_NAME
+        else:
+            raise
+    try:
+        root.mkdir(exist_ok=True)
+    except OSError as error:
+        raise PrecisionError(f"{root}: cannot create the workspace: {error.strerror}") from None
+    return root.resolve()
+
+
+def script_argv(words: list[str], name: str) -> list[str]:
+    """The user's command as argv: `tf_run python x.py` or `tf_run "python x.py --lr 0.1"`."""
+    if not words:
+        raise UsageError(
+            f'{name}: give the command that runs your script, e.g. {name} "python train.py"'
+        )
+    if len(words) == 1 and any(c.isspace() for c in words[0]):
+        try:
+            return shlex.split(words[0])
+        except ValueError as error:
+            raise UsageError(f"{name}: cannot split {words[0]!r}: {error}") from None
+    return list(words)
+
+
+def _timeouts(args: argparse.Namespace) -> Timeouts:
+    for flag, value in (
+        ("--startup-timeout", args.startup_timeout),
+        ("--run-timeout", args.run_timeout),
+        ("--timeout", args.timeout),
+    ):
+        if value <= 0:
+            raise UsageError(f"{flag} must be > 0 seconds, got {value:g}")
+    return Timeouts(args.startup_timeout, args.run_timeout, args.timeout)
+
+
+def _log_path(root: Path, what: str) -> Path:
+    stamp = _dt.datetime.now().strftime("%Y%m%d%H%M%S%f")
+    return root / "temp" / "harvest" / f"{what}_{stamp}.log"
+
+
+def _timeout_arguments(fn: Callable) -> Callable:
+    """The three timeout flags, shared by both commands."""
+    fn = argument(
+        "--timeout",
+        type=float,
+        default=_DEFAULTS.command,
+        metavar="S",
+        help=f"seconds to wait for each other tfdbg command (default {_DEFAULTS.command:g})",
+    )(fn)
+    fn = argument(
+        "--run-timeout",
+        type=float,
+        default=_DEFAULTS.run,
+        metavar="S",
+        help=f"seconds to wait for the debugged run(s) or CMD (default {_DEFAULTS.run:g})",
+    )(fn)
+    fn = argument(
+        "--startup-timeout",
+        type=float,
+        default=_DEFAULTS.startup,
+        metavar="S",
+        help=f"seconds to wait for the first tfdbg prompt (default {_DEFAULTS.startup:g})",
+    )(fn)
+    return fn
+
+
+@command("tf_run")
+@argument(
+    "-r",
+    "--runs",
+    type=int,
+    default=1,
+    metavar="N",
+    help="Session.run() steps to run; the N-th is dumped and harvested (default 1)",
+)
+@argument(
+    "--overwrite",
+    action="store_true",
+    help="replace files of the same name in tf/dump/ (default: write under a fresh name)",
+)
+@_timeout_arguments
+@argument(
+    "cmd",
+    nargs=argparse.REMAINDER,
+    metavar="CMD",
+    help="the command running your script (flags of tf_run go before it)",
+)
+def tf_run_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestReport:
+    """tf_run [-r N] [--overwrite] [--startup-timeout S] [--run-timeout S] [--timeout S] CMD
+
+    Run a script wrapped in tfdbg's LocalCLIDebugWrapperSession and harvest its tensors into tf/dump/.
+    """
+    argv = script_argv(args.cmd, "tf_run")
+    if args.runs < 1:
+        raise UsageError(f"tf_run: -r must be >= 1, got {args.runs}")
+    root = workspace_root_for_harvest(ctx)
+    options = LiveOptions(steps=args.runs, overwrite=args.overwrite, timeouts=_timeouts(args))
+    return harvest_live(
+        argv,
+        root,
+        root / "tf" / "dump",
+        options,
+        progress=ctx.progress("tf_run: tensors written"),
+        transcript=_log_path(root, "tf_run"),
+    )
+
+
+@command("tf_dump")
+@argument("--run", metavar="N", help="run dir to harvest: index (0 first, -1 last) or name")
+@argument("--all", dest="all_runs", action="store_true", help="every run, each into tf/dump/<run>/")
+@argument(
+    "--overwrite",
+    action="store_true",
+    help="replace files of the same name in tf/dump/ (default: write under a fresh name)",
+)
+@argument(
+    "--pexpect",
+    action="store_true",
+    help="use tfdbg's offline analyzer even when TensorFlow imports here",
+)
+@argument(
+    "--python",
+    metavar="PY",
+    complete="path",
+    help="interpreter (with TensorFlow) for the offline analyzer (default: this one)",
+)
+@_timeout_arguments
+@argument(
+    "cmd",
+    nargs=argparse.REMAINDER,
+    metavar="CMD",
+    help="run this first when tf/tf_debug/ holds no run yet (flags of tf_dump go before it)",
+)
+def tf_dump_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestBatch:
+    """tf_dump [--run N | --all] [--overwrite] [--pexpect] [--python PY] [CMD]
+
+    Harvest tf/tf_debug/run_* dirs (DumpingDebugWrapperSession) into tf/dump/; the last run by default.
+    """
+    if args.run is not None and args.all_runs:
+        raise UsageError("tf_dump: give --run N or --all, not both")
+    timeouts = _timeouts(args)
+    root = workspace_root_for_harvest(ctx)
+    tf_debug = root / "tf" / "tf_debug"
+    notes: list[str] = []
+    has_runs = tf_debug.is_dir() and bool(list_run_dirs(tf_debug))
+    if args.cmd:
+        argv = script_argv(args.cmd, "tf_dump")
+        if has_runs:
+            notes.append(f"{tf_debug} already holds runs: harvested them; CMD was not run")
+        else:
+            log = _log_path(root, "tf_dump_cmd")
+            status = run_user_script(argv, root, timeouts.run, log)
+            notes.append(f"ran {shlex.join(argv)}: {status} (output: {log})")
+    if not tf_debug.is_dir():
+        raise PrecisionError(
+            f"{tf_debug}: no such dir; wrap the session with "
+            "precision_shell.tf_config.sess_dump_offline(sess) and run the script (or give CMD)"
+        )
+    runs = select_runs(tf_debug, args.run, args.all_runs)
+    have_tf = tensorflow_available()
+    if not have_tf and args.python is None:
+        raise PrecisionError(
+            "tf_dump: TensorFlow is not importable here; give --python PY, an interpreter "
+            "that has it, to run tfdbg's offline analyzer"
+        )
+    fast = have_tf and not args.pexpect and args.python is None
+    options = OfflineOptions(
+        overwrite=args.overwrite,
+        python=args.python or sys.executable,
+        timeouts=timeouts,
+    )
+    reports = []
+    for run_dir in runs:
+        # --all: one folder per run, so dumps of different runs never mix.
+        out_dir = root / "tf" / "dump"
+        if args.all_runs:
+            out_dir = out_dir / run_dir.name
+        progress = ctx.progress(f"tf_dump {run_dir.name}")
+        if fast:
+            reports.append(harvest_run_fast(run_dir, out_dir, args.overwrite, progress))
+        else:
+            transcript = _log_path(root, f"tf_dump_{run_dir.name}")
+            reports.append(
+                harvest_run_pexpect(run_dir, root, out_dir, options, progress, transcript)
+            )
+        if reports[-1].aborted == "interrupted":
+            break
+    return HarvestBatch(reports, notes)

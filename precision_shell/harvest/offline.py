@@ -1,0 +1,188 @@
+"""`tf_dump`: harvest the `run_*` dirs a dumping wrapper wrote under `precision_data/tf/tf_debug/`.
+
+Fast path (TensorFlow importable here): read a run with `DebugDumpDir` and write the
+arrays directly. Otherwise (or when asked): open the run in tfdbg's offline analyzer,
+`python -m tensorflow.python.debug.cli.offline_analyzer --ui_type=readline --dump_dir=DIR`,
+and harvest at its prompt like a live session. Either way the dump files' names give the
+total, the real timestamps, and which dumps could not be written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from precision_shell.compare.run import ProgressSink
+from precision_shell.errors import FormatError, PrecisionError
+from precision_shell.formats.tfdbg_dir import iter_tfdbg_run, list_run_dirs
+from precision_shell.harvest.child_env import child_env
+from precision_shell.harvest.dump_root import first_timestamp, indexed_tensor_dumps, scan_dump_root
+from precision_shell.harvest.golden_writer import GoldenDirWriter, TensorNotSaved
+from precision_shell.harvest.prompt_harvest import HarvestTick, harvest_at_prompt
+from precision_shell.harvest.report import HarvestReport, MissedTensor
+from precision_shell.harvest.tfdbg_session import TfdbgAborted, TfdbgSession, Timeouts
+
+ANALYZER_MODULE = "tensorflow.python.debug.cli.offline_analyzer"
+
+
+@dataclass(frozen=True)
+class OfflineOptions:
+    overwrite: bool = False
+    python: str = sys.executable  # the interpreter that runs the analyzer (needs TensorFlow)
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    # The analyzer's argv before `--dump_dir=DIR`; None: `python -m offline_analyzer ...`.
+    analyzer: tuple[str, ...] | None = None
+
+
+def analyzer_argv(options: OfflineOptions, run_dir: Path) -> list[str]:
+    base = list(options.analyzer or (options.python, "-m", ANALYZER_MODULE, "--ui_type=readline"))
+    # validate_graph off: a run that failed lacks some partition graphs; we read what is there.
+    return [*base, f"--dump_dir={run_dir}", "--validate_graph=false"]
+
+
+def select_runs(tf_debug_dir: Path, run: str | None, all_runs: bool) -> list[Path]:
+    """The run dirs to harvest: the last one, `run` (index, negative from the end, or name), or all."""
+    runs = list_run_dirs(tf_debug_dir)
+    if not runs:
+        raise PrecisionError(f"{tf_debug_dir}: no run_* dirs to harvest")
+    if all_runs:
+        return runs
+    if run is None:
+        return [runs[-1]]
+    by_name = {path.name: path for path in runs}
+    if run in by_name:
+        return [by_name[run]]
+    try:
+        return [runs[int(run)]]
+    except (ValueError, IndexError):
+        names = ", ".join(f"{i}={p.name}" for i, p in enumerate(runs))
+        raise PrecisionError(f"no run {run!r} in {tf_debug_dir}; runs: {names}") from None
+
+
+def run_user_script(
+    argv: list[str], workspace_root: Path, timeout: float, log_path: Path, cwd: str | None = None
+) -> str:
+    """Run the user's script (no shell) with its output in `log_path`; its exit description."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as log:
+        try:
+            proc = subprocess.run(
+                argv,
+                env=child_env(workspace_root),
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                timeout=timeout,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise PrecisionError(f"cannot start {argv[0]!r}: no such program") from None
+        except subprocess.TimeoutExpired:
+            raise PrecisionError(
+                f"{' '.join(argv)}: still running after {timeout:g} s; stopped (output: {log_path})"
+            ) from None
+    return f"exit status {proc.returncode}"
+
+
+def harvest_run_fast(
+    run_dir: Path, out_dir: Path, overwrite: bool = False, progress: ProgressSink | None = None
+) -> HarvestReport:
+    """Read `run_dir` with TensorFlow in this process and write its tensors into `out_dir`."""
+    started = time.perf_counter()
+    progress = progress or ProgressSink()
+    report = HarvestReport("offline", str(run_dir), str(out_dir))
+    expected = indexed_tensor_dumps(scan_dump_root(run_dir))
+    report.total = len(expected)
+    # TF reads this at import; the user's own setting wins.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    tensors = iter_tfdbg_run(run_dir)
+    writer = GoldenDirWriter(out_dir, [dump.tensor_name for dump in expected], overwrite)
+    report.collisions = writer.collisions
+    written: set[tuple[str, int]] = set()
+    progress.start(report.total, 0)
+    try:
+        for tensor in tensors:
+            name = tensor.tensor_name
+            written.add((name, tensor.dump_index))
+            try:
+                report.saved.append(
+                    writer.save_array(name, tensor.dump_index, tensor.timestamp, tensor.array)
+                )
+            except TensorNotSaved as error:
+                report.missed.append(MissedTensor(name, tensor.dump_index, str(error)))
+            progress.advance(HarvestTick(tensor.array.nbytes))
+    except KeyboardInterrupt:
+        report.aborted = "interrupted"
+    except FormatError as error:  # one unreadable dump file ends TF's reader
+        report.aborted = str(error)
+    finally:
+        progress.stop()
+        mapping = writer.close()
+        report.mapping_csv = str(mapping) if mapping else None
+    why = "TensorFlow cannot turn this dump into a numpy array"
+    if report.aborted:
+        why = f"not harvested: {report.aborted}"
+    report.missed.extend(
+        MissedTensor(d.tensor_name, d.dump_index, why)
+        for d in expected
+        if (d.tensor_name, d.dump_index) not in written
+    )
+    report.total = max(report.total, len(report.saved) + len(report.missed))
+    report.elapsed = time.perf_counter() - started
+    return report
+
+
+def harvest_run_pexpect(
+    run_dir: Path,
+    workspace_root: Path,
+    out_dir: Path,
+    options: OfflineOptions,
+    progress: ProgressSink | None = None,
+    transcript: Path | None = None,
+) -> HarvestReport:
+    """Open `run_dir` in tfdbg's offline analyzer and harvest it at the prompt."""
+    started = time.perf_counter()
+    report = HarvestReport("offline-pexpect", str(run_dir), str(out_dir))
+    report.transcript = str(transcript) if transcript else None
+    scratch = Path(tempfile.mkdtemp(prefix="precision_shell_tfdbg_"))
+    try:
+        session = TfdbgSession(
+            analyzer_argv(options, run_dir),
+            child_env(workspace_root, scratch),
+            transcript=transcript,
+        )
+    except PrecisionError:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    try:
+        session.wait_prompt(options.timeouts.startup, f"opening {run_dir} in tfdbg")
+        harvest_at_prompt(
+            session,
+            report,
+            options.timeouts,
+            progress or ProgressSink(),
+            scratch,
+            lambda: first_timestamp(scan_dump_root(run_dir)),
+            options.overwrite,
+        )
+        if report.aborted is None:
+            report.child_status = session.exit(options.timeouts.command)
+    except TfdbgAborted as stop:
+        report.aborted = stop.reason
+        if stop.tail:
+            report.notes.append(f"last output: {stop.tail}")
+    except KeyboardInterrupt:
+        report.aborted = "interrupted"
+    finally:
+        session.terminate()
+        report.child_status = report.child_status or session.status()
+        shutil.rmtree(scratch, ignore_errors=True)
+        report.elapsed = time.perf_counter() - started
+    return report

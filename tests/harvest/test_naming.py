@@ -1,0 +1,78 @@
+"""File names of harvested tensors: canonical rule, unsafe names, long names, collisions."""
+
+from __future__ import annotations
+
+import pytest
+
+from precision_shell.formats.golden import golden_key, parse_golden_name
+from precision_shell.harvest.naming import (
+    MAX_FILE_NAME_BYTES,
+    UnsafeTensorName,
+    checked_stem,
+    colliding_groups,
+    target_name,
+)
+
+TS = 1619492699305998
+
+
+def test_canonical_name_follows_formats_section_4() -> None:
+    target = target_name("dense/BiasAdd:0", TS)
+    assert target.disk_name == f"dense_BiasAdd.0.{TS}.npy"
+    assert target.real_name == target.disk_name
+    assert target.mapped is False
+
+
+@pytest.mark.parametrize(
+    ("name", "disk"),
+    [("../x:0", f".._x.0.{TS}.npy"), ("../../etc/passwd:3", f".._.._etc_passwd.3.{TS}.npy")],
+)
+def test_traversal_names_stay_one_file_name(name: str, disk: str) -> None:
+    target = target_name(name, TS)
+    assert target.disk_name == disk
+    assert "/" not in target.disk_name
+
+
+@pytest.mark.parametrize(
+    ("name", "fragment"),
+    [
+        ("no_slot", "is not of the form 'op:slot'"),
+        ("x:0\n", "control characters"),
+        ("x:", "is not of the form"),
+        ("a\x00b:0", "control characters"),
+        ("a\tb:0", "control characters"),
+    ],
+)
+def test_unsafe_names_are_refused_with_the_reason(name: str, fragment: str) -> None:
+    with pytest.raises(UnsafeTensorName) as error:
+        checked_stem(name)
+    assert fragment in str(error.value)
+
+
+def test_collisions_group_distinct_names_sharing_a_stem() -> None:
+    names = ["a/b:0", "a_b:0", "a/b:0", "a/b:1", "c:0", "bad", "x/y/z:2", "x_y/z:2", "x/y_z:2"]
+    assert colliding_groups(names) == [["a/b:0", "a_b:0"], ["x/y/z:2", "x/y_z:2", "x_y/z:2"]]
+
+
+def test_a_colliding_name_is_mapped_to_its_real_op_name() -> None:
+    target = target_name("a/b:0", TS, collides=True)
+    assert target.disk_name == f"a_b.0.{TS}.npy"
+    assert target.real_name == f"a/b.0.{TS}.npy"
+    assert target.mapped is True
+    parsed = parse_golden_name(target.real_name)
+    assert parsed is not None and parsed.key == golden_key("a/b", 0)
+
+
+def test_a_long_name_goes_to_a_digest_mapped_to_the_canonical_name() -> None:
+    name = "scope_" * 40 + "/MatMul:0"
+    target = target_name(name, TS)
+    assert target.mapped is True
+    assert target.real_name == f"{'scope_' * 40}_MatMul.0.{TS}.npy"
+    assert len(target.disk_name) == 36 and target.disk_name.endswith(".npy")
+    assert parse_golden_name(target.real_name).key == golden_key(name[:-2], 0)
+    # The digest name is not a benchmark name by itself (a lost mapping.csv is noticed).
+    with pytest.raises(ValueError):
+        parse_golden_name(target.disk_name)
+    # Just short enough keeps its canonical name.
+    short = "s" * (MAX_FILE_NAME_BYTES - len(f".0.{TS}.npy")) + ":0"
+    assert target_name(short, TS).disk_name == f"{short[:-2]}.0.{TS}.npy"
