@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     renderer = Renderer(make_console(color), make_console(color, stderr=True))
     try:
         from precision_shell.settings import Settings
-        from precision_shell.workspace.layout import resolve_workspace_root
+        from precision_shell.workspace.layout import workspace_root_or_new
 
         settings = Settings.load()
         workspace_path: Path | str = args.workspace
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             from precision_shell.demo.builder import ensure_demo
 
             workspace_path = ensure_demo(default_demo_root()).workspace
-        root = resolve_workspace_root(workspace_path)
+        root = workspace_root_or_new(workspace_path)
         lines = _script_lines(args)
     except PrecisionError as exc:
         renderer.error(str(exc))

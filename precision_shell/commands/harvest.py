@@ -137,6 +137,7 @@ def tf_run_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestReport
         raise UsageError(f"tf_run: -r must be >= 1, got {args.runs}")
     root = workspace_root_for_harvest(ctx)
     options = LiveOptions(steps=args.runs, overwrite=args.overwrite, timeouts=_timeouts(args))
+    ctx.forget_workspace()  # new benchmark files: the next command re-reads the index
     return harvest_live(
         argv,
         root,
@@ -227,4 +228,5 @@ def tf_dump_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestBatch
             )
         if reports[-1].aborted == "interrupted":
             break
+    ctx.forget_workspace()  # new benchmark files: the next command re-reads the index
     return HarvestBatch(reports, notes)

@@ -30,6 +30,12 @@ class ShellContext:
             self._workspace = Workspace.open(self.workspace_path, use_cache=self.use_cache)
         return self._workspace
 
+    def forget_workspace(self) -> None:
+        """Drop the opened index (after a command added files); the next use re-opens it,
+        which reloads only what changed through the on-disk cache."""
+        self._workspace = None
+        self._open_error = None
+
     def workspace_if_open(self) -> Workspace | None:
         return self._workspace
 

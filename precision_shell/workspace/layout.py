@@ -105,6 +105,18 @@ def resolve_workspace_root(path: str | Path) -> Path:
     )
 
 
+def workspace_root_or_new(path: str | Path) -> Path:
+    """The workspace root, or where `precision_data/` will be made in an existing dir that has
+    none yet (tf_run/tf_dump create it); a missing or non-dir path is still an error."""
+    try:
+        return resolve_workspace_root(path)
+    except PrecisionError:
+        base = Path(path).expanduser()
+        if base.is_dir():
+            return (base / WORKSPACE_DIR_NAME).resolve()
+        raise
+
+
 def _graph_files(graph_dir: Path) -> list[GraphFile]:
     found: list[GraphFile] = []
     if not graph_dir.is_dir():

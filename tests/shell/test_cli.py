@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from precision_shell.cli import main
@@ -46,11 +47,20 @@ def test_missing_workspace_exits_2_naming_the_path(
     assert err == f"error: {missing}: no such directory\n"
 
 
-def test_dir_without_precision_data_exits_2(
+def test_dir_without_precision_data_opens_for_harvesting(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main([str(tmp_path), "-e", "help"]) == 2
-    assert f"{tmp_path}: no precision_data/ here" in capsys.readouterr().err
+    # an existing dir with no precision_data/ yet: tf_run/tf_dump will create it
+    assert main([str(tmp_path), "-e", "help"]) == 0
+    assert main([str(tmp_path), "-e", "ls"]) == 1
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'precision_data'}: no such directory" in err
+    assert not (tmp_path / "precision_data").exists()  # nothing made until a harvest
+
+
+def test_missing_dir_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(tmp_path / "nope"), "-e", "help"]) == 2
+    assert f"{tmp_path / 'nope'}: no such directory" in capsys.readouterr().err
 
 
 def test_e_help_on_an_empty_workspace(workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -111,3 +121,19 @@ def test_color_flag_emits_ansi(workspace: Path, capsys: pytest.CaptureFixture[st
     _, err = capsys.readouterr()
     assert "\x1b[" in err
     assert "unknown command 'nope'" in err
+
+
+def test_forget_workspace_reopens_the_index_with_new_files(tmp_path: Path) -> None:
+    from precision_shell.formats.golden import write_golden
+    from precision_shell.settings import Settings
+    from precision_shell.shell.context import ShellContext
+
+    golden = tmp_path / "precision_data" / "tf" / "dump"
+    golden.mkdir(parents=True)
+    write_golden(golden, "a/b:0", np.zeros(3, "float32"), 1)
+    ctx = ShellContext(tmp_path / "precision_data", Settings.load())
+    assert len(ctx.workspace.golden.newest) == 1
+    write_golden(golden, "c:0", np.ones(2, "float32"), 2)
+    assert len(ctx.workspace.golden.newest) == 1  # the opened index is kept...
+    ctx.forget_workspace()
+    assert len(ctx.workspace.golden.newest) == 2  # ...until a command says files changed
