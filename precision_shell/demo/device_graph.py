@@ -4,7 +4,9 @@ device layout of every tensor, and the ops GE inserted (Cast, TransData, folded 
 Fusion follows what GE does to such a network: ConvBatchnormFusionPass folds each batch norm
 into its conv's constants, UB fusion then merges the trailing Relu (and a residual Add) into the
 conv kernel and names the result by concatenating the member names, MatMulBiasAddFusionPass
-merges dense/MatMul + dense/BiasAdd into one MatMulV2.
+merges dense/MatMul + dense/BiasAdd into one MatMulV2. With a float32 head (mixed precision
+keeping the global mean and the feature scale in float32) GE inserts a Cast to float32 in front
+of the mean and a Cast back to float16 in front of the dense layer.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from precision_shell.demo.device_ops import (
     nc1hwc0,
     plain,
 )
-from precision_shell.demo.network import LONG_SCOPE, BenchOp, Network
+from precision_shell.demo.network import HEAD_SCALE, LONG_SCOPE, BenchOp, Network
 
 
 class _Planner:
@@ -59,6 +61,21 @@ class _Planner:
         """The edge carrying `benchmark_op`'s value and its tensor as an input called so."""
         edge, desc = self.where[benchmark_op]
         return edge, replace(desc, name=desc_name)
+
+    def cast(self, edge: str, desc: TensorPlan, dtype: str) -> tuple[str, TensorPlan]:
+        """Insert a GE Cast of the tensor on `edge` to `dtype`; its output edge and tensor."""
+        out = replace(desc, name="y", dtype=dtype, origin=None)
+        op = DeviceOp(
+            name=self.trans_name("Cast"),
+            type="Cast",
+            kind="cast",
+            output_descs=(out,),
+            inputs=(edge,),
+            input_descs=(replace(desc, name="x", origin=None),),
+            original_names=(),
+        )
+        self.add(op)
+        return f"{op.name}:0", out
 
     def const(self, name: str, desc: TensorPlan, members: tuple[str, ...], role: str) -> str:
         """Add a GE constant holding the device copy of `role` for `members`; its edge."""
@@ -99,6 +116,9 @@ class _Planner:
             return position + 2
         if op.type == "Reshape":
             self.flatten(op)
+            return position + 1
+        if op.name == HEAD_SCALE:
+            self.head_scale(op)
             return position + 1
         if self.net.shape.long_name_op and op.name == f"{LONG_SCOPE}/half":
             self.chain((op, ops[position + 1]), "Muls", ub_pass=ELTWISE_UB_PASS)
@@ -203,8 +223,13 @@ class _Planner:
     ) -> None:
         first, last = members[0], members[-1]
         x_edge, x_desc = self.source(first.inputs[0], "x")
+        if first.type == "Mean" and self.net.shape.fp32_head:
+            # Mixed precision keeps the reduction in float32.
+            x_edge, x_desc = self.cast(x_edge, x_desc, "DT_FLOAT")
+            x_desc = replace(x_desc, name="x")
         shape = self.shapes[last.name]
         out = nc1hwc0("y", shape, last.name) if len(shape) == 4 else plain("y", shape, last.name)
+        out = replace(out, dtype=x_desc.dtype)
         inputs: tuple[str, ...] = (x_edge,)
         if first.type == "Mean":
             # GE orders the side branch before the head with a control edge.
@@ -224,10 +249,26 @@ class _Planner:
         )
         self.add(op, last.name)
 
+    def head_scale(self, op: BenchOp) -> None:
+        """The float32 per-channel feature scale: an element-wise Mul with a constant."""
+        x_edge, x_desc = self.source(op.inputs[0], "x1")
+        y = plain("x2", x_desc.origin_shape[-1:], None, dtype=x_desc.dtype)
+        mul = DeviceOp(
+            name=op.name,
+            type="Mul",
+            kind="chain",
+            output_descs=(replace(x_desc, name="y", origin=op.name),),
+            inputs=(x_edge, self.const(f"{op.name}/y", y, (op.name,), "y")),
+            input_descs=(x_desc, y),
+            original_names=(op.name,),
+            members=(op.name,),
+        )
+        self.add(mul, op.name)
+
     def flatten(self, op: BenchOp) -> None:
         x_edge, x_desc = self.source(op.inputs[0], "src")
         # NC1HWC0 cannot be reshaped in place: GE puts the tensor back into NHWC first.
-        nhwc = plain("dst", x_desc.origin_shape, None, "NHWC")
+        nhwc = plain("dst", x_desc.origin_shape, None, "NHWC", x_desc.dtype)
         trans = DeviceOp(
             name=self.trans_name("TransData"),
             type="TransData",
@@ -242,7 +283,7 @@ class _Planner:
             name=op.name,
             type="Reshape",
             kind="reshape",
-            output_descs=(plain("y", self.shapes[op.name], op.name),),
+            output_descs=(plain("y", self.shapes[op.name], op.name, dtype=x_desc.dtype),),
             inputs=(f"{trans.name}:0",),
             input_descs=(replace(nhwc, name="x"),),
             original_names=(op.name,),
@@ -255,6 +296,10 @@ class _Planner:
     def dense(self, matmul: BenchOp, bias_add: BenchOp) -> None:
         names = (matmul.name, bias_add.name)
         x_edge, x_desc = self.source(matmul.inputs[0], "x1")
+        if x_desc.dtype != "DT_FLOAT16":
+            # The cube unit multiplies float16: GE casts a float32 head back.
+            x_edge, x_desc = self.cast(x_edge, x_desc, "DT_FLOAT16")
+            x_desc = replace(x_desc, name="x1")
         matrix = (x_desc.origin_shape[1], self.net.shape.classes)
         bias = plain("bias", matrix[1:], None)
         op = DeviceOp(

@@ -15,6 +15,7 @@ import numpy as np
 from precision_shell.demo.device_ops import DeviceOp, DevicePlan
 from precision_shell.demo.kernels import device_conv, device_matmul, to_device
 from precision_shell.demo.network import Network
+from precision_shell.errors import PrecisionError
 
 
 @dataclass
@@ -37,13 +38,24 @@ class _Constants:
     def value(self, op: DeviceOp) -> np.ndarray:
         group = self.cache.get(op.members)
         if group is None:
-            first, second = op.members[0], op.members[1]
-            if self.net.op_by_name[first].type == "Conv2D":
-                filters, bias = self.net.folded_conv(first, second, self.faulty)
+            first = op.members[0]
+            first_type = self.net.op_by_name[first].type
+            if first_type == "Conv2D":
+                filters, bias = self.net.folded_conv(first, op.members[1], self.faulty)
                 group = {"filter": filters, "bias": bias}
+            elif first_type == "Mul":
+                # The float32 head's feature scale stays float32.
+                group = {"y": self.net.device_parameters(first, self.faulty)["y"]}
             else:
+                second = op.members[1]
                 weights, bias = self.net.dense_constants(first, second, self.faulty)
                 group = {"weights": weights, "bias": bias}
+            for role, value in group.items():
+                if not np.isfinite(value).all():
+                    raise PrecisionError(
+                        f"the device's {role} constant of {first} does not fit float16 "
+                        "(a fault magnitude too large for this network?)"
+                    )
             self.cache[op.members] = group
         return group[op.const_role]
 
@@ -74,10 +86,12 @@ def _compute(
     net: Network, op: DeviceOp, inputs: list[np.ndarray], constants: _Constants, faulty: bool
 ) -> np.ndarray:
     if op.kind == "data":
-        return net.input_value
+        return net.device_input(faulty)
     if op.kind == "const":
         return constants.value(op)
     if op.kind == "cast":
+        if op.output_descs[0].dtype == "DT_FLOAT":
+            return inputs[0].astype(np.float32)
         return to_device(inputs[0])
     if op.kind == "transdata":
         return inputs[0]
@@ -91,5 +105,6 @@ def _compute(
     if op.kind == "matmul":
         return net.device_output(op.members, device_matmul(*inputs), faulty)
     if op.kind == "chain":
-        return net.device_chain(op.members, inputs, faulty)
+        float32_out = op.output_descs[0].dtype == "DT_FLOAT"
+        return net.device_chain(op.members, inputs, faulty, float32_out)
     raise ValueError(f"device op {op.name} has unknown kind {op.kind}")

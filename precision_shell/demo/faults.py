@@ -1,17 +1,28 @@
 """Fault rules: how each `Fault.kind` changes the demo network or its device run.
 
 A rule hooks in at fixed points: the model itself (visible to the benchmark too), the device's
-copy of an op's parameters, and the device's output of the op that holds the fault. New kinds
-(wrong layout conversion, NaN birth, corrupted input...) are one more subclass registered in
-`FAULT_RULES`.
+copy of an op's parameters, the network input the device is fed, and the device's output of the
+op that holds the fault. A new kind is one more subclass registered in `FAULT_RULES`.
 """
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 
-from precision_shell.demo.spec import FP16_OVERFLOW, WRONG_CONSTANT, Fault
+from precision_shell.demo.spec import (
+    CORRUPT_INPUT,
+    FP16_OVERFLOW,
+    LOCAL_ERROR,
+    NAN_BIRTH,
+    WRONG_CONSTANT,
+    WRONG_LAYOUT,
+    Fault,
+)
 from precision_shell.errors import PrecisionError
+
+C0 = 16
 
 # The parameter a "wrong constant" corrupts, per benchmark op type.
 CONSTANT_PARAMETER: dict[str, str] = {
@@ -21,6 +32,16 @@ CONSTANT_PARAMETER: dict[str, str] = {
     "BiasAdd": "bias",
     "Mul": "y",
 }
+
+# Main-path ops an fp16_overflow can scale, and the parameters that scale their output.
+OVERFLOW_GAIN_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "FusedBatchNormV3": ("scale", "offset"),
+    "MatMul": ("weights",),
+}
+
+# Benchmark op types the device never computes in a kernel of its own: the feed (Data) and the
+# GE-local Reshape; faults of the device op's output cannot sit there.
+NO_KERNEL_TYPES = frozenset({"Placeholder", "Reshape"})
 
 
 class FaultRule:
@@ -42,7 +63,11 @@ class FaultRule:
         return value
 
     def device_output(self, value: np.ndarray, fault: Fault) -> np.ndarray:
-        """The device op's output when it computes the faulty op (float16)."""
+        """The device op's output when it computes the faulty op (its device dtype)."""
+        return value
+
+    def device_input(self, value: np.ndarray, fault: Fault) -> np.ndarray:
+        """The network input the device is fed (float32, NHWC)."""
         return value
 
 
@@ -53,6 +78,7 @@ class WrongConstant(FaultRule):
     kind = WRONG_CONSTANT
 
     def check(self, op_type: str, fault: Fault) -> None:
+        _check_variant(fault, ("",))
         if op_type not in CONSTANT_PARAMETER:
             known = ", ".join(sorted(CONSTANT_PARAMETER))
             raise PrecisionError(
@@ -71,18 +97,161 @@ class WrongConstant(FaultRule):
 
 
 class Fp16Overflow(FaultRule):
-    """The network's side-branch scale is set so the op's float32 peak is magnitude x 65504.
+    """The model is scaled so the op's float32 peak is magnitude x 65504.
 
-    The model itself is what overflows float16, so the benchmark shows the large value and the
-    second device run keeps the overflow.
+    A side-branch op gets there through the branch's loss scale; a batch norm or a MatMul on
+    the main path through its own parameters (`OVERFLOW_GAIN_PARAMETERS`), as a layer whose
+    large gain the next batch norm undoes in float32 would. The model itself is what overflows
+    float16, so the benchmark shows the large value and the second device run keeps the
+    overflow. The network checks which ops qualify (it knows the side branch).
     """
 
     kind = FP16_OVERFLOW
     changes_benchmark = True
     fixed_in_second_run = False
 
+    def check(self, op_type: str, fault: Fault) -> None:
+        _check_variant(fault, ("",))
+        _check_positive(fault)
 
-FAULT_RULES: dict[str, FaultRule] = {rule.kind: rule for rule in (WrongConstant(), Fp16Overflow())}
+
+class WrongLayout(FaultRule):
+    """The device op's output is written through a wrong layout conversion: every value is
+    right, but in the wrong place (H and W swapped, or channels reversed within C0 blocks)."""
+
+    kind = WRONG_LAYOUT
+    variants = ("", "hw", "c0")
+
+    def check(self, op_type: str, fault: Fault) -> None:
+        _check_kernel_op(op_type, fault)
+        _check_variant(fault, self.variants)
+
+    def device_output(self, value: np.ndarray, fault: Fault) -> np.ndarray:
+        variant = fault.variant
+        square = value.ndim == 4 and value.shape[1] == value.shape[2]
+        if not variant:
+            variant = "hw" if square and value.shape[1] > 1 else "c0"
+        if variant == "hw":
+            if not square:
+                raise PrecisionError(
+                    f"fault {fault.kind} (hw) needs a square NHWC output at {fault.op}, "
+                    f"not shape {value.shape}"
+                )
+            return np.ascontiguousarray(value.swapaxes(1, 2))
+        return np.ascontiguousarray(value[..., c0_block_reversal(value.shape[-1])])
+
+
+def c0_block_reversal(channels: int) -> np.ndarray:
+    """Channel permutation that reverses the order inside each C0 block (the last block holds
+    only the real channels, so no padding is pulled in)."""
+    index = np.arange(channels)
+    start = index // C0 * C0
+    end = np.minimum(start + C0, channels)
+    return start + end - 1 - index
+
+
+class LocalError(FaultRule):
+    """The device op's output carries a small relative error (rms `magnitude`), as a kernel
+    with a slightly wrong approximation would: the op is still close to its benchmark, but it
+    degrades the signal by itself."""
+
+    kind = LOCAL_ERROR
+
+    def check(self, op_type: str, fault: Fault) -> None:
+        _check_kernel_op(op_type, fault)
+        _check_variant(fault, ("",))
+        _check_positive(fault)
+
+    def device_output(self, value: np.ndarray, fault: Fault) -> np.ndarray:
+        rng = np.random.default_rng(zlib.crc32(fault.op.encode()))
+        noise = rng.standard_normal(value.shape).astype(np.float32)
+        with np.errstate(over="ignore"):
+            return (value.astype(np.float32) * (1 + np.float32(fault.magnitude) * noise)).astype(
+                value.dtype
+            )
+
+
+class NanBirth(FaultRule):
+    """A few elements (`nan_count`) of the device op's output become NaN and +inf (alternately,
+    spread evenly over the tensor), as a division or log of a value that is zero only in
+    float16 gives."""
+
+    kind = NAN_BIRTH
+
+    def check(self, op_type: str, fault: Fault) -> None:
+        _check_kernel_op(op_type, fault)
+        _check_variant(fault, ("",))
+
+    def device_output(self, value: np.ndarray, fault: Fault) -> np.ndarray:
+        count = min(nan_count(fault), value.size)
+        positions = np.linspace(0, value.size - 1, count + 2)[1:-1].astype(np.int64)
+        out = value.copy().reshape(-1)
+        out[positions] = np.where(np.arange(count) % 2 == 0, np.nan, np.inf)
+        return out.reshape(value.shape)
+
+
+def nan_count(fault: Fault) -> int:
+    """How many elements a nan_birth fault spoils: round(magnitude), at least one."""
+    return max(1, round(fault.magnitude))
+
+
+class CorruptInput(FaultRule):
+    """The network input the device was fed is not the benchmark's: colour channels in the
+    other order, or the mean not subtracted."""
+
+    kind = CORRUPT_INPUT
+    variants = ("", "channels", "mean")
+
+    def check(self, op_type: str, fault: Fault) -> None:
+        if op_type != "Placeholder":
+            raise PrecisionError(
+                f"fault {fault.kind} hits the network input, not {fault.op} (type {op_type})"
+            )
+        _check_variant(fault, self.variants)
+
+    def device_input(self, value: np.ndarray, fault: Fault) -> np.ndarray:
+        if fault.variant == "mean":
+            return (value + np.float32(fault.magnitude)).astype(np.float32)
+        return np.ascontiguousarray(value[..., ::-1])
+
+
+def _check_kernel_op(op_type: str, fault: Fault) -> None:
+    if op_type in NO_KERNEL_TYPES:
+        raise PrecisionError(
+            f"fault {fault.kind} cannot hit {fault.op} (type {op_type}): the device runs no "
+            "kernel for it"
+        )
+
+
+def _check_positive(fault: Fault) -> None:
+    if not fault.magnitude > 0:
+        raise PrecisionError(
+            f"fault {fault.kind} needs a positive magnitude, got {fault.magnitude}"
+        )
+
+
+def _check_variant(fault: Fault, variants: tuple[str, ...]) -> None:
+    if fault.variant in variants:
+        return
+    if variants == ("",):
+        raise PrecisionError(f"fault {fault.kind} takes no variant, got {fault.variant!r}")
+    known = ", ".join(repr(v) for v in variants if v)
+    raise PrecisionError(
+        f"fault {fault.kind} has no variant {fault.variant!r}; choose one of {known}"
+    )
+
+
+FAULT_RULES: dict[str, FaultRule] = {
+    rule.kind: rule
+    for rule in (
+        WrongConstant(),
+        Fp16Overflow(),
+        WrongLayout(),
+        LocalError(),
+        NanBirth(),
+        CorruptInput(),
+    )
+}
 
 
 def fault_rule(fault: Fault) -> FaultRule:

@@ -84,19 +84,22 @@ def device_conv(
     shortcut16: np.ndarray | None,
     relu: bool,
 ) -> np.ndarray:
-    """The fused Conv2D kernel: conv + bias (+ shortcut) (+ relu) in float32, float16 out."""
-    out = conv2d_same(x16.astype(np.float32), filter16.astype(np.float32)) + bias16.astype(
-        np.float32
-    )
-    if shortcut16 is not None:
-        out = out + shortcut16.astype(np.float32)
-    if relu:
-        out = np.maximum(out, 0)
+    """The fused Conv2D kernel: conv + bias (+ shortcut) (+ relu) in float32, float16 out.
+
+    NaN/inf inputs (a fault upstream) propagate silently, as on the device."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = conv2d_same(x16.astype(np.float32), filter16.astype(np.float32)) + bias16.astype(
+            np.float32
+        )
+        if shortcut16 is not None:
+            out = out + shortcut16.astype(np.float32)
+        if relu:
+            out = np.maximum(out, 0)
     return to_device(out)
 
 
 def device_matmul(x16: np.ndarray, weights16: np.ndarray, bias16: np.ndarray) -> np.ndarray:
     """The fused MatMulV2 kernel (matmul + bias) in float32, float16 out."""
-    return to_device(
-        x16.astype(np.float32) @ weights16.astype(np.float32) + bias16.astype(np.float32)
-    )
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = x16.astype(np.float32) @ weights16.astype(np.float32) + bias16.astype(np.float32)
+    return to_device(out)

@@ -1,10 +1,10 @@
 """The demo network: a small residual CNN computed in numpy, TF-style names, NHWC.
 
 Owns the benchmark ops (names, types, edges), their seeded weights, the float32 benchmark
-forward pass (which also calibrates the batch-norm statistics and the side-branch scale from
-the data, as training would have), and the device's float16 constants and fused-chain
-evaluation, with the fault rules applied to the device's copy of the parameters. The numeric
-kernels themselves live in `kernels`.
+forward pass (which also calibrates the batch-norm statistics, the side-branch scale and the
+gain of an overflowing layer from the data, as training would have), and the device's float16
+constants, input and fused-chain evaluation, with the fault rules applied to the device's copy
+of the parameters, its input and its outputs. The numeric kernels themselves live in `kernels`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from precision_shell.demo.faults import FaultRule, fault_rule
+from precision_shell.demo.faults import OVERFLOW_GAIN_PARAMETERS, FaultRule, fault_rule
 from precision_shell.demo.kernels import BN_EPSILON, run_kernel, to_device
 from precision_shell.demo.spec import FP16_OVERFLOW, Fault, NetworkShape
 from precision_shell.errors import PrecisionError
@@ -22,6 +22,8 @@ from precision_shell.errors import PrecisionError
 FP16_MAX = 65504.0
 # With no overflow fault the side branch peaks at this fraction of the float16 maximum.
 HEALTHY_SIDE_RATIO = 0.05
+# The per-channel feature scale of the float32 head (DemoSpec.fp32_head).
+HEAD_SCALE = "head/mul"
 # Deep TF scopes are what make real fused-op names pass 255 characters.
 LONG_SCOPE = (
     "training/regularization_losses/classifier_head_and_backbone_l2_regularizer/"
@@ -71,9 +73,13 @@ def benchmark_ops(shape: NetworkShape) -> tuple[BenchOp, ...]:
         ]
         previous = f"{p}relu3/Relu"
     ops += side_branch_ops(shape, previous)
+    ops.append(BenchOp("global_pool/Mean", "Mean", (previous,)))
+    features = "global_pool/Mean"
+    if shape.fp32_head:
+        ops.append(BenchOp(HEAD_SCALE, "Mul", (features,)))
+        features = HEAD_SCALE
     ops += [
-        BenchOp("global_pool/Mean", "Mean", (previous,)),
-        BenchOp("flatten/Reshape", "Reshape", ("global_pool/Mean",)),
+        BenchOp("flatten/Reshape", "Reshape", (features,)),
         BenchOp("dense/MatMul", "MatMul", ("flatten/Reshape",)),
         BenchOp("dense/BiasAdd", "BiasAdd", ("dense/MatMul",)),
         BenchOp("softmax/Softmax", "Softmax", ("dense/BiasAdd",)),
@@ -114,13 +120,23 @@ class Network:
                 raise PrecisionError(
                     f"fault {fault.kind} names op {fault.op!r}, not in the demo network"
                 )
-            if fault.kind == FP16_OVERFLOW and fault.op not in self.side_branch:
+            if (
+                fault.kind == FP16_OVERFLOW
+                and fault.op not in self.side_branch
+                and op.type not in OVERFLOW_GAIN_PARAMETERS
+            ):
                 raise PrecisionError(
-                    f"fault {fault.kind} must hit a side-branch op ({', '.join(self.side_branch)}), "
-                    f"not {fault.op!r}"
+                    f"fault {fault.kind} must hit a side-branch op ({', '.join(self.side_branch)}) "
+                    f"or a {' or '.join(OVERFLOW_GAIN_PARAMETERS)} op, not {fault.op!r}"
                 )
             rule.check(op.type, fault)
             self._rules.append((fault, rule))
+        # Main-path ops whose gain is calibrated to overflow float16 (model faults).
+        self._overflow_gains = {
+            fault.op: fault
+            for fault in self.faults
+            if fault.kind == FP16_OVERFLOW and fault.op not in self.side_branch
+        }
         rng = np.random.default_rng([seed, 0])
         self.input_value = rng.standard_normal(
             (shape.batch, shape.spatial, shape.spatial, shape.in_channels)
@@ -177,6 +193,9 @@ class Network:
                 # O(1) and do not amplify float16 rounding from block to block.
                 residual_end = op.name.endswith("bn3/FusedBatchNormV3")
                 depth_factor = min(1.0, 2.0 / np.sqrt(self.shape.blocks))
+                if self.shape.branch_gain is not None:
+                    # A stronger branch makes every block amplify what reaches it: drift.
+                    depth_factor = self.shape.branch_gain
                 low, high = (
                     (0.15 * depth_factor, 0.3 * depth_factor) if residual_end else (0.7, 1.3)
                 )
@@ -194,6 +213,8 @@ class Network:
                 }
             elif op.type == "BiasAdd":
                 self.params[op.name] = {"bias": _f32(rng.normal(0.0, 0.1, self.shape.classes))}
+            elif op.name == HEAD_SCALE:
+                self.params[op.name] = {"y": _f32(rng.uniform(0.5, 1.5, cin))}
             elif op.type == "Mul":
                 # half / weight_decay of the long-named L2 term; the loss scale is calibrated.
                 y = 0.5 if op.name.endswith("/half") else 1e-4
@@ -211,7 +232,7 @@ class Network:
         """Set the loss scale so the targeted side op peaks at ratio x 65504 in float32."""
         target, ratio = "l2_loss/Sum", HEALTHY_SIDE_RATIO
         for fault in self.faults:
-            if fault.kind == FP16_OVERFLOW:
+            if fault.kind == FP16_OVERFLOW and fault.op in self.side_branch:
                 target, ratio = fault.op, fault.magnitude
         chain = self.side_branch[: self.side_branch.index(target) + 1]
 
@@ -227,6 +248,22 @@ class Network:
         exponent = round(np.log2(peak(2.0) / base))
         scale = (ratio * FP16_MAX / base) ** (1.0 / exponent)
         self.params["l2_loss/scaled"] = {"y": _f32(scale)}
+
+    def _calibrate_overflow_gain(
+        self, op: BenchOp, inputs: list[np.ndarray], out: np.ndarray
+    ) -> np.ndarray:
+        """Scale the op's parameters so its float32 peak is magnitude x 65504; its new output."""
+        fault = self._overflow_gains[op.name]
+        peak = float(out.max())
+        if not peak > 0:
+            raise PrecisionError(
+                f"fault {fault.kind} at {op.name}: the output has no positive peak to scale"
+            )
+        gain = fault.magnitude * FP16_MAX / peak
+        params = self.params[op.name]
+        for name in OVERFLOW_GAIN_PARAMETERS[op.type]:
+            params[name] = _f32(params[name] * gain)
+        return run_kernel(op.type, inputs, params)
 
     # --- float32 benchmark -----------------------------------------------------------------
 
@@ -244,6 +281,8 @@ class Network:
                 if op.name == self.side_branch[0] and not self.calibrated:
                     self._calibrate_side_branch(inputs[0])
                 out = run_kernel(op.type, inputs, self.params.get(op.name, {}))
+                if op.name in self._overflow_gains and not self.calibrated:
+                    out = self._calibrate_overflow_gain(op, inputs, out)
             values[op.name] = out
             for name in op.inputs:
                 if last_use[name] == index:
@@ -271,6 +310,14 @@ class Network:
                     for name, value in params.items()
                 }
         return params
+
+    def device_input(self, faulty: bool = True) -> np.ndarray:
+        """The network input the device is fed (float32, NHWC), with the faults of this run."""
+        value = self.input_value
+        for fault, rule in self.active_faults(faulty):
+            if fault.op == self.ops[0].name:
+                value = rule.device_input(value, fault)
+        return value
 
     def active_faults(self, faulty: bool) -> list[tuple[Fault, FaultRule]]:
         """The device-side faults of a run: all of them, or those a fix does not remove."""
@@ -304,17 +351,23 @@ class Network:
         return value
 
     def device_chain(
-        self, members: Sequence[str], inputs16: Sequence[np.ndarray], faulty: bool
+        self,
+        members: Sequence[str],
+        inputs: Sequence[np.ndarray],
+        faulty: bool,
+        float32_out: bool = False,
     ) -> np.ndarray:
-        """A fused chain of element-wise / pooling / reduction ops on float16 inputs."""
+        """A fused chain of element-wise / pooling / reduction ops, computed in float32 and
+        stored as float16 (or kept float32 where the device graph runs in float32)."""
         value: np.ndarray | None = None
         with np.errstate(over="ignore", invalid="ignore"):
             for position, name in enumerate(members):
                 op = self.op_by_name[name]
-                args = [x.astype(np.float32) for x in inputs16] if position == 0 else [value]
+                args = [x.astype(np.float32) for x in inputs] if position == 0 else [value]
                 params = self.device_parameters(name, faulty)
                 value = run_kernel(op.type, args, params)
-        return self.device_output(members, to_device(value), faulty)
+        stored = np.asarray(value, dtype=np.float32) if float32_out else to_device(value)
+        return self.device_output(members, stored, faulty)
 
 
 def _run_float64(

@@ -21,21 +21,39 @@ MANIFEST_FILE_NAME = "demo_manifest.json"
 
 WRONG_CONSTANT = "wrong_constant"
 FP16_OVERFLOW = "fp16_overflow"
+WRONG_LAYOUT = "wrong_layout"
+LOCAL_ERROR = "local_error"
+NAN_BIRTH = "nan_birth"
+CORRUPT_INPUT = "corrupt_input"
+FAULT_KINDS = (WRONG_CONSTANT, FP16_OVERFLOW, WRONG_LAYOUT, LOCAL_ERROR, NAN_BIRTH, CORRUPT_INPUT)
 
 
 @dataclass(frozen=True)
 class Fault:
-    """A deliberate defect of the device run.
+    """A deliberate defect of the device run (or, for `fp16_overflow`, of the model).
 
-    `kind` names a rule in `precision_shell.demo.faults` (`wrong_constant`: the device's copy of
-    the op's constant is mis-scaled, every other channel by 1+magnitude and the rest by
-    1-magnitude; `fp16_overflow`: the network is scaled so the op's float32 peak is
-    `magnitude` x 65504, which float16 cannot hold). `op` is the benchmark op it hits.
+    `kind` names a rule in `precision_shell.demo.faults`; `op` is the benchmark op it hits (the
+    manifest records the device op that contains it). Kinds and what `magnitude` / `variant`
+    mean for them:
+    - `wrong_constant`: the device's copy of the op's constant is mis-scaled, every other
+      channel by 1+magnitude and the rest by 1-magnitude.
+    - `fp16_overflow`: the model is scaled so the op's float32 peak is magnitude x 65504, which
+      float16 cannot hold (a side-branch op, a batch norm or a MatMul).
+    - `wrong_layout`: the device op writes its output through a wrong layout conversion;
+      variant "hw" swaps H and W, "c0" reverses the channel order inside each C0 block, ""
+      picks "hw" for outputs with H = W > 1 and "c0" otherwise.
+    - `local_error`: the device op's output carries a relative error of rms `magnitude`.
+    - `nan_birth`: max(1, round(magnitude)) elements of the device op's output become NaN
+      or +inf.
+    - `corrupt_input`: the network input the device was fed differs from the benchmark's
+      (op "input"); variant "channels" (default) reverses the channel order (BGR for RGB),
+      "mean" adds `magnitude` (the mean was not subtracted).
     """
 
     kind: str
     op: str
     magnitude: float = 0.5
+    variant: str = ""
 
 
 DEFAULT_FAULTS: tuple[Fault, ...] = (
@@ -55,6 +73,8 @@ class NetworkShape:
     in_channels: int = 3
     classes: int = 10
     long_name_op: bool = True
+    fp32_head: bool = False
+    branch_gain: float | None = None
 
 
 # batch, spatial, channels, residual blocks. Channels are deliberately not multiples of 16 in
@@ -68,7 +88,15 @@ _SIZE_PRESETS: dict[str, tuple[int, int, int, int]] = {
 
 @dataclass(frozen=True)
 class DemoSpec:
-    """How to build a demo workspace; None knobs take the size preset's value."""
+    """How to build a demo workspace; None knobs take the size preset's value.
+
+    `fp32_head`: the head runs in float32 on the device, as mixed precision leaves reductions:
+    GE casts the features to float32 for `global_pool/Mean`, a per-channel feature scale
+    `head/mul` follows, and a Cast back to float16 feeds the dense layer.
+    `branch_gain`: the last batch norm of every residual branch is this many times its usual
+    scale (instead of shrinking with depth), so a deep stack amplifies float16 rounding from
+    block to block: the drift of a deep network.
+    """
 
     size: str = "small"
     seed: int = 0
@@ -79,6 +107,8 @@ class DemoSpec:
     spatial: int | None = None
     channels: int | None = None
     blocks: int | None = None
+    fp32_head: bool = False
+    branch_gain: float | None = None
 
     def network_shape(self) -> NetworkShape:
         """The network sizes this spec asks for; raises PrecisionError for impossible ones."""
@@ -92,7 +122,11 @@ class DemoSpec:
             channels=channels if self.channels is None else self.channels,
             blocks=blocks if self.blocks is None else self.blocks,
             long_name_op=self.long_name_op,
+            fp32_head=self.fp32_head,
+            branch_gain=self.branch_gain,
         )
+        if self.branch_gain is not None and self.branch_gain <= 0:
+            raise PrecisionError(f"demo branch_gain must be positive, got {self.branch_gain}")
         if shape.batch < 1 or shape.channels < 1 or shape.blocks < 1:
             raise PrecisionError("demo batch, channels and blocks must be at least 1")
         if shape.spatial < 2 or shape.spatial % 2:

@@ -304,3 +304,19 @@ def test_overflow_fault_on_square_moves_the_opdebug(tmp_path: Path) -> None:
 def test_spec_json_round_trip() -> None:
     spec = DemoSpec(size="large", seed=7, faults=(Fault("wrong_constant", "dense/MatMul", 0.1),))
     assert DemoSpec.from_json(json.loads(json.dumps(spec.to_json()))) == spec
+    knobs = DemoSpec(
+        size="tiny",
+        faults=(Fault("wrong_layout", "relu2/Relu", 0.5, "c0"),),
+        fp32_head=True,
+        branch_gain=4.0,
+    )
+    data = json.loads(json.dumps(knobs.to_json()))
+    assert data["faults"] == [
+        {"kind": "wrong_layout", "op": "relu2/Relu", "magnitude": 0.5, "variant": "c0"}
+    ]
+    assert (data["fp32_head"], data["branch_gain"]) == (True, 4.0)
+    assert DemoSpec.from_json(data) == knobs
+    # A manifest written before faults had a variant still reads.
+    assert DemoSpec.from_json({"faults": [{"kind": "nan_birth", "op": "x"}]}).faults == (
+        Fault("nan_birth", "x", 0.5, ""),
+    )

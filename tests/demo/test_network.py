@@ -104,10 +104,36 @@ def test_wrong_constant_scales_alternate_channels_on_the_device_only() -> None:
 @pytest.mark.parametrize(
     ("fault", "message"),
     [
-        (Fault("nan_birth", "relu1/Relu"), "unknown demo fault kind 'nan_birth'"),
+        (Fault("bit_flip", "relu1/Relu"), "unknown demo fault kind 'bit_flip'"),
         (Fault("wrong_constant", "no/such/op"), "names op 'no/such/op', not in the demo network"),
         (Fault("wrong_constant", "relu1/Relu"), "cannot hit relu1/Relu (type Relu)"),
-        (Fault("fp16_overflow", "conv1/Conv2D"), "must hit a side-branch op"),
+        (
+            Fault("fp16_overflow", "conv1/Conv2D"),
+            "must hit a side-branch op (l2_loss/scaled, l2_loss/Square, l2_loss/Sum, "
+            f"{LONG_SCOPE}/half, {LONG_SCOPE}/weight_decay) or a FusedBatchNormV3 or MatMul op, "
+            "not 'conv1/Conv2D'",
+        ),
+        (
+            Fault("wrong_layout", "flatten/Reshape"),
+            "cannot hit flatten/Reshape (type Reshape): the device runs no kernel for it",
+        ),
+        (Fault("nan_birth", "input"), "cannot hit input (type Placeholder)"),
+        (
+            Fault("corrupt_input", "relu1/Relu"),
+            "fault corrupt_input hits the network input, not relu1/Relu (type Relu)",
+        ),
+        (
+            Fault("wrong_layout", "relu1/Relu", variant="xy"),
+            "fault wrong_layout has no variant 'xy'; choose one of 'hw', 'c0'",
+        ),
+        (
+            Fault("wrong_constant", "dense/MatMul", variant="c0"),
+            "fault wrong_constant takes no variant, got 'c0'",
+        ),
+        (
+            Fault("local_error", "relu1/Relu", 0.0),
+            "local_error needs a positive magnitude, got 0.0",
+        ),
     ],
 )
 def test_bad_faults_are_refused(fault: Fault, message: str) -> None:
