@@ -24,7 +24,9 @@ from precision_shell.workspace.graph_index import GraphIndex
 
 QUALITY_CAP = 60.0  # dB; float16 rounding alone gives ~60-70 dB, so above this is "healthy"
 OUTLIER_DROP = 10.0  # dB an op must lose on its own to be a candidate without crossing a threshold
-CONCERN = 30.0  # dB (cosine ~0.9995): an output better than this is never a candidate
+# dB (cosine ~0.9995): an op whose inputs are unknown (the first ops) is judged against a
+# perfect input, so only an output worse than this makes it a candidate
+CONCERN = 30.0
 _RED = "RelativeEuclideanDistance"
 _COS = "CosineSimilarity"
 
@@ -204,7 +206,7 @@ def localise(
             reason = "NaN/inf born here: finite inputs, non-finite output"
         elif thresholds.bad(out) and inputs_ok:
             reason = f"output crosses cosine {thresholds.cosine:g} while every input is within it"
-        elif drop >= OUTLIER_DROP and out.sqnr < CONCERN:
+        elif drop >= OUTLIER_DROP and (inp is not None or out.sqnr < CONCERN):
             reason = f"the op alone loses {drop:.1f} dB of signal quality"
         if not reason:
             continue
