@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from precision_shell.commands.compare import vc_command
 from precision_shell.commands.compare_summary import CompareSummary, summary_of
 from precision_shell.commands.overflow_check import OverflowFinding, overflow_findings
-from precision_shell.compare.advisor import Finding, OverflowHit
+from precision_shell.compare.advisor import ACCUMULATED_DRIFT, Finding, OverflowHit
 from precision_shell.compare.diagnosis import Diagnosis, diagnose, write_into_summary
 from precision_shell.compare.graph_checks import (
     DangerousCast,
@@ -109,12 +109,12 @@ def _diagnose(ctx: ShellContext, check: AutoCheck) -> None:
     if diagnosis.causes:
         cause = diagnosis.causes[0]
         rows = [r for r in table.rows if r.op_name == cause.op]
+        # the advisor's reading: its findings on this op, and network-wide ones (drift)
+        readings = diagnosis.findings_for(cause.op) + [
+            f for f in diagnosis.findings if f.detection == ACCUMULATED_DRIFT and f.op != cause.op
+        ]
         check.root_cause = RootCausePanel(
-            cause,
-            graph.get(cause.op),
-            rows,
-            diagnosis.findings_for(cause.op),
-            _next_commands(ctx, cause, rows),
+            cause, graph.get(cause.op), rows, readings, _next_commands(ctx, cause, rows)
         )
 
 

@@ -122,9 +122,7 @@ def advise(
     failing = [e for e in ordered if any(thresholds.bad(q) for q in e.outputs.values())]
 
     inputs = [
-        e
-        for e in ordered
-        if e.inferred_output and not e.inputs and any(thresholds.bad(q) for q in e.outputs.values())
+        e for e in ordered if e.is_source and any(thresholds.bad(q) for q in e.outputs.values())
     ]
     for ev in inputs:
         worst = min(ev.outputs.values(), key=lambda q: q.sqnr)

@@ -67,6 +67,7 @@ class OpEvidence:
     inputs: dict[int, TensorQuality] = field(default_factory=dict)
     outputs: dict[int, TensorQuality] = field(default_factory=dict)
     inferred_output: bool = False  # output quality taken from consumers' input rows
+    is_source: bool = False  # no data inputs in the graph: a network input (Data op)
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,12 @@ def _infer_undumped_producers(graph: GraphIndex, evidence: dict[str, OpEvidence]
                 continue
             if pev is None:
                 pev = evidence[producer.name] = OpEvidence(
-                    producer.name, producer.type, producer.position, None, inferred_output=True
+                    producer.name,
+                    producer.type,
+                    producer.position,
+                    None,
+                    inferred_output=True,
+                    is_source=not producer.data_inputs,
                 )
             current = pev.outputs.get(source[1])
             if current is None or q.sqnr < current.sqnr:
@@ -210,7 +216,7 @@ def localise(
             reason = f"the op alone loses {drop:.1f} dB of signal quality"
         if not reason:
             continue
-        if ev.inferred_output and not ev.inputs and inp is None:
+        if ev.is_source:
             reason = "network input differs from the benchmark: " + reason
         found.append(
             RootCause(

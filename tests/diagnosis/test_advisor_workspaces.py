@@ -1,0 +1,91 @@
+"""Each advisor rule on a demo workspace built to trigger it, and on one built not to."""
+
+from __future__ import annotations
+
+import pytest
+
+import precision_shell.commands  # noqa: F401  (registers the commands)
+from precision_shell.compare.advisor import (
+    ACCUMULATED_DRIFT,
+    FP16_OVERFLOW,
+    GLOBAL_CONSISTENCY,
+    INPUT_INCONSISTENCY,
+)
+from precision_shell.demo.builder import build_demo
+from precision_shell.demo.spec import DemoSpec
+from precision_shell.settings import Settings
+from precision_shell.shell.context import ShellContext
+from precision_shell.shell.dispatcher import Dispatcher
+from tests.diagnosis.cases import CASES, DEEP_BLOCKS, build_case
+
+BY_NAME = {case.name: case for case in CASES}
+HEALTHY = DemoSpec(size="tiny", faults=(), second_run=False)
+# drift only: the deep stack with stronger branches, no fault anywhere
+DRIFTING = DemoSpec(
+    size="tiny", faults=(), second_run=False, blocks=DEEP_BLOCKS, branch_gain=6.0, fp32_head=True
+)
+DEEP_HEALTHY = DemoSpec(
+    size="tiny", faults=(), second_run=False, blocks=DEEP_BLOCKS, branch_gain=4.0, fp32_head=True
+)
+
+
+def diagnose_workspace(root):  # noqa: ANN001, ANN201
+    outcome = Dispatcher(ShellContext(root / "precision_data", Settings.load())).execute("ac -c")
+    assert outcome.result is not None, outcome.error
+    return outcome.result.diagnosis
+
+
+@pytest.fixture(scope="module")
+def findings(tmp_path_factory):
+    """detection types found, per workspace name."""
+    found = {}
+    for name in (
+        "fp16_overflow-conv-bn2",
+        "corrupt_input-channels",
+        "wrong_constant-matmul",
+        "local_error-conv-deep",
+    ):
+        root = tmp_path_factory.mktemp(name)
+        build_case(BY_NAME[name], root)
+        found[name] = diagnose_workspace(root).findings
+    for name, spec in (
+        ("healthy", HEALTHY),
+        ("drifting", DRIFTING),
+        ("deep-healthy", DEEP_HEALTHY),
+    ):
+        root = tmp_path_factory.mktemp(name)
+        build_demo(root, spec)
+        found[name] = diagnose_workspace(root).findings
+    return found
+
+
+def kinds(found, name: str) -> list[str]:  # noqa: ANN001
+    return [f.detection for f in found[name]]
+
+
+def test_fp16_overflow_is_reported_at_the_overflowing_op_only_when_there_is_one(findings):
+    overflow = [f for f in findings["fp16_overflow-conv-bn2"] if f.detection == FP16_OVERFLOW]
+    assert overflow and overflow[0].op == BY_NAME["fp16_overflow-conv-bn2"].expected_device_op
+    assert FP16_OVERFLOW not in kinds(findings, "wrong_constant-matmul")
+    assert FP16_OVERFLOW not in kinds(findings, "healthy")
+
+
+def test_input_inconsistency_on_a_corrupted_input_only(findings):
+    (inp,) = [f for f in findings["corrupt_input-channels"] if f.detection == INPUT_INCONSISTENCY]
+    assert inp.op == "input" and inp.evidence["input_cosine"] < 0.98
+    for other in ("wrong_constant-matmul", "healthy", "fp16_overflow-conv-bn2"):
+        assert INPUT_INCONSISTENCY not in kinds(findings, other)
+
+
+def test_global_consistency_on_a_healthy_network_only(findings):
+    assert kinds(findings, "healthy") == [GLOBAL_CONSISTENCY]
+    assert kinds(findings, "deep-healthy") == [GLOBAL_CONSISTENCY]
+    assert GLOBAL_CONSISTENCY not in kinds(findings, "wrong_constant-matmul")
+
+
+def test_accumulated_drift_on_a_drifting_network_not_on_a_local_fault(findings):
+    assert ACCUMULATED_DRIFT in kinds(findings, "drifting")
+    drift = next(f for f in findings["drifting"] if f.detection == ACCUMULATED_DRIFT)
+    assert drift.evidence["sqnr_end_db"] < drift.evidence["sqnr_start_db"]
+    assert ACCUMULATED_DRIFT not in kinds(findings, "local_error-conv-deep")
+    assert ACCUMULATED_DRIFT not in kinds(findings, "wrong_constant-matmul")
