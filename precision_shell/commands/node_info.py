@@ -12,10 +12,11 @@ from precision_shell.compare.result_csv import CsvRow
 from precision_shell.errors import PrecisionError
 from precision_shell.formats.ge_graph import OpDef, TensorDesc
 from precision_shell.shell.context import ShellContext
+from precision_shell.workspace.dump_index import DumpFileRef
 from precision_shell.workspace.graph_index import GraphIndex, OpRecord
 from precision_shell.workspace.subgraph import SubgraphFiles, neighbourhood
 from precision_shell.workspace.tensor_stats import TensorStats
-from precision_shell.workspace.workspace import RunIndex
+from precision_shell.workspace.workspace import RunIndex, Workspace
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,22 @@ def _ports(graph: GraphIndex, rec: OpRecord, op: OpDef) -> list[PortInfo]:
     return ports
 
 
+def dump_tensor_rows(ws: Workspace, ref: DumpFileRef) -> list[TensorRow]:
+    """Every input and output of one dump file with its stats (or the reason it can't be read).
+
+    Raises PrecisionError when the file's header itself is unreadable."""
+    header = ws.header(ref)
+    rows: list[TensorRow] = []
+    for meta in (*header.inputs, *header.outputs):
+        label = f"{meta.kind} {meta.index}"
+        common = (label, ref.file_name, meta.shape, meta.dtype_name, meta.format_name)
+        try:
+            rows.append(TensorRow(*common, ws.tensor_stats(ref, meta.kind, meta.index)))
+        except PrecisionError as exc:
+            rows.append(TensorRow(*common, error=str(exc)))
+    return rows
+
+
 def _dump_rows(
     ctx: ShellContext, run: RunIndex, rec: OpRecord
 ) -> tuple[list[str], list[TensorRow]]:
@@ -102,32 +119,11 @@ def _dump_rows(
     if not refs:
         return [], []
     newest = refs[-1]
-    rows: list[TensorRow] = []
+    files = [r.file_name for r in refs]
     try:
-        header = ws.header(newest)
+        return files, dump_tensor_rows(ws, newest)
     except PrecisionError as exc:
-        return [r.file_name for r in refs], [TensorRow("file", newest.file_name, error=str(exc))]
-    for meta in (*header.inputs, *header.outputs):
-        label = f"{meta.kind} {meta.index}"
-        try:
-            stats = ws.tensor_stats(newest, meta.kind, meta.index)
-            rows.append(
-                TensorRow(
-                    label, newest.file_name, meta.shape, meta.dtype_name, meta.format_name, stats
-                )
-            )
-        except PrecisionError as exc:
-            rows.append(
-                TensorRow(
-                    label,
-                    newest.file_name,
-                    meta.shape,
-                    meta.dtype_name,
-                    meta.format_name,
-                    error=str(exc),
-                )
-            )
-    return [r.file_name for r in refs], rows
+        return files, [TensorRow("file", newest.file_name, error=str(exc))]
 
 
 def _benchmark_rows(

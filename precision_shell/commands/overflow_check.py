@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from precision_shell.commands.node_info import TensorRow
+from precision_shell.commands.node_info import TensorRow, dump_tensor_rows
 from precision_shell.errors import PrecisionError
 from precision_shell.formats.overflow import read_opdebug
 from precision_shell.workspace.dump_index import DumpFileRef
@@ -47,33 +47,11 @@ def _linked_dump(ws: Workspace, ref: DumpFileRef) -> DumpFileRef | None:
 
 
 def _tensor_rows(ws: Workspace, dump: DumpFileRef, errors: list[str]) -> list[TensorRow]:
-    rows: list[TensorRow] = []
     try:
-        header = ws.header(dump)
+        return dump_tensor_rows(ws, dump)
     except PrecisionError as exc:
         errors.append(str(exc))
-        return rows
-    for meta in (*header.inputs, *header.outputs):
-        label = f"{meta.kind} {meta.index}"
-        try:
-            stats = ws.tensor_stats(dump, meta.kind, meta.index)
-            rows.append(
-                TensorRow(
-                    label, dump.file_name, meta.shape, meta.dtype_name, meta.format_name, stats
-                )
-            )
-        except PrecisionError as exc:
-            rows.append(
-                TensorRow(
-                    label,
-                    dump.file_name,
-                    meta.shape,
-                    meta.dtype_name,
-                    meta.format_name,
-                    error=str(exc),
-                )
-            )
-    return rows
+        return []
 
 
 def overflow_findings(ws: Workspace) -> tuple[list[OverflowFinding], list[str]]:
