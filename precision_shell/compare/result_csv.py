@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from precision_shell.compare.report import LEAD_COLUMNS, REASON_COLUMN
 from precision_shell.errors import PrecisionError
 
 # `result_<YYYYmmddHHMMSS>.csv`: vc's primary compare (and msaccucmp's only CSV)
@@ -55,21 +56,8 @@ class ResultTable:
     warnings: list[str] = field(default_factory=list)
 
 
-_LEAD = {
-    "Index",
-    "OpType",
-    "NPUDump",
-    "DataType",
-    "Address",
-    "GroundTruth",
-    "TensorIndex",
-    "Shape",
-    "OverFlow",
-    "OpSequence",  # msaccucmp -r/-s: the op's id in the graph
-    "LeftOp",
-    "RightOp",
-    "CompareFailReason",
-}
+# Every non-metric column: ours, msaccucmp's current and old headers (-r/-s add OpSequence).
+_LEAD = {*LEAD_COLUMNS, REASON_COLUMN, "OverFlow", "OpSequence", "LeftOp", "RightOp"}
 
 
 def _float(text: str) -> float:
