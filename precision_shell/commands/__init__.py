@@ -6,6 +6,7 @@ from precision_shell.commands import (  # noqa: F401
     compare_summary,
     graph,
     harvest,
+    report,
     system,
     tensor,
 )

@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from precision_shell.commands.compare import vc_command
 from precision_shell.commands.compare_summary import CompareSummary, summary_of
 from precision_shell.commands.overflow_check import OverflowFinding, overflow_findings
+from precision_shell.commands.report import write_report
 from precision_shell.compare.advisor import ACCUMULATED_DRIFT, Finding, OverflowHit
 from precision_shell.compare.diagnosis import Diagnosis, diagnose, write_into_summary
 from precision_shell.compare.graph_checks import (
@@ -54,6 +56,7 @@ class AutoCheck:
     summary: CompareSummary | None = None
     diagnosis: Diagnosis | None = None
     root_cause: RootCausePanel | None = None
+    report_path: Path | None = None  # the HTML report (`--report`)
 
     @property
     def error_message(self) -> str | None:
@@ -125,8 +128,9 @@ def _diagnose(ctx: ShellContext, check: AutoCheck) -> None:
 @argument(
     "-l", "--limit", type=int, default=3, help="overflow ops / failing ops to show (default 3)"
 )
+@argument("--report", action="store_true", help="write the HTML report at the end (implies -c)")
 def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck:
-    """ac [-c] [-l N]
+    """ac [-c] [-l N] [--report]
 
     Auto check: fusion, overflow (first first), casts; with -c compare, advisor and root cause.
     """
@@ -134,10 +138,12 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck:
         raise UsageError("ac: -l must not be negative")
     check = AutoCheck()
     _static_checks(ctx, check, args.limit)
-    if args.compare:
+    if args.compare or args.report:
         # through vc's own parser, so every vc default applies
         check.compare = vc_command(ctx, REGISTRY.lookup("vc").parse(["--overflow"]))
         table = read_result_csv(check.compare.primary.csv_path)
         check.summary = summary_of(ctx, table, None, [], args.limit or 0)
         _diagnose(ctx, check)
+        if args.report:
+            check.report_path = write_report(ctx, check.compare.primary.csv_path).path
     return check

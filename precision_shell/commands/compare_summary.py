@@ -14,6 +14,9 @@ from precision_shell.compare.result_csv import (
     find_result_csv,
     read_result_csv,
 )
+from precision_shell.errors import PrecisionError
+from precision_shell.report.data import summary_beside
+from precision_shell.report.points import OpCosine, op_cosines
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
 
@@ -59,6 +62,11 @@ class CompareSummary:
     failing_total: int
     compared_ops: int
     root_cause: str | None = None
+    plot: list[OpCosine] | None = None  # `--plot`: worst output cosine per op
+
+    @property
+    def cosine_threshold(self) -> float | None:
+        return next((t.value for t in self.thresholds if t.metric == "CosineSimilarity"), None)
 
 
 def parse_threshold(text: str, columns: list[str]) -> Threshold:
@@ -129,8 +137,13 @@ def summarize(table: ResultTable, thresholds: list[Threshold], limit: int | None
     metavar="NAME:THRESHOLD",
     help="extra limit, e.g. MaxAbsoluteError:0.1 (errors fail above, cosine below)",
 )
+@argument(
+    "--plot",
+    action="store_true",
+    help="also plot the worst output cosine per op, with the threshold and the root cause",
+)
 def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary:
-    """vcs [-f FILE_OR_DIR] [-c COS] [-l LIMIT] [--metric NAME:THRESHOLD ...]
+    """vcs [-f FILE_OR_DIR] [-c COS] [-l LIMIT] [--metric NAME:THRESHOLD ...] [--plot]
 
     Ops whose outputs fall below the thresholds, in execution order, inputs vs outputs.
     """
@@ -138,7 +151,23 @@ def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary:
         raise UsageError("vcs: -l must not be negative")
     target = args.file if args.file else ctx.workspace.output_dir("vector_compare")
     table = read_result_csv(find_result_csv(Path(target)))
-    return summary_of(ctx, table, args.cosine, args.metric, args.limit)
+    result = summary_of(ctx, table, args.cosine, args.metric, args.limit)
+    if args.plot:
+        threshold = result.cosine_threshold
+        result.plot = op_cosines(table.rows, threshold) if threshold is not None else []
+        result.root_cause = _root_cause_beside(table.path)
+    return result
+
+
+def _root_cause_beside(csv_path: Path) -> str | None:
+    """The root cause `ac -c` wrote into the summary.json next to the CSV, if any."""
+    try:
+        summary = summary_beside(csv_path)
+        causes = summary.root_causes() if summary is not None else []
+    except PrecisionError:
+        return None  # a plot without the marker beats no plot: the summary is optional here
+    op = causes[0].get("op") if causes else None
+    return op if isinstance(op, str) else None
 
 
 def summary_of(

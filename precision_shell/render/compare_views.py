@@ -14,6 +14,7 @@ from precision_shell.compare.result_csv import CsvRow
 from precision_shell.compare.run import CompareRun, VectorCompareResult
 from precision_shell.render.numbers import fmt_fixed
 from precision_shell.render.output import renders
+from precision_shell.render.terminal_plot import render_cosine_plot
 
 
 def _run_table(title: str, run: CompareRun) -> Table:
@@ -132,4 +133,9 @@ def render_compare_summary(console: Console, result: CompareSummary) -> None:
         console.print(
             f"... {result.failing_total - len(result.ops)} more failing ops (-l 0 shows all)",
             style="dim",
+        )
+    if result.plot is not None:
+        threshold = result.cosine_threshold
+        render_cosine_plot(
+            console, result.plot, threshold if threshold is not None else 1.0, result.root_cause
         )

@@ -194,3 +194,5 @@ def render_autocheck(console: Console, check: AutoCheck) -> None:
                 console.print(Text(f"other candidates: {others}", style="dim"))
         else:
             _panel(console, "Root cause", None, "no op degrades the signal on its own")
+    if check.report_path is not None:
+        console.print(Text.assemble(("report: ", "bold"), str(check.report_path)), soft_wrap=True)

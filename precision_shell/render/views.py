@@ -5,6 +5,7 @@ from precision_shell.render import (  # noqa: F401
     diagnosis_views,
     graph_views,
     harvest_views,
+    report_views,
     system_views,
     tensor_views,
 )

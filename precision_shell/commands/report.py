@@ -1,0 +1,167 @@
+"""`report`: the self-contained HTML report of a compare (plot, table, advisor, root cause).
+
+Also what `ac -c --report` calls after its diagnosis. The report and the root cause's
+subgraph files go to `temp/report/<ts>/`; `-o FILE` puts the page elsewhere but never over
+an existing file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from precision_shell.commands.latest_compare import LatestCompare
+from precision_shell.compare.result_csv import CsvRow, find_result_csv
+from precision_shell.compare.run import result_dir
+from precision_shell.errors import PrecisionError
+from precision_shell.report.data import ReportData, gather_report
+from precision_shell.report.page import SubgraphPicture, inline_svg, report_html
+from precision_shell.shell.context import ShellContext
+from precision_shell.shell.registry import UsageError, argument, command
+from precision_shell.workspace.subgraph import neighbourhood
+
+REPORT_NAME = "report.html"
+DEFAULT_DEPTH = 2
+
+
+@dataclass
+class ReportWritten:
+    """Where the report went and what it holds."""
+
+    path: Path
+    csv_path: Path
+    rows: int
+    points: int
+    failing_outputs: int
+    root_cause: str | None
+    diagnosed: bool
+    subgraph: str | None  # "svg" | "gv" | None (no root cause, or not in the graph)
+    notes: list[str] = field(default_factory=list)
+
+
+class _ReportDir:
+    """`temp/report/<ts>/`, created on first use (a report written with -o and no root
+    cause leaves nothing behind)."""
+
+    def __init__(self, ctx: ShellContext) -> None:
+        self._ctx = ctx
+        self._path: Path | None = None
+
+    def path(self) -> Path:
+        if self._path is None:
+            self._path = result_dir(self._ctx.workspace.output_dir("report"))[0]
+        return self._path
+
+
+def _picture(
+    ctx: ShellContext, data: ReportData, out_dir: _ReportDir, depth: int
+) -> SubgraphPicture | None:
+    """The root cause's neighbourhood, colored like `ni -s` colors it."""
+    op = data.root_cause
+    if op is None:
+        return None
+    try:
+        run = ctx.workspace.run()
+    except PrecisionError as exc:
+        return SubgraphPicture(op, depth, None, None, f"no subgraph: {exc}")
+    graph = run.dump_graph()
+    if graph is None or graph.get(op) is None:
+        note = f"{op} is not in the device graph of {run.name}: no subgraph"
+        return SubgraphPicture(op, depth, None, None, note)
+    from precision_shell.render.graphviz_out import write_subgraph
+
+    sub = neighbourhood(graph, op, depth)
+    rows: dict[str, list[CsvRow]] = {}
+    for row in data.rows:
+        rows.setdefault(row.op_name, []).append(row)
+    colors = LatestCompare(data.csv_path, rows, op)
+    sub.node_colors = {name: colors.color(name, data.cosine_threshold) for name in sub.nodes}
+    sub.node_marks[op] = "root cause"
+    files = write_subgraph(sub, out_dir.path(), run.name)
+    if files.svg is not None:
+        svg = inline_svg(Path(files.svg).read_text(encoding="utf-8"))
+        if svg is not None:
+            return SubgraphPicture(op, depth, svg, None)
+    gv = Path(files.gv).read_text(encoding="utf-8")
+    note = f"{files.note or 'dot gave no SVG'}; the graphviz source follows"
+    return SubgraphPicture(op, depth, None, gv, note)
+
+
+def _checked_output(output: Path) -> Path:
+    if output.is_dir():
+        output = output / REPORT_NAME
+    if output.exists():
+        raise PrecisionError(f"{output}: already exists; give another -o name")
+    if not output.parent.is_dir():
+        raise PrecisionError(f"{output.parent}: no such directory")
+    return output
+
+
+def write_report(
+    ctx: ShellContext, csv_path: Path, output: Path | None = None, depth: int = DEFAULT_DEPTH
+) -> ReportWritten:
+    """Gather, render and write the report of one result CSV (and its summary.json)."""
+    data = gather_report(csv_path, float(ctx.settings.get("thresholds.cosine")))
+    target = _checked_output(output) if output is not None else None
+    out_dir = _ReportDir(ctx)
+    picture = _picture(ctx, data, out_dir, depth)
+    if target is None:
+        target = out_dir.path() / REPORT_NAME
+    generated = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    try:
+        with open(target, "x", encoding="utf-8") as fh:
+            fh.write(report_html(data, picture, generated))
+    except OSError as exc:
+        raise PrecisionError(f"{target}: cannot write the report: {exc.strerror or exc}") from None
+    notes = list(data.warnings)
+    if picture is not None and picture.note:
+        notes.append(picture.note)
+    embedded = None
+    if picture is not None:
+        embedded = "svg" if picture.svg else ("gv" if picture.gv else None)
+    return ReportWritten(
+        path=target,
+        csv_path=csv_path,
+        rows=len(data.rows),
+        points=len(data.points),
+        failing_outputs=sum(1 for p in data.points if p.fails),
+        root_cause=data.root_cause,
+        diagnosed=data.diagnosed,
+        subgraph=embedded,
+        notes=notes,
+    )
+
+
+@command("report")
+@argument(
+    "-f",
+    "--file",
+    type=Path,
+    complete="path",
+    help="result CSV or its dir (default: the newest vc result)",
+)
+@argument(
+    "-o",
+    "--output",
+    type=Path,
+    complete="path",
+    help="write the page here (default: temp/report/<ts>/report.html; never overwrites)",
+)
+@argument(
+    "-s",
+    "--depth",
+    type=int,
+    default=DEFAULT_DEPTH,
+    help=f"hops around the root cause in its subgraph (default {DEFAULT_DEPTH})",
+)
+def report_command(ctx: ShellContext, args: argparse.Namespace) -> ReportWritten:
+    """report [-f RESULT_CSV_OR_DIR] [-o FILE] [-s DEPTH]
+
+    Self-contained HTML report: accuracy plot, results table, advisor, root cause, subgraph.
+    """
+    if args.depth < 0:
+        raise UsageError("report: -s must not be negative")
+    target = args.file if args.file else ctx.workspace.output_dir("vector_compare")
+    return write_report(ctx, find_result_csv(Path(target)), args.output, args.depth)

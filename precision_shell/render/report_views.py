@@ -1,0 +1,37 @@
+"""Rendering of `report`: where the page went and what it holds."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.text import Text
+
+from precision_shell.commands.report import ReportWritten
+from precision_shell.render.output import renders
+
+_EMBEDDED = {
+    "svg": "its subgraph inlined as SVG",
+    "gv": "its subgraph as graphviz text (no dot)",
+    None: "no subgraph",
+}
+
+
+def report_line(report: ReportWritten) -> Text:
+    return Text.assemble(("report: ", "bold"), str(report.path))
+
+
+@renders(ReportWritten)
+def render_report(console: Console, report: ReportWritten) -> None:
+    console.print(report_line(report), soft_wrap=True)
+    facts = (
+        f"{report.rows} table rows, {report.points} outputs plotted, "
+        f"{report.failing_outputs} below threshold; "
+    )
+    if report.root_cause:
+        facts += f"root cause {report.root_cause}, {_EMBEDDED[report.subgraph]}"
+    elif report.diagnosed:
+        facts += "no root cause found"
+    else:
+        facts += "not diagnosed (ac -c --report adds the root cause and the advisor)"
+    console.print(Text(facts), style="dim")
+    for note in report.notes:
+        console.print(Text(note), style="yellow")

@@ -1,0 +1,1 @@
+"""The self-contained HTML report of one compare: plot points, the SVG accuracy plot, the page."""

@@ -1,0 +1,297 @@
+"""The report page: one HTML file with everything inline (style, script, SVGs).
+
+Sections follow MindStudio's accuracy analyzer: the facts of the compare, the accuracy plot,
+the root cause with its subgraph, the advisor's findings and the full results table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+
+from precision_shell.compare.result_csv import HIGHER_IS_BETTER, CsvRow
+from precision_shell.report.assets import SCRIPT, STYLE
+from precision_shell.report.data import ReportData
+from precision_shell.report.plot_svg import FAIL_COLOR, accuracy_plot_svg
+from precision_shell.report.points import COSINE, RED, cosine_of
+
+_TEXT_METRICS = frozenset({"StandardDeviation"})
+_NAME_COLUMNS = frozenset({"NPUDump", "GroundTruth", "TensorIndex", "CompareFailReason", "LeftOp"})
+_NODE_COLORS = (  # as `ni -s` colors nodes (commands/latest_compare.py)
+    ("#c8e6c9", "cosine at or above threshold + 0.01"),
+    ("#fff59d", "within 0.01 above the threshold"),
+    ("#ef9a9a", "below the threshold or NaN/inf"),
+    ("#eeeeee", "not compared"),
+)
+
+
+@dataclass(frozen=True)
+class SubgraphPicture:
+    """The root cause's neighbourhood: dot's SVG when `dot` ran, else the .gv text."""
+
+    op: str
+    depth: int
+    svg: str | None
+    gv: str | None
+    note: str | None = None  # why there is no SVG (or no subgraph at all)
+
+
+def inline_svg(text: str) -> str | None:
+    """dot's SVG without its XML prolog and DOCTYPE, ready to sit inside HTML."""
+    start = text.find("<svg")
+    return text[start:].strip() if start >= 0 else None
+
+
+def _e(value: Any) -> str:
+    return escape(str(value))
+
+
+def _facts(pairs: list[tuple[str, str]]) -> str:
+    items = "".join(f"<dt>{_e(k)}</dt><dd>{v}</dd>" for k, v in pairs)
+    return f'<dl class="facts">{items}</dl>'
+
+
+def _header(data: ReportData, generated: str) -> str:
+    failing = sum(1 for p in data.points if p.fails)
+    payload = data.summary.payload if data.summary else {}
+    reasons = payload.get("failed_by_reason") or {}
+    why = ", ".join(f"{n} x {r}" for r, n in reasons.items()) if isinstance(reasons, dict) else ""
+    root = data.root_cause
+    pairs = [
+        ("Workspace", _e(data.workspace or "(not recorded: no summary.json)")),
+        ("Compared at", _e(data.created)),
+        ("Result CSV", _e(data.csv_path)),
+        ("Tensors compared", _e(f"{data.compared} of {data.total_rows} rows")),
+        ("Failed rows", _e(f"{data.failed}" + (f" ({why})" if why else ""))),
+        ("Thresholds", _e(f"{COSINE} < {data.cosine_threshold:g} fails")),
+        (
+            "Outputs below threshold",
+            f'<span class="{"bad" if failing else "good"}">{failing}</span>'
+            f" of {len(data.points)} plotted",
+        ),
+        (
+            "Root cause",
+            f'<a href="#root-cause">{_e(root)}</a>' if root else _e(_undiagnosed_text(data)),
+        ),
+    ]
+    baseline = payload.get("baseline_first_below")
+    if isinstance(baseline, str):
+        pairs.append(("First op below threshold", _e(baseline)))
+    return (
+        "<header><h1>Accuracy report</h1>"
+        f'<p class="muted">precision_shell · generated {_e(generated)}</p>'
+        f"{_facts(pairs)}</header>"
+    )
+
+
+def _undiagnosed_text(data: ReportData) -> str:
+    if data.diagnosed:
+        return "none: no op degrades the signal on its own"
+    return "not diagnosed (ac -c --report compares, diagnoses and writes this report)"
+
+
+def _plot(data: ReportData) -> str:
+    if not data.points:
+        body = '<p class="note">No output has a cosine similarity or a relative Euclidean distance to plot.</p>'
+    else:
+        cause = data.root_causes[0] if data.root_causes else {}
+        label = f"root cause: {cause['op']} [{cause.get('index')}]" if cause else None
+        index = cause.get("index") if isinstance(cause.get("index"), int) else None
+        svg = accuracy_plot_svg(data.points, data.cosine_threshold, label, index)
+        body = (
+            f'<div class="figure plot">{svg}</div><p class="muted">Hover a point for its op and'
+            " values; click it to find its row in the table.</p>"
+        )
+    return f'<section id="plot"><h2>Accuracy plot</h2>{body}</section>'
+
+
+def _metric_text(row: CsvRow, name: str) -> str:
+    return row.texts.get(name, "") or "-"
+
+
+def _rows_table(rows: list[CsvRow]) -> str:
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("tensor", "ground truth", "cosine", "max abs error", "rel. Euclidean", "reason")
+    )
+    body = "".join(
+        f'<tr><td class="name">{_e(r.tensor_index)}</td><td class="name">{_e(r.ground_truth)}</td>'
+        f'<td class="num">{_e(_metric_text(r, COSINE))}</td>'
+        f'<td class="num">{_e(_metric_text(r, "MaxAbsoluteError"))}</td>'
+        f'<td class="num">{_e(_metric_text(r, RED))}</td><td>{_e(r.reason)}</td></tr>'
+        for r in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _evidence(evidence: Any) -> str:
+    if not isinstance(evidence, dict) or not evidence:
+        return ""
+    return "; ".join(
+        f"{k} {v if not isinstance(v, list) else ', '.join(map(str, v))}"
+        for k, v in evidence.items()
+    )
+
+
+def _subgraph(picture: SubgraphPicture | None) -> str:
+    if picture is None:
+        return ""
+    title = f"<h3>Subgraph around {_e(picture.op)} (depth {picture.depth})</h3>"
+    legend = " · ".join(
+        f'<span style="background:{c};padding:0 6px;border:1px solid #bdbdbd">&nbsp;</span> {_e(t)}'
+        for c, t in _NODE_COLORS
+    )
+    note = f'<p class="note">{_e(picture.note)}</p>' if picture.note else ""
+    if picture.svg:
+        body = f'<div class="figure subgraph">{picture.svg}</div>'
+    elif picture.gv:
+        body = f'<pre class="gv">{_e(picture.gv)}</pre>'
+    else:
+        body = ""
+    return f'{title}<p class="muted">Nodes by output cosine: {legend}</p>{note}{body}'
+
+
+def _root_cause(data: ReportData, picture: SubgraphPicture | None) -> str:
+    if not data.root_causes:
+        inner = f'<p class="note">{_e(_undiagnosed_text(data))}</p>'
+        return f'<section id="root-cause"><h2>Root cause</h2>{inner}</section>'
+    cause = data.root_causes[0]
+    op = str(cause.get("op"))
+    facts = _facts(
+        [
+            ("Op", f'<span class="bad">{_e(op)}</span>'),
+            ("Type", _e(cause.get("type", ""))),
+            ("Index", _e(cause.get("index", "-"))),
+            ("Why", _e(cause.get("reason", ""))),
+            ("Evidence", _e(_evidence(cause.get("evidence")))),
+        ]
+    )
+    parts = [facts, "<h3>Its compare rows</h3>", _rows_table(data.rows_of(op))]
+    advice = [a for a in data.advice if a.get("op") == op]
+    for a in advice:
+        parts.append(f"<p><b>{_e(a.get('detection', ''))}:</b> {_e(a.get('advice', ''))}</p>")
+    others = data.root_causes[1:]
+    if others:
+        items = "".join(
+            f"<li>[{_e(c.get('index'))}] {_e(c.get('op'))}: {_e(c.get('reason', ''))}</li>"
+            for c in others
+        )
+        parts.append(f"<h3>Other candidates</h3><ul>{items}</ul>")
+    parts.append(_subgraph(picture))
+    return (
+        f'<section id="root-cause"><h2>Root cause</h2><div class="panel">{"".join(parts)}</div>'
+        "</section>"
+    )
+
+
+def _advisor(data: ReportData) -> str:
+    if not data.diagnosed:
+        body = f'<p class="note">{_e(_undiagnosed_text(data))}</p>'
+    elif not data.advice:
+        body = '<p class="good">Nothing found.</p>'
+    else:
+        rows = "".join(
+            f"<tr><td>{_e(a.get('detection', ''))}</td>"
+            f'<td class="name">{_e(_op_label(a))}</td><td>{_e(a.get("advice", ""))}</td>'
+            f"<td>{_e(_evidence(a.get('evidence')))}</td></tr>"
+            for a in data.advice
+        )
+        body = (
+            "<table><thead><tr><th>detection</th><th>op</th><th>advice</th><th>evidence</th>"
+            f"</tr></thead><tbody>{rows}</tbody></table>"
+        )
+    return f'<section id="advisor"><h2>Advisor</h2>{body}</section>'
+
+
+def _op_label(finding: dict[str, Any]) -> str:
+    op = finding.get("op")
+    if not op:
+        return "(whole network)"
+    index = finding.get("index")
+    return f"[{index}] {op}" if index is not None else str(op)
+
+
+def _column_heads(data: ReportData) -> str:
+    seen: dict[str, int] = {}
+    heads = []
+    for name in data.header:
+        seen[name] = seen.get(name, 0) + 1
+        key = name if seen[name] == 1 else f"{name}.{seen[name]}"
+        numeric = name == "Index" or (name in data.metric_columns and name not in _TEXT_METRICS)
+        attrs = f' data-col="{_e(key)}" data-type="{"num" if numeric else "text"}"'
+        if name in HIGHER_IS_BETTER:
+            attrs += ' data-better="high"'
+        heads.append(f"<th{attrs}>{_e(name)}</th>")
+    return "".join(heads)
+
+
+def _cell_class(name: str, data: ReportData) -> str:
+    if name == "Index" or (name in data.metric_columns and name not in _TEXT_METRICS):
+        return "num"
+    return "name" if name in _NAME_COLUMNS else ""
+
+
+def _cosine_class(row: CsvRow, threshold: float) -> str:
+    cos = cosine_of(row)
+    if cos is None:
+        return ""
+    return "bad" if math.isnan(cos) or cos < threshold else "good"
+
+
+def _results(data: ReportData) -> str:
+    width = len(data.header)
+    opening = [
+        f'<td class="{c}">' if c else "<td>" for c in (_cell_class(n, data) for n in data.header)
+    ]
+    cos_col = data.header.index(COSINE) if COSINE in data.header else -1
+    body = []
+    for row in data.rows:
+        cells = data.cells.get(row.line, [])[:width]
+        cells += [""] * (width - len(cells))
+        tr_class = " ".join(
+            c for c, on in (("fail", data.fails(row)), ("rc", row.op_name == data.root_cause)) if on
+        )
+        # text nodes need only &, < and > escaped; this loop runs once per cell of big tables
+        tds = [
+            f"{opening[k]}{escape(text.strip(), quote=False)}</td>" for k, text in enumerate(cells)
+        ]
+        if cos_col >= 0:
+            cosine_class = f"num {_cosine_class(row, data.cosine_threshold)}".strip()
+            tds[cos_col] = (
+                f'<td class="{cosine_class}">{escape(cells[cos_col].strip(), quote=False)}</td>'
+            )
+        cls_attr = f' class="{tr_class}"' if tr_class else ""
+        body.append(f'<tr data-line="{row.line}"{cls_attr}>{"".join(tds)}</tr>')
+    controls = (
+        '<div class="controls"><input type="search" id="filter" placeholder="filter rows: op,'
+        ' type, tensor, reason..." aria-label="filter rows">'
+        '<label><input type="checkbox" id="failing-only"> failing outputs only</label>'
+        f'<span><span id="shown">{len(data.rows)}</span> of {len(data.rows)} rows shown'
+        " · click a column header to sort</span></div>"
+    )
+    return (
+        f'<section id="results-section"><h2>Results ({len(data.rows)} rows)</h2>{controls}'
+        f'<table id="results"><thead><tr>{_column_heads(data)}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></section>"
+    )
+
+
+def _warnings(data: ReportData) -> str:
+    if not data.warnings:
+        return ""
+    items = "".join(f"<li>{_e(w)}</li>" for w in data.warnings)
+    return f'<section id="warnings"><h2 style="color:{FAIL_COLOR}">CSV warnings</h2><ul>{items}</ul></section>'
+
+
+def report_html(data: ReportData, picture: SubgraphPicture | None, generated: str) -> str:
+    """The whole page; `generated` is the time shown as when the report was written."""
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>Accuracy report: {_e(data.csv_path.name)}</title><style>{STYLE}</style></head>"
+        f"<body>{_header(data, generated)}{_plot(data)}{_root_cause(data, picture)}"
+        f"{_advisor(data)}{_results(data)}{_warnings(data)}"
+        f"<script>{SCRIPT}</script></body></html>\n"
+    )

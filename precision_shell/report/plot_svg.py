@@ -1,0 +1,300 @@
+"""The accuracy plot as a hand-built static SVG: output cosine per op, and SQNR per op.
+
+Both panels share the x axis (the op's Index, execution order). Every point carries a
+`<title>` (the hover text) with the op and its values. Points are green when they pass, red
+below the cosine threshold, hollow red in the "nan/inf" lane under the axis when the data
+held NaN/inf. The root cause gets a ring in both panels, a vertical line and a label.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from html import escape
+
+from precision_shell.report.points import PlotPoint
+from precision_shell.report.scale import (
+    Domain,
+    LinearScale,
+    cosine_domain,
+    decibel_domain,
+    nice_step,
+)
+
+WIDTH = 900
+FRAME_LEFT, FRAME_RIGHT = 72.0, 868.0  # the plot frame; points stay 8 px inside it
+X_FIRST, X_LAST = 80.0, 860.0  # where the first and the last Index sit
+PASS_COLOR, FAIL_COLOR, ROOT_COLOR, THRESHOLD_COLOR = "#2e7d32", "#c62828", "#b00020", "#e65100"
+POINT_RADIUS = 3.5
+
+
+@dataclass(frozen=True)
+class PanelBox:
+    """Vertical geometry of one panel: values map onto [top, top + height]."""
+
+    top: float
+    height: float
+
+    @property
+    def bottom(self) -> float:
+        return self.top + self.height
+
+    @property
+    def title_y(self) -> float:
+        return self.top - 22
+
+    @property
+    def nan_y(self) -> float:  # the lane for NaN/inf, under the frame
+        return self.bottom + 22
+
+    @property
+    def label_y(self) -> float:  # x tick labels
+        return self.bottom + 42
+
+
+COSINE_BOX = PanelBox(top=40.0, height=200.0)
+SQNR_BOX = PanelBox(top=340.0, height=140.0)
+HEIGHT = 540
+
+
+def x_scale(points: Sequence[PlotPoint]) -> LinearScale:
+    xs = [p.x for p in points] or [0]
+    return LinearScale(min(xs), max(xs), X_FIRST, X_LAST)
+
+
+def y_scale(domain: Domain, box: PanelBox) -> LinearScale:
+    return LinearScale(domain.lo, domain.hi, box.bottom, box.top)
+
+
+def cosine_plot_domain(points: Sequence[PlotPoint], threshold: float) -> Domain:
+    return cosine_domain([p.cosine for p in points if p.cosine is not None], threshold)
+
+
+def threshold_sqnr(threshold: float) -> float | None:
+    """The SQNR a cosine threshold stands for, by the small-error equivalence
+    RED ~ sqrt(2 (1 - cos)) (equal norms); None for a threshold of 1 or more."""
+    if threshold >= 1.0:
+        return None
+    return -20.0 * math.log10(math.sqrt(2.0 * (1.0 - threshold)))
+
+
+def _f(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return "not computed"
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.{digits}f}"
+
+
+def point_title(p: PlotPoint, threshold: float) -> str:
+    verdict = (
+        "NaN/inf in the data"
+        if p.cosine_nonfinite
+        else (f"below threshold {threshold:g}" if p.fails else "pass")
+    )
+    lines = [
+        p.op,
+        f"Index {p.x} · {p.op_type} · {p.tensor}",
+        f"cosine {p.cosine_text or 'not computed'} · rel. Euclidean {p.red_text or 'NaN'}"
+        f" · SQNR {_num(p.sqnr_db)} dB",
+        verdict,
+    ]
+    if p.root_cause:
+        lines.append("root cause")
+    return "\n".join(lines)
+
+
+def _point(p: PlotPoint, cx: float, cy: float, nonfinite: bool, title: str) -> str:
+    cls = "pt " + ("fail" if p.fails else "pass") + (" nonfinite" if nonfinite else "")
+    cls += " root" if p.root_cause else ""
+    color = FAIL_COLOR if p.fails else PASS_COLOR
+    paint = (
+        f'fill="#ffffff" stroke="{color}" stroke-width="1.5"' if nonfinite else f'fill="{color}"'
+    )
+    return (
+        f'<circle class="{cls}" cx="{_f(cx)}" cy="{_f(cy)}" r="{POINT_RADIUS}" {paint}'
+        f' data-x="{p.x}" data-line="{p.line}" data-op="{escape(p.op)}" data-tensor="{escape(p.tensor)}">'
+        f"<title>{escape(title)}</title></circle>"
+    )
+
+
+def _frame(box: PanelBox, domain: Domain, title: str, tick_text) -> list[str]:  # noqa: ANN001
+    ys = y_scale(domain, box)
+    out = [
+        f'<text x="{_f(FRAME_LEFT)}" y="{_f(box.title_y)}" font-weight="bold">{escape(title)}</text>',
+        f'<rect x="{_f(FRAME_LEFT)}" y="{_f(box.top - 8)}" width="{_f(FRAME_RIGHT - FRAME_LEFT)}"'
+        f' height="{_f(box.height + 16)}" fill="none" stroke="#9e9e9e"/>',
+    ]
+    for tick in domain.ticks():
+        y = ys(tick)
+        out.append(
+            f'<line x1="{_f(FRAME_LEFT)}" x2="{_f(FRAME_RIGHT)}" y1="{_f(y)}" y2="{_f(y)}"'
+            ' stroke="#eeeeee"/>'
+        )
+        out.append(
+            f'<text x="{_f(FRAME_LEFT - 6)}" y="{_f(y + 4)}" text-anchor="end">'
+            f"{escape(tick_text(tick))}</text>"
+        )
+    out.append(
+        f'<text x="{_f(FRAME_LEFT - 6)}" y="{_f(box.nan_y + 4)}" text-anchor="end"'
+        f' fill="{FAIL_COLOR}">nan/inf</text>'
+    )
+    return out
+
+
+def _x_ticks(xs: LinearScale, box: PanelBox) -> list[str]:
+    lo, hi = int(xs.d0), int(xs.d1)
+    step = max(1, round(nice_step(max(hi - lo, 1), ticks=10)))
+    first = -(-lo // step) * step
+    ticks = sorted({lo, hi, *range(first, hi + 1, step)})
+    # the end labels win over a regular tick that would sit on top of them
+    ticks = [t for t in ticks if t in (lo, hi) or min(abs(t - lo), abs(hi - t)) >= step / 2]
+    return [
+        f'<text x="{_f(xs(t))}" y="{_f(box.label_y)}" text-anchor="middle">{t}</text>'
+        for t in ticks
+    ]
+
+
+def _hline(y: float, label: str) -> list[str]:
+    return [
+        f'<line class="threshold" x1="{_f(FRAME_LEFT)}" x2="{_f(FRAME_RIGHT)}" y1="{_f(y)}"'
+        f' y2="{_f(y)}" stroke="{THRESHOLD_COLOR}" stroke-width="1.2" stroke-dasharray="6 4"/>',
+        f'<text class="threshold-label" x="{_f(FRAME_RIGHT - 4)}" y="{_f(y - 4)}"'
+        f' text-anchor="end" fill="{THRESHOLD_COLOR}">{escape(label)}</text>',
+    ]
+
+
+def _legend() -> list[str]:
+    items = [
+        (f'fill="{PASS_COLOR}"', "pass"),
+        (f'fill="{FAIL_COLOR}"', "below threshold"),
+        (f'fill="#ffffff" stroke="{FAIL_COLOR}" stroke-width="1.5"', "NaN/inf"),
+        (f'fill="none" stroke="{ROOT_COLOR}" stroke-width="2"', "root cause"),
+    ]
+    out, x = [], FRAME_RIGHT - 380
+    for paint, label in items:
+        r = 7 if label == "root cause" else POINT_RADIUS
+        out.append(f'<circle cx="{_f(x)}" cy="{_f(COSINE_BOX.title_y - 4)}" r="{r}" {paint}/>')
+        out.append(f'<text x="{_f(x + 10)}" y="{_f(COSINE_BOX.title_y)}">{escape(label)}</text>')
+        x += 24 + 7 * len(label)
+    return out
+
+
+def _panel_points(
+    points: Sequence[PlotPoint],
+    xs: LinearScale,
+    ys: LinearScale,
+    box: PanelBox,
+    value,  # noqa: ANN001  (PlotPoint -> float | None)
+    threshold: float,
+) -> tuple[list[str], list[tuple[float, float]]]:
+    """The circles of one panel, and where the root cause's points are (for the rings)."""
+    out, rings = [], []
+    title_of = {id(p): point_title(p, threshold) for p in points}
+    for p in points:
+        v = value(p)
+        if v is None:
+            continue
+        nonfinite = math.isnan(v)
+        # an infinite SQNR (identical tensors) sits on the top edge
+        y = box.nan_y if nonfinite else (box.top if math.isinf(v) and v > 0 else ys(v))
+        cx = xs(p.x)
+        out.append(_point(p, cx, y, nonfinite, title_of[id(p)]))
+        if p.root_cause:
+            rings.append((cx, y))
+    return out, rings
+
+
+def _root_marks(
+    rings: list[tuple[float, float]], label: str | None, root_x: float | None
+) -> list[str]:
+    if root_x is None:
+        return []
+    out = [
+        f'<line class="root-line" x1="{_f(root_x)}" x2="{_f(root_x)}"'
+        f' y1="{_f(COSINE_BOX.top - 8)}" y2="{_f(SQNR_BOX.nan_y + 8)}" stroke="{ROOT_COLOR}"'
+        ' stroke-width="1" stroke-dasharray="3 3" opacity="0.7"/>'
+    ]
+    for cx, cy in rings:
+        out.append(
+            f'<circle class="root-ring" cx="{_f(cx)}" cy="{_f(cy)}" r="8" fill="none"'
+            f' stroke="{ROOT_COLOR}" stroke-width="2"/>'
+        )
+    if label:
+        left = root_x < (X_FIRST + X_LAST) / 2
+        out.append(
+            f'<text class="root-label" x="{_f(root_x + (6 if left else -6))}"'
+            f' y="{_f(COSINE_BOX.top + 8)}" text-anchor="{"start" if left else "end"}"'
+            f' fill="{ROOT_COLOR}" font-weight="bold" stroke="#ffffff" stroke-width="3"'
+            f' paint-order="stroke">{escape(label)}</text>'
+        )
+    return out
+
+
+def accuracy_plot_svg(
+    points: Sequence[PlotPoint],
+    threshold: float,
+    root_label: str | None = None,
+    root_index: int | None = None,
+) -> str:
+    """The two-panel SVG; `root_label` names the root cause next to its marker, which stands
+    on its points (or at `root_index` when none of its outputs has a value)."""
+    xs = x_scale(points)
+    cos_domain = cosine_plot_domain(points, threshold)
+    cos_y = y_scale(cos_domain, COSINE_BOX)
+    reference = threshold_sqnr(threshold)
+    db_domain = decibel_domain([p.sqnr_db for p in points if p.sqnr_db is not None], reference)
+    db_y = y_scale(db_domain, SQNR_BOX)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="accuracy-plot" width="{WIDTH}"'
+        f' height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif"'
+        ' font-size="11" role="img" aria-label="output cosine similarity and SQNR per op">'
+    ]
+    parts.append('<g class="panel" data-panel="cosine">')
+    parts += _frame(
+        COSINE_BOX,
+        cos_domain,
+        "Output cosine similarity per op (x: Index, execution order)",
+        lambda t: f"{t:.{_decimals(cos_domain.step)}f}",
+    )
+    parts += _x_ticks(xs, COSINE_BOX)
+    if cos_domain.lo <= threshold <= cos_domain.hi:
+        parts += _hline(cos_y(threshold), f"cosine threshold {threshold:g}")
+    cos_points, cos_rings = _panel_points(
+        points, xs, cos_y, COSINE_BOX, lambda p: p.cosine, threshold
+    )
+    parts += cos_points
+    parts += _legend()
+    parts.append("</g>")
+    parts.append('<g class="panel" data-panel="sqnr">')
+    parts += _frame(
+        SQNR_BOX,
+        db_domain,
+        "SQNR per op, dB = -20·log10(RelativeEuclideanDistance)",
+        lambda t: f"{t:g}",
+    )
+    parts += _x_ticks(xs, SQNR_BOX)
+    if reference is not None:
+        parts += _hline(db_y(reference), f"≈ cosine {threshold:g} ({reference:.1f} dB)")
+    db_points, db_rings = _panel_points(points, xs, db_y, SQNR_BOX, lambda p: p.sqnr_db, threshold)
+    parts += db_points
+    parts.append("</g>")
+    root_xs = [xs(p.x) for p in points if p.root_cause]
+    if not root_xs and root_index is not None and points:
+        root_xs = [xs(root_index)]
+    parts.append('<g class="root-cause">')
+    parts += _root_marks(cos_rings + db_rings, root_label, root_xs[0] if root_xs else None)
+    parts.append("</g>")
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def _decimals(step: float) -> int:
+    return max(0, -math.floor(math.log10(step) + 1e-9))

@@ -1,0 +1,135 @@
+"""What the accuracy plots show, read off the result CSV rows.
+
+A point is one compared output: its x is the op's Index (execution order), its y the output's
+cosine similarity; the second panel shows SQNR in dB computed from the relative Euclidean
+distance (SQNR = -20 log10 RED). `nan`/`inf` propagated from the data are "non-finite" points,
+drawn in their own lane; a printed `NaN` (not computed) is no point at all.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from precision_shell.compare.result_csv import CsvRow
+
+COSINE = "CosineSimilarity"
+RED = "RelativeEuclideanDistance"
+_NONFINITE = ("nan", "inf", "-inf")
+
+
+@dataclass(frozen=True)
+class PlotPoint:
+    x: int  # the op's Index (execution order); its ordinal in the file when Index is missing
+    op: str
+    op_type: str
+    tensor: str
+    line: int  # CSV line, to find the row in the table
+    cosine: float | None  # None: not computed; nan: non-finite in the data
+    cosine_text: str
+    sqnr_db: float | None  # None: RED not computed; nan: non-finite; inf: identical tensors
+    red_text: str
+    fails: bool  # cosine below the threshold or non-finite
+    root_cause: bool
+
+    @property
+    def cosine_nonfinite(self) -> bool:
+        return self.cosine is not None and math.isnan(self.cosine)
+
+    @property
+    def sqnr_nonfinite(self) -> bool:
+        return self.sqnr_db is not None and math.isnan(self.sqnr_db)
+
+
+def cosine_of(row: CsvRow) -> float | None:
+    """The cosine of a row: None when not computed, nan when the data held NaN/inf."""
+    text = row.texts.get(COSINE, "")
+    if text in _NONFINITE:
+        return math.nan
+    value = row.metrics.get(COSINE, math.nan)
+    return None if math.isnan(value) else value
+
+
+def sqnr_of(row: CsvRow) -> float | None:
+    """SQNR in dB from the relative Euclidean distance: None when not computed, nan when the
+    data held NaN/inf, inf for identical tensors."""
+    text = row.texts.get(RED, "")
+    if text in _NONFINITE:
+        return math.nan
+    red = row.metrics.get(RED, math.nan)
+    if math.isnan(red) or red < 0:
+        return None
+    return math.inf if red == 0 else -20.0 * math.log10(red)
+
+
+def is_output(row: CsvRow) -> bool:
+    # a TensorIndex that is not op:kind:k (old files) cannot be told apart: count it as output
+    return row.kind in ("output", "")
+
+
+def x_positions(rows: Sequence[CsvRow]) -> dict[str, int]:
+    """Op -> x: the CSV Index when every row has one, else the op's ordinal in the file."""
+    if rows and all(r.index is not None for r in rows):
+        return {r.op_name: r.index for r in rows}  # type: ignore[misc]
+    order: dict[str, int] = {}
+    for row in rows:
+        order.setdefault(row.op_name, len(order))
+    return order
+
+
+def output_points(
+    rows: Sequence[CsvRow], threshold: float, root_cause: str | None
+) -> list[PlotPoint]:
+    """One point per compared output (cosine or RED computed), in file order."""
+    xs = x_positions(rows)
+    points = []
+    for row in rows:
+        if not is_output(row):
+            continue
+        cos, sqnr = cosine_of(row), sqnr_of(row)
+        if cos is None and sqnr is None:
+            continue
+        fails = cos is not None and (math.isnan(cos) or cos < threshold)
+        points.append(
+            PlotPoint(
+                x=xs[row.op_name],
+                op=row.op_name,
+                op_type=row.op_type,
+                tensor=row.tensor_index,
+                line=row.line,
+                cosine=cos,
+                cosine_text=row.texts.get(COSINE, ""),
+                sqnr_db=sqnr,
+                red_text=row.texts.get(RED, ""),
+                fails=fails,
+                root_cause=row.op_name == root_cause,
+            )
+        )
+    return points
+
+
+@dataclass(frozen=True)
+class OpCosine:
+    """An op's worst output cosine, for the per-op curve of `vcs --plot`."""
+
+    x: int
+    op: str
+    cosine: float  # nan when an output held NaN/inf
+    fails: bool
+
+
+def op_cosines(rows: Sequence[CsvRow], threshold: float) -> list[OpCosine]:
+    """Per op (in x order), the worst output cosine; ops without a cosine are left out."""
+    worst: dict[str, OpCosine] = {}
+    for p in output_points(rows, threshold, None):
+        if p.cosine is None:
+            continue
+        seen = worst.get(p.op)
+        if (
+            seen is None
+            or math.isnan(p.cosine)
+            or (not math.isnan(seen.cosine) and p.cosine < seen.cosine)
+        ):
+            worst[p.op] = OpCosine(p.x, p.op, p.cosine, p.fails)
+    return sorted(worst.values(), key=lambda o: o.x)

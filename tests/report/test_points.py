@@ -1,0 +1,75 @@
+"""Plot points read off a result CSV: which rows become points, their x, cosine and SQNR."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from precision_shell.compare.result_csv import read_result_csv
+from precision_shell.report.points import op_cosines, output_points
+
+HEADER = (
+    "Index,OpType,NPUDump,DataType,Address,GroundTruth,DataType,TensorIndex,Shape,"
+    "CosineSimilarity,MaxAbsoluteError,AccumulatedRelativeError,RelativeEuclideanDistance,"
+    "KullbackLeiblerDivergence,StandardDeviation,MeanAbsoluteError,RootMeanSquareError,"
+    "MaxRelativeError,MeanRelativeError,CompareFailReason"
+)
+
+
+def _row(index: int, op: str, tensor: str, cos: str, red: str, reason: str = "") -> str:
+    return (
+        f'{index},Conv2D,{op},DT_FLOAT16,NaN,{op},DT_FLOAT,{op}:{tensor},"[2,4]",'
+        f'{cos},0.1,0.1,{red},0.0,"(0;1),(0;1)",0.1,0.1,0.1,0.1,{reason}'
+    )
+
+
+@pytest.fixture
+def table(tmp_path: Path):
+    lines = [
+        HEADER,
+        _row(3, "a", "input:0", "1.000000", "0.000000"),
+        _row(3, "a", "output:0", "0.990000", "0.100000"),
+        _row(3, "a", "output:1", "0.950000", "0.010000"),  # a's worst output
+        _row(5, "b", "output:0", "nan", "inf"),  # NaN in the data
+        _row(7, "c", "output:0", "NaN", "NaN", "benchmark c.0.*.npy not found"),
+        _row(9, "d", "output:0", "NaN", "0.000000"),  # cosine not computed, RED is
+    ]
+    path = tmp_path / "result_20260101000000.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return read_result_csv(path)
+
+
+def test_one_point_per_output_with_a_cosine_or_a_distance(table) -> None:
+    points = output_points(table.rows, 0.98, root_cause="b")
+    assert [(p.op, p.tensor) for p in points] == [
+        ("a", "a:output:0"),
+        ("a", "a:output:1"),
+        ("b", "b:output:0"),
+        ("d", "d:output:0"),
+    ]
+    assert [p.x for p in points] == [3, 3, 5, 9]
+    assert [p.line for p in points] == [3, 4, 5, 7]
+    a0, a1, b, d = points
+    assert (a0.cosine, a0.fails) == (0.99, False)
+    assert math.isclose(a0.sqnr_db, 20.0) and math.isclose(a1.sqnr_db, 40.0)
+    assert (a1.cosine, a1.fails) == (0.95, True)
+    assert b.cosine_nonfinite and b.sqnr_nonfinite and b.fails and b.root_cause
+    assert (b.cosine_text, b.red_text) == ("nan", "inf")
+    assert d.cosine is None and d.sqnr_db == math.inf and not d.fails
+    assert not any(p.root_cause for p in (a0, a1, d))
+
+
+def test_x_is_the_op_ordinal_when_a_row_has_no_index(table, tmp_path: Path) -> None:
+    text = table.path.read_text(encoding="utf-8").replace("\n9,", "\n,", 1)
+    path = tmp_path / "no_index.csv"
+    path.write_text(text, encoding="utf-8")
+    points = output_points(read_result_csv(path).rows, 0.98, None)
+    assert [(p.op, p.x) for p in points] == [("a", 0), ("a", 0), ("b", 1), ("d", 3)]
+
+
+def test_op_cosines_keeps_each_ops_worst_output(table) -> None:
+    ops = op_cosines(table.rows, 0.98)
+    assert [(o.op, o.x, o.fails) for o in ops] == [("a", 3, True), ("b", 5, True)]
+    assert ops[0].cosine == 0.95 and math.isnan(ops[1].cosine)
