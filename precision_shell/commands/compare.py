@@ -78,12 +78,9 @@ def _plans(ctx: ShellContext, args: argparse.Namespace) -> tuple[ComparePlan, Co
         left, right = Path(args.left), Path(args.right)
         if _holds_npy(right):
             graph = _pick_graph(ws, args.graph)
-            run = ws.run()
-            from precision_shell.workspace.workspace import RunIndex
-
-            adhoc = RunIndex(run.run, run.graphs, _dump_index_of(left))
-            plan = benchmark_plan(ws, adhoc, graph, golden_dir=right)
-            plan.left = str(left)
+            plan = benchmark_plan(
+                ws, ws.run(), graph, golden_dir=right, dumps=_dump_index_of(left), left=str(left)
+            )
             return _nonempty(plan, graph), None
         return device_plan(_dump_index_of(left), _dump_index_of(right), str(left), str(right)), None
     run = ws.run(args.run)
@@ -111,7 +108,7 @@ def _nonempty(plan: ComparePlan, graph: GraphIndex) -> ComparePlan:
     return plan
 
 
-def _pick_graph(ws: Workspace, name: str | None, run_name: str | None = None):  # noqa: ANN202
+def _pick_graph(ws: Workspace, name: str | None, run_name: str | None = None) -> GraphIndex:
     run = ws.run(run_name)
     if name:
         for candidate in run.graphs:

@@ -140,16 +140,21 @@ class _Origins:
 
 
 def benchmark_plan(
-    ws: Workspace, run: RunIndex, graph: GraphIndex, golden_dir: Path | None = None
+    ws: Workspace,
+    run: RunIndex,
+    graph: GraphIndex,
+    golden_dir: Path | None = None,
+    dumps: DumpIndex | None = None,
+    left: str | None = None,
 ) -> ComparePlan:
-    """Device dump of `run` against benchmark tensors (FORMATS.md section 5): the workspace's,
-    or those of `golden_dir`.
+    """Device dump of `run` (or `dumps`, e.g. a dir given with -lt) against benchmark tensors
+    (FORMATS.md section 5): the workspace's, or those of `golden_dir`.
 
     Fusion groups are formed over the whole graph (a group's ops need not all be dumped);
     `Index` numbers the groups that have a dump, in execution order.
     """
     golden_index = scan_golden_dir(golden_dir) if golden_dir is not None else ws.golden
-    pairs, skipped = _dumped_ops(graph, run.dumps)
+    pairs, skipped = _dumped_ops(graph, dumps if dumps is not None else run.dumps)
     groups = fusion_groups(list(graph.records()))
     origins = _Origins(graph, groups)
     numbers: dict[int, int] = {}
@@ -183,7 +188,7 @@ def benchmark_plan(
                 ground_truth=group.ground_truth,
             )
         )
-    left = str(run.run.dump_dir or run.run.root)
+    left = left or str(run.run.dump_dir or run.run.root)
     right = str(golden_dir or ws.layout.golden_dir or "")
     return ComparePlan(tasks, "benchmark", left, right, graph.root_graph, skipped)
 

@@ -19,6 +19,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from precision_shell.compare.matcher import input_source
 from precision_shell.compare.result_csv import CsvRow
 from precision_shell.workspace.graph_index import GraphIndex
 
@@ -126,8 +127,6 @@ def collect_evidence(graph: GraphIndex, rows: Iterable[CsvRow]) -> dict[str, OpE
 
 def _infer_undumped_producers(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> None:
     """Producers with no compared output take what their consumers' input rows measured."""
-    from precision_shell.compare.matcher import input_source
-
     for ev in list(evidence.values()):
         for k, q in ev.inputs.items():
             source = input_source(graph, ev.name, k)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -16,7 +16,9 @@ from precision_shell.render.graph_views import tensor_table
 from precision_shell.render.output import renders
 
 
-def _panel(console: Console, title: str, body, empty: str | None = None) -> None:  # noqa: ANN001
+def _panel(
+    console: Console, title: str, body: RenderableType | None, empty: str | None = None
+) -> None:
     content = (
         body
         if body is not None

@@ -15,9 +15,10 @@ from precision_shell.commands.graph import NodeInfoResult, OpListing, TypeCounts
 from precision_shell.commands.node_info import NodeInfo, TensorRow
 from precision_shell.render.numbers import fmt_num
 from precision_shell.render.output import renders
+from precision_shell.workspace.graph_index import OpRecord
 
 
-def op_line(run: str | None, rec) -> Text:  # noqa: ANN001 - OpRecord
+def op_line(run: str | None, rec: OpRecord) -> Text:
     text = Text()
     if run:
         text.append(f"{run} ", style="dim")

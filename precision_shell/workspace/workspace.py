@@ -16,6 +16,7 @@ import numpy as np
 
 from precision_shell.compare.matcher import input_origin, record_output_origin
 from precision_shell.errors import FormatError, PrecisionError
+from precision_shell.formats.dump_names import sanitize_dump_name
 from precision_shell.formats.fusion_result import FusionPass, read_fusion_result
 from precision_shell.formats.ge_graph import load_ge_graph
 from precision_shell.formats.golden import (
@@ -186,8 +187,6 @@ class Workspace:
         return [f for f in self.overflow_dumps.files if f.op_type == "Opdebug"]
 
     def dump_files(self, run: RunIndex, op_name: str) -> list[DumpFileRef]:
-        from precision_shell.formats.dump_names import sanitize_dump_name
-
         return run.dumps.for_op(sanitize_dump_name(op_name))
 
     def golden_file(self, origin_name: str, index: int) -> GoldenFile | None:

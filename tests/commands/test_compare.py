@@ -278,6 +278,7 @@ def test_lt_rt_with_a_benchmark_dir_uses_the_workspace_graph(vc_run, tmp_path):
         f"vc -lt {manifest.dump_dirs[0]} -rt {root / 'precision_data' / 'tf' / 'dump'} -o {out}",
     )
     assert result.primary.plan_mode == "benchmark"
+    assert result.primary.left == str(manifest.dump_dirs[0])
     assert result.out_dir.parent == out
     _, again = read_csv(result.primary.csv_path)
     assert [r["TensorIndex"] for r in again] == [r["TensorIndex"] for r in rows]
