@@ -13,7 +13,9 @@ spec="$ROOT"
 [ -n "$extras" ] && spec="$ROOT[$extras]"
 # Reinstall only when the package metadata changed since the last install.
 stamp="$VENV/.precision_shell_install${extras:+_$extras}"
-if [ ! -f "$stamp" ] || [ "$ROOT/setup.cfg" -nt "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
+fresh() { [ -f "$1" ] && ! [ "$ROOT/setup.cfg" -nt "$1" ] && ! [ "$ROOT/pyproject.toml" -nt "$1" ]; }
+# an install with the test extras is also a plain install
+if ! fresh "$stamp" && ! { [ -z "$extras" ] && fresh "$VENV/.precision_shell_install_test"; }; then
   "$VENV_PY" -m pip install --quiet --upgrade pip >/dev/null 2>&1 || true
   "$VENV_PY" -m pip install --quiet -e "$spec"
   touch "$stamp"
