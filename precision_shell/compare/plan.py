@@ -89,10 +89,15 @@ def _dumped_ops(
     return found, skipped
 
 
+# GE folds weights into constants; the benchmark run dumps no tensor for them.
+CONSTANT_TYPES = frozenset({"Const", "Constant", "ConstPlaceHolder"})
+
+
 def _benchmark_row(
     golden_index: GoldenIndex | None,
     origin: Origin | None,
     shape: tuple[int, ...] | None = None,
+    constant: bool = False,
 ) -> MappingRow:
     if origin is None:
         return MappingRow("*", None, reason="no benchmark for this tensor")
@@ -105,7 +110,11 @@ def _benchmark_row(
             None,
             origin_format=origin.format,
             origin_shape=shape,
-            reason=f"benchmark {key}.*.npy not found",
+            reason=(
+                f"constant input: no benchmark {key}.*.npy (weights are not dumped)"
+                if constant
+                else f"benchmark {key}.*.npy not found"
+            ),
         )
     return MappingRow(origin.name, golden.path, origin_format=origin.format, origin_shape=shape)
 
@@ -164,10 +173,13 @@ def benchmark_plan(
         assert op is not None
         inputs = []
         for k in range(len(rec.data_inputs)):
-            origin = origins.of_source(input_source(graph, rec.name, k))
+            source = input_source(graph, rec.name, k)
+            origin = origins.of_source(source)
             desc = op.input_descs[k] if k < len(op.input_descs) else None
             shape = desc.origin_shape if desc is not None else None
-            inputs.append(_benchmark_row(golden_index, origin, shape))
+            producer = graph.get(source[0]) if source else None
+            constant = producer is not None and producer.type in CONSTANT_TYPES
+            inputs.append(_benchmark_row(golden_index, origin, shape, constant))
         outputs = []
         for k in range(max(len(op.output_descs), 1)):
             origin = origins.of_output(rec.name, k)

@@ -138,6 +138,7 @@ def _reason_kind(reason: str) -> str:
         return "no benchmark"
     text = reason.split(": ")[-1] if ": " in reason else reason
     for marker in (
+        "constant input",
         "not found",
         "no benchmark",
         "smaller than",

@@ -111,7 +111,9 @@ def test_every_row_is_compared_or_says_why_not(vc_run):
             assert row["DataType"].startswith("DT_") and row["GroundTruthDataType"] == "DT_FLOAT"
     # the folded constants have no benchmark of their own name
     weights = _row(rows, f"{CONV2}:input:1")
-    assert weights["CompareFailReason"] == "benchmark conv2_Conv2D_folded_filter.0.*.npy not found"
+    assert weights["CompareFailReason"] == (
+        "constant input: no benchmark conv2_Conv2D_folded_filter.0.*.npy (weights are not dumped)"
+    )
     assert weights["Shape"] == "[3,3,8,8]"
 
 
@@ -210,7 +212,7 @@ def test_summary_json_has_the_issue_keys_and_the_right_counts(vc_run):
         float(_row(rows, f"{CONV2}:output:0")["CosineSimilarity"]), abs=1e-6
     )
     assert conv2["benchmark"] == "relu2/Relu"
-    assert summary["failed_by_reason"] == {"not found": len(not_compared)}
+    assert summary["failed_by_reason"] == {"constant input": len(not_compared)}
 
 
 def test_a_second_csv_compares_debug_0_with_debug_1(vc_run):

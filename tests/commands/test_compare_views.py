@@ -56,7 +56,7 @@ def test_vc_summary_table_lists_reasons_and_the_first_ops_below(tiny_demo_shared
     result = run_ok(open_shell(root), "vc")
     text = render(result)
     assert f"tensors compared         {result.primary.tally.compared} of 37 rows (14/14" in text
-    assert "not compared             8 x not found" in text
+    assert "not compared             8 x constant input" in text
     assert "outputs below threshold  3" in text
     assert manifest.faults[0].device_op in text.split("first ops below cosine 0.98")[1]
     assert "vc: device vs device" in text

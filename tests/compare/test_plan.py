@@ -105,7 +105,9 @@ def test_folded_constants_without_the_attribute_look_for_a_benchmark_of_their_ow
     weights = _task(plan, CONV2).inputs[1]
     assert weights.ground_truth == "conv2/Conv2D/folded_filter"
     assert weights.reference_path is None
-    assert weights.reason == "benchmark conv2_Conv2D_folded_filter.0.*.npy not found"
+    assert weights.reason == (
+        "constant input: no benchmark conv2_Conv2D_folded_filter.0.*.npy (weights are not dumped)"
+    )
 
 
 def test_a_missing_benchmark_gives_a_mapping_row_with_a_reason(tiny_demo):

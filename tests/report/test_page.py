@@ -80,7 +80,7 @@ def test_header_states_the_compare(ac_report) -> None:
     assert page.facts["Workspace"] == summary["workspace"]
     assert page.facts["Compared at"] == summary["created"]
     assert page.facts["Tensors compared"] == "29 of 37 rows"
-    assert page.facts["Failed rows"] == "8 (8 x not found)"
+    assert page.facts["Failed rows"] == "8 (8 x constant input)"
     assert page.facts["Thresholds"] == "CosineSimilarity < 0.98 fails"
     assert page.facts["Outputs below threshold"] == "3 of 14 plotted"
     assert page.facts["Root cause"] == ROOT
