@@ -18,7 +18,7 @@ from precision_shell.formats.dump_names import dump_file_name, write_mapping_csv
 from precision_shell.formats.fusion_result import FusionPass, write_fusion_result
 from precision_shell.formats.golden import write_golden
 from precision_shell.formats.layouts import format_code, from_origin_layout
-from precision_shell.formats.npu_dump import TensorSpec, write_dump
+from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
 from precision_shell.formats.overflow import write_opdebug_old
 
 GRAPH_FILE_NAME = "ge_proto_00000001_Build.txt"

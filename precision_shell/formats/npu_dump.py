@@ -1,4 +1,4 @@
-"""Reader and writer of NPU dump files (FORMATS.md section 2).
+"""Reader of NPU dump files (FORMATS.md section 2); the writer is `npu_dump_writer`.
 
 Two layouts exist. "v2": a little-endian u64 header length, a `DumpData` protobuf whose `data`
 fields are empty, then the payloads back to back in the order inputs, outputs, buffers,
@@ -24,10 +24,8 @@ from precision_shell.formats.dtypes import (
     DumpDataType,
     UnsupportedDtype,
     bits_per_value,
-    code_for_numpy,
     decode_values,
     dtype_name,
-    encode_values,
     payload_nbytes,
     value_dtype,
 )
@@ -40,7 +38,7 @@ from precision_shell.formats.layouts import (
 )
 
 KINDS = ("input", "output", "buffer", "space")
-_LENGTH_PREFIX = struct.Struct("<Q")
+LENGTH_PREFIX = struct.Struct("<Q")  # the v2 layout's header length
 
 
 @dataclass(frozen=True)
@@ -206,7 +204,7 @@ def _header(
 
 def _v2_header(path: str, message: Message, header_len: int, file_size: int) -> DumpHeader:
     metas: dict[str, list[TensorMeta]] = {kind: [] for kind in KINDS}
-    offset = _LENGTH_PREFIX.size + header_len
+    offset = LENGTH_PREFIX.size + header_len
     for kind, entries in _entries(message):
         for index, entry in enumerate(entries):
             if entry.data:
@@ -248,7 +246,7 @@ def read_dump_header(path: str | Path) -> DumpHeader:
     naming the file and the problem for anything that is not a valid dump.
     """
     path_text = str(path)
-    prefix_size = _LENGTH_PREFIX.size
+    prefix_size = LENGTH_PREFIX.size
     try:
         with open(path, "rb") as stream:
             file_size = os.fstat(stream.fileno()).st_size
@@ -260,7 +258,7 @@ def read_dump_header(path: str | Path) -> DumpHeader:
                     f"only {file_size} bytes; an NPU dump needs an 8-byte header length and "
                     "a header",
                 )
-            (header_len,) = _LENGTH_PREFIX.unpack(stream.read(prefix_size))
+            (header_len,) = LENGTH_PREFIX.unpack(stream.read(prefix_size))
             if header_len > file_size - prefix_size:
                 v2_problem = (
                     f"the header length {header_len} in the first 8 bytes exceeds the "
@@ -359,74 +357,3 @@ def read_tensor_converted(
         return to_origin_layout(arr, meta.format, target_format, origin_shape)
     except LayoutError as err:
         raise FormatError(header.path, f"{meta.label}: {err}") from None
-
-
-@dataclass
-class TensorSpec:
-    """A tensor to write into a dump, already in its device layout."""
-
-    array: np.ndarray
-    dtype: int | None = None  # DumpDataType code; default from the array's numpy dtype
-    format: int = DumpFormat.ND
-    original_shape: tuple[int, ...] | None = None
-    original_op: tuple[str, int] | None = None  # outputs only
-    original_format: int | None = None  # outputs only
-
-
-def _fill_entry(entry: Message, spec: TensorSpec, kind: str, inline: bool) -> bytes:
-    array = np.asarray(spec.array)
-    code = spec.dtype if spec.dtype is not None else code_for_numpy(array.dtype)
-    payload = encode_values(array, code)
-    entry.data_type = code
-    entry.format = spec.format
-    entry.shape.dim.extend(array.shape)
-    entry.size = len(payload)
-    if spec.original_shape is not None:
-        entry.original_shape.dim.extend(spec.original_shape)
-    if spec.original_op is not None or spec.original_format is not None:
-        if kind != "output":
-            raise ValueError("only outputs record an original op and format in a dump")
-        name, output_index = spec.original_op or ("", 0)
-        entry.original_op.SetInParent()
-        entry.original_op.name = name
-        entry.original_op.output_index = output_index
-        entry.original_op.data_type = code
-        if spec.original_format is not None:
-            entry.original_op.format = spec.original_format
-    if inline:
-        entry.data = payload
-    return payload
-
-
-def write_dump(
-    path: str | Path,
-    op_name: str,
-    inputs: Sequence[TensorSpec] = (),
-    outputs: Sequence[TensorSpec] = (),
-    buffers: Sequence[bytes] = (),
-    dump_time: int = 0,
-    inline: bool = False,
-    version: str = "2.0",
-) -> None:
-    """Write a dump file in the v2 layout (or the old inline one). Arrays are written as given:
-    convert them to their device layout first with `layouts.from_origin_layout`."""
-    message = dump_proto.DumpData(version=version, dump_time=dump_time, op_name=op_name)
-    payloads: list[bytes] = []
-    for spec in inputs:
-        payloads.append(_fill_entry(message.input.add(), spec, "input", inline))
-    for spec in outputs:
-        payloads.append(_fill_entry(message.output.add(), spec, "output", inline))
-    for data in buffers:
-        buffer = message.buffer.add(size=len(data))
-        if inline:
-            buffer.data = bytes(data)
-        payloads.append(bytes(data))
-    header = message.SerializeToString()
-    with open(path, "wb") as stream:
-        if inline:
-            stream.write(header)
-            return
-        stream.write(_LENGTH_PREFIX.pack(len(header)))
-        stream.write(header)
-        for payload in payloads:
-            stream.write(payload)

@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from precision_shell.errors import FormatError
-from precision_shell.formats.npu_dump import TensorSpec, read_dump_header, read_tensor, write_dump
+from precision_shell.formats.npu_dump import read_dump_header, read_tensor
+from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
 
 OPDEBUG_PREFIX = "Opdebug.Node_OpDebug."
 OLD_LAYOUT_SIZE = 2048

@@ -9,7 +9,7 @@ from precision_shell.compare.plan import FileTask, MappingRow
 from precision_shell.compare.worker import CompareOptions, compare_file
 from precision_shell.formats.golden import write_golden
 from precision_shell.formats.layouts import DumpFormat, from_origin_layout
-from precision_shell.formats.npu_dump import TensorSpec, write_dump
+from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
 
 TS = 1700000000000001
 

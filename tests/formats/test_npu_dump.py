@@ -14,13 +14,8 @@ from precision_shell.errors import FormatError
 from precision_shell.formats import dump_proto
 from precision_shell.formats.dtypes import DumpDataType, encode_values
 from precision_shell.formats.layouts import DumpFormat, from_origin_layout
-from precision_shell.formats.npu_dump import (
-    TensorSpec,
-    read_dump_header,
-    read_tensor,
-    read_tensor_converted,
-    write_dump,
-)
+from precision_shell.formats.npu_dump import read_dump_header, read_tensor, read_tensor_converted
+from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
 
 DUMP_NAME = "Conv2D.conv1.3.1664178151845623"
 

@@ -9,12 +9,8 @@ import numpy as np
 import pytest
 
 from precision_shell.errors import FormatError
-from precision_shell.formats.npu_dump import (
-    TensorSpec,
-    read_dump_header,
-    read_tensor,
-    write_dump,
-)
+from precision_shell.formats.npu_dump import read_dump_header, read_tensor
+from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
 from precision_shell.formats.overflow import (
     OverflowRecord,
     decode_aicore_status,
