@@ -19,7 +19,7 @@ from precision_shell.formats.fusion_result import FusionPass, write_fusion_resul
 from precision_shell.formats.golden import write_golden
 from precision_shell.formats.layouts import format_code, from_origin_layout
 from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
-from precision_shell.formats.overflow import write_opdebug_old
+from precision_shell.formats.opdebug_writer import write_opdebug_old
 
 GRAPH_FILE_NAME = "ge_proto_00000001_Build.txt"
 # Start times (UTC) of the runs; dump dirs are named after them, file timestamps count from them.

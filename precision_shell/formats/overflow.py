@@ -1,7 +1,7 @@
 """Overflow debug files `Opdebug.Node_OpDebug.{task_id}[.{stream_id}].{ts}` (FORMATS.md section 8).
 
-Owns the file-name rule, both record layouts, the status-bit texts, and writers for the
-demo and the tests.
+Owns the file-name rule, both record layouts and the status-bit texts; `opdebug_writer`
+writes such files for the demo and the tests.
 
 On disk an Opdebug file is a dump file like any other (msaccucmp's `convert` reads it with
 its dump parser and decodes every `output[k].data`): `[u64 header_len][DumpData header]`
@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import operator
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +30,6 @@ import numpy as np
 
 from precision_shell.errors import FormatError
 from precision_shell.formats.npu_dump import read_dump_header, read_tensor
-from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
 
 OPDEBUG_PREFIX = "Opdebug.Node_OpDebug."
 OLD_LAYOUT_SIZE = 2048
@@ -62,18 +61,18 @@ L2_STATUS_TEXTS: dict[int, str] = {  # code in bits 16-18
 }
 
 # Old layout: block offsets inside the 2048 bytes.
-_DHA_INFO, _L2_INFO, _AICORE_INFO = 0, 128, 256
-_DHA_STATUS, _L2_STATUS, _AICORE_STATUS = 512, 768, 1024
+DHA_INFO, L2_INFO, AICORE_INFO = 0, 128, 256
+DHA_STATUS, L2_STATUS, AICORE_STATUS = 512, 768, 1024
 _INFO_FIELDS = ("model_id", "stream_id", "task_id", "task_type", "pc_start", "para_base")
 
 # New layout.
 _ACC_TYPES = {0: "AIC", 1: "AIV", 2: "AICPU", 3: "SDMA"}
-_ACC_CODES = {name: code for code, name in _ACC_TYPES.items()}
+ACC_CODES = {name: code for code, name in _ACC_TYPES.items()}
 _AICORE_FIELDS = (
     "model_id", "stream_id", "task_id", "task_type", "context_id", "thread_id",
     "pc_start", "para_base", "core_id", "block_id", "status",
 )  # fmt: skip
-_RECORD_FIELDS: dict[str, tuple[str, ...]] = {
+RECORD_FIELDS: dict[str, tuple[str, ...]] = {
     "AIC": _AICORE_FIELDS,
     "AIV": _AICORE_FIELDS,
     "AICPU": (
@@ -86,10 +85,10 @@ _RECORD_FIELDS: dict[str, tuple[str, ...]] = {
     ),
 }  # fmt: skip
 _STATUS_WORDS_V1 = 4
-_RECORD_HEADER = struct.Struct("<4I")
-_FILE_HEADER = struct.Struct("<2I")
+RECORD_HEADER = struct.Struct("<4I")
+FILE_HEADER = struct.Struct("<2I")
 # The AI Core record fields are exactly OverflowRecord's attributes; other fields go to `extra`.
-_RECORD_ATTRIBUTES = frozenset(_AICORE_FIELDS)
+RECORD_ATTRIBUTES = frozenset(_AICORE_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -209,7 +208,7 @@ def _record(acc_type: str, fields: dict[str, int]) -> OverflowRecord:
         status=fields["status"],
         status_texts=_status_texts(acc_type, fields["status"]),
         extra=tuple(
-            (name, value) for name, value in fields.items() if name not in _RECORD_ATTRIBUTES
+            (name, value) for name, value in fields.items() if name not in RECORD_ATTRIBUTES
         ),
     )
 
@@ -222,28 +221,28 @@ def _u64(payload: bytes, offset: int) -> int:
 
 
 def _decode_old(payload: bytes) -> tuple[OverflowRecord, int, int]:
-    info = {name: _u64(payload, _AICORE_INFO + 8 * i) for i, name in enumerate(_INFO_FIELDS)}
-    kernel_code, block_idx, status = (_u64(payload, _AICORE_STATUS + 8 * i) for i in range(3))
+    info = {name: _u64(payload, AICORE_INFO + 8 * i) for i, name in enumerate(_INFO_FIELDS)}
+    kernel_code, block_idx, status = (_u64(payload, AICORE_STATUS + 8 * i) for i in range(3))
     fields = {**info, "block_id": block_idx, "status": status, "kernel_code": kernel_code}
     record = _record("AICORE(old)", fields)
-    return record, _u64(payload, _DHA_STATUS), _u64(payload, _L2_STATUS)
+    return record, _u64(payload, DHA_STATUS), _u64(payload, L2_STATUS)
 
 
 def _decode_new(path: str | Path, payload: bytes, where: str) -> list[OverflowRecord]:
-    if len(payload) < _FILE_HEADER.size:
+    if len(payload) < FILE_HEADER.size:
         raise FormatError(path, f"{where}: truncated new-layout header ({len(payload)} bytes)")
-    _, version = _FILE_HEADER.unpack_from(payload)
+    _, version = FILE_HEADER.unpack_from(payload)
     records = []
-    offset = _FILE_HEADER.size
+    offset = FILE_HEADER.size
     while offset < len(payload):
         number = len(records)
         left = len(payload) - offset
-        if left < _RECORD_HEADER.size:
+        if left < RECORD_HEADER.size:
             if not any(payload[offset:]):
                 break  # zero padding after the last record
             raise FormatError(path, f"{where}: record {number} truncated ({left} bytes left)")
-        valid, acc_code, _, data_len = _RECORD_HEADER.unpack_from(payload, offset)
-        offset += _RECORD_HEADER.size
+        valid, acc_code, _, data_len = RECORD_HEADER.unpack_from(payload, offset)
+        offset += RECORD_HEADER.size
         if valid == 0 and data_len == 0 and not any(payload[offset:]):
             break  # unused, zero-filled slots
         if data_len > len(payload) - offset:
@@ -259,7 +258,7 @@ def _decode_new(path: str | Path, payload: bytes, where: str) -> list[OverflowRe
         acc_type = _ACC_TYPES.get(acc_code)
         if acc_type is None:
             raise FormatError(path, f"{where}: record {number} has unknown acc_type {acc_code}")
-        names = _RECORD_FIELDS[acc_type]
+        names = RECORD_FIELDS[acc_type]
         status_words = _STATUS_WORDS_V1 if acc_type in ("AIC", "AIV") and version == 1 else 1
         needed = 8 * (len(names) - 1 + status_words)
         if data_len < needed:
@@ -364,71 +363,3 @@ def read_opdebug(path: str | Path) -> OpdebugFile:
         l2_status=l2_status,
         texts=tuple(dict.fromkeys(texts)),
     )
-
-
-# --- writers (demo and tests) ---------------------------------------------------------------
-
-
-def _write_opdebug_bytes(path: str | Path, payload: bytes, container: bool) -> None:
-    if Path(path).exists():
-        raise FileExistsError(f"{path} exists; overflow files are never overwritten")
-    if not container:
-        with open(path, "xb") as handle:
-            handle.write(payload)
-        return
-    try:
-        dump_time = parse_opdebug_name(Path(path).name)[2]
-    except ValueError:
-        dump_time = 0
-    output = TensorSpec(np.frombuffer(payload, dtype=np.uint8))
-    write_dump(path, "Node_OpDebug", outputs=[output], dump_time=dump_time)
-
-
-def write_opdebug_old(
-    path: str | Path,
-    *,
-    model_id: int,
-    stream_id: int,
-    task_id: int,
-    task_type: int = 0,
-    status: int,
-    dha_status: int = 0,
-    l2_status: int = 0,
-    pc_start: int = 0,
-    para_base: int = 0,
-    block_id: int = 0,
-    kernel_code: int = 0,
-    container: bool = True,
-) -> None:
-    """Write an old-layout (2048-byte) Opdebug file; never overwrites a file."""
-    payload = bytearray(OLD_LAYOUT_SIZE)
-    info = struct.pack("<6Q", model_id, stream_id, task_id, task_type, pc_start, para_base)
-    for block in (_DHA_INFO, _L2_INFO, _AICORE_INFO):
-        payload[block : block + len(info)] = info
-    struct.pack_into("<Q", payload, _DHA_STATUS, dha_status)
-    struct.pack_into("<Q", payload, _L2_STATUS, l2_status)
-    struct.pack_into("<3Q", payload, _AICORE_STATUS, kernel_code, block_id, status)
-    _write_opdebug_bytes(path, bytes(payload), container)
-
-
-def write_opdebug_new(
-    path: str | Path, records: Sequence[OverflowRecord], *, container: bool = True
-) -> None:
-    """Write a new-layout (version 0) Opdebug file; never overwrites a file.
-
-    Fields a record has no attribute for (AICPU cpu_id, SDMA addresses and channel) come
-    from `extra`, default 0; None ids are written as 0.
-    """
-    chunks = [_FILE_HEADER.pack(NEW_LAYOUT_MAGIC, 0)]
-    for record in records:
-        if record.acc_type not in _ACC_CODES:
-            raise ValueError(f"acc_type {record.acc_type!r} has no new-layout code")
-        extra = dict(record.extra)
-        values = [
-            getattr(record, name) if name in _RECORD_ATTRIBUTES else extra.get(name, 0)
-            for name in _RECORD_FIELDS[record.acc_type]
-        ]
-        data = struct.pack(f"<{len(values)}Q", *(value or 0 for value in values))
-        chunks.append(_RECORD_HEADER.pack(1, _ACC_CODES[record.acc_type], 0, len(data)))
-        chunks.append(data)
-    _write_opdebug_bytes(path, b"".join(chunks), container)

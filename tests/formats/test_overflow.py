@@ -11,6 +11,7 @@ import pytest
 from precision_shell.errors import FormatError
 from precision_shell.formats.npu_dump import read_dump_header, read_tensor
 from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
+from precision_shell.formats.opdebug_writer import write_opdebug_new, write_opdebug_old
 from precision_shell.formats.overflow import (
     OverflowRecord,
     decode_aicore_status,
@@ -18,8 +19,6 @@ from precision_shell.formats.overflow import (
     decode_l2_status,
     parse_opdebug_name,
     read_opdebug,
-    write_opdebug_new,
-    write_opdebug_old,
 )
 
 TS = 1673383728094391
