@@ -8,21 +8,13 @@ Enum fields are open (proto3): codes this schema does not list still come throug
 
 from __future__ import annotations
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2
 
 from precision_shell.formats.dtypes import DumpDataType
 from precision_shell.formats.layouts import DumpFormat
+from precision_shell.formats.proto_schema import Schema, add_field
 
 PACKAGE = "toolkit.dumpdata"
-
-_Field = descriptor_pb2.FieldDescriptorProto
-_SCALARS = {
-    "string": _Field.TYPE_STRING,
-    "bytes": _Field.TYPE_BYTES,
-    "uint64": _Field.TYPE_UINT64,
-    "uint32": _Field.TYPE_UINT32,
-    "int32": _Field.TYPE_INT32,
-}
 
 # (message, [(field name, number, type, repeated)]); a type that is not a scalar names an enum
 # (ending in "Type", "Format") or a message of this package.
@@ -127,23 +119,20 @@ def _build_file() -> descriptor_pb2.FileDescriptorProto:
         if message_name == "Workspace":
             _add_enum(message.enum_type.add(), "SpaceType", [("LOG", 0)])
         for field_name, number, type_name, repeated in fields:
-            field = message.field.add(name=field_name, number=number)
-            field.label = _Field.LABEL_REPEATED if repeated else _Field.LABEL_OPTIONAL
-            if type_name in _SCALARS:
-                field.type = _SCALARS[type_name]
-            else:
-                field.type = _Field.TYPE_ENUM if type_name in _ENUM_NAMES else _Field.TYPE_MESSAGE
-                field.type_name = f".{PACKAGE}.{type_name}"
+            add_field(
+                message,
+                field_name,
+                number,
+                type_name,
+                repeated,
+                package=PACKAGE,
+                enum_types=_ENUM_NAMES,
+            )
     return proto
 
 
-_POOL = descriptor_pool.DescriptorPool()
-_POOL.Add(_build_file())
-
-
-def _message_class(name: str) -> type:
-    return message_factory.GetMessageClass(_POOL.FindMessageTypeByName(f"{PACKAGE}.{name}"))
-
+_SCHEMA = Schema(_build_file())
+_message_class = _SCHEMA.message_class
 
 DumpData = _message_class("DumpData")
 OpOutput = _message_class("OpOutput")

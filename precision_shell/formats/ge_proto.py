@@ -12,7 +12,9 @@ Two data-type numberings exist in GE and both are kept here:
 
 from __future__ import annotations
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2
+
+from precision_shell.formats.proto_schema import Schema, add_field
 
 PACKAGE = "ge.proto"
 
@@ -120,17 +122,6 @@ LIST_VALUE_TYPES: dict[str, int] = {
     "VT_LIST_GRAPH": 8,
     "VT_LIST_NAMED_ATTRS": 9,
     "VT_LIST_DATA_TYPE": 10,
-}
-
-_F = descriptor_pb2.FieldDescriptorProto
-_OPTIONAL, _REPEATED = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
-_SCALAR_TYPES = {
-    "string": _F.TYPE_STRING,
-    "bytes": _F.TYPE_BYTES,
-    "int64": _F.TYPE_INT64,
-    "uint32": _F.TYPE_UINT32,
-    "float": _F.TYPE_FLOAT,
-    "bool": _F.TYPE_BOOL,
 }
 
 # (message, [(field name, number, type, repeated, oneof index or None)]); a type that
@@ -248,25 +239,16 @@ def _add_field(
     repeated: bool,
     oneof: int | None,
 ) -> None:
-    field = message.field.add(name=name, number=number)
-    field.label = _REPEATED if repeated else _OPTIONAL
-    if oneof is not None:
-        field.oneof_index = oneof
-    if type_name.startswith("map:"):
-        # proto3 maps are a repeated nested `<Name>Entry` message flagged map_entry.
-        entry_name = "".join(part.capitalize() for part in name.split("_")) + "Entry"
-        entry = message.nested_type.add(name=entry_name)
-        entry.options.map_entry = True
-        _add_field(entry, "key", 1, "string", False, None)
-        _add_field(entry, "value", 2, type_name[4:], False, None)
-        field.type = _F.TYPE_MESSAGE
-        field.type_name = f".{PACKAGE}.{message.name}.{entry_name}"
-        return
-    if type_name in _SCALAR_TYPES:
-        field.type = _SCALAR_TYPES[type_name]
-        return
-    field.type = _F.TYPE_ENUM if type_name in _ENUM_TYPES else _F.TYPE_MESSAGE
-    field.type_name = f".{PACKAGE}.{type_name}"
+    add_field(
+        message,
+        name,
+        number,
+        type_name,
+        repeated,
+        package=PACKAGE,
+        enum_types=_ENUM_TYPES,
+        oneof=oneof,
+    )
 
 
 def _build_file() -> descriptor_pb2.FileDescriptorProto:
@@ -301,13 +283,10 @@ def _add_attr_nested(attr_def: descriptor_pb2.DescriptorProto) -> None:
     _add_field(list_float, "list_f", 1, "float", True, None)
 
 
-POOL = descriptor_pool.DescriptorPool()
-FILE_DESCRIPTOR = POOL.Add(_build_file())
-
-
-def _message_class(name: str) -> type:
-    return message_factory.GetMessageClass(POOL.FindMessageTypeByName(f"{PACKAGE}.{name}"))
-
+_SCHEMA = Schema(_build_file())
+POOL = _SCHEMA.pool
+FILE_DESCRIPTOR = _SCHEMA.file_descriptor
+_message_class = _SCHEMA.message_class
 
 ModelDef = _message_class("ModelDef")
 GraphDef = _message_class("GraphDef")
