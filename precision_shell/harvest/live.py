@@ -10,19 +10,15 @@ next `run()`, so exit status 1 after a harvest is normal.
 from __future__ import annotations
 
 import shlex
-import shutil
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from precision_shell.compare.run import ProgressSink
-from precision_shell.errors import PrecisionError
-from precision_shell.harvest.child_env import child_env
 from precision_shell.harvest.dump_root import find_live_dump_root, first_timestamp, scan_dump_root
 from precision_shell.harvest.prompt_harvest import harvest_at_prompt
 from precision_shell.harvest.report import HarvestReport
-from precision_shell.harvest.tfdbg_session import TfdbgAborted, TfdbgExited, TfdbgSession, Timeouts
+from precision_shell.harvest.session_scope import tfdbg_harvest
+from precision_shell.harvest.tfdbg_session import TfdbgExited, Timeouts
 from precision_shell.harvest.tfdbg_text import parse_run_error
 
 _NOT_WRAPPED_HINT = (
@@ -55,19 +51,10 @@ def harvest_live(
     cwd: str | None = None,
 ) -> HarvestReport:
     """Run `argv` under tfdbg and write the dumps of the chosen step into `out_dir`."""
-    started = time.perf_counter()
     report = HarvestReport("live", shlex.join(argv), str(out_dir))
     report.transcript = str(transcript) if transcript else None
-    child_temp = Path(tempfile.mkdtemp(prefix="precision_shell_tfdbg_"))
-    try:
-        session = TfdbgSession(
-            argv, child_env(workspace_root, child_temp), cwd=cwd, transcript=transcript
-        )
-    except PrecisionError:
-        shutil.rmtree(child_temp, ignore_errors=True)
-        raise
     timeouts = options.timeouts
-    try:
+    with tfdbg_harvest(report, argv, workspace_root, transcript, cwd) as (session, child_temp):
         try:
             session.wait_prompt(timeouts.startup, "starting the script")
         except TfdbgExited as exited:
@@ -92,17 +79,6 @@ def harvest_live(
         )
         if report.aborted is None:
             report.child_status = session.exit(timeouts.command)
-    except TfdbgAborted as stop:
-        report.aborted = stop.reason
-        if stop.tail:
-            report.notes.append(f"last output: {stop.tail}")
-    except KeyboardInterrupt:
-        report.aborted = "interrupted"
-    finally:
-        session.terminate()
-        report.child_status = report.child_status or session.status()
-        shutil.rmtree(child_temp, ignore_errors=True)
-        report.elapsed = time.perf_counter() - started
     if report.timestamps_estimated:
         report.notes.append(
             "the dump dir was not visible (dump_root set in the script?): timestamps are "

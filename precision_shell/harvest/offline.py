@@ -10,10 +10,8 @@ total, the real timestamps, and which dumps could not be written.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +24,8 @@ from precision_shell.harvest.dump_root import first_timestamp, indexed_tensor_du
 from precision_shell.harvest.golden_writer import GoldenDirWriter, TensorNotSaved
 from precision_shell.harvest.prompt_harvest import HarvestTick, harvest_at_prompt
 from precision_shell.harvest.report import HarvestReport, MissedTensor
-from precision_shell.harvest.tfdbg_session import TfdbgAborted, TfdbgSession, Timeouts
+from precision_shell.harvest.session_scope import tfdbg_harvest
+from precision_shell.harvest.tfdbg_session import Timeouts
 
 ANALYZER_MODULE = "tensorflow.python.debug.cli.offline_analyzer"
 
@@ -148,20 +147,10 @@ def harvest_run_pexpect(
     transcript: Path | None = None,
 ) -> HarvestReport:
     """Open `run_dir` in tfdbg's offline analyzer and harvest it at the prompt."""
-    started = time.perf_counter()
     report = HarvestReport("offline-pexpect", str(run_dir), str(out_dir))
     report.transcript = str(transcript) if transcript else None
-    scratch = Path(tempfile.mkdtemp(prefix="precision_shell_tfdbg_"))
-    try:
-        session = TfdbgSession(
-            analyzer_argv(options, run_dir),
-            child_env(workspace_root, scratch),
-            transcript=transcript,
-        )
-    except PrecisionError:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
-    try:
+    argv = analyzer_argv(options, run_dir)
+    with tfdbg_harvest(report, argv, workspace_root, transcript) as (session, scratch):
         session.wait_prompt(options.timeouts.startup, f"opening {run_dir} in tfdbg")
         harvest_at_prompt(
             session,
@@ -174,15 +163,4 @@ def harvest_run_pexpect(
         )
         if report.aborted is None:
             report.child_status = session.exit(options.timeouts.command)
-    except TfdbgAborted as stop:
-        report.aborted = stop.reason
-        if stop.tail:
-            report.notes.append(f"last output: {stop.tail}")
-    except KeyboardInterrupt:
-        report.aborted = "interrupted"
-    finally:
-        session.terminate()
-        report.child_status = report.child_status or session.status()
-        shutil.rmtree(scratch, ignore_errors=True)
-        report.elapsed = time.perf_counter() - started
     return report
