@@ -119,6 +119,9 @@ def _interactive(ctx: ShellContext, dispatcher: Dispatcher, renderer: Renderer) 
     from precision_shell.shell.names import NameSources
     from precision_shell.shell.repl import make_session, run_repl
 
+    from precision_shell.render.progress import live_progress_factory
+
+    ctx.progress_factory = live_progress_factory(renderer.out)  # live bars only at the prompt
     ws = ctx.try_open()
     if ws is None:
         renderer.error(ctx.open_error or "cannot open the workspace")
