@@ -114,12 +114,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _interactive(ctx: ShellContext, dispatcher: Dispatcher, renderer: Renderer) -> int:
+    from precision_shell.render.progress import live_progress_factory
     from precision_shell.render.summary import render_summary
     from precision_shell.shell.completer import ShellCompleter
     from precision_shell.shell.names import NameSources
     from precision_shell.shell.repl import make_session, run_repl
-
-    from precision_shell.render.progress import live_progress_factory
 
     ctx.progress_factory = live_progress_factory(renderer.out)  # live bars only at the prompt
     ws = ctx.try_open()
