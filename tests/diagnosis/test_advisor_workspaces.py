@@ -10,9 +10,10 @@ from precision_shell.compare.advisor import (
     FP16_OVERFLOW,
     GLOBAL_CONSISTENCY,
     INPUT_INCONSISTENCY,
+    SINGLE_POINT,
 )
 from precision_shell.demo.builder import build_demo
-from precision_shell.demo.spec import DemoSpec
+from precision_shell.demo.spec import DemoSpec, Fault
 from precision_shell.settings import Settings
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.dispatcher import Dispatcher
@@ -24,6 +25,15 @@ HEALTHY = DemoSpec(size="tiny", faults=(), second_run=False)
 DRIFTING = DemoSpec(
     size="tiny", faults=(), second_run=False, blocks=DEEP_BLOCKS, branch_gain=6.0, fp32_head=True
 )
+# a wrong constant inside a residual branch: the shortcut dominates the sum, so the error
+# stays in the branch (the block's output and everything after stay above 0.98)
+MASKED = DemoSpec(
+    size="tiny",
+    blocks=16,
+    second_run=False,
+    faults=(Fault("wrong_constant", "block8/bn2/FusedBatchNormV3", 0.3),),
+)
+MASKED_OP = "block8/conv2/Conv2Dblock8/relu2/Relu"
 DEEP_HEALTHY = DemoSpec(
     size="tiny", faults=(), second_run=False, blocks=DEEP_BLOCKS, branch_gain=4.0, fp32_head=True
 )
@@ -52,6 +62,7 @@ def findings(tmp_path_factory):
         ("healthy", HEALTHY),
         ("drifting", DRIFTING),
         ("deep-healthy", DEEP_HEALTHY),
+        ("masked", MASKED),
     ):
         root = tmp_path_factory.mktemp(name)
         build_demo(root, spec)
@@ -89,3 +100,11 @@ def test_accumulated_drift_on_a_drifting_network_not_on_a_local_fault(findings):
     assert drift.evidence["sqnr_end_db"] < drift.evidence["sqnr_start_db"]
     assert ACCUMULATED_DRIFT not in kinds(findings, "local_error-conv-deep")
     assert ACCUMULATED_DRIFT not in kinds(findings, "wrong_constant-matmul")
+
+
+def test_single_point_deviation_when_the_error_stays_in_its_branch(findings):
+    (single,) = [f for f in findings["masked"] if f.detection == SINGLE_POINT]
+    assert single.op == MASKED_OP and single.evidence["output_cosine"] < 0.98
+    assert single.evidence["downstream_checked"] > 10
+    for propagating in ("wrong_constant-matmul", "fp16_overflow-conv-bn2", "drifting"):
+        assert SINGLE_POINT not in kinds(findings, propagating)
