@@ -31,9 +31,8 @@ class Threshold:
         return self.metric in HIGHER_IS_BETTER
 
     def fails(self, row: CsvRow) -> bool:
-        text = row.texts.get(self.metric, "")
-        if text == "nan" or text in ("inf", "-inf"):
-            return True  # NaN/inf propagated from the data (msaccucmp's "NaN" = not computed)
+        if row.nonfinite(self.metric):
+            return True  # NaN/inf propagated from the data fails; "NaN" (not computed) does not
         value = row.metrics.get(self.metric, math.nan)
         if math.isnan(value):
             return False

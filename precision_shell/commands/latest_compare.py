@@ -29,10 +29,9 @@ class LatestCompare:
         for row in self.rows_by_op.get(op, ()):
             if row.kind != "output":
                 continue
-            text = row.texts.get("CosineSimilarity", "")
             value = (
                 -math.inf
-                if text in ("nan", "inf", "-inf")
+                if row.nonfinite("CosineSimilarity")
                 else row.metrics.get("CosineSimilarity", math.nan)
             )
             if math.isnan(value):

@@ -38,6 +38,11 @@ class CsvRow:
     reason: str
     overflow: str = ""  # OverFlow cell (YES/NO/NaN) when the file has the column
 
+    def nonfinite(self, column: str) -> bool:
+        """The cell holds nan/inf propagated from the data (msaccucmp prints those lower-case;
+        `NaN` means "not computed" and is not this)."""
+        return self.texts.get(column, "") in _NONFINITE_TEXTS
+
     @property
     def op_name(self) -> str:
         """The device op of this tensor: from TensorIndex (NPUDump names every op of a
@@ -55,6 +60,8 @@ class ResultTable:
     metric_columns: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
+
+_NONFINITE_TEXTS = frozenset({"nan", "inf", "-inf"})
 
 # Every non-metric column: ours, msaccucmp's current and old headers (-r/-s add OpSequence).
 _LEAD = {*LEAD_COLUMNS, REASON_COLUMN, "OverFlow", "OpSequence", "LeftOp", "RightOp"}

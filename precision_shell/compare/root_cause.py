@@ -45,9 +45,7 @@ class TensorQuality:
 
 def tensor_quality(row: CsvRow) -> TensorQuality | None:
     """Quality of one compared tensor, or None when it was not compared."""
-    cos_text = row.texts.get(_COS, "")
-    red_text = row.texts.get(_RED, "")
-    if cos_text in ("nan", "inf", "-inf") or red_text in ("nan", "inf", "-inf"):
+    if row.nonfinite(_COS) or row.nonfinite(_RED):
         return TensorQuality(math.nan, -math.inf, True)
     cos = row.metrics.get(_COS, math.nan)
     red = row.metrics.get(_RED, math.nan)

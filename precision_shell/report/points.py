@@ -16,7 +16,6 @@ from precision_shell.compare.result_csv import CsvRow
 
 COSINE = "CosineSimilarity"
 RED = "RelativeEuclideanDistance"
-_NONFINITE = ("nan", "inf", "-inf")
 
 
 @dataclass(frozen=True)
@@ -44,8 +43,7 @@ class PlotPoint:
 
 def cosine_of(row: CsvRow) -> float | None:
     """The cosine of a row: None when not computed, nan when the data held NaN/inf."""
-    text = row.texts.get(COSINE, "")
-    if text in _NONFINITE:
+    if row.nonfinite(COSINE):
         return math.nan
     value = row.metrics.get(COSINE, math.nan)
     return None if math.isnan(value) else value
@@ -54,8 +52,7 @@ def cosine_of(row: CsvRow) -> float | None:
 def sqnr_of(row: CsvRow) -> float | None:
     """SQNR in dB from the relative Euclidean distance: None when not computed, nan when the
     data held NaN/inf, inf for identical tensors."""
-    text = row.texts.get(RED, "")
-    if text in _NONFINITE:
+    if row.nonfinite(RED):
         return math.nan
     red = row.metrics.get(RED, math.nan)
     if math.isnan(red) or red < 0:
