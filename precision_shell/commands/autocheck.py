@@ -22,7 +22,7 @@ from precision_shell.compare.graph_checks import (
     fusion_uses,
     run_differences,
 )
-from precision_shell.compare.result_csv import CsvRow, read_result_csv
+from precision_shell.compare.result_csv import CsvRow, ResultTable, read_result_csv
 from precision_shell.compare.root_cause import RootCause, Thresholds
 from precision_shell.compare.run import VectorCompareResult
 from precision_shell.shell.context import ShellContext
@@ -99,11 +99,10 @@ def _static_checks(ctx: ShellContext, check: AutoCheck, limit: int) -> None:
             check.run_diffs = run_differences(lg, rg)
 
 
-def _diagnose(ctx: ShellContext, check: AutoCheck) -> None:
+def _diagnose(ctx: ShellContext, check: AutoCheck, table: ResultTable) -> None:
     assert check.compare is not None
     ws = ctx.workspace
     graph = ws.run().dump_graph()
-    table = read_result_csv(check.compare.primary.csv_path)
     hits = [OverflowHit(f.op, f.texts) for f in check.overflows]
     thresholds = Thresholds(float(ctx.settings.get("thresholds.cosine")))
     diagnosis = diagnose(graph, table.rows, hits, thresholds)
@@ -143,7 +142,7 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck:
         check.compare = vc_command(ctx, REGISTRY.lookup("vc").parse(["--overflow"]))
         table = read_result_csv(check.compare.primary.csv_path)
         check.summary = summary_of(ctx, table, None, [], args.limit or 0)
-        _diagnose(ctx, check)
+        _diagnose(ctx, check, table)  # the CSV just read, not read again
         if args.report:
             check.report_path = write_report(ctx, check.compare.primary.csv_path).path
     return check
