@@ -35,7 +35,7 @@ def _peak_rss_mb() -> float:
 
 
 def _plan(workspace: Path):  # noqa: ANN202
-    from precision_shell.compare.plan import benchmark_plan
+    from precision_shell.compare.pipeline.plan import benchmark_plan
     from precision_shell.workspace.workspace import Workspace
 
     ws = Workspace.open(workspace)
@@ -46,8 +46,8 @@ def _plan(workspace: Path):  # noqa: ANN202
 def phase_floor(workspace: Path, jobs: int) -> dict:
     import numpy as np
 
-    from precision_shell.compare.worker import _to_reference_layout
-    from precision_shell.formats.golden import load_golden
+    from precision_shell.compare.pipeline.worker import _to_benchmark_layout
+    from precision_shell.formats.benchmark import load_benchmark
     from precision_shell.formats.npu_dump import read_dump_header, read_tensor
 
     plan = _plan(workspace)
@@ -60,10 +60,10 @@ def phase_floor(workspace: Path, jobs: int) -> dict:
             values = np.array(read_tensor(header, meta.kind, meta.index))
             mapping = task.mapping(meta.kind, meta.index)
             with contextlib.suppress(ValueError):
-                values = np.ascontiguousarray(_to_reference_layout(values, meta, mapping))
+                values = np.ascontiguousarray(_to_benchmark_layout(values, meta, mapping))
             total += values.nbytes
-            if mapping.reference_path:
-                total += np.array(load_golden(mapping.reference_path)).nbytes
+            if mapping.benchmark_path:
+                total += np.array(load_benchmark(mapping.benchmark_path)).nbytes
         return total
 
     with ThreadPoolExecutor(jobs) as pool:

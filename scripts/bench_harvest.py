@@ -23,7 +23,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from precision_shell.compare.run import ProgressSink  # noqa: E402
 from precision_shell.formats.tfdbg_dir import list_run_dirs, tensorflow_available  # noqa: E402
 from precision_shell.harvest.live import LiveOptions, harvest_live  # noqa: E402
 from precision_shell.harvest.offline import (  # noqa: E402
@@ -32,7 +31,8 @@ from precision_shell.harvest.offline import (  # noqa: E402
     harvest_run_pexpect,
     run_user_script,
 )
-from precision_shell.harvest.report import HarvestReport  # noqa: E402
+from precision_shell.harvest.outcome import HarvestOutcome  # noqa: E402
+from precision_shell.progress import ProgressSink  # noqa: E402
 
 MODEL = r"""
 import sys
@@ -76,7 +76,7 @@ class LoopTimer:
         return self.stopped - self.started
 
 
-def _line(label: str, report: HarvestReport, loop: LoopTimer) -> float:
+def _line(label: str, report: HarvestOutcome, loop: LoopTimer) -> float:
     per_tensor_ms = loop.seconds / max(len(report.saved), 1) * 1000
     problems = f"  PROBLEM: {report.error_message}" if report.error_message else ""
     print(

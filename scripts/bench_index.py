@@ -152,7 +152,7 @@ def main() -> int:
     # Baseline 1: protobuf's own text parser on a slice, scaled to the whole file.
     from google.protobuf import text_format
 
-    from precision_shell.formats.ge_proto import ModelDef
+    from precision_shell.formats.ge.proto import ModelDef
 
     slice_ops = min(args.ops, 2000)
     slice_text = (
@@ -179,8 +179,8 @@ def main() -> int:
         for name in names:
             rec = graph.get(name)
             files = ws2.dump_files(ws2.run(), rec.name)
-            golden = ws2.output_benchmark(rec, 0)
-            found += bool(files) + (golden is None)
+            benchmark = ws2.output_benchmark(rec, 0)
+            found += bool(files) + (benchmark is None)
         return found
 
     t_lookup, _ = timed(lookup_all, repeat=3)

@@ -10,11 +10,10 @@ from pathlib import Path
 
 from precision_shell.commands.compare import vc_command
 from precision_shell.commands.compare_summary import CompareSummary, summary_of
-from precision_shell.commands.overflow_check import OverflowFinding, overflow_findings
 from precision_shell.commands.report import write_report
-from precision_shell.compare.advisor import ACCUMULATED_DRIFT, Finding, OverflowHit
-from precision_shell.compare.diagnosis import Diagnosis, diagnose, write_into_summary
-from precision_shell.compare.graph_checks import (
+from precision_shell.compare.diagnosis.advisor import ACCUMULATED_DRIFT, Finding, OverflowHit
+from precision_shell.compare.diagnosis.diagnose import Diagnosis, diagnose, write_into_summary
+from precision_shell.compare.diagnosis.graph_checks import (
     DangerousCast,
     PassUse,
     RunDifference,
@@ -22,9 +21,10 @@ from precision_shell.compare.graph_checks import (
     fusion_uses,
     run_differences,
 )
-from precision_shell.compare.result_csv import CsvRow, ResultTable, read_result_csv
-from precision_shell.compare.root_cause import RootCause, Thresholds
-from precision_shell.compare.run import VectorCompareResult
+from precision_shell.compare.diagnosis.root_cause import RootCause, Thresholds
+from precision_shell.compare.pipeline.execute import VectorCompareResult
+from precision_shell.compare.results.csv_reader import CsvRow, ResultTable, read_result_csv
+from precision_shell.explore.overflow_check import OverflowFinding, overflow_findings
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import REGISTRY, UsageError, argument, command
 from precision_shell.workspace.graph_index import OpRecord
@@ -67,12 +67,12 @@ def _next_commands(ctx: ShellContext, cause: RootCause, rows: list[CsvRow]) -> l
     commands = [f"ni {_quote(cause.op)} -s 2"]
     ws = ctx.workspace
     refs = ws.dump_files(ws.run(), cause.op)
-    golden = None
+    benchmark = None
     rec = ws.run().dump_graph().get(cause.op) if ws.run().dump_graph() else None
     if rec is not None:
-        golden = ws.output_benchmark(rec, 0)
-    if refs and golden is not None:
-        commands.append(f"cp {refs[-1].file_name}:output:0 {os.path.basename(golden.path)}")
+        benchmark = ws.output_benchmark(rec, 0)
+    if refs and benchmark is not None:
+        commands.append(f"cp {refs[-1].file_name}:output:0 {os.path.basename(benchmark.path)}")
     elif refs:
         commands.append(f"pt {refs[-1].file_name}:output:0")
     return commands

@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from precision_shell.compare.metrics import METRIC_COLUMNS
-from precision_shell.compare.plan import ComparePlan, benchmark_plan, device_plan
-from precision_shell.compare.report import write_summary
-from precision_shell.compare.run import (
+from precision_shell.compare.metrics.compute import METRIC_COLUMNS
+from precision_shell.compare.pipeline.execute import (
     VectorCompareResult,
     execute_plan,
     result_dir,
     summary_payload,
 )
-from precision_shell.compare.worker import CompareOptions
+from precision_shell.compare.pipeline.plan import ComparePlan, benchmark_plan, device_plan
+from precision_shell.compare.pipeline.worker import CompareOptions
+from precision_shell.compare.results.csv_writer import write_summary
 from precision_shell.errors import PrecisionError
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
@@ -79,13 +79,13 @@ def _plans(ctx: ShellContext, args: argparse.Namespace) -> tuple[ComparePlan, Co
         if _holds_npy(right):
             graph = _pick_graph(ws, args.graph)
             plan = benchmark_plan(
-                ws, ws.run(), graph, golden_dir=right, dumps=_dump_index_of(left), left=str(left)
+                ws, ws.run(), graph, benchmark_dir=right, dumps=_dump_index_of(left), left=str(left)
             )
             return _nonempty(plan, graph), None
         return device_plan(_dump_index_of(left), _dump_index_of(right), str(left), str(right)), None
     run = ws.run(args.run)
     graph = _pick_graph(ws, args.graph, run.name)
-    if ws.golden is None:
+    if ws.benchmark is None:
         raise PrecisionError(
             f"{ws.root}: no benchmark dir tf/dump/ to compare against (use -lt/-rt)"
         )
@@ -174,7 +174,7 @@ def vc_command(ctx: ShellContext, args: argparse.Namespace) -> VectorCompareResu
         options,
         cosine,
         workers,
-        ctx.progress("vc"),
+        ctx.progress("vc", "files", "tensors"),
         backend=backend,
     )
     second = None
@@ -186,7 +186,7 @@ def vc_command(ctx: ShellContext, args: argparse.Namespace) -> VectorCompareResu
             options,
             cosine,
             workers,
-            ctx.progress("vc"),
+            ctx.progress("vc", "files", "tensors"),
             backend=backend,
         )
     thresholds = {"cosine": cosine}

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from precision_shell.compare.result_csv import (
+from precision_shell.compare.results.csv_reader import (
     HIGHER_IS_BETTER,
     CsvRow,
     ResultTable,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 
-from precision_shell.commands.node_info import NodeInfo, collect_node_info
 from precision_shell.errors import PrecisionError
+from precision_shell.explore.node_info import NodeInfo, collect_node_info
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
 from precision_shell.workspace.graph_index import OpRecord

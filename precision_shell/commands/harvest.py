@@ -19,7 +19,7 @@ from precision_shell.harvest.offline import (
     run_user_script,
     select_runs,
 )
-from precision_shell.harvest.report import HarvestBatch, HarvestReport
+from precision_shell.harvest.outcome import HarvestBatch, HarvestOutcome
 from precision_shell.harvest.tfdbg_session import Timeouts
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
@@ -127,7 +127,7 @@ def _timeout_arguments(fn: Callable) -> Callable:
     metavar="CMD",
     help="the command running your script (flags of tf_run go before it)",
 )
-def tf_run_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestReport:
+def tf_run_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestOutcome:
     """tf_run [-r N] [--overwrite] [--startup-timeout S] [--run-timeout S] [--timeout S] CMD
 
     Run a script wrapped in tfdbg's LocalCLIDebugWrapperSession and harvest its tensors into tf/dump/.
@@ -143,7 +143,7 @@ def tf_run_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestReport
         root,
         root / "tf" / "dump",
         options,
-        progress=ctx.progress("tf_run: tensors written"),
+        progress=ctx.progress("tf_run", "tensors"),
         transcript=_log_path(root, "tf_run"),
     )
 
@@ -218,7 +218,7 @@ def tf_dump_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestBatch
         out_dir = root / "tf" / "dump"
         if args.all_runs:
             out_dir = out_dir / run_dir.name
-        progress = ctx.progress(f"tf_dump {run_dir.name}")
+        progress = ctx.progress(f"tf_dump {run_dir.name}", "tensors")
         if fast:
             reports.append(harvest_run_fast(run_dir, out_dir, args.overwrite, progress))
         else:

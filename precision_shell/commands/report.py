@@ -12,9 +12,9 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from precision_shell.commands.latest_compare import LatestCompare
-from precision_shell.compare.result_csv import CsvRow, find_result_csv
-from precision_shell.compare.run import result_dir
+from precision_shell.compare.pipeline.execute import result_dir
+from precision_shell.compare.results.csv_reader import CsvRow, find_result_csv
+from precision_shell.compare.results.latest import LatestCompare
 from precision_shell.errors import PrecisionError
 from precision_shell.report.data import ReportData, gather_report
 from precision_shell.report.page import SubgraphPicture, inline_svg, report_html

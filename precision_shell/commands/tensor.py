@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from precision_shell.commands.tensor_target import TensorHandle, resolve_tensors
-from precision_shell.compare.elementwise import ElementwiseReport, compare_elements
+from precision_shell.compare.metrics.elementwise import ElementwiseComparison, compare_elements
 from precision_shell.errors import PrecisionError
+from precision_shell.explore.tensor_target import TensorHandle, resolve_tensors
 from precision_shell.formats.layouts import (
     LayoutError,
     format_code,
@@ -49,7 +49,7 @@ class TensorComparison:
 
     left: str
     right: str
-    report: ElementwiseReport
+    report: ElementwiseComparison
     left_stats: TensorStats
     right_stats: TensorStats
     saved: str | None
@@ -177,7 +177,7 @@ def cp_command(ctx: ShellContext, args: argparse.Namespace) -> TensorComparison:
     """
     left_name, right_name = args.names if args.names else (args.left, args.right)
     if not left_name or not right_name:
-        raise UsageError("cp: give two tensors, e.g. cp DUMP_FILE golden.npy")
+        raise UsageError("cp: give two tensors, e.g. cp DUMP_FILE benchmark.npy")
     if args.top < 0 or args.atol < 0 or args.rtol < 0:
         raise UsageError("cp: -p, -al and -rl must not be negative")
     ws = _workspace(ctx)

@@ -30,7 +30,7 @@ from precision_shell.demo.workspace_files import (
     graph_name,
 )
 from precision_shell.errors import PrecisionError
-from precision_shell.formats.ge_graph import model_to_text
+from precision_shell.formats.ge.graph import model_to_text
 
 WORKSPACE_DIR_NAME = "precision_data"
 STAGING_DIR_NAME = ".precision_data.demo-staging"
@@ -86,7 +86,7 @@ def build_demo(root: Path, spec: DemoSpec = DEFAULT_SPEC) -> DemoManifest:
     name = graph_name()
     plan = plan_device_graph(net, name)
     writer = WorkspaceWriter(staging, plan)
-    writer.write_golden(net)
+    writer.write_benchmark(net)
     graph_text = model_to_text(model_def(plan, writer.stream_id))
     runs = ["debug_0", "debug_1"] if spec.second_run else ["debug_0"]
     for run in runs:
@@ -103,7 +103,7 @@ def build_demo(root: Path, spec: DemoSpec = DEFAULT_SPEC) -> DemoManifest:
         graph_name=name,
         graph_files=[str(workspace / "npu" / run / "graph" / GRAPH_FILE_NAME) for run in runs],
         dump_dirs=[str(workspace / writer.dump_dir(run)) for run in runs],
-        golden_dir=str(workspace / writer.golden_dir),
+        benchmark_dir=str(workspace / writer.benchmark_dir),
         overflow_dir=str(workspace / writer.overflow_dir) if writer.overflow_ops else "",
         fusion_file=str(workspace / writer.fusion_file),
         device_ops=[

@@ -11,7 +11,7 @@ import hashlib
 from typing import Any
 
 from precision_shell.demo.device_ops import SESSION_GRAPH_ID, DeviceOp, DevicePlan, TensorPlan
-from precision_shell.formats.ge_model import GraphDef, ModelDef, OpDef, TensorDesc
+from precision_shell.formats.ge.model import GraphDef, ModelDef, OpDef, TensorDesc
 
 
 def kernel_name(op: DeviceOp) -> str:

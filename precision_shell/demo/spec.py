@@ -176,7 +176,7 @@ class DemoManifest:
     graph_name: str
     graph_files: list[str]
     dump_dirs: list[str]
-    golden_dir: str
+    benchmark_dir: str
     overflow_dir: str
     fusion_file: str
     device_ops: list[DeviceOpRecord]

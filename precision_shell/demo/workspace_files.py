@@ -14,9 +14,9 @@ import numpy as np
 from precision_shell.demo.device_ops import SESSION_GRAPH_ID, DevicePlan, TensorPlan
 from precision_shell.demo.device_run import DeviceStep, run_device
 from precision_shell.demo.network import Network
+from precision_shell.formats.benchmark import write_benchmark
 from precision_shell.formats.dump_names import dump_file_name, write_mapping_csv
 from precision_shell.formats.fusion_result import FusionPass, write_fusion_result
-from precision_shell.formats.golden import write_golden
 from precision_shell.formats.layouts import format_code, from_origin_layout
 from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
 from precision_shell.formats.opdebug_writer import write_opdebug_old
@@ -74,7 +74,7 @@ class WorkspaceWriter:
         self.base = base
         self.plan = plan
         self.stream_id = STREAM_ID
-        self.golden_dir = Path("tf", "dump")
+        self.benchmark_dir = Path("tf", "dump")
         self.fusion_file = Path("fusion", "fusion_result.json")
         self.overflow_dir = Path(
             "overflow", "dump", OVERFLOW_RUN_TIME, DEVICE_ID, plan.graph_name, str(MODEL_ID), STEP
@@ -96,16 +96,16 @@ class WorkspaceWriter:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
-    def write_golden(self, net: Network) -> None:
+    def write_benchmark(self, net: Network) -> None:
         """Every benchmark op output as a `.npy`, in execution order (one duplicated)."""
-        directory = self._mkdir(self.golden_dir)
+        directory = self._mkdir(self.benchmark_dir)
         start = epoch_us(BENCHMARK_RUN_TIME)
         for index, (op, value) in enumerate(net.benchmark()):
-            write_golden(directory, op.tensor_name, value, start + 50_000 + index * 731)
+            write_benchmark(directory, op.tensor_name, value, start + 50_000 + index * 731)
             if op.name == DUPLICATED_TENSOR:
                 # A dump left from an earlier step (other samples): the newer file must win.
                 stale = np.roll(value, 1, axis=0) + np.float32(0.25)
-                write_golden(directory, op.tensor_name, stale, start - 600_000_000)
+                write_benchmark(directory, op.tensor_name, stale, start - 600_000_000)
 
     def write_graph(self, run: str, text: str) -> None:
         """The Build-stage graph dump of a run."""

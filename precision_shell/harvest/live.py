@@ -13,13 +13,13 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from precision_shell.compare.run import ProgressSink
 from precision_shell.harvest.dump_root import find_live_dump_root, first_timestamp, scan_dump_root
+from precision_shell.harvest.outcome import HarvestOutcome
 from precision_shell.harvest.prompt_harvest import harvest_at_prompt
-from precision_shell.harvest.report import HarvestReport
 from precision_shell.harvest.session_scope import tfdbg_harvest
 from precision_shell.harvest.tfdbg_session import TfdbgExited, Timeouts
 from precision_shell.harvest.tfdbg_text import parse_run_error
+from precision_shell.progress import ProgressSink
 
 _NOT_WRAPPED_HINT = (
     "no tfdbg prompt: is the session wrapped with precision_shell.tf_config.sess_dump(sess) "
@@ -49,9 +49,9 @@ def harvest_live(
     progress: ProgressSink | None = None,
     transcript: Path | None = None,
     cwd: str | None = None,
-) -> HarvestReport:
+) -> HarvestOutcome:
     """Run `argv` under tfdbg and write the dumps of the chosen step into `out_dir`."""
-    report = HarvestReport("live", shlex.join(argv), str(out_dir))
+    report = HarvestOutcome("live", shlex.join(argv), str(out_dir))
     report.transcript = str(transcript) if transcript else None
     timeouts = options.timeouts
     with tfdbg_harvest(report, argv, workspace_root, transcript, cwd) as (session, child_temp):

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from precision_shell.formats.golden import tensor_file_stem
+from precision_shell.formats.benchmark import tensor_file_stem
 
 # NAME_MAX is 255 bytes on common file systems; keep a margin for re-harvest timestamps.
 MAX_FILE_NAME_BYTES = 200

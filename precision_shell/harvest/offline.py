@@ -16,16 +16,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from precision_shell.compare.run import ProgressSink
 from precision_shell.errors import FormatError, PrecisionError
 from precision_shell.formats.tfdbg_dir import iter_tfdbg_run, list_run_dirs
+from precision_shell.harvest.benchmark_writer import BenchmarkDirWriter, TensorNotSaved
 from precision_shell.harvest.child_env import child_env
 from precision_shell.harvest.dump_root import first_timestamp, indexed_tensor_dumps, scan_dump_root
-from precision_shell.harvest.golden_writer import GoldenDirWriter, TensorNotSaved
-from precision_shell.harvest.prompt_harvest import HarvestTick, harvest_at_prompt
-from precision_shell.harvest.report import HarvestReport, MissedTensor
+from precision_shell.harvest.outcome import HarvestOutcome, MissedTensor
+from precision_shell.harvest.prompt_harvest import harvest_at_prompt
 from precision_shell.harvest.session_scope import tfdbg_harvest
 from precision_shell.harvest.tfdbg_session import Timeouts
+from precision_shell.progress import ProgressSink, Tick
 
 ANALYZER_MODULE = "tensorflow.python.debug.cli.offline_analyzer"
 
@@ -92,17 +92,17 @@ def run_user_script(
 
 def harvest_run_fast(
     run_dir: Path, out_dir: Path, overwrite: bool = False, progress: ProgressSink | None = None
-) -> HarvestReport:
+) -> HarvestOutcome:
     """Read `run_dir` with TensorFlow in this process and write its tensors into `out_dir`."""
     started = time.perf_counter()
     progress = progress or ProgressSink()
-    report = HarvestReport("offline", str(run_dir), str(out_dir))
+    report = HarvestOutcome("offline", str(run_dir), str(out_dir))
     expected = indexed_tensor_dumps(scan_dump_root(run_dir))
     report.total = len(expected)
     # TF reads this at import; the user's own setting wins.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     tensors = iter_tfdbg_run(run_dir)
-    writer = GoldenDirWriter(out_dir, [dump.tensor_name for dump in expected], overwrite)
+    writer = BenchmarkDirWriter(out_dir, [dump.tensor_name for dump in expected], overwrite)
     report.collisions = writer.collisions
     written: set[tuple[str, int]] = set()
     progress.start(report.total, 0)
@@ -116,7 +116,7 @@ def harvest_run_fast(
                 )
             except TensorNotSaved as error:
                 report.missed.append(MissedTensor(name, tensor.dump_index, str(error)))
-            progress.advance(HarvestTick(tensor.array.nbytes))
+            progress.advance(Tick(bytes=tensor.array.nbytes))
     except KeyboardInterrupt:
         report.aborted = "interrupted"
     except FormatError as error:  # one unreadable dump file ends TF's reader
@@ -145,9 +145,9 @@ def harvest_run_pexpect(
     options: OfflineOptions,
     progress: ProgressSink | None = None,
     transcript: Path | None = None,
-) -> HarvestReport:
+) -> HarvestOutcome:
     """Open `run_dir` in tfdbg's offline analyzer and harvest it at the prompt."""
-    report = HarvestReport("offline-pexpect", str(run_dir), str(out_dir))
+    report = HarvestOutcome("offline-pexpect", str(run_dir), str(out_dir))
     report.transcript = str(transcript) if transcript else None
     argv = analyzer_argv(options, run_dir)
     with tfdbg_harvest(report, argv, workspace_root, transcript) as (session, scratch):

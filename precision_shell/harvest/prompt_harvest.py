@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
-from precision_shell.compare.run import ProgressSink
-from precision_shell.harvest.golden_writer import GoldenDirWriter, TensorNotSaved
-from precision_shell.harvest.report import HarvestReport, MissedTensor
+from precision_shell.harvest.benchmark_writer import BenchmarkDirWriter, TensorNotSaved
+from precision_shell.harvest.outcome import HarvestOutcome, MissedTensor
 from precision_shell.harvest.tfdbg_session import (
     TfdbgAborted,
     TfdbgSession,
@@ -29,13 +27,7 @@ from precision_shell.harvest.tfdbg_text import (
     error_lines,
     parse_tensor_list,
 )
-
-
-@dataclass(frozen=True)
-class HarvestTick:
-    """What the progress sink gets per tensor (the compare bar reads `bytes_read`)."""
-
-    bytes_read: int
+from precision_shell.progress import ProgressSink, Tick
 
 
 def _list_dumps(session: TfdbgSession, listing_file: Path, timeouts: Timeouts) -> list[ListedDump]:
@@ -59,7 +51,7 @@ def _passable(tensor_name: str) -> bool:
 
 def harvest_at_prompt(
     session: TfdbgSession,
-    report: HarvestReport,
+    report: HarvestOutcome,
     timeouts: Timeouts,
     progress: ProgressSink,
     scratch_dir: Path,
@@ -79,7 +71,7 @@ def harvest_at_prompt(
         # The run ended moments ago; its last dump is about now.
         t0 = time.time_ns() // 1000 - max((row.rel_us for row in rows), default=0)
         report.timestamps_estimated = True
-    writer = GoldenDirWriter(Path(report.out_dir), [row.tensor_name for row in rows], overwrite)
+    writer = BenchmarkDirWriter(Path(report.out_dir), [row.tensor_name for row in rows], overwrite)
     report.collisions = writer.collisions
     progress.start(len(rows), 0)
     done = 0
@@ -87,7 +79,7 @@ def harvest_at_prompt(
         for row in rows:
             written = _harvest_one(session, writer, report, row, t0 + row.rel_us, timeouts)
             done += 1
-            progress.advance(HarvestTick(written))
+            progress.advance(Tick(bytes=written))
     except (TfdbgAborted, KeyboardInterrupt) as stop:
         report.aborted = stop.reason if isinstance(stop, TfdbgAborted) else "interrupted"
         if isinstance(stop, TfdbgAborted) and stop.tail:
@@ -104,8 +96,8 @@ def harvest_at_prompt(
 
 def _harvest_one(
     session: TfdbgSession,
-    writer: GoldenDirWriter,
-    report: HarvestReport,
+    writer: BenchmarkDirWriter,
+    report: HarvestOutcome,
     row: ListedDump,
     timestamp: int,
     timeouts: Timeouts,

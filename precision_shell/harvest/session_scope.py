@@ -12,13 +12,13 @@ from pathlib import Path
 
 from precision_shell.errors import PrecisionError
 from precision_shell.harvest.child_env import child_env
-from precision_shell.harvest.report import HarvestReport
+from precision_shell.harvest.outcome import HarvestOutcome
 from precision_shell.harvest.tfdbg_session import TfdbgAborted, TfdbgSession
 
 
 @contextmanager
 def tfdbg_harvest(
-    report: HarvestReport,
+    report: HarvestOutcome,
     argv: list[str],
     workspace_root: Path,
     transcript: Path | None = None,

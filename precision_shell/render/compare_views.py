@@ -10,8 +10,8 @@ from rich.table import Table
 from rich.text import Text
 
 from precision_shell.commands.compare_summary import CompareSummary, Threshold
-from precision_shell.compare.result_csv import CsvRow
-from precision_shell.compare.run import CompareRun, VectorCompareResult
+from precision_shell.compare.pipeline.execute import CompareRun, VectorCompareResult
+from precision_shell.compare.results.csv_reader import CsvRow
 from precision_shell.render.numbers import fmt_fixed
 from precision_shell.render.output import renders
 from precision_shell.render.terminal_plot import render_cosine_plot

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from precision_shell.commands.graph import NodeInfoResult, OpListing, TypeCounts
-from precision_shell.commands.node_info import NodeInfo, TensorRow
+from precision_shell.explore.node_info import NodeInfo, TensorRow
 from precision_shell.render.numbers import fmt_num
 from precision_shell.render.output import renders
 from precision_shell.workspace.graph_index import OpRecord

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from precision_shell.harvest.report import HarvestBatch, HarvestReport
+from precision_shell.harvest.outcome import HarvestBatch, HarvestOutcome
 from precision_shell.render.output import renders
 
 _MODE_TITLES = {
@@ -17,7 +17,7 @@ _MODE_TITLES = {
 _MAX_LISTED = 20
 
 
-def _facts(report: HarvestReport) -> Table:
+def _facts(report: HarvestOutcome) -> Table:
     table = Table(show_header=False, show_edge=False, box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
@@ -54,8 +54,8 @@ def _facts(report: HarvestReport) -> Table:
     return table
 
 
-@renders(HarvestReport)
-def render_harvest_report(console: Console, report: HarvestReport) -> None:
+@renders(HarvestOutcome)
+def render_harvest_report(console: Console, report: HarvestOutcome) -> None:
     console.print(Text(_MODE_TITLES.get(report.mode, report.mode), style="bold"))
     console.print(_facts(report))
     for group in report.collisions:

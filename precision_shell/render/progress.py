@@ -1,9 +1,7 @@
-"""A live rich progress bar for long commands: files and tensors done, MB/s, ETA (interactive
-mode only)."""
+"""A live rich progress bar for long jobs: units (and items) done, MB/s, ETA (at the prompt
+only). It reads the neutral `Tick`, so every job gets the same bar."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 from rich.console import Console
 from rich.progress import (
@@ -15,36 +13,46 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from precision_shell.compare.run import ProgressSink
-from precision_shell.compare.worker import FileResult
+from precision_shell.progress import ProgressFactory, ProgressLabels, ProgressSink, Tick
 
 
-def live_progress_factory(console: Console) -> Callable[[str], ProgressSink]:
-    def make(title: str) -> ProgressSink:
+def live_progress_factory(console: Console) -> ProgressFactory:
+    def make(labels: ProgressLabels) -> ProgressSink:
+        counts = (
+            f"{labels.units}, {{task.fields[items]}} {labels.items}"
+            if labels.items
+            else labels.units
+        )
         progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
-            TextColumn("files, {task.fields[tensors]} tensors"),
+            TextColumn(counts),
             TextColumn("{task.fields[rate]}"),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
             console=console,
             transient=True,
         )
-        state = {"task": None, "bytes": 0, "tensors": 0}
+        state = {"bytes": 0, "items": 0}
+        task_ids = []
 
-        def start(total_files: int, total_bytes: int) -> None:
+        def start(total_units: int, total_bytes: int) -> None:
             progress.start()
-            state["task"] = progress.add_task(title, total=total_files, rate="", tensors=0)
+            task_ids.append(progress.add_task(labels.title, total=total_units, rate="", items=0))
 
-        def advance(result: FileResult) -> None:
-            state["bytes"] += result.bytes_read
-            state["tensors"] += len(result.rows)
-            task = state["task"]
-            elapsed = (progress.tasks[0].elapsed or 0.0) if progress.tasks else 0.0
-            rate = f"{state['bytes'] / 1e6 / elapsed:7.1f} MB/s" if elapsed > 0 else ""
-            progress.update(task, advance=1, rate=rate, tensors=state["tensors"])
+        def advance(tick: Tick) -> None:
+            if not task_ids:
+                return
+            state["bytes"] += tick.bytes
+            state["items"] += tick.items
+            elapsed = progress.tasks[0].elapsed or 0.0
+            rate = (
+                f"{state['bytes'] / 1e6 / elapsed:7.1f} MB/s"
+                if elapsed > 0 and state["bytes"]
+                else ""
+            )
+            progress.update(task_ids[0], advance=tick.units, rate=rate, items=state["items"])
 
         return ProgressSink(start=start, advance=advance, stop=progress.stop)
 

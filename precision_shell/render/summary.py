@@ -18,7 +18,7 @@ def render_summary(console: Console, summary: WorkspaceSummary, warnings: list[s
         table.add_row(name, str(graphs), str(ops), str(files))
     console.print(table)
     console.print(
-        f"benchmark tensors: {summary.golden_tensors}   overflow files: {summary.overflow_files}"
+        f"benchmark tensors: {summary.benchmark_tensors}   overflow files: {summary.overflow_files}"
         f"   fusion passes: {summary.fusion_passes}   warnings: {summary.warnings}"
     )
     for line in warnings[:20]:

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from precision_shell.commands.tensor import DecodedFiles, TensorComparison, TensorSummaries
-from precision_shell.compare.elementwise import ElementRow
+from precision_shell.compare.metrics.elementwise import ElementRow
 from precision_shell.render.numbers import fmt_fixed, fmt_num
 from precision_shell.render.output import renders
 from precision_shell.workspace.tensor_stats import TensorStats

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from precision_shell.compare.result_csv import CsvRow, read_result_csv
+from precision_shell.compare.results.csv_reader import CsvRow, read_result_csv
 from precision_shell.errors import FormatError
 from precision_shell.report.points import PlotPoint, cosine_of, is_output, output_points
 

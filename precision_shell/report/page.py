@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from precision_shell.compare.result_csv import HIGHER_IS_BETTER, CsvRow
+from precision_shell.compare.results.csv_reader import HIGHER_IS_BETTER, CsvRow
 from precision_shell.report.assets import SCRIPT, STYLE
 from precision_shell.report.data import ReportData
 from precision_shell.report.plot_svg import FAIL_COLOR, accuracy_plot_svg

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from precision_shell.compare.result_csv import CsvRow
+from precision_shell.compare.results.csv_reader import CsvRow
 
 COSINE = "CosineSimilarity"
 RED = "RelativeEuclideanDistance"

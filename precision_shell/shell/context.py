@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from precision_shell.compare.run import ProgressSink
 from precision_shell.errors import PrecisionError
+from precision_shell.progress import ProgressFactory, ProgressLabels, ProgressSink
 from precision_shell.settings import Settings
 from precision_shell.workspace.workspace import Workspace
 
@@ -19,7 +18,7 @@ class ShellContext:
     interactive: bool = False
     use_cache: bool = True
     # Live progress for long commands (vc); set by the REPL, None (quiet) in script mode.
-    progress_factory: Callable[[str], ProgressSink] | None = None
+    progress_factory: ProgressFactory | None = None
     _workspace: Workspace | None = field(default=None, repr=False)
     _open_error: str | None = field(default=None, repr=False)
 
@@ -50,5 +49,8 @@ class ShellContext:
     def open_error(self) -> str | None:
         return self._open_error
 
-    def progress(self, title: str) -> ProgressSink:
-        return self.progress_factory(title) if self.progress_factory else ProgressSink()
+    def progress(self, title: str, units: str = "files", items: str = "") -> ProgressSink:
+        """A live display at the prompt, the quiet default elsewhere."""
+        if self.progress_factory is None:
+            return ProgressSink()
+        return self.progress_factory(ProgressLabels(title, units, items))

@@ -23,8 +23,8 @@ class NameSources:
             self._for = ws
             self._ops = NameSource(n for run in ws.runs for g in run.graphs for n in g.names())
             files = [n for run in ws.runs for n in run.dumps.file_names()]
-            if ws.golden is not None:
-                files.extend(os.path.basename(g.path) for g in ws.golden.newest.values())
+            if ws.benchmark is not None:
+                files.extend(os.path.basename(g.path) for g in ws.benchmark.newest.values())
             self._tensors = NameSource(files)
         return True
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from precision_shell.formats.dump_names import sanitize_dump_name
-from precision_shell.formats.ge_graph import ModelDef, OpDef
+from precision_shell.formats.ge.graph import ModelDef, OpDef
 
 # Bump when the record layout changes, so old caches are rebuilt rather than misread.
 RECORD_VERSION = 2

@@ -1,6 +1,6 @@
 """The on-disk cache of index pieces, under `precision_data/temp/index_cache/`.
 
-Each piece (one graph file, one dump dir, the golden dir) is cached separately and keyed by
+Each piece (one graph file, one dump dir, the benchmark dir) is cached separately and keyed by
 the sizes and mtimes of what it was built from, so a changed or added file rebuilds only
 its own piece. Entries are pickles, and a workspace may come from someone else, so every
 entry carries an HMAC made with a per-user key kept outside the workspace: an entry we did
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 _MAC_LEN = 32
 
 

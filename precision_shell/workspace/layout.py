@@ -1,4 +1,4 @@
-"""Discovery of the `precision_data/` layout: which runs, dump dirs, graphs and golden dirs exist.
+"""Discovery of the `precision_data/` layout: which runs, dump dirs, graphs and benchmark dirs exist.
 
 Nothing here reads file contents; it only looks at names, so it is cheap and can run on every start.
 """
@@ -74,7 +74,7 @@ class WorkspaceLayout:
 
     root: Path
     runs: list[DeviceRun]
-    golden_dir: Path | None
+    benchmark_dir: Path | None
     tf_debug_dir: Path | None
     overflow_dir: Path | None
     fusion_json: Path | None
@@ -178,18 +178,18 @@ def _device_runs(root: Path, warnings: list[str]) -> list[DeviceRun]:
 
 
 def discover(path: str | Path) -> WorkspaceLayout:
-    """Find the runs, dump dirs, graphs, golden, overflow and fusion files of a workspace."""
+    """Find the runs, dump dirs, graphs, benchmark, overflow and fusion files of a workspace."""
     root = resolve_workspace_root(path)
     warnings: list[str] = []
     runs = _device_runs(root, warnings)
-    golden = root / "tf" / "dump"
+    benchmark = root / "tf" / "dump"
     tf_debug = root / "tf" / "tf_debug"
     overflow_dump = newest_numbered_dir(root / "overflow" / "dump")
     fusion = root / "fusion" / "fusion_result.json"
     return WorkspaceLayout(
         root=root,
         runs=runs,
-        golden_dir=golden if golden.is_dir() else None,
+        benchmark_dir=benchmark if benchmark.is_dir() else None,
         tf_debug_dir=tf_debug if tf_debug.is_dir() else None,
         overflow_dir=overflow_dump,
         fusion_json=fusion if fusion.is_file() else None,

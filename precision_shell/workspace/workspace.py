@@ -1,7 +1,7 @@
 """The workspace: layout + in-memory index of ops, dump files, benchmark tensors and overflows.
 
 `Workspace.open(path)` discovers the layout, then builds (or loads from the on-disk cache)
-one piece per graph file, per dump dir and for the golden dir. Bad files never stop the
+one piece per graph file, per dump dir and for the benchmark dir. Bad files never stop the
 build: each becomes a one-line entry of `warnings`. Tensor data is read lazily.
 """
 
@@ -14,18 +14,18 @@ from pathlib import Path
 
 import numpy as np
 
-from precision_shell.compare.matcher import input_origin, record_output_origin
+from precision_shell.compare.pipeline.matcher import input_origin, record_output_origin
 from precision_shell.errors import FormatError, PrecisionError
+from precision_shell.formats.benchmark import (
+    BenchmarkFile,
+    BenchmarkIndex,
+    benchmark_key,
+    load_benchmark,
+    scan_benchmark_dir,
+)
 from precision_shell.formats.dump_names import sanitize_dump_name
 from precision_shell.formats.fusion_result import FusionPass, read_fusion_result
-from precision_shell.formats.ge_graph import load_ge_graph
-from precision_shell.formats.golden import (
-    GoldenFile,
-    GoldenIndex,
-    golden_key,
-    load_golden,
-    scan_golden_dir,
-)
+from precision_shell.formats.ge.graph import load_ge_graph
 from precision_shell.formats.npu_dump import DumpHeader, read_dump_header, read_tensor
 from precision_shell.workspace.dump_index import (
     DIR_RECORD_VERSION,
@@ -86,7 +86,7 @@ class WorkspaceSummary:
 
     root: str
     runs: list[tuple[str, int, int, int]]  # (run, graphs, ops, dump files)
-    golden_tensors: int
+    benchmark_tensors: int
     overflow_files: int
     fusion_passes: int
     warnings: int
@@ -96,7 +96,7 @@ class WorkspaceSummary:
 class Workspace:
     layout: WorkspaceLayout
     runs: list[RunIndex]
-    golden: GoldenIndex | None
+    benchmark: BenchmarkIndex | None
     overflow_dumps: DumpIndex | None
     fusion: list[FusionPass]
     warnings: list[str] = field(default_factory=list)
@@ -125,13 +125,16 @@ class Workspace:
         warnings = list(layout.warnings)
         cache = IndexCache(layout.temp_dir / "index_cache", enabled=use_cache)
         runs = [_index_run(run, cache, warnings) for run in layout.runs]
-        golden = None
-        if layout.golden_dir is not None:
-            gdir = layout.golden_dir
-            golden = cache.load_or_build(
-                "golden", gdir, dir_fingerprint(gdir, "mapping.csv"), lambda: scan_golden_dir(gdir)
+        benchmark = None
+        if layout.benchmark_dir is not None:
+            gdir = layout.benchmark_dir
+            benchmark = cache.load_or_build(
+                "benchmark",
+                gdir,
+                dir_fingerprint(gdir, "mapping.csv"),
+                lambda: scan_benchmark_dir(gdir),
             )
-            warnings.extend(golden.warnings)
+            warnings.extend(benchmark.warnings)
         overflow = None
         if layout.overflow_dir is not None:
             overflow = DumpIndex([scan_dump_dir(d) for d in leaf_dirs(layout.overflow_dir)])
@@ -142,7 +145,7 @@ class Workspace:
                 fusion = read_fusion_result(layout.fusion_json)
             except FormatError as exc:
                 warnings.append(str(exc))
-        return cls(layout, runs, golden, overflow, fusion, warnings, cache)
+        return cls(layout, runs, benchmark, overflow, fusion, warnings, cache)
 
     # -- queries ------------------------------------------------------------------------
     @property
@@ -175,7 +178,7 @@ class Workspace:
         return WorkspaceSummary(
             root=str(self.root),
             runs=runs,
-            golden_tensors=len(self.golden.newest) if self.golden else 0,
+            benchmark_tensors=len(self.benchmark.newest) if self.benchmark else 0,
             overflow_files=len(self.overflow_files()),
             fusion_passes=len(self.fusion),
             warnings=len(self.warnings),
@@ -189,18 +192,18 @@ class Workspace:
     def dump_files(self, run: RunIndex, op_name: str) -> list[DumpFileRef]:
         return run.dumps.for_op(sanitize_dump_name(op_name))
 
-    def golden_file(self, origin_name: str, index: int) -> GoldenFile | None:
-        if self.golden is None:
+    def benchmark_file(self, origin_name: str, index: int) -> BenchmarkFile | None:
+        if self.benchmark is None:
             return None
-        return self.golden.newest.get(golden_key(origin_name, index))
+        return self.benchmark.newest.get(benchmark_key(origin_name, index))
 
-    def output_benchmark(self, record: OpRecord, k: int) -> GoldenFile | None:
+    def output_benchmark(self, record: OpRecord, k: int) -> BenchmarkFile | None:
         origin = record_output_origin(record, k)
-        return self.golden_file(*origin) if origin else None
+        return self.benchmark_file(*origin) if origin else None
 
-    def input_benchmark(self, graph: GraphIndex, record: OpRecord, k: int) -> GoldenFile | None:
+    def input_benchmark(self, graph: GraphIndex, record: OpRecord, k: int) -> BenchmarkFile | None:
         origin = input_origin(graph, record.name, k)
-        return self.golden_file(*origin) if origin else None
+        return self.benchmark_file(*origin) if origin else None
 
     # -- tensors ------------------------------------------------------------------------
     def header(self, ref: DumpFileRef | str) -> DumpHeader:
@@ -223,9 +226,9 @@ class Workspace:
         key = (path, kind, index, file_fingerprint(Path(path)))
         return self.stats.get(key, lambda: self.tensor(path, kind, index))
 
-    def golden_stats(self, golden: GoldenFile) -> TensorStats:
-        key = (golden.path, "golden", 0, file_fingerprint(Path(golden.path)))
-        return self.stats.get(key, lambda: load_golden(golden.path))
+    def benchmark_stats(self, benchmark: BenchmarkFile) -> TensorStats:
+        key = (benchmark.path, "benchmark", 0, file_fingerprint(Path(benchmark.path)))
+        return self.stats.get(key, lambda: load_benchmark(benchmark.path))
 
 
 def _index_run(run: DeviceRun, cache: IndexCache, warnings: list[str]) -> RunIndex:

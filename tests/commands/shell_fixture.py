@@ -60,7 +60,7 @@ def decoded(path: Path, kind: str, index: int) -> np.ndarray:
     return np.array(read_tensor(read_dump_header(str(path)), kind, index))
 
 
-def golden_path(root: Path, origin_name: str, index: int = 0) -> Path:
+def benchmark_path(root: Path, origin_name: str, index: int = 0) -> Path:
     """The newest benchmark `.npy` of (origin op, output index), by the file-name rule."""
     stem = re.sub(r"[/.]", "_", origin_name)
     found = sorted(

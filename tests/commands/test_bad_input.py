@@ -12,8 +12,8 @@ from tests.commands.shell_fixture import (
     CONV2,
     DENSE,
     POOL,
+    benchmark_path,
     dump_path,
-    golden_path,
     open_shell,
     run_fail,
     run_ok,
@@ -96,7 +96,7 @@ def test_a_session_of_commands_writes_only_under_temp(tiny_demo, tmp_path, monke
     before = tree_snapshot(root, skip=temp)
     before_outside = tree_snapshot(outside)
     shell = open_shell(root)
-    golden = golden_path(root, "relu2/Relu")
+    benchmark = benchmark_path(root, "relu2/Relu")
     for line in [
         "ls",
         "ls -t Conv",
@@ -104,10 +104,10 @@ def test_a_session_of_commands_writes_only_under_temp(tiny_demo, tmp_path, monke
         f"ni {POOL} -r all",
         f"pt {CONV2}",
         f"pt {dump_path(root, manifest, CONV2).name}",
-        f"pt {golden}",
+        f"pt {benchmark}",
         f"pt {user_npy}",
         f"pt {user_dump}",
-        f"cp {CONV2} {golden.name} -s",
+        f"cp {CONV2} {benchmark.name} -s",
         f"cp {user_npy} {user_npy} -s",
         f"dc {CONV2} -f NCHW",
         f"dc {user_dump}",

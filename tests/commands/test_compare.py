@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from precision_shell.compare.run import VectorCompareResult
+from precision_shell.compare.pipeline.execute import VectorCompareResult
 from precision_shell.formats.npu_dump import read_dump_header, read_tensor_converted
 from tests.commands.shell_fixture import (
     CONV1,
     CONV2,
     DENSE,
+    benchmark_path,
     dump_path,
-    golden_path,
     open_shell,
     run_fail,
     run_ok,
@@ -156,14 +156,14 @@ def test_output_values_match_our_own_numpy_recomputation(vc_run, op, origin):
     root, manifest, _, _, _, rows = vc_run
     header = read_dump_header(str(dump_path(root, manifest, op)))
     device = read_tensor_converted(header, "output", 0)
-    bench = np.load(golden_path(root, origin), allow_pickle=False)
+    bench = np.load(benchmark_path(root, origin), allow_pickle=False)
     _check_values(_row(rows, f"{op}:output:0"), device, bench)
 
 
 def test_input_values_are_converted_with_the_producers_layout(vc_run):
     root, manifest, _, _, _, rows = vc_run
     header = read_dump_header(str(dump_path(root, manifest, CONV1)))
-    bench = np.load(golden_path(root, "input"), allow_pickle=False)
+    bench = np.load(benchmark_path(root, "input"), allow_pickle=False)
     # NC1HWC0 on the device, NHWC (the Data op's layout) in the benchmark
     device = read_tensor_converted(header, "input", 0, "NHWC", bench.shape)
     row = _row(rows, f"{CONV1}:input:0")
@@ -312,7 +312,7 @@ def test_vc_on_a_workspace_with_a_corrupt_dump_and_a_missing_benchmark_goes_on(t
     root, manifest = tiny_demo
     conv1 = dump_path(root, manifest, CONV1)
     conv1.write_bytes(conv1.read_bytes()[:100])
-    golden_path(root, "relu2/Relu").unlink()
+    benchmark_path(root, "relu2/Relu").unlink()
     result = run_ok(open_shell(root), "vc")
     _, rows = read_csv(result.primary.csv_path)
     conv1_rows = [r for r in rows if r["NPUDump"] == CONV1]
@@ -339,7 +339,7 @@ def test_a_dump_dir_with_no_op_of_the_graph_is_an_error_not_an_empty_result(vc_r
     ghost_dir.mkdir()
     source = dump_path(root, manifest, CONV1)
     (ghost_dir / "Relu.ghost_op.99.1.1795329000199999").write_bytes(source.read_bytes())
-    golden = root / "precision_data" / "tf" / "dump"
-    outcome = run_fail(shell, f"vc -lt {ghost_dir} -rt {golden}")
+    benchmark = root / "precision_data" / "tf" / "dump"
+    outcome = run_fail(shell, f"vc -lt {ghost_dir} -rt {benchmark}")
     assert outcome.error.startswith(f"{ghost_dir}: no dump file belongs to an op of graph ")
     assert "e.g. Relu.ghost_op.99.1.1795329000199999: no op ghost_op in the graph" in outcome.error

@@ -9,7 +9,7 @@ from rich.console import Console
 
 import precision_shell.render.views  # noqa: F401  (registers the views)
 from precision_shell.commands.autocheck import AutoCheck
-from precision_shell.compare.result_csv import read_result_csv
+from precision_shell.compare.results.csv_reader import read_result_csv
 from precision_shell.formats.fusion_result import read_fusion_result
 from precision_shell.render.output import Renderer
 from tests.commands.shell_fixture import CONV2, open_shell, run_ok

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from precision_shell.commands.compare_summary import CompareSummary
-from precision_shell.compare.result_csv import read_result_csv
+from precision_shell.compare.results.csv_reader import read_result_csv
 from tests.commands.shell_fixture import CONV2, open_shell, run_fail, run_ok
 
 OLD_HEADER = (

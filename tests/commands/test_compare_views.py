@@ -7,8 +7,8 @@ import io
 from rich.console import Console
 
 import precision_shell.render.compare_views  # noqa: F401  (registers the views)
-from precision_shell.compare.result_csv import read_result_csv
-from precision_shell.compare.worker import FileResult
+from precision_shell.compare.results.csv_reader import read_result_csv
+from precision_shell.progress import ProgressLabels, Tick
 from precision_shell.render.output import Renderer
 from precision_shell.render.progress import live_progress_factory
 from tests.commands.shell_fixture import open_shell, run_ok
@@ -23,10 +23,10 @@ def render(result) -> str:
 def test_progress_counts_files_and_tensors_and_shows_a_rate():
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=150, color_system=None)
-    sink = live_progress_factory(console)("vc")
+    sink = live_progress_factory(console)(ProgressLabels("vc", "files", "tensors"))
     sink.start(3, 0)
-    sink.advance(FileResult(0, [object(), object()], 1_000_000))
-    sink.advance(FileResult(1, [object(), object(), object()], 1_000_000))
+    sink.advance(Tick(bytes=1_000_000, items=2))
+    sink.advance(Tick(bytes=1_000_000, items=3))
     sink.stop()
     text = out.getvalue()
     assert "0/3 files, 0 tensors" in text

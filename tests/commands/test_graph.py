@@ -18,9 +18,9 @@ from tests.commands.shell_fixture import (
     DENSE,
     POOL,
     assert_stats_equal,
+    benchmark_path,
     decoded,
     dump_path,
-    golden_path,
     op_block,
     open_shell,
     run_fail,
@@ -175,7 +175,10 @@ def test_ni_dump_tensor_stats_equal_numpy_on_the_decoded_file(demo):
 def test_ni_benchmark_stats_equal_numpy_on_the_npy(demo):
     root, _, shell = demo
     (info,) = run_ok(shell, f"ni {CONV2}").nodes
-    expected = {"input 0": golden_path(root, POOL), "output 0": golden_path(root, "relu2/Relu")}
+    expected = {
+        "input 0": benchmark_path(root, POOL),
+        "output 0": benchmark_path(root, "relu2/Relu"),
+    }
     assert {r.label: r.source for r in info.benchmarks} == {k: p.name for k, p in expected.items()}
     for row in info.benchmarks:
         values = np.load(expected[row.label], allow_pickle=False)
@@ -188,8 +191,8 @@ def test_ni_picks_the_newest_of_two_benchmark_timestamps(demo):
     (info,) = run_ok(shell, f"ni {DENSE}").nodes
     (out,) = [r for r in info.benchmarks if r.label == "output 0"]
     older = sorted((root / "precision_data/tf/dump").glob("dense_BiasAdd.0.*.npy"))
-    assert len(older) == 2 and out.source == golden_path(root, "dense/BiasAdd").name
-    assert_stats_equal(out.stats, np.load(golden_path(root, "dense/BiasAdd")))
+    assert len(older) == 2 and out.source == benchmark_path(root, "dense/BiasAdd").name
+    assert_stats_equal(out.stats, np.load(benchmark_path(root, "dense/BiasAdd")))
 
 
 def test_ni_run_all_gives_one_panel_per_run_and_bad_run_is_an_error(demo):

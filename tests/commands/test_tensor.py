@@ -17,10 +17,10 @@ from tests.commands.shell_fixture import (
     DENSE,
     POOL,
     assert_stats_equal,
+    benchmark_path,
     decoded,
     dump_path,
     fractal_z_to_nchw,
-    golden_path,
     nc1hwc0_to_nhwc,
     open_shell,
     run_fail,
@@ -92,7 +92,7 @@ def test_pt_dump_file_name_summarises_every_tensor_and_selector_picks_one(demo):
 
 def test_pt_on_a_benchmark_npy_by_name_and_by_path(demo):
     root, _, shell = demo
-    npy = golden_path(root, "relu2/Relu")
+    npy = benchmark_path(root, "relu2/Relu")
     want = np.load(npy)
     for target in (npy.name, str(npy)):
         (item,) = run_ok(shell, f"pt {target}").items
@@ -141,7 +141,7 @@ def _oracle(x: np.ndarray, y: np.ndarray, atol: float, rtol: float):
 
 def test_cp_device_vs_benchmark_worst_rows_cosine_and_error_ratio(demo):
     root, manifest, shell = demo
-    npy = golden_path(root, "dense/BiasAdd")
+    npy = benchmark_path(root, "dense/BiasAdd")
     result = run_ok(shell, f"cp {DENSE} {npy.name} -p 5 -al 0.01 -rl 0.05")
     assert isinstance(result, TensorComparison)
     left = decoded(dump_path(root, manifest, DENSE), "output", 0)
@@ -170,7 +170,7 @@ def test_cp_device_vs_benchmark_worst_rows_cosine_and_error_ratio(demo):
 
 def test_cp_converts_the_device_layout_before_comparing(demo):
     root, manifest, shell = demo
-    npy = golden_path(root, "relu2/Relu")
+    npy = benchmark_path(root, "relu2/Relu")
     rep = run_ok(shell, f"cp {CONV2} {npy}").report
     device = nc1hwc0_to_nhwc(decoded(dump_path(root, manifest, CONV2), "output", 0), 8)
     _, _, diff, cosine, _ = _oracle(device, np.load(npy), 1e-4, 1e-4)
@@ -183,7 +183,7 @@ def test_cp_converts_the_device_layout_before_comparing(demo):
 def test_cp_an_input_uses_the_origin_format_the_dump_does_not_record(demo):
     """Dump inputs carry no original format; the graph (or the shapes) tell it is NHWC."""
     root, manifest, shell = demo
-    npy = golden_path(root, POOL)
+    npy = benchmark_path(root, POOL)
     rep = run_ok(shell, f"cp {CONV2}:input:0 {npy.name} -p 1").report
     device = nc1hwc0_to_nhwc(decoded(dump_path(root, manifest, CONV2), "input", 0), 8)
     assert rep.shape == (2, 4, 4, 8)
@@ -192,7 +192,7 @@ def test_cp_an_input_uses_the_origin_format_the_dump_does_not_record(demo):
 
 def test_cp_different_element_counts_error_unless_flatten_to_min(demo):
     root, _, shell = demo
-    small, big = golden_path(root, "dense/BiasAdd"), golden_path(root, "relu2/Relu")
+    small, big = benchmark_path(root, "dense/BiasAdd"), benchmark_path(root, "relu2/Relu")
     error = run_fail(shell, f"cp {small.name} {big.name}").error
     assert error == (
         "element counts differ: left 20 (2, 10) vs right 256 (2, 4, 4, 8); "
@@ -208,7 +208,7 @@ def test_cp_different_element_counts_error_unless_flatten_to_min(demo):
 
 def test_cp_s_saves_left_right_diff_under_temp_cp(demo):
     root, _, shell = demo
-    npy = golden_path(root, "dense/BiasAdd")
+    npy = benchmark_path(root, "dense/BiasAdd")
     result = run_ok(shell, f"cp -n {DENSE} {npy.name} -s")
     saved = Path(result.saved)
     assert saved.parent == root / "precision_data" / "temp" / "cp"
@@ -312,7 +312,7 @@ def test_dc_outside_the_workspace_infers_hwcn_from_the_shapes(demo, tmp_path):
 def test_dc_usage_errors(demo):
     root, _, shell = demo
     assert run_fail(shell, f"dc {CONV2} -f XYZ").error == "dc: -f: unknown tensor format 'XYZ'"
-    npy = golden_path(root, POOL).name
+    npy = benchmark_path(root, POOL).name
     assert run_fail(shell, f"dc {npy}").error == (
         f"dc: {npy} is a .npy file already; dc decodes device dump files"
     )
@@ -328,7 +328,7 @@ def test_pt_and_cp_on_the_float16_overflow(demo):
     values = decoded(dump_path(root, manifest, "l2_loss/Sum"), "output", 0)
     assert np.isinf(values).all() and item.stats.inf_count == values.size == 2
     assert math.isnan(item.stats.max) and item.preview == [math.inf, math.inf]
-    rep = run_ok(shell, f"cp l2_loss/Sum {golden_path(root, 'l2_loss/Sum').name}").report
+    rep = run_ok(shell, f"cp l2_loss/Sum {benchmark_path(root, 'l2_loss/Sum').name}").report
     assert rep.max_abs_error == math.inf and math.isnan(rep.cosine)
     assert rep.error_ratio == 1.0 and not rep.allclose
 

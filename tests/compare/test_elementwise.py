@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from precision_shell.compare.elementwise import compare_elements
+from precision_shell.compare.metrics.elementwise import compare_elements
 from precision_shell.errors import PrecisionError
 
 

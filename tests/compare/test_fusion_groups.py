@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from precision_shell.compare.fusion_groups import (
+from precision_shell.compare.pipeline.fusion_groups import (
     L1_FUSION,
     MANY_TO_MANY,
     MANY_TO_ONE,

@@ -1,4 +1,4 @@
-from precision_shell.compare.matcher import (
+from precision_shell.compare.pipeline.matcher import (
     Origin,
     input_origin,
     input_source,

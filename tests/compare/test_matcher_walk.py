@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from precision_shell.compare.matcher import input_source, output_source
-from precision_shell.formats.ge_graph import GraphDef, ModelDef
+from precision_shell.compare.pipeline.matcher import input_source, output_source
+from precision_shell.formats.ge.graph import GraphDef, ModelDef
 from precision_shell.workspace.graph_index import GraphIndex
 from tests.workspace.graph_fixture import desc, op, sample_model
 

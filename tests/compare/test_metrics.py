@@ -16,10 +16,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from precision_shell.compare import metric_stream
-from precision_shell.compare.metric_float32 import _float32_at_or_above
-from precision_shell.compare.metric_format import format_standard_deviation, format_value
-from precision_shell.compare.metrics import (
+from precision_shell.compare.metrics import stream as metric_stream
+from precision_shell.compare.metrics.cells import format_standard_deviation, format_value
+from precision_shell.compare.metrics.compute import (
     EXTRA_METRICS,
     METRIC_COLUMNS,
     METRIC_FIELDS,
@@ -27,6 +26,7 @@ from precision_shell.compare.metrics import (
     compute_metrics,
     csv_values,
 )
+from precision_shell.compare.metrics.float32 import _float32_at_or_above
 
 EPS = float(np.finfo(np.float64).eps)
 KL_FLOOR = float(np.finfo(np.float32).eps)

@@ -6,21 +6,21 @@ import shutil
 
 import pytest
 
-from precision_shell.compare.fusion_groups import fusion_groups
-from precision_shell.compare.matcher import Origin
-from precision_shell.compare.plan import FileTask, _Origins, benchmark_plan, device_plan
-from precision_shell.formats.ge_graph import GraphDef, ModelDef
+from precision_shell.compare.pipeline.fusion_groups import fusion_groups
+from precision_shell.compare.pipeline.matcher import Origin
+from precision_shell.compare.pipeline.plan import FileTask, _Origins, benchmark_plan, device_plan
+from precision_shell.formats.ge.graph import GraphDef, ModelDef
 from precision_shell.workspace.graph_index import GraphIndex
 from precision_shell.workspace.workspace import Workspace
-from tests.commands.shell_fixture import CONV1, CONV2, DENSE, golden_path
+from tests.commands.shell_fixture import CONV1, CONV2, DENSE, benchmark_path
 from tests.workspace.graph_fixture import desc
 from tests.workspace.graph_fixture import op as ge_op
 
 
-def _plan(root, golden_dir=None):
+def _plan(root, benchmark_dir=None):
     ws = Workspace.open(root, use_cache=False)
     run = ws.run()
-    return ws, benchmark_plan(ws, run, run.dump_graph(), golden_dir=golden_dir)
+    return ws, benchmark_plan(ws, run, run.dump_graph(), benchmark_dir=benchmark_dir)
 
 
 @pytest.fixture(scope="module")
@@ -65,25 +65,25 @@ def test_inputs_walk_through_the_ge_cast_and_transdata_to_the_benchmark(demo_pla
     # input <- trans_TransData_1 <- trans_Cast_0 <- input (Data)
     row = conv1.inputs[0]
     assert row.ground_truth == "input"
-    assert row.reference_path == str(golden_path(root, "input"))
+    assert row.benchmark_path == str(benchmark_path(root, "input"))
     assert row.origin_format == "NHWC" and row.origin_shape == (2, 8, 8, 3)
     assert row.reason == ""
     # dense/MatMul input 0 <- trans_TransData_2 <- flatten/Reshape (in the graph, not dumped)
     dense_in = _task(plan, DENSE).inputs[0]
     assert dense_in.ground_truth == "flatten/Reshape"
-    assert dense_in.reference_path == str(golden_path(root, "flatten/Reshape"))
+    assert dense_in.benchmark_path == str(benchmark_path(root, "flatten/Reshape"))
 
 
 def test_cast_and_transdata_outputs_compare_with_what_is_upstream_as_msaccucmp_does(demo_plan):
     root, _, plan = demo_plan
     cast_out = _task(plan, "trans_Cast_0").outputs[0]
-    assert (cast_out.ground_truth, cast_out.reference_path) == (
+    assert (cast_out.ground_truth, cast_out.benchmark_path) == (
         "input",
-        str(golden_path(root, "input")),
+        str(benchmark_path(root, "input")),
     )
     trans_out = _task(plan, "trans_TransData_2").outputs[0]
     assert trans_out.ground_truth == "global_pool/Mean"
-    assert trans_out.reference_path == str(golden_path(root, "global_pool/Mean"))
+    assert trans_out.benchmark_path == str(benchmark_path(root, "global_pool/Mean"))
 
 
 def test_outputs_use_their_desc_origin_and_past_the_descs_desc_zero(demo_plan):
@@ -92,11 +92,11 @@ def test_outputs_use_their_desc_origin_and_past_the_descs_desc_zero(demo_plan):
     assert len(conv2.outputs) == 1
     out = conv2.outputs[0]
     assert out.ground_truth == "relu2/Relu"
-    assert out.reference_path == str(golden_path(root, "relu2/Relu"))
+    assert out.benchmark_path == str(benchmark_path(root, "relu2/Relu"))
     assert out.origin_format == "NHWC" and out.origin_shape == (2, 4, 4, 8)
     assert conv2.mapping("output", 3) is out
     missing = conv2.mapping("input", 9)
-    assert (missing.ground_truth, missing.reference_path) == ("*", None)
+    assert (missing.ground_truth, missing.benchmark_path) == ("*", None)
     assert missing.reason == "the graph has no input 9 for this op"
 
 
@@ -104,7 +104,7 @@ def test_folded_constants_without_the_attribute_look_for_a_benchmark_of_their_ow
     _, _, plan = demo_plan
     weights = _task(plan, CONV2).inputs[1]
     assert weights.ground_truth == "conv2/Conv2D/folded_filter"
-    assert weights.reference_path is None
+    assert weights.benchmark_path is None
     assert weights.reason == (
         "constant input: no benchmark conv2_Conv2D_folded_filter.0.*.npy (weights are not dumped)"
     )
@@ -112,11 +112,11 @@ def test_folded_constants_without_the_attribute_look_for_a_benchmark_of_their_ow
 
 def test_a_missing_benchmark_gives_a_mapping_row_with_a_reason(tiny_demo):
     root, _ = tiny_demo
-    golden_path(root, "relu2/Relu").unlink()
+    benchmark_path(root, "relu2/Relu").unlink()
     _, plan = _plan(root)
     out = _task(plan, CONV2).outputs[0]
     assert out.ground_truth == "relu2/Relu"
-    assert out.reference_path is None
+    assert out.benchmark_path is None
     assert out.reason == "benchmark relu2_Relu.0.*.npy not found"
     # the consumer's input of the same tensor says the same
     conv3_in = _task(plan, "conv3/Conv2Dres/addrelu3/Relu").inputs[0]
@@ -133,15 +133,15 @@ def test_dump_files_of_ops_missing_from_the_graph_are_listed_as_skipped(tiny_dem
     assert "ghost_op" not in [t.op_name for t in plan.tasks]
 
 
-def test_another_golden_dir_is_used_when_given(tiny_demo, tmp_path):
+def test_another_benchmark_dir_is_used_when_given(tiny_demo, tmp_path):
     root, _ = tiny_demo
-    other = tmp_path / "golden"
+    other = tmp_path / "benchmark"
     other.mkdir()
-    shutil.copy(golden_path(root, "relu2/Relu"), other)
-    _, plan = _plan(root, golden_dir=other)
+    shutil.copy(benchmark_path(root, "relu2/Relu"), other)
+    _, plan = _plan(root, benchmark_dir=other)
     assert plan.right == str(other)
     out = _task(plan, CONV2).outputs[0]
-    assert out.reference_path == str(other / golden_path(root, "relu2/Relu").name)
+    assert out.benchmark_path == str(other / benchmark_path(root, "relu2/Relu").name)
     assert _task(plan, CONV1).outputs[0].reason == "benchmark relu1_Relu.0.*.npy not found"
 
 
@@ -155,7 +155,7 @@ def test_device_plan_matches_ops_by_name_in_graph_order(demo_plan):
     task = plan.tasks[0]
     row = task.mapping("output", 5)
     assert row is task.fallback and row.reference_kind == "dump"
-    assert row.reference_path == right.dumps.for_op("trans_Cast_0")[-1].path
+    assert row.benchmark_path == right.dumps.for_op("trans_Cast_0")[-1].path
     assert plan.skipped == []
 
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from precision_shell.compare.advisor import (
+from precision_shell.compare.diagnosis.advisor import (
     ACCUMULATED_DRIFT,
     FP16_OVERFLOW,
     GLOBAL_CONSISTENCY,
@@ -14,10 +14,10 @@ from precision_shell.compare.advisor import (
     SINGLE_POINT,
     OverflowHit,
 )
-from precision_shell.compare.diagnosis import diagnose, write_into_summary
-from precision_shell.compare.result_csv import CsvRow
-from precision_shell.compare.root_cause import QUALITY_CAP, tensor_quality
-from precision_shell.formats.ge_graph import GraphDef, ModelDef, OpDef
+from precision_shell.compare.diagnosis.diagnose import diagnose, write_into_summary
+from precision_shell.compare.diagnosis.root_cause import QUALITY_CAP, tensor_quality
+from precision_shell.compare.results.csv_reader import CsvRow
+from precision_shell.formats.ge.graph import GraphDef, ModelDef, OpDef
 from precision_shell.workspace.graph_index import GraphIndex
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from precision_shell.compare.plan import FileTask, MappingRow
-from precision_shell.compare.worker import CompareOptions, compare_file
-from precision_shell.formats.golden import write_golden
+from precision_shell.compare.pipeline.plan import FileTask, MappingRow
+from precision_shell.compare.pipeline.worker import CompareOptions, compare_file
+from precision_shell.formats.benchmark import write_benchmark
 from precision_shell.formats.layouts import DumpFormat, from_origin_layout
 from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
 
@@ -44,8 +44,8 @@ def _task(path, outputs=(), inputs=(), fallback=None, seq=0) -> FileTask:
     )
 
 
-def _golden_row(golden, shape, fmt="NHWC") -> MappingRow:
-    return MappingRow("relu", str(golden), origin_format=fmt, origin_shape=tuple(shape))
+def _benchmark_row(benchmark, shape, fmt="NHWC") -> MappingRow:
+    return MappingRow("relu", str(benchmark), origin_format=fmt, origin_shape=tuple(shape))
 
 
 def test_nc1hwc0_device_output_equal_to_the_nhwc_benchmark_has_cosine_one(tmp_path):
@@ -53,12 +53,12 @@ def test_nc1hwc0_device_output_equal_to_the_nhwc_benchmark_has_cosine_one(tmp_pa
     dump = tmp_path / "Relu.net_relu.1.1.1700000000000000"
     # garbage in the C0 pad must not count: it is cut off by the conversion
     write_dump(dump, "net/relu", outputs=[_nc1hwc0_spec(values, pad_value=7.0)])
-    golden = write_golden(tmp_path, "relu:0", values.astype(np.float32), TS)
-    result = compare_file(_task(dump, [_golden_row(golden, values.shape)]), CompareOptions())
+    benchmark = write_benchmark(tmp_path, "relu:0", values.astype(np.float32), TS)
+    result = compare_file(_task(dump, [_benchmark_row(benchmark, values.shape)]), CompareOptions())
     (row,) = result.rows
     assert row.reason == ""
     assert row.tensor_index == "net/relu:output:0"
-    assert (row.device_dtype, row.reference_dtype) == ("DT_FLOAT16", "DT_FLOAT")
+    assert (row.device_dtype, row.benchmark_dtype) == ("DT_FLOAT16", "DT_FLOAT")
     assert row.shape == "[2,3,4,5]"
     assert row.metrics.cosine == pytest.approx(1.0, abs=1e-6)
     assert row.metrics.max_abs_error == 0.0
@@ -72,8 +72,10 @@ def test_nc1hwc0_against_a_different_benchmark_gives_numpys_cosine(tmp_path):
     ).astype(np.float32)
     dump = tmp_path / "Relu.net_relu.1.1.1700000000000000"
     write_dump(dump, "net/relu", outputs=[_nc1hwc0_spec(values)])
-    golden = write_golden(tmp_path, "relu:0", bench, TS)
-    (row,) = compare_file(_task(dump, [_golden_row(golden, values.shape)]), CompareOptions()).rows
+    benchmark = write_benchmark(tmp_path, "relu:0", bench, TS)
+    (row,) = compare_file(
+        _task(dump, [_benchmark_row(benchmark, values.shape)]), CompareOptions()
+    ).rows
     assert row.metrics.cosine == pytest.approx(_cosine(values, bench), abs=1e-6)
     want_max = float(np.max(np.abs(values.astype(np.float32) - bench)))
     assert row.metrics.max_abs_error == pytest.approx(want_max, rel=1e-6)
@@ -84,8 +86,8 @@ def test_larger_device_dims_are_sliced_down_to_the_benchmark(tmp_path):
     bench = device[:3, :5].copy()
     dump = tmp_path / "MatMul.net_relu.1.1.1700000000000000"
     write_dump(dump, "net/relu", outputs=[TensorSpec(device, format=DumpFormat.ND)])
-    golden = write_golden(tmp_path, "relu:0", bench, TS)
-    row_map = MappingRow("relu", str(golden), origin_format="ND", origin_shape=(3, 5))
+    benchmark = write_benchmark(tmp_path, "relu:0", bench, TS)
+    row_map = MappingRow("relu", str(benchmark), origin_format="ND", origin_shape=(3, 5))
     (row,) = compare_file(_task(dump, [row_map]), CompareOptions()).rows
     assert row.reason == ""
     assert row.shape == "[3,5]"
@@ -97,21 +99,21 @@ def test_a_smaller_device_dim_fails_the_row_with_a_reason(tmp_path):
     device = np.ones((2, 5), np.float32)
     dump = tmp_path / "MatMul.net_relu.1.1.1700000000000000"
     write_dump(dump, "net/relu", outputs=[TensorSpec(device, format=DumpFormat.ND)])
-    golden = write_golden(tmp_path, "relu:0", np.ones((3, 5), np.float32), TS)
-    row_map = MappingRow("relu", str(golden), origin_format="ND", origin_shape=(3, 5))
+    benchmark = write_benchmark(tmp_path, "relu:0", np.ones((3, 5), np.float32), TS)
+    row_map = MappingRow("relu", str(benchmark), origin_format="ND", origin_shape=(3, 5))
     (row,) = compare_file(_task(dump, [row_map]), CompareOptions()).rows
     assert row.metrics is None
     assert row.reason == "device shape [2,5] is smaller than benchmark shape [3,5]"
-    assert row.reference_dtype == "DT_FLOAT"
+    assert row.benchmark_dtype == "DT_FLOAT"
 
 
 def test_a_missing_benchmark_gives_a_reasoned_row_and_the_rest_of_the_file_compares(tmp_path):
     x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
     dump = tmp_path / "Relu.net_relu.1.1.1700000000000000"
     write_dump(dump, "net/relu", inputs=[TensorSpec(x)], outputs=[TensorSpec(x)])
-    golden = write_golden(tmp_path, "relu:0", x, TS)
+    benchmark = write_benchmark(tmp_path, "relu:0", x, TS)
     missing = MappingRow("producer", None, reason="benchmark producer.0.*.npy not found")
-    task = _task(dump, [_golden_row(golden, x.shape, "ND")], inputs=[missing])
+    task = _task(dump, [_benchmark_row(benchmark, x.shape, "ND")], inputs=[missing])
     rows = compare_file(task, CompareOptions()).rows
     assert [r.tensor_index for r in rows] == ["net/relu:input:0", "net/relu:output:0"]
     assert rows[0].metrics is None
@@ -126,9 +128,9 @@ def test_a_corrupt_dump_fails_every_row_of_that_file_naming_it_while_others_comp
     write_dump(good, "net/relu", inputs=[TensorSpec(x)], outputs=[TensorSpec(x)])
     bad = tmp_path / "Relu.net_relu.2.1.1700000000000001"
     bad.write_bytes(good.read_bytes()[:-10])  # the output payload runs past the end
-    golden = write_golden(tmp_path, "relu:0", x, TS)
-    mapping = _golden_row(golden, x.shape, "ND")
-    in_map = MappingRow("relu", str(golden), origin_format="ND", origin_shape=(3, 4))
+    benchmark = write_benchmark(tmp_path, "relu:0", x, TS)
+    mapping = _benchmark_row(benchmark, x.shape, "ND")
+    in_map = MappingRow("relu", str(benchmark), origin_format="ND", origin_shape=(3, 4))
     bad_rows = compare_file(_task(bad, [mapping], [in_map]), CompareOptions()).rows
     assert [r.tensor_index for r in bad_rows] == ["net/relu:input:0", "net/relu:output:0"]
     for row in bad_rows:
@@ -142,11 +144,13 @@ def test_a_corrupt_benchmark_file_fails_its_row_naming_the_file(tmp_path):
     x = np.ones((3, 4), np.float32)
     dump = tmp_path / "Relu.net_relu.1.1.1700000000000000"
     write_dump(dump, "net/relu", outputs=[TensorSpec(x)])
-    golden = tmp_path / "relu.0.1700000000000001.npy"
-    golden.write_bytes(b"\x93NUMPY not really")
-    (row,) = compare_file(_task(dump, [_golden_row(golden, x.shape, "ND")]), CompareOptions()).rows
+    benchmark = tmp_path / "relu.0.1700000000000001.npy"
+    benchmark.write_bytes(b"\x93NUMPY not really")
+    (row,) = compare_file(
+        _task(dump, [_benchmark_row(benchmark, x.shape, "ND")]), CompareOptions()
+    ).rows
     assert row.metrics is None
-    assert row.reason.startswith(f"reference: {golden}: ")
+    assert row.reason.startswith(f"reference: {benchmark}: ")
 
 
 def test_device_vs_device_identical_dumps_give_cosine_one_in_the_original_layout(tmp_path):
@@ -164,7 +168,7 @@ def test_device_vs_device_identical_dumps_give_cosine_one_in_the_original_layout
     for row in rows:
         assert row.reason == ""
         assert row.ground_truth == "net/relu"
-        assert (row.device_dtype, row.reference_dtype) == ("DT_FLOAT16", "DT_FLOAT16")
+        assert (row.device_dtype, row.benchmark_dtype) == ("DT_FLOAT16", "DT_FLOAT16")
         assert row.shape == "[2,3,4,5]"  # pads (which differ here) cut off
         assert row.metrics.cosine == pytest.approx(1.0, abs=1e-6)
         assert row.metrics.max_abs_error == 0.0
@@ -186,8 +190,8 @@ def test_overflow_flag_is_filled_only_when_asked(tmp_path):
     x = np.array([1.0, np.inf, 2.0], np.float16)
     dump = tmp_path / "Relu.net_relu.1.1.1700000000000000"
     write_dump(dump, "net/relu", outputs=[TensorSpec(x)])
-    golden = write_golden(tmp_path, "relu:0", np.array([1, 70000, 2], np.float32), TS)
-    task = _task(dump, [_golden_row(golden, x.shape, "ND")])
+    benchmark = write_benchmark(tmp_path, "relu:0", np.array([1, 70000, 2], np.float32), TS)
+    task = _task(dump, [_benchmark_row(benchmark, x.shape, "ND")])
     assert compare_file(task, CompareOptions(overflow=True)).rows[0].overflow == "YES"
     assert compare_file(task, CompareOptions()).rows[0].overflow == "NaN"
 
@@ -195,8 +199,8 @@ def test_overflow_flag_is_filled_only_when_asked(tmp_path):
 def test_metric_memo_reuses_only_identical_device_values():
     import numpy as np
 
-    from precision_shell.compare import worker
-    from precision_shell.compare.plan import MappingRow
+    from precision_shell.compare.pipeline import worker
+    from precision_shell.compare.pipeline.plan import MappingRow
 
     memo = worker._MetricMemo()
     mapping = MappingRow("x", "/bench/x.0.1.npy")

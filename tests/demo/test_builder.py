@@ -15,10 +15,10 @@ from precision_shell.demo.network import FP16_MAX, Network
 from precision_shell.demo.spec import DemoManifest, DemoSpec, Fault
 from precision_shell.demo.workspace_files import graph_name
 from precision_shell.errors import PrecisionError
+from precision_shell.formats.benchmark import load_benchmark, scan_benchmark_dir
 from precision_shell.formats.dump_names import parse_dump_name, read_mapping_csv
 from precision_shell.formats.fusion_result import read_fusion_result
-from precision_shell.formats.ge_graph import load_ge_graph
-from precision_shell.formats.golden import load_golden, scan_golden_dir
+from precision_shell.formats.ge.graph import load_ge_graph
 from precision_shell.formats.npu_dump import read_dump_header, read_tensor, read_tensor_converted
 from precision_shell.formats.overflow import read_opdebug
 
@@ -65,7 +65,7 @@ def test_files_are_where_the_formats_say(built: DemoManifest) -> None:
     dump1 = ws / f"npu/debug_1/dump/20261122070000/0/{GRAPH}/1/0"
     assert [Path(d) for d in built.dump_dirs] == [dump0, dump1]
     assert Path(built.overflow_dir) == ws / f"overflow/dump/20261122064500/0/{GRAPH}/1/0"
-    assert Path(built.golden_dir) == ws / "tf/dump"
+    assert Path(built.benchmark_dir) == ws / "tf/dump"
     assert (ws / "fusion/fusion_result.json").is_file()
     assert built.graph_name == "ge_default_20261122063000_NPU_1"
     manifest = DemoManifest.from_json((Path(built.root) / "demo_manifest.json").read_text())
@@ -127,25 +127,25 @@ def test_every_dump_reads_back_as_the_device_values(built: DemoManifest, network
                     assert np.array_equal(back, value, equal_nan=True), (op.name, kind, index)
 
 
-def test_golden_files_hold_the_float32_benchmark(built: DemoManifest) -> None:
+def test_benchmark_files_hold_the_float32_benchmark(built: DemoManifest) -> None:
     net = Network(TINY.network_shape(), TINY.seed, TINY.faults)
     benchmark = {op.name: value for op, value in net.benchmark()}
-    index = scan_golden_dir(Path(built.golden_dir))
+    index = scan_benchmark_dir(Path(built.benchmark_dir))
     assert index.warnings == []
     assert len(index) == len(benchmark) == 22
     for name, value in benchmark.items():
         found = index.lookup(name, 0)
         assert found is not None, name
-        stored = load_golden(found.path)
+        stored = load_benchmark(found.path)
         assert stored.dtype == np.float32
         assert np.array_equal(stored, value), name
     twice = index.all["dense_BiasAdd.0"]
     assert len(twice) == 2 and twice[0].timestamp < twice[1].timestamp
-    assert not np.array_equal(load_golden(twice[0].path), benchmark["dense/BiasAdd"])
+    assert not np.array_equal(load_benchmark(twice[0].path), benchmark["dense/BiasAdd"])
 
 
-def test_device_dumps_vs_golden_cosine(built: DemoManifest) -> None:
-    golden = scan_golden_dir(Path(built.golden_dir))
+def test_device_dumps_vs_benchmark_cosine(built: DemoManifest) -> None:
+    benchmark = scan_benchmark_dir(Path(built.benchmark_dir))
     graph = load_ge_graph(built.graph_files[0]).graphs[0]
     ops = {op.name: op for op in graph.ops}
 
@@ -157,7 +157,7 @@ def test_device_dumps_vs_golden_cosine(built: DemoManifest) -> None:
             if desc.origin_name is None:
                 continue
             device = read_tensor_converted(header, "output", 0, desc.origin_format)
-            bench = load_golden(golden.lookup(desc.origin_name, 0).path)
+            bench = load_benchmark(benchmark.lookup(desc.origin_name, 0).path)
             if np.isfinite(device).all():
                 result[header.op_name] = cosine(device, bench)
         return result
@@ -174,8 +174,8 @@ def test_device_dumps_vs_golden_cosine(built: DemoManifest) -> None:
 
 def test_overflow_op_dump_and_opdebug(built: DemoManifest) -> None:
     assert built.overflow_op == "l2_loss/Sum"
-    golden = scan_golden_dir(Path(built.golden_dir))
-    assert load_golden(golden.lookup("l2_loss/Sum", 0).path).max() > FP16_MAX
+    benchmark = scan_benchmark_dir(Path(built.benchmark_dir))
+    assert load_benchmark(benchmark.lookup("l2_loss/Sum", 0).path).max() > FP16_MAX
     directory = Path(built.overflow_dir)
     files = sorted(p.name for p in directory.iterdir())
     assert len(files) == 2 and files[0].startswith("Opdebug.Node_OpDebug.11.1.")
@@ -196,20 +196,20 @@ def test_overflow_op_dump_and_opdebug(built: DemoManifest) -> None:
     assert any(parse_dump_name(n).task_id == 11 and "l2_loss_Sum" in n for n in main_dump)
 
 
-def test_graph_parses_and_origins_have_golden(built: DemoManifest) -> None:
+def test_graph_parses_and_origins_have_benchmark(built: DemoManifest) -> None:
     first, second = (Path(p) for p in built.graph_files)
     assert first.read_bytes() == second.read_bytes()
     model = load_ge_graph(first)
     (graph,) = model.graphs
     assert graph.name == built.graph_name
     assert graph.attrs["_session_graph_id"] == "0_1"
-    golden = scan_golden_dir(Path(built.golden_dir))
+    benchmark = scan_benchmark_dir(Path(built.benchmark_dir))
     origins = 0
     for op in graph.ops:
         for desc in op.output_descs:
             if desc.origin_name is not None:
                 origins += 1
-                assert golden.lookup(desc.origin_name, desc.origin_output_index) is not None
+                assert benchmark.lookup(desc.origin_name, desc.origin_output_index) is not None
                 assert desc.origin_format in ("NHWC", "ND")
                 assert desc.origin_shape is not None
         if op.type in ("Cast", "TransData"):

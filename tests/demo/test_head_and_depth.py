@@ -13,8 +13,8 @@ from precision_shell.demo.device_run import run_device
 from precision_shell.demo.network import HEAD_SCALE, Network
 from precision_shell.demo.spec import DemoSpec, Fault
 from precision_shell.errors import PrecisionError
-from precision_shell.formats.ge_graph import load_ge_graph
-from precision_shell.formats.golden import load_golden, scan_golden_dir
+from precision_shell.formats.benchmark import load_benchmark, scan_benchmark_dir
+from precision_shell.formats.ge.graph import load_ge_graph
 from precision_shell.formats.npu_dump import read_dump_header, read_tensor_converted
 
 HEAD = DemoSpec(size="tiny", faults=(), fp32_head=True, second_run=False)
@@ -99,14 +99,14 @@ def test_fp32_head_dumps_read_back_as_float32(tmp_path: Path) -> None:
     device = read_tensor_converted(header, "output", 0, desc.origin_format)
     constant = read_tensor_converted(header, "input", 1)
     assert device.dtype == np.float32 and device.shape == (2, 1, 1, 8)
-    golden = scan_golden_dir(Path(manifest.golden_dir))
-    mean = load_golden(golden.lookup("global_pool/Mean", 0).path)
+    benchmark = scan_benchmark_dir(Path(manifest.benchmark_dir))
+    mean = load_benchmark(benchmark.lookup("global_pool/Mean", 0).path)
     net = network(spec)
     net.calibrate()
     wrong = net.params[HEAD_SCALE]["y"] * np.array([1.3, 0.7] * 4, dtype=np.float32)
     np.testing.assert_allclose(constant, wrong, rtol=1e-6)
     np.testing.assert_allclose(device, mean * wrong, rtol=1e-3, atol=1e-4)
-    assert cosine(device, load_golden(golden.lookup(HEAD_SCALE, 0).path)) < 0.99
+    assert cosine(device, load_benchmark(benchmark.lookup(HEAD_SCALE, 0).path)) < 0.99
 
 
 def test_branch_gain_scales_only_the_residual_ends() -> None:

@@ -196,18 +196,18 @@ def test_device_shapes_in_the_plan_match_the_layout_conversion() -> None:
 
 def test_device_run_drifts_like_float16_and_the_fault_shows() -> None:
     net = tiny_network()
-    golden = {op.name: value for op, value in net.benchmark()}
+    benchmark = {op.name: value for op, value in net.benchmark()}
     plan = plan_device_graph(net, "g")
     faulty = {s.op.name: s.outputs[0] for s in run_device(net, plan, faulty=True)}
     fixed = {s.op.name: s.outputs[0] for s in run_device(net, plan, faulty=False)}
     assert faulty["conv2/Conv2Drelu2/Relu"].dtype == np.float16
-    assert cosine(faulty["conv1/Conv2Drelu1/Relu"], golden["relu1/Relu"]) > 0.9999
-    assert cosine(faulty["pool1/MaxPool"], golden["pool1/MaxPool"]) > 0.9999
-    assert cosine(faulty["conv2/Conv2Drelu2/Relu"], golden["relu2/Relu"]) < 0.95
+    assert cosine(faulty["conv1/Conv2Drelu1/Relu"], benchmark["relu1/Relu"]) > 0.9999
+    assert cosine(faulty["pool1/MaxPool"], benchmark["pool1/MaxPool"]) > 0.9999
+    assert cosine(faulty["conv2/Conv2Drelu2/Relu"], benchmark["relu2/Relu"]) < 0.95
     # The error propagates downstream of the faulty op.
-    assert cosine(faulty["conv3/Conv2Dres/addrelu3/Relu"], golden["relu3/Relu"]) < 0.999
-    assert cosine(fixed["conv2/Conv2Drelu2/Relu"], golden["relu2/Relu"]) > 0.9999
-    assert cosine(fixed["softmax/Softmax"], golden["softmax/Softmax"]) > 0.999
+    assert cosine(faulty["conv3/Conv2Dres/addrelu3/Relu"], benchmark["relu3/Relu"]) < 0.999
+    assert cosine(fixed["conv2/Conv2Drelu2/Relu"], benchmark["relu2/Relu"]) > 0.9999
+    assert cosine(fixed["softmax/Softmax"], benchmark["softmax/Softmax"]) > 0.999
     assert np.isinf(faulty["l2_loss/Sum"]).all()
     assert np.isinf(fixed["l2_loss/Sum"]).all()  # the overflow is the model's, not fixed
     assert np.isfinite(faulty["l2_loss/Square"]).all()

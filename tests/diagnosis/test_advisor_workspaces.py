@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import precision_shell.commands  # noqa: F401  (registers the commands)
-from precision_shell.compare.advisor import (
+from precision_shell.compare.diagnosis.advisor import (
     ACCUMULATED_DRIFT,
     FP16_OVERFLOW,
     GLOBAL_CONSISTENCY,

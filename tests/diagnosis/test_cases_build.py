@@ -1,7 +1,7 @@
 """Every diagnosis case builds, names its device op, and holds its fault where it should be.
 
 Checked on the files, with the format readers (graph, dumps converted to the benchmark layout,
-golden `.npy`), independently of the compare engine: the expected op's output is worse than
+benchmark `.npy`), independently of the compare engine: the expected op's output is worse than
 every op upstream of it (cosine, or NaN/inf count), every op the fault cannot reach stays
 healthy, and a corrupted input shows at the first consumer's input.
 """
@@ -29,9 +29,9 @@ from precision_shell.demo.spec import (
     DemoManifest,
     FaultRecord,
 )
-from precision_shell.formats.ge_graph import load_ge_graph
-from precision_shell.formats.ge_model import OpDef
-from precision_shell.formats.golden import GoldenIndex, load_golden, scan_golden_dir
+from precision_shell.formats.benchmark import BenchmarkIndex, load_benchmark, scan_benchmark_dir
+from precision_shell.formats.ge.graph import load_ge_graph
+from precision_shell.formats.ge.model import OpDef
 from precision_shell.formats.npu_dump import DumpHeader, read_dump_header, read_tensor_converted
 from tests.diagnosis.cases import CASES, DEEP_BLOCKS, OP_KINDS, DiagnosisCase, build_case
 
@@ -91,15 +91,15 @@ class BuiltWorkspace:
         self.dump_files = {
             r.name: self.root / r.dump_file for r in manifest.device_ops if r.dump_file
         }
-        self.golden: GoldenIndex = scan_golden_dir(Path(manifest.golden_dir))
+        self.benchmarks: BenchmarkIndex = scan_benchmark_dir(Path(manifest.benchmark_dir))
 
     def header(self, op: str) -> DumpHeader:
         return read_dump_header(self.dump_files[op])
 
     def benchmark(self, origin: str) -> np.ndarray:
-        found = self.golden.lookup(origin, 0)
+        found = self.benchmarks.lookup(origin, 0)
         assert found is not None, origin
-        return load_golden(found.path)
+        return load_benchmark(found.path)
 
     def input_origin(self, op: str, k: int) -> str | None:
         """The benchmark op behind data input k, walking up through GE's Cast/TransData."""
@@ -293,10 +293,10 @@ def _check_corrupt_input(ws: BuiltWorkspace, op: str) -> None:
 def test_deep_stack_drifts_near_0_99_without_the_fault(case: DiagnosisCase) -> None:
     spec = case.spec
     net = Network(spec.network_shape(), spec.seed, ())
-    golden = {op.name: value for op, value in net.benchmark()}
+    benchmark = {op.name: value for op, value in net.benchmark()}
     plan = plan_device_graph(net, "drift")
     last_conv = [
-        cosine(step.outputs[0], golden[step.op.output_descs[0].origin])
+        cosine(step.outputs[0], benchmark[step.op.output_descs[0].origin])
         for step in run_device(net, plan)
         if step.op.type == "Conv2D"
     ]

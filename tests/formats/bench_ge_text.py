@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 def write_dump(path: Path, n_ops: int) -> None:
     from ge_fixtures import big_model
 
-    from precision_shell.formats.ge_graph import model_to_text
+    from precision_shell.formats.ge.graph import model_to_text
 
     started = time.perf_counter()
     text = model_to_text(big_model(n_ops))
@@ -32,7 +32,7 @@ def write_dump(path: Path, n_ops: int) -> None:
 
 
 def measure(path: Path) -> dict[str, float]:
-    from precision_shell.formats.ge_graph import load_ge_graph
+    from precision_shell.formats.ge.graph import load_ge_graph
 
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     wall, cpu = time.perf_counter(), time.process_time()

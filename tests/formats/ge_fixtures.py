@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from precision_shell.formats.ge_model import DataTypeName, GraphDef, ModelDef, OpDef, TensorDesc
-from precision_shell.formats.ge_text import to_float32
+from precision_shell.formats.ge.model import DataTypeName, GraphDef, ModelDef, OpDef, TensorDesc
+from precision_shell.formats.ge.text import to_float32
 
 # 1e-05 as a float32 `f` attribute holds it (and as text_format prints it back: "1e-05")
 EPSILON_F32 = to_float32(1e-05)

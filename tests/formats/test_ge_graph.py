@@ -9,8 +9,8 @@ from ge_fixtures import fusion_model
 from google.protobuf import text_format
 
 from precision_shell.errors import FormatError
-from precision_shell.formats import ge_proto
-from precision_shell.formats.ge_graph import (
+from precision_shell.formats.ge import proto as ge_proto
+from precision_shell.formats.ge.graph import (
     DataTypeName,
     GraphDef,
     ModelDef,

@@ -9,7 +9,7 @@ import pytest
 from ge_fixtures import EPSILON_F32, fusion_model
 
 from precision_shell.errors import FormatError
-from precision_shell.formats.ge_graph import DataTypeName, model_to_json, parse_ge_json
+from precision_shell.formats.ge.graph import DataTypeName, model_to_json, parse_ge_json
 
 ATC_SAMPLE = r"""{
   "graph": [

@@ -9,14 +9,14 @@ from ge_fixtures import big_model, fusion_model
 from google.protobuf import text_format
 
 from precision_shell.errors import FormatError
-from precision_shell.formats import ge_proto
-from precision_shell.formats.ge_graph import (
+from precision_shell.formats.ge import proto as ge_proto
+from precision_shell.formats.ge.graph import (
     DataTypeName,
     model_from_message,
     model_to_text,
     parse_ge_text,
 )
-from precision_shell.formats.ge_text import _TextParser
+from precision_shell.formats.ge.text import _TextParser
 
 
 def oracle(text: str):

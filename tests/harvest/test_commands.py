@@ -197,9 +197,9 @@ def test_tf_dump_without_tensorflow_asks_for_an_interpreter(
 
 
 def test_a_stopped_harvest_renders_every_fact_and_caps_the_missed_list() -> None:
-    from precision_shell.harvest.report import HarvestReport, MissedTensor, SavedTensor
+    from precision_shell.harvest.outcome import HarvestOutcome, MissedTensor, SavedTensor
 
-    report = HarvestReport(
+    report = HarvestOutcome(
         "live",
         "python train.py",
         "/ws/precision_data/tf/dump",

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from precision_shell.compare.run import ProgressSink
 from precision_shell.harvest.live import LiveOptions, harvest_live, run_command
-from precision_shell.harvest.report import HarvestReport
+from precision_shell.harvest.outcome import HarvestOutcome
 from precision_shell.harvest.tfdbg_session import Timeouts
+from precision_shell.progress import ProgressSink
 from tests.harvest.fake_spec import (
     T0,
     expected_files,
@@ -50,7 +50,7 @@ def _harvest(tmp_path: Path, options: LiveOptions | None = None, progress=None, 
     return report, out
 
 
-def _assert_saved_exactly(report: HarvestReport, out: Path, skip: set[str] = frozenset()) -> None:
+def _assert_saved_exactly(report: HarvestOutcome, out: Path, skip: set[str] = frozenset()) -> None:
     expected = {k: v for k, v in expected_files(standard_tensors()).items() if k[0] not in skip}
     got = {(s.tensor_name, s.dump_index): s for s in report.saved}
     assert set(got) == set(expected)
@@ -90,7 +90,7 @@ def test_normal_run_writes_every_dump_with_its_real_timestamp(tmp_path: Path) ->
     assert not report.timestamps_estimated
     assert report.child_status == "exit status 1"  # tfdbg's exit makes the wrapper sys.exit(1)
     assert ticks[0] == ("start", 8)
-    sizes = sorted(tick.bytes_read for tick in ticks[1:])
+    sizes = sorted(tick.bytes for tick in ticks[1:])
     assert sizes == sorted(Path(s.path).stat().st_size for s in report.saved)
     assert [p.name for p in out.iterdir() if p.is_dir()] == []  # staging removed
     assert list((tmp_path / "tmp").iterdir()) == []  # the child's TMPDIR removed
@@ -247,3 +247,20 @@ def test_ctrl_c_stops_the_child_and_keeps_the_files(tmp_path: Path) -> None:
     assert len(report.saved) == 2 and len(npy_files(out)) == 2
     assert len(report.missed) == 6
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_the_prompt_live_bar_follows_a_whole_harvest(tmp_path: Path) -> None:
+    """At the prompt tf_run once stopped after one tensor (the bar expected compare results)."""
+    import io
+
+    from rich.console import Console
+
+    from precision_shell.progress import ProgressLabels
+    from precision_shell.render.progress import live_progress_factory
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=120, color_system=None)
+    sink = live_progress_factory(console)(ProgressLabels("tf_run", "tensors"))
+    report, _ = _harvest(tmp_path, progress=sink)
+    assert report.aborted is None and len(report.saved) == 8
+    assert "8/8 tensors" in out.getvalue()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from precision_shell.formats.golden import golden_key, parse_golden_name
+from precision_shell.formats.benchmark import benchmark_key, parse_benchmark_name
 from precision_shell.harvest.naming import (
     MAX_FILE_NAME_BYTES,
     UnsafeTensorName,
@@ -59,8 +59,8 @@ def test_a_colliding_name_is_mapped_to_its_real_op_name() -> None:
     assert target.disk_name == f"a_b.0.{TS}.npy"
     assert target.real_name == f"a/b.0.{TS}.npy"
     assert target.mapped is True
-    parsed = parse_golden_name(target.real_name)
-    assert parsed is not None and parsed.key == golden_key("a/b", 0)
+    parsed = parse_benchmark_name(target.real_name)
+    assert parsed is not None and parsed.key == benchmark_key("a/b", 0)
 
 
 def test_a_long_name_goes_to_a_digest_mapped_to_the_canonical_name() -> None:
@@ -69,10 +69,10 @@ def test_a_long_name_goes_to_a_digest_mapped_to_the_canonical_name() -> None:
     assert target.mapped is True
     assert target.real_name == f"{'scope_' * 40}_MatMul.0.{TS}.npy"
     assert len(target.disk_name) == 36 and target.disk_name.endswith(".npy")
-    assert parse_golden_name(target.real_name).key == golden_key(name[:-2], 0)
+    assert parse_benchmark_name(target.real_name).key == benchmark_key(name[:-2], 0)
     # The digest name is not a benchmark name by itself (a lost mapping.csv is noticed).
     with pytest.raises(ValueError):
-        parse_golden_name(target.disk_name)
+        parse_benchmark_name(target.disk_name)
     # Just short enough keeps its canonical name.
     short = "s" * (MAX_FILE_NAME_BYTES - len(f".0.{TS}.npy")) + ":0"
     assert target_name(short, TS).disk_name == f"{short[:-2]}.0.{TS}.npy"

@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from precision_shell.compare.run import ProgressSink
-from precision_shell.formats.golden import scan_golden_dir
+from precision_shell.formats.benchmark import scan_benchmark_dir
 from precision_shell.formats.tfdbg_dir import tensorflow_available
 from precision_shell.harvest.offline import harvest_run_fast
+from precision_shell.progress import ProgressSink
 from tests.commands.shell_fixture import open_shell, run_ok
 from tests.harvest.fake_spec import npy_files
 
@@ -99,14 +99,14 @@ def _expected(path: Path) -> dict[str, np.ndarray]:
 
 def _check_against_direct_values(dump: Path, expected: dict[str, np.ndarray]) -> int:
     """Every harvested tensor the session can compute directly equals that value."""
-    index = scan_golden_dir(dump)
+    index = scan_benchmark_dir(dump)
     assert index.warnings == []
     checked = 0
     for name, value in expected.items():
         op, slot = name.rsplit(":", 1)
-        golden = index.lookup(op, int(slot))
-        assert golden is not None, f"{name} was not harvested"
-        harvested = np.load(golden.path, allow_pickle=False)
+        benchmark = index.lookup(op, int(slot))
+        assert benchmark is not None, f"{name} was not harvested"
+        harvested = np.load(benchmark.path, allow_pickle=False)
         assert harvested.dtype == value.dtype and np.array_equal(harvested, value), name
         checked += 1
     # The loop's mul ran twice: dump 0 is softmax*2, dump 1 softmax*4 (the loop's result).

@@ -6,20 +6,32 @@ import io
 
 from rich.console import Console
 
-from precision_shell.compare.worker import FileResult
+from precision_shell.progress import ProgressLabels, Tick
 from precision_shell.render.progress import live_progress_factory
 
 
 def test_live_progress_counts_files_and_tensors():
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=120, color_system=None)
-    sink = live_progress_factory(console)("vc")
+    sink = live_progress_factory(console)(ProgressLabels("vc", "files", "tensors"))
     sink.start(3, 3000)
-    for seq in range(3):
-        sink.advance(FileResult(seq, [], 1000))
+    for _ in range(3):
+        sink.advance(Tick(bytes=1000, items=2))
     sink.stop()
     text = out.getvalue()
-    assert "vc" in text and "3/3 files" in text
+    assert "vc" in text and "3/3 files, 6 tensors" in text
+
+
+def test_live_progress_takes_harvest_ticks_too():
+    """tf_run/tf_dump at the prompt report one Tick per tensor (it once broke after one)."""
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=120, color_system=None)
+    sink = live_progress_factory(console)(ProgressLabels("tf_run", "tensors"))
+    sink.start(4, 0)
+    for _ in range(4):
+        sink.advance(Tick(bytes=16))
+    sink.stop()
+    assert "4/4 tensors" in out.getvalue()
 
 
 def test_the_prompt_wires_live_progress(tmp_path, monkeypatch):

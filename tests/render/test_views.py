@@ -17,9 +17,9 @@ from tests.commands.shell_fixture import (
     CONV2,
     DENSE,
     POOL,
+    benchmark_path,
     decoded,
     dump_path,
-    golden_path,
     numpy_stats,
     open_shell,
     run_ok,
@@ -91,7 +91,7 @@ def test_ni_panel_shows_ports_and_the_numpy_stats_of_dump_and_benchmark(demo):
     assert [c.strip() for c in re.split(r"[│┃]", bench_header) if c.strip()] == [
         "tensor", "file", "shape", "dtype", "max", "min", "mean", "nan/inf"
     ]  # fmt: skip
-    bench = golden_path(root, "relu2/Relu")
+    bench = benchmark_path(root, "relu2/Relu")
     b = numpy_stats(np.load(bench))
     out_rows = [
         [c.strip() for c in re.split(r"[│┃]", ln) if c.strip()]
@@ -149,7 +149,7 @@ def test_pt_view_marks_a_cut_preview(demo):
 
 def test_cp_view_shows_the_worst_rows_and_metrics_as_computed(demo):
     root, manifest, shell = demo
-    npy = golden_path(root, "dense/BiasAdd")
+    npy = benchmark_path(root, "dense/BiasAdd")
     text = render(run_ok(shell, f"cp {DENSE} {npy.name} -p 3"))
     x = decoded(dump_path(root, manifest, DENSE), "output", 0).astype(np.float64)
     y = np.load(npy).astype(np.float64)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from precision_shell.compare.result_csv import read_result_csv
+from precision_shell.compare.results.csv_reader import read_result_csv
 from precision_shell.report.points import op_cosines, output_points
 
 HEADER = (

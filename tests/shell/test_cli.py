@@ -124,16 +124,16 @@ def test_color_flag_emits_ansi(workspace: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_forget_workspace_reopens_the_index_with_new_files(tmp_path: Path) -> None:
-    from precision_shell.formats.golden import write_golden
+    from precision_shell.formats.benchmark import write_benchmark
     from precision_shell.settings import Settings
     from precision_shell.shell.context import ShellContext
 
-    golden = tmp_path / "precision_data" / "tf" / "dump"
-    golden.mkdir(parents=True)
-    write_golden(golden, "a/b:0", np.zeros(3, "float32"), 1)
+    benchmark = tmp_path / "precision_data" / "tf" / "dump"
+    benchmark.mkdir(parents=True)
+    write_benchmark(benchmark, "a/b:0", np.zeros(3, "float32"), 1)
     ctx = ShellContext(tmp_path / "precision_data", Settings.load())
-    assert len(ctx.workspace.golden.newest) == 1
-    write_golden(golden, "c:0", np.ones(2, "float32"), 2)
-    assert len(ctx.workspace.golden.newest) == 1  # the opened index is kept...
+    assert len(ctx.workspace.benchmark.newest) == 1
+    write_benchmark(benchmark, "c:0", np.ones(2, "float32"), 2)
+    assert len(ctx.workspace.benchmark.newest) == 1  # the opened index is kept...
     ctx.forget_workspace()
-    assert len(ctx.workspace.golden.newest) == 2  # ...until a command says files changed
+    assert len(ctx.workspace.benchmark.newest) == 2  # ...until a command says files changed

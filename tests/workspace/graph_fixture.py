@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from precision_shell.formats.ge_graph import GraphDef, ModelDef, OpDef, TensorDesc
+from precision_shell.formats.ge.graph import GraphDef, ModelDef, OpDef, TensorDesc
 
 
 def desc(origin: str | None = None, index: int = 0, layout: str = "ND", shape=(2, 3)) -> TensorDesc:

@@ -48,6 +48,6 @@ def test_discover_finds_runs_graphs_and_newest_dump(tmp_path):
     assert [(d.graph_name, d.device_id, d.model_id, d.step) for d in run0.graph_dump_dirs] == [
         ("g1", "0", "1", "0")
     ]
-    assert layout.golden_dir == root.resolve() / "tf" / "dump"
+    assert layout.benchmark_dir == root.resolve() / "tf" / "dump"
     assert layout.fusion_json is not None and layout.overflow_dir is None
     assert any("debug_1" in w and "no dump" in w for w in layout.warnings)

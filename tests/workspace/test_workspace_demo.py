@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from precision_shell.errors import FormatError
-from precision_shell.formats.golden import load_golden
+from precision_shell.formats.benchmark import load_benchmark
 from precision_shell.workspace.workspace import Workspace
 
 
@@ -24,7 +24,7 @@ def test_summary_counts_match_what_the_builder_wrote(tiny_demo):
         ("debug_1", 1, n_ops),
     ]
     assert summary.runs[0][3] == dumped
-    assert summary.golden_tensors == len(ws.golden.newest) > 0
+    assert summary.benchmark_tensors == len(ws.benchmark.newest) > 0
     assert summary.overflow_files == 1
     assert summary.fusion_passes > 0
     assert ws.warnings == []
@@ -75,14 +75,14 @@ def test_outputs_link_to_their_benchmark_and_values_agree(tiny_demo):
     checked = 0
     for op in manifest.device_ops:
         rec = graph.get(op.name)
-        golden = ws.output_benchmark(rec, 0)
+        benchmark = ws.output_benchmark(rec, 0)
         if not op.original_op_names or op.dump_file is None or op.type in ("Data", "Const"):
             continue
         if op.name == manifest.overflow_op:
             continue
-        assert golden is not None, op.name
+        assert benchmark is not None, op.name
         device = ws.tensor(ws.dump_files(ws.run(), op.name)[-1], "output", 0)
-        bench = load_golden(golden.path)
+        bench = load_benchmark(benchmark.path)
         assert bench.dtype == np.float32 and device.dtype == np.float16
         assert device.size >= bench.size  # device layouts are padded, never smaller
         checked += 1
@@ -95,18 +95,18 @@ def test_inputs_link_through_ge_inserted_cast(tiny_demo):
     graph = ws.run().dump_graph()
     first_conv = next(op for op in manifest.device_ops if op.type == "Conv2D")
     rec = graph.get(first_conv.name)
-    golden = ws.input_benchmark(graph, rec, 0)
-    assert golden is not None and golden.key == "input.0"
+    benchmark = ws.input_benchmark(graph, rec, 0)
+    assert benchmark is not None and benchmark.key == "input.0"
 
 
-def test_newest_golden_timestamp_wins(tiny_demo):
+def test_newest_benchmark_timestamp_wins(tiny_demo):
     root, _ = tiny_demo
     ws = Workspace.open(root)
-    repeated = [key for key, files in ws.golden.all.items() if len(files) > 1]
+    repeated = [key for key, files in ws.benchmark.all.items() if len(files) > 1]
     assert repeated, "the demo dumps one tensor twice"
     for key in repeated:
-        stamps = [f.timestamp for f in ws.golden.all[key]]
-        assert ws.golden.newest[key].timestamp == max(stamps)
+        stamps = [f.timestamp for f in ws.benchmark.all[key]]
+        assert ws.benchmark.newest[key].timestamp == max(stamps)
 
 
 def test_stats_are_cached(tiny_demo):

@@ -1,0 +1,1 @@
+"""Diagnosis of a compare: root cause, advisor, graph checks."""

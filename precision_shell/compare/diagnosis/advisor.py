@@ -1,0 +1,206 @@
+"""The advisor: reads a compare (and the overflow files) and says what kind of problem it is.
+
+Each finding has a detection type, the op (index and name) it is about, advice text and the
+numbers it rests on. The detections follow MindStudio's accuracy advisor (seed documents
+000/002), made concrete with the root-cause walk: float16 overflow (by value and by Opdebug
+file), input inconsistency, global consistency, single-point deviation, accumulated drift.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from precision_shell.compare.diagnosis.root_cause import (
+    DEFAULT_THRESHOLDS,
+    OUTLIER_DROP,
+    OpEvidence,
+    RootCause,
+    Thresholds,
+)
+from precision_shell.compare.results.csv_reader import CsvRow
+from precision_shell.workspace.graph_index import GraphIndex
+
+FP16_OVERFLOW = "float16 overflow"
+INPUT_INCONSISTENCY = "input inconsistency"
+GLOBAL_CONSISTENCY = "global consistency"
+SINGLE_POINT = "single-point deviation"
+ACCUMULATED_DRIFT = "accumulated drift"
+
+
+@dataclass(frozen=True)
+class Finding:
+    detection: str
+    op: str | None
+    index: int | None
+    advice: str
+    evidence: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {
+            "detection": self.detection,
+            "op": self.op,
+            "index": self.index,
+            "advice": self.advice,
+            "evidence": self.evidence,
+        }
+
+
+@dataclass(frozen=True)
+class OverflowHit:
+    """An op an Opdebug file says overflowed (first first)."""
+
+    op: str | None
+    texts: tuple[str, ...]
+
+
+def _downstream(graph: GraphIndex, name: str) -> set[str]:
+    seen: set[str] = set()
+    stack = [name]
+    while stack:
+        for consumer in graph.consumers(stack.pop()):
+            if consumer.op not in seen:
+                seen.add(consumer.op)
+                stack.append(consumer.op)
+    return seen
+
+
+def _fp16_findings(
+    rows: Sequence[CsvRow], overflows: Sequence[OverflowHit], evidence: dict[str, OpEvidence]
+) -> list[Finding]:
+    found: list[Finding] = []
+    seen: set[str] = set()
+    for hit in overflows:
+        if hit.op and hit.op not in seen:
+            seen.add(hit.op)
+            ev = evidence.get(hit.op)
+            found.append(
+                Finding(
+                    FP16_OVERFLOW,
+                    hit.op,
+                    ev.index if ev else None,
+                    "The device reported an overflow in this op (Opdebug). Values beyond the float16 "
+                    "range (65504) become inf: keep this op in float32 (e.g. add it to the mixed-"
+                    "precision blocklist) or enable loss scaling, then compare again.",
+                    {"source": "Opdebug", "status": list(hit.texts)},
+                )
+            )
+    for row in rows:
+        ev = evidence.get(row.op_name)
+        inherited = ev is not None and any(q.nonfinite for q in ev.inputs.values())
+        if (
+            row.overflow == "YES"
+            and row.kind == "output"
+            and row.op_name not in seen
+            and not inherited
+        ):
+            seen.add(row.op_name)
+            found.append(
+                Finding(
+                    FP16_OVERFLOW,
+                    row.op_name,
+                    row.index,
+                    "This float16 output reaches the float16 limit (max |x| >= 65504): values are "
+                    "saturated or inf. Run this op in float32 or rescale its inputs.",
+                    {"source": "value", "tensor": row.tensor_index},
+                )
+            )
+    return found
+
+
+def advise(
+    graph: GraphIndex,
+    rows: Sequence[CsvRow],
+    evidence: dict[str, OpEvidence],
+    causes: Sequence[RootCause],
+    overflows: Sequence[OverflowHit] = (),
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
+) -> list[Finding]:
+    findings = _fp16_findings(rows, overflows, evidence)
+    ordered = sorted(evidence.values(), key=lambda e: e.position)
+    failing = [e for e in ordered if any(thresholds.bad(q) for q in e.outputs.values())]
+
+    inputs = [
+        e for e in ordered if e.is_source and any(thresholds.bad(q) for q in e.outputs.values())
+    ]
+    for ev in inputs:
+        worst = min(ev.outputs.values(), key=lambda q: q.sqnr)
+        findings.append(
+            Finding(
+                INPUT_INCONSISTENCY,
+                ev.name,
+                ev.index,
+                "The network's input already differs from the benchmark's, so nothing downstream "
+                "can be trusted. Make both runs read the same data: same preprocessing, no random "
+                "augmentation, same batch order and seed.",
+                {"input_cosine": _num(worst.cosine), "input_sqnr_db": _num(worst.sqnr)},
+            )
+        )
+
+    if not failing:
+        findings.append(
+            Finding(
+                GLOBAL_CONSISTENCY,
+                None,
+                None,
+                f"Every compared output is above cosine {thresholds.cosine:g}: the network itself "
+                "matches the benchmark. Look at what lies outside the dumped graph: data pipeline, "
+                "post-processing, loss and optimizer settings, or later training steps.",
+                {"compared_ops": len(ordered)},
+            )
+        )
+        return findings
+
+    for cause in causes:
+        if cause.reason.startswith("network input") or not math.isfinite(cause.drop_db):
+            continue
+        after = _downstream(graph, cause.op)
+        later = [e for e in failing if e.name in after]
+        checked = [e for e in ordered if e.name in after and e.outputs]
+        if checked and not later:
+            findings.append(
+                Finding(
+                    SINGLE_POINT,
+                    cause.op,
+                    cause.index,
+                    "This op deviates but its error does not reach the ops after it: likely a "
+                    "benign internal optimisation (a different but valid algorithm or precision). "
+                    "Check it with cp; if the network's final accuracy is fine, it can be ignored.",
+                    {
+                        "output_cosine": _num(cause.output_cosine),
+                        "downstream_checked": len(checked),
+                    },
+                )
+            )
+
+    big = [c for c in causes if not math.isfinite(c.drop_db) or c.drop_db >= OUTLIER_DROP]
+    if not big and not inputs:
+        first = failing[0]
+        start = next((e for e in ordered if e.outputs), first)
+        q0 = min(start.outputs.values(), key=lambda q: q.sqnr)
+        q1 = min(failing[-1].outputs.values(), key=lambda q: q.sqnr)
+        findings.append(
+            Finding(
+                ACCUMULATED_DRIFT,
+                first.name,
+                first.index,
+                f"No single op loses more than {OUTLIER_DROP:g} dB; the error grows slowly over many "
+                "ops (float16 rounding accumulating through a deep network). Try float32 for the "
+                "accumulating ops (normalisation, reductions, long matmul chains) or a higher-precision "
+                "mode, rather than hunting one faulty op.",
+                {
+                    "first_failing": first.name,
+                    "sqnr_start_db": _num(q0.sqnr),
+                    "sqnr_end_db": _num(q1.sqnr),
+                    "failing_ops": len(failing),
+                },
+            )
+        )
+    return findings
+
+
+def _num(value: float) -> float | str:
+    if math.isfinite(value):
+        return round(value, 6)
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")

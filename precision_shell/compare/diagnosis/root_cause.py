@@ -1,0 +1,247 @@
+"""Root-cause localisation: the op where the error is born, not where it is inherited.
+
+Each compared tensor gets a signal quality in dB (SQNR from the relative Euclidean
+distance, clamped at `QUALITY_CAP` so healthy float16 ops compare equal). An op's own
+degradation is the drop from its worst input to its worst output. Candidates are the ops
+whose outputs cross the thresholds while every data input is still within them, and ops
+whose own drop is an outlier; NaN/inf born in an op (finite inputs, non-finite outputs) is
+an infinite drop. Candidates are ranked by drop, earliest first on ties.
+
+Inputs without a compared row are resolved through the graph: the producer's output
+quality, or, walking further up through ops with no benchmark, the worst of their inputs.
+A producer that was never dumped (a Data op) takes the quality its consumers' input rows
+measured, so a corrupted network input is found at the input itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from precision_shell.compare.pipeline.matcher import input_source
+from precision_shell.compare.results.csv_reader import CsvRow
+from precision_shell.workspace.graph_index import GraphIndex
+
+QUALITY_CAP = 60.0  # dB; float16 rounding alone gives ~60-70 dB, so above this is "healthy"
+OUTLIER_DROP = 10.0  # dB an op must lose on its own to be a candidate without crossing a threshold
+# dB (cosine ~0.9995): an op whose inputs are unknown (the first ops) is judged against a
+# perfect input, so only an output worse than this makes it a candidate
+CONCERN = 30.0
+_RED = "RelativeEuclideanDistance"
+_COS = "CosineSimilarity"
+
+
+@dataclass(frozen=True, slots=True)
+class TensorQuality:
+    cosine: float  # nan when not computed
+    sqnr: float  # dB, clamped to QUALITY_CAP; -inf when the device tensor holds NaN/inf
+    nonfinite: bool
+
+    @property
+    def known(self) -> bool:
+        return self.nonfinite or not math.isnan(self.sqnr)
+
+
+def tensor_quality(row: CsvRow) -> TensorQuality | None:
+    """Quality of one compared tensor, or None when it was not compared."""
+    if row.nonfinite(_COS) or row.nonfinite(_RED):
+        return TensorQuality(math.nan, -math.inf, True)
+    cos = row.metrics.get(_COS, math.nan)
+    red = row.metrics.get(_RED, math.nan)
+    if math.isnan(red) and not math.isnan(cos):
+        red = math.sqrt(max(0.0, 2.0 * (1.0 - cos)))  # small-error equivalence of the two
+    if math.isnan(red):
+        return None
+    sqnr = QUALITY_CAP if red <= 0 else min(QUALITY_CAP, -20.0 * math.log10(red))
+    return TensorQuality(cos, sqnr, False)
+
+
+@dataclass
+class OpEvidence:
+    name: str
+    op_type: str
+    position: int  # execution order in the graph
+    index: int | None  # CSV Index (fusion group)
+    inputs: dict[int, TensorQuality] = field(default_factory=dict)
+    outputs: dict[int, TensorQuality] = field(default_factory=dict)
+    inferred_output: bool = False  # output quality taken from consumers' input rows
+    is_source: bool = False  # no data inputs in the graph: a network input (Data op)
+
+
+@dataclass(frozen=True)
+class RootCause:
+    op: str
+    type: str
+    index: int | None
+    position: int
+    reason: str
+    drop_db: float
+    input_quality: float  # worst input, dB
+    output_quality: float  # worst output, dB
+    input_cosine: float
+    output_cosine: float
+
+    def evidence(self) -> dict:
+        def num(v: float) -> float | str:
+            return v if math.isfinite(v) else ("-inf" if v < 0 else "inf" if v > 0 else "nan")
+
+        return {
+            "drop_db": num(round(self.drop_db, 3)),
+            "input_sqnr_db": num(round(self.input_quality, 3)),
+            "output_sqnr_db": num(round(self.output_quality, 3)),
+            "input_cosine": num(self.input_cosine),
+            "output_cosine": num(self.output_cosine),
+        }
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    cosine: float = 0.98
+
+    def bad(self, q: TensorQuality) -> bool:
+        return q.nonfinite or (not math.isnan(q.cosine) and q.cosine < self.cosine)
+
+
+DEFAULT_THRESHOLDS = Thresholds()
+
+
+def collect_evidence(graph: GraphIndex, rows: Iterable[CsvRow]) -> dict[str, OpEvidence]:
+    evidence: dict[str, OpEvidence] = {}
+    for row in rows:
+        rec = graph.get(row.op_name)
+        if rec is None or not row.kind:
+            continue
+        q = tensor_quality(row)
+        if q is None:
+            continue
+        ev = evidence.get(rec.name)
+        if ev is None:
+            ev = evidence[rec.name] = OpEvidence(rec.name, rec.type, rec.position, row.index)
+        (ev.inputs if row.kind == "input" else ev.outputs)[row.slot] = q
+    _infer_undumped_producers(graph, evidence)
+    return evidence
+
+
+def _infer_undumped_producers(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> None:
+    """Producers with no compared output take what their consumers' input rows measured."""
+    for ev in list(evidence.values()):
+        for k, q in ev.inputs.items():
+            source = input_source(graph, ev.name, k)
+            if source is None:
+                continue
+            producer = graph.get(source[0])
+            if producer is None:
+                continue
+            pev = evidence.get(producer.name)
+            if pev is not None and pev.outputs and not pev.inferred_output:
+                continue
+            if pev is None:
+                pev = evidence[producer.name] = OpEvidence(
+                    producer.name,
+                    producer.type,
+                    producer.position,
+                    None,
+                    inferred_output=True,
+                    is_source=not producer.data_inputs,
+                )
+            current = pev.outputs.get(source[1])
+            if current is None or q.sqnr < current.sqnr:
+                pev.outputs[source[1]] = q
+
+
+def _input_quality(
+    graph: GraphIndex,
+    evidence: dict[str, OpEvidence],
+    name: str,
+    memo: dict[str, TensorQuality | None],
+) -> TensorQuality | None:
+    """Worst quality over the data inputs of `name`, through ops with no compared output."""
+    if name in memo:
+        return memo[name]
+    memo[name] = None  # cycle guard
+    ev = evidence.get(name)
+    rec = graph.get(name)
+    worst: TensorQuality | None = None
+    if rec is not None:
+        for k, (src, idx) in enumerate(rec.data_inputs):
+            q = ev.inputs.get(k) if ev is not None else None
+            if q is None:
+                q = _output_quality(graph, evidence, src, idx, memo)
+            if q is not None and (worst is None or q.sqnr < worst.sqnr):
+                worst = q
+    memo[name] = worst
+    return worst
+
+
+def _output_quality(
+    graph: GraphIndex,
+    evidence: dict[str, OpEvidence],
+    name: str,
+    idx: int,
+    memo: dict[str, TensorQuality | None],
+) -> TensorQuality | None:
+    ev = evidence.get(name)
+    if ev is not None and ev.outputs:
+        return ev.outputs.get(idx) or min(ev.outputs.values(), key=lambda q: q.sqnr)
+    return _input_quality(graph, evidence, name, memo)  # no benchmark here: skip to producers
+
+
+def localise(
+    graph: GraphIndex, evidence: dict[str, OpEvidence], thresholds: Thresholds = DEFAULT_THRESHOLDS
+) -> list[RootCause]:
+    """Root-cause candidates, best first."""
+    memo: dict[str, TensorQuality | None] = {}
+    found: list[RootCause] = []
+    for ev in sorted(evidence.values(), key=lambda e: e.position):
+        if not ev.outputs:
+            continue
+        out = min(ev.outputs.values(), key=lambda q: q.sqnr)
+        inp = _input_quality(graph, evidence, ev.name, memo)
+        in_q = inp.sqnr if inp is not None else QUALITY_CAP
+        in_cos = inp.cosine if inp is not None else 1.0
+        inputs_ok = inp is None or not thresholds.bad(inp)
+        drop = math.inf if out.nonfinite and (inp is None or not inp.nonfinite) else in_q - out.sqnr
+        if out.nonfinite and inp is not None and inp.nonfinite:
+            drop = 0.0  # NaN inherited, not born here
+        reason = ""
+        if out.nonfinite and drop == math.inf:
+            reason = "NaN/inf born here: finite inputs, non-finite output"
+        elif thresholds.bad(out) and inputs_ok:
+            reason = f"output crosses cosine {thresholds.cosine:g} while every input is within it"
+        elif drop >= OUTLIER_DROP and (inp is not None or out.sqnr < CONCERN):
+            reason = f"the op alone loses {drop:.1f} dB of signal quality"
+        if not reason:
+            continue
+        if ev.is_source:
+            reason = "network input differs from the benchmark: " + reason
+        found.append(
+            RootCause(
+                ev.name,
+                ev.op_type,
+                ev.index,
+                ev.position,
+                reason,
+                drop,
+                in_q,
+                out.sqnr,
+                in_cos,
+                out.cosine,
+            )
+        )
+    found.sort(
+        key=lambda c: (-round(c.drop_db, 1) if math.isfinite(c.drop_db) else -math.inf, c.position)
+    )
+    return found
+
+
+def first_below_baseline(
+    evidence: dict[str, OpEvidence], thresholds: Thresholds = DEFAULT_THRESHOLDS
+) -> str | None:
+    """What older tools report: the first op in execution order whose output fails."""
+    for ev in sorted(evidence.values(), key=lambda e: e.position):
+        if ev.inferred_output:
+            continue
+        if any(thresholds.bad(q) for q in ev.outputs.values()):
+            return ev.name
+    return None

@@ -1,0 +1,1 @@
+"""The msaccucmp metrics: computed exactly, fast, and printed as msaccucmp prints them."""

@@ -1,0 +1,1 @@
+"""A compare's pipeline: plan the tasks, run them on workers, stream the rows."""

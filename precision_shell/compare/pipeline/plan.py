@@ -1,0 +1,251 @@
+"""The compare plan: one `FileTask` per device dump file, in execution order.
+
+A task is plain picklable data: the device file, and for each of its tensors the mapping
+row that says which benchmark stands for it (or why none does). Comparing a task is a pure
+function of the task (`compare.worker.compare_file`), so any executor can run the tasks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from precision_shell.compare.pipeline.fusion_groups import FusionGroup, fusion_groups
+from precision_shell.compare.pipeline.matcher import (
+    Origin,
+    input_source,
+    output_origin,
+    output_source,
+)
+from precision_shell.formats.benchmark import BenchmarkIndex, benchmark_key, scan_benchmark_dir
+from precision_shell.formats.dump_names import sanitize_dump_name
+from precision_shell.workspace.dump_index import DumpFileRef, DumpIndex
+from precision_shell.workspace.graph_index import GraphIndex, OpRecord
+from precision_shell.workspace.workspace import RunIndex, Workspace
+
+
+@dataclass(frozen=True, slots=True)
+class MappingRow:
+    """Which reference tensor stands for one device tensor."""
+
+    ground_truth: str  # origin names joined by "," or "*" when there is none
+    benchmark_path: str | None  # a benchmark .npy, or another run's dump file
+    reference_kind: str = "npy"  # "npy" | "dump"
+    reference_slot: tuple[str, int] | None = None  # (kind, index) inside a reference dump
+    origin_format: str | None = None
+    origin_shape: tuple[int, ...] | None = None
+    reason: str = ""  # why there is no reference
+
+
+@dataclass(frozen=True, slots=True)
+class FileTask:
+    seq: int  # position in execution order; rows are written in this order
+    group_index: int
+    op_name: str
+    op_type: str
+    device_file: str
+    inputs: tuple[MappingRow, ...]  # by input index
+    outputs: tuple[MappingRow, ...]  # by output index; outputs past the descs use outputs[0]
+    fallback: MappingRow | None = None  # device mode: every tensor, same slot in the reference
+    npu_dump: str = ""  # the CSV `NPUDump` cell ("" = op_name)
+    ground_truth: str = ""  # the CSV `GroundTruth` cell ("" = each mapping row's own)
+
+    def mapping(self, kind: str, index: int) -> MappingRow:
+        if self.fallback is not None:
+            return self.fallback
+        rows = self.inputs if kind == "input" else self.outputs
+        if index < len(rows):
+            return rows[index]
+        if kind == "output" and rows:
+            return rows[0]
+        return MappingRow("*", None, reason=f"the graph has no {kind} {index} for this op")
+
+
+@dataclass
+class ComparePlan:
+    tasks: list[FileTask]
+    mode: str  # "benchmark" | "device"
+    left: str
+    right: str
+    graph: str | None
+    skipped: list[str]  # ops with dump files but no graph op, etc.
+
+
+def _dumped_ops(
+    graph: GraphIndex, dumps: DumpIndex
+) -> tuple[list[tuple[OpRecord, DumpFileRef]], list[str]]:
+    """Graph ops that have a dump file (the newest), ordered by id then dump timestamp; and
+    the dump files whose op the graph does not have."""
+    found = []
+    matched: set[str] = set()
+    for rec in graph.records():
+        dump_name = sanitize_dump_name(rec.name)
+        refs = dumps.for_op(dump_name)
+        if refs:
+            found.append((rec, refs[-1]))
+            matched.add(dump_name)
+    found.sort(key=lambda pair: (pair[0].position, pair[1].timestamp))
+    skipped = [
+        f"{ref.file_name}: no op {ref.op_name} in the graph"
+        for name in dumps.op_names()
+        if name not in matched
+        for ref in dumps.for_op(name)[-1:]
+    ]
+    return found, skipped
+
+
+# GE folds weights into constants; the benchmark run dumps no tensor for them.
+CONSTANT_TYPES = frozenset({"Const", "Constant", "ConstPlaceHolder"})
+
+
+def _benchmark_row(
+    benchmark_index: BenchmarkIndex | None,
+    origin: Origin | None,
+    shape: tuple[int, ...] | None = None,
+    constant: bool = False,
+) -> MappingRow:
+    if origin is None:
+        return MappingRow("*", None, reason="no benchmark for this tensor")
+    key = benchmark_key(origin.name, origin.index)
+    benchmark = benchmark_index.newest.get(key) if benchmark_index else None
+    shape = shape or origin.shape
+    if benchmark is None:
+        return MappingRow(
+            origin.name,
+            None,
+            origin_format=origin.format,
+            origin_shape=shape,
+            reason=(
+                f"constant input: no benchmark {key}.*.npy (weights are not dumped)"
+                if constant
+                else f"benchmark {key}.*.npy not found"
+            ),
+        )
+    return MappingRow(origin.name, benchmark.path, origin_format=origin.format, origin_shape=shape)
+
+
+class _Origins:
+    """Benchmark origins of device outputs, with msaccucmp's fallbacks."""
+
+    def __init__(self, graph: GraphIndex, groups: dict[str, FusionGroup]) -> None:
+        self.graph = graph
+        self.groups = groups
+
+    def of_output(self, op_name: str, k: int) -> Origin | None:
+        """The desc's origin; else, as msaccucmp's "rename node" rule, the benchmark op of a
+        group of one device op standing for exactly one benchmark op (an op without
+        `_datadump_original_op_names` stands for the benchmark op of its own name)."""
+        op = self.graph.op(op_name)
+        if op is None:
+            return None
+        origin = output_origin(op, k)
+        if origin is not None:
+            return origin
+        group = self.groups.get(op_name)
+        if group is None or len(group.device_ops) != 1 or len(group.original_ops) != 1:
+            return None
+        desc = op.output_descs[k if k < len(op.output_descs) else 0] if op.output_descs else None
+        fmt = desc.origin_format if desc is not None else None
+        shape = desc.origin_shape if desc is not None else None
+        return Origin(group.original_ops[0], k, fmt, shape)
+
+    def of_source(self, source: tuple[str, int] | None) -> Origin | None:
+        return self.of_output(*source) if source is not None else None
+
+
+def benchmark_plan(
+    ws: Workspace,
+    run: RunIndex,
+    graph: GraphIndex,
+    benchmark_dir: Path | None = None,
+    dumps: DumpIndex | None = None,
+    left: str | None = None,
+) -> ComparePlan:
+    """Device dump of `run` (or `dumps`, e.g. a dir given with -lt) against benchmark tensors
+    (FORMATS.md section 5): the workspace's, or those of `benchmark_dir`.
+
+    Fusion groups are formed over the whole graph (a group's ops need not all be dumped);
+    `Index` numbers the groups that have a dump, in execution order.
+    """
+    benchmark_index = (
+        scan_benchmark_dir(benchmark_dir) if benchmark_dir is not None else ws.benchmark
+    )
+    pairs, skipped = _dumped_ops(graph, dumps if dumps is not None else run.dumps)
+    groups = fusion_groups(list(graph.records()))
+    origins = _Origins(graph, groups)
+    numbers: dict[int, int] = {}
+    tasks = []
+    for seq, (rec, ref) in enumerate(pairs):
+        op = graph.op(rec.name)
+        assert op is not None
+        inputs = []
+        for k in range(len(rec.data_inputs)):
+            source = input_source(graph, rec.name, k)
+            origin = origins.of_source(source)
+            desc = op.input_descs[k] if k < len(op.input_descs) else None
+            shape = desc.origin_shape if desc is not None else None
+            producer = graph.get(source[0]) if source else None
+            constant = producer is not None and producer.type in CONSTANT_TYPES
+            inputs.append(_benchmark_row(benchmark_index, origin, shape, constant))
+        outputs = []
+        for k in range(max(len(op.output_descs), 1)):
+            origin = origins.of_output(rec.name, k)
+            if origin is None:
+                origin = origins.of_source(output_source(graph, rec.name, k))
+            outputs.append(_benchmark_row(benchmark_index, origin))
+        group = groups[rec.name]
+        tasks.append(
+            FileTask(
+                seq,
+                numbers.setdefault(group.index, len(numbers)),
+                rec.name,
+                rec.type,
+                ref.path,
+                tuple(inputs),
+                tuple(outputs),
+                npu_dump=group.npu_dump(rec.name),
+                ground_truth=group.ground_truth,
+            )
+        )
+    left = left or str(run.run.dump_dir or run.run.root)
+    right = str(benchmark_dir or ws.layout.benchmark_dir or "")
+    return ComparePlan(tasks, "benchmark", left, right, graph.root_graph, skipped)
+
+
+def device_plan(
+    left: DumpIndex,
+    right: DumpIndex,
+    left_name: str,
+    right_name: str,
+    graph: GraphIndex | None = None,
+) -> ComparePlan:
+    """Two device dumps of the same graph: match by op name and tensor index.
+
+    With the graph, ops get their real names (dump file names are sanitized) and graph order.
+    """
+    tasks = []
+    skipped = []
+    entries = []
+    for name in left.op_names():
+        lrefs = left.for_op(name)
+        if not lrefs:
+            continue
+        rec = graph.by_dump_name(name) if graph is not None else None
+        position = rec.position if rec is not None else len(graph) if graph is not None else 0
+        entries.append((position, lrefs[-1].timestamp, name, rec.name if rec else name, lrefs[-1]))
+    entries.sort(key=lambda e: e[:3])
+    left_names = set(left.op_names())
+    for name in right.op_names():
+        if name not in left_names and right.for_op(name):
+            skipped.append(f"{right.for_op(name)[-1].file_name}: no dump of it in {left_name}")
+    for seq, (_, _, name, real_name, lref) in enumerate(entries):
+        rrefs = right.for_op(name)
+        if not rrefs:
+            skipped.append(f"{lref.file_name}: no dump of {real_name} in {right_name}")
+            row = MappingRow("*", None, reason=f"op not dumped in {right_name}")
+        else:
+            row = MappingRow(real_name, rrefs[-1].path, reference_kind="dump")
+        tasks.append(FileTask(seq, seq, real_name, lref.op_type, lref.path, (), (), row))
+    return ComparePlan(
+        tasks, "device", left_name, right_name, graph.root_graph if graph else None, skipped
+    )

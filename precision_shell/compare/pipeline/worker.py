@@ -1,0 +1,341 @@
+"""The unit of work of a whole-network compare: one device dump file -> its result rows.
+
+`compare_file(task, options)` is a pure function of its arguments (it reads the files the
+task names and returns rows), so threads, processes or a distributed backend can run it.
+Nothing raises out of it: a bad file or tensor becomes a row with a CompareFailReason.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from precision_shell.compare.metrics.compute import MetricRow, compute_metrics
+from precision_shell.compare.pipeline.plan import FileTask, MappingRow
+from precision_shell.errors import PrecisionError
+from precision_shell.formats.benchmark import load_benchmark
+from precision_shell.formats.dtypes import dtype_name
+from precision_shell.formats.layout_guess import guess_origin_format
+from precision_shell.formats.layouts import (
+    LayoutError,
+    format_name,
+    is_plain_format,
+    to_origin_layout,
+)
+from precision_shell.formats.npu_dump import DumpHeader, TensorMeta, read_dump_header, read_tensor
+
+FP16_MAX = 65504.0
+
+# numpy dtype -> the DT_* name msaccucmp prints for ground-truth tensors
+_NUMPY_DT = {
+    "float16": "DT_FLOAT16",
+    "float32": "DT_FLOAT",
+    "float64": "DT_DOUBLE",
+    "int8": "DT_INT8",
+    "uint8": "DT_UINT8",
+    "int16": "DT_INT16",
+    "uint16": "DT_UINT16",
+    "int32": "DT_INT32",
+    "int64": "DT_INT64",
+    "uint32": "DT_UINT32",
+    "uint64": "DT_UINT64",
+    "bool": "DT_BOOL",
+    "bfloat16": "DT_BF16",
+    "complex64": "DT_COMPLEX64",
+    "complex128": "DT_COMPLEX128",
+}
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    algorithms: tuple[str, ...] | None = None  # None: all
+    overflow: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRow:
+    """One CSV row: a device tensor against its reference."""
+
+    seq: int
+    index: int
+    op_type: str
+    npu_dump: str
+    device_dtype: str
+    address: str
+    ground_truth: str
+    benchmark_dtype: str
+    tensor_index: str
+    shape: str
+    metrics: MetricRow | None
+    reason: str
+    overflow: str  # "YES" | "NO" | "NaN"
+    kind: str  # "input" | "output"
+    slot: int
+    op_name: str = ""  # the device op (NPUDump names every op of a multi-op group)
+    origin: str = ""  # the reference op this tensor was compared with ("*": none)
+
+    @property
+    def compared(self) -> bool:
+        return self.metrics is not None
+
+
+@dataclass(frozen=True)
+class FileResult:
+    seq: int
+    rows: list[ResultRow]
+    bytes_read: int
+
+
+def _device_dtype(meta: TensorMeta) -> str:
+    return "DT_" + dtype_name(meta.dtype)
+
+
+def _numpy_dt(array: np.ndarray) -> str:
+    return _NUMPY_DT.get(str(array.dtype), str(array.dtype))
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "[" + ",".join(str(int(d)) for d in shape) + "]"
+
+
+def _address(meta: TensorMeta) -> str:
+    return hex(meta.address) if meta.address else "NaN"
+
+
+def _to_benchmark_layout(values: np.ndarray, meta: TensorMeta, mapping: MappingRow) -> np.ndarray:
+    """Device layout -> the benchmark's layout and original shape (FORMATS.md section 2/5)."""
+    shape = tuple(mapping.origin_shape or meta.original_shape or ())
+    device_fmt = format_name(meta.format)
+    if not shape:
+        return values
+    if is_plain_format(device_fmt):
+        return values.reshape(shape) if values.size == int(np.prod(shape)) else values
+    origin_fmt = mapping.origin_format
+    if origin_fmt is None and meta.original_format is not None:
+        origin_fmt = format_name(meta.original_format)
+    if origin_fmt is None:
+        origin_fmt = guess_origin_format(device_fmt, tuple(values.shape), shape)
+    if origin_fmt is None:
+        raise LayoutError(
+            f"{device_fmt} tensor {_shape_text(values.shape)}: its original layout is not recorded "
+            f"and the original shape {_shape_text(shape)} fits more than one"
+        )
+    return to_origin_layout(values, device_fmt, origin_fmt, shape)
+
+
+def _fit(device: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """Slice larger device dims down to the reference shape; raise when a dim is smaller."""
+    if device.size == reference.size:
+        return device
+    if device.ndim != reference.ndim:
+        raise ValueError(
+            f"element counts differ: device {_shape_text(device.shape)} vs benchmark "
+            f"{_shape_text(reference.shape)}"
+        )
+    if any(d < r for d, r in zip(device.shape, reference.shape, strict=True)):
+        raise ValueError(
+            f"device shape {_shape_text(device.shape)} is smaller than benchmark shape "
+            f"{_shape_text(reference.shape)}"
+        )
+    return device[tuple(slice(0, r) for r in reference.shape)]
+
+
+class _References:
+    """Reference tensors of one task, each file opened once."""
+
+    def __init__(self) -> None:
+        self._headers: dict[str, DumpHeader] = {}
+
+    def load(
+        self, mapping: MappingRow, kind: str, slot: int
+    ) -> tuple[np.ndarray, TensorMeta | None]:
+        """The reference values, and their dump metadata when the reference is a dump."""
+        assert mapping.benchmark_path is not None
+        if mapping.reference_kind == "npy":
+            return load_benchmark(mapping.benchmark_path), None
+        header = self._headers.get(mapping.benchmark_path)
+        if header is None:
+            header = read_dump_header(mapping.benchmark_path)
+            self._headers[mapping.benchmark_path] = header
+        ref_kind, ref_slot = mapping.reference_slot or (kind, slot)
+        return read_tensor(header, ref_kind, ref_slot), header.tensor(ref_kind, ref_slot)
+
+
+def _align(
+    raw: np.ndarray,
+    meta: TensorMeta,
+    reference: np.ndarray,
+    ref_meta: TensorMeta | None,
+    mapping: MappingRow,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bring device and reference values to one layout and shape.
+
+    Both sides go back to the original layout (a benchmark .npy is always in it already);
+    two dumps in one layout that cannot be converted back are compared as stored.
+    """
+    if ref_meta is not None:
+        if ref_meta.format == meta.format and reference.shape == raw.shape:
+            if is_plain_format(format_name(meta.format)):
+                return raw, reference
+            # The C0/fractal pads are not data (and need not be zero on a device):
+            # compare in the original layout when both sides convert back alike.
+            try:
+                device = _to_benchmark_layout(raw, meta, mapping)
+                converted = _to_benchmark_layout(reference, ref_meta, MappingRow("", None))
+            except (LayoutError, ValueError):
+                return raw, reference
+            if device.shape != converted.shape:
+                return raw, reference
+            return np.ascontiguousarray(device), np.ascontiguousarray(converted)
+        reference = _to_benchmark_layout(reference, ref_meta, MappingRow("", None))
+    device = _fit(_to_benchmark_layout(raw, meta, mapping), reference)
+    # One strided copy now; the metrics' chunked passes over a transposed view cost ~2x more.
+    return np.ascontiguousarray(device), reference
+
+
+def _row(task: FileTask, meta_kind: str, slot: int, mapping: MappingRow, **fields) -> ResultRow:  # noqa: ANN003
+    base = dict(
+        seq=task.seq,
+        index=task.group_index,
+        op_type=task.op_type,
+        npu_dump=task.npu_dump or task.op_name,
+        device_dtype="NaN",
+        address="NaN",
+        ground_truth=task.ground_truth or mapping.ground_truth,
+        benchmark_dtype="NaN",
+        tensor_index=f"{task.op_name}:{meta_kind}:{slot}",
+        shape="NaN",
+        metrics=None,
+        reason=mapping.reason,
+        overflow="NaN",
+        kind=meta_kind,
+        slot=slot,
+        op_name=task.op_name,
+        origin=mapping.ground_truth,
+    )
+    base.update(fields)
+    return ResultRow(**base)
+
+
+def _overflow_flag(values: np.ndarray, meta: TensorMeta) -> str:
+    if values.dtype != np.float16:
+        return "NaN"
+    if values.size == 0:
+        return "NO"
+    peak = float(np.max(np.abs(values.astype(np.float32))))
+    return "YES" if not np.isfinite(peak) or peak >= FP16_MAX else "NO"
+
+
+class _MetricMemo:
+    """Identical (device values, benchmark file) pairs are measured once.
+
+    An op's input is usually its producer's output dumped a second time, compared against the
+    same benchmark file; measuring it again would cost as much as the first time. Entries
+    keep a copy of the device values and a hit needs them to be equal element for element
+    (a memcmp: far cheaper than the metrics, and cheaper than hashing). Bounded in bytes.
+    """
+
+    def __init__(self, max_bytes: int = 64 * 2**20) -> None:
+        self._entries: OrderedDict[tuple, list[tuple[np.ndarray, MetricRow]]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._max_bytes = max_bytes
+        self._bytes = 0
+
+    def compute(
+        self,
+        device: np.ndarray,
+        reference: np.ndarray,
+        mapping: MappingRow,
+        algorithms: tuple[str, ...] | None,
+    ) -> MetricRow:
+        if mapping.reference_kind != "npy" or device.nbytes > self._max_bytes // 4:
+            return compute_metrics(device, reference, algorithms)
+        key = (mapping.benchmark_path, device.dtype.str, device.shape, algorithms)
+        with self._lock:
+            candidates = list(self._entries.get(key, ()))
+        for values, row in candidates:
+            if np.array_equal(values, device):
+                return row
+        row = compute_metrics(device, reference, algorithms)
+        with self._lock:
+            self._entries.setdefault(key, []).append((np.array(device), row))
+            self._entries.move_to_end(key)
+            self._bytes += device.nbytes
+            while self._bytes > self._max_bytes and self._entries:
+                _, dropped = self._entries.popitem(last=False)
+                self._bytes -= sum(v.nbytes for v, _ in dropped)
+        return row
+
+
+_MEMO = _MetricMemo()
+
+
+def _compare_tensor(
+    task: FileTask, header: DumpHeader, meta: TensorMeta, refs: _References, options: CompareOptions
+) -> ResultRow:
+    mapping = task.mapping(meta.kind, meta.index)
+    common = dict(
+        device_dtype=_device_dtype(meta),
+        address=_address(meta),
+        shape=_shape_text(meta.original_shape or meta.shape),
+    )
+    try:
+        raw = read_tensor(header, meta.kind, meta.index)
+    except PrecisionError as exc:
+        return _row(task, meta.kind, meta.index, mapping, reason=str(exc), **common)
+    overflow = _overflow_flag(raw, meta) if options.overflow else "NaN"
+    common["overflow"] = overflow
+    if mapping.benchmark_path is None:
+        return _row(task, meta.kind, meta.index, mapping, **common)
+    try:
+        reference, ref_meta = refs.load(mapping, meta.kind, meta.index)
+    except (PrecisionError, KeyError, LayoutError, ValueError) as exc:
+        return _row(task, meta.kind, meta.index, mapping, reason=f"reference: {exc}", **common)
+    common["benchmark_dtype"] = _device_dtype(ref_meta) if ref_meta else _numpy_dt(reference)
+    try:
+        device, reference = _align(raw, meta, reference, ref_meta, mapping)
+        common["shape"] = _shape_text(reference.shape)
+        metrics = _MEMO.compute(device, reference, mapping, options.algorithms)
+    except (LayoutError, ValueError) as exc:
+        return _row(task, meta.kind, meta.index, mapping, reason=str(exc), **common)
+    # msaccucmp joins the messages of its algorithms with ","
+    reason = ",".join(metrics.reasons)
+    return _row(task, meta.kind, meta.index, mapping, metrics=metrics, reason=reason, **common)
+
+
+def compare_file(task: FileTask, options: CompareOptions) -> FileResult:
+    """Every input and output tensor of one device dump file against its reference."""
+    try:
+        size = os.path.getsize(task.device_file)
+        header = read_dump_header(task.device_file)
+    except (PrecisionError, OSError) as exc:
+        message = (
+            str(exc) if isinstance(exc, PrecisionError) else f"{task.device_file}: {exc.strerror}"
+        )
+        rows = [_row(task, "input", k, m, reason=message) for k, m in enumerate(task.inputs)]
+        rows += [_row(task, "output", k, m, reason=message) for k, m in enumerate(task.outputs)]
+        if not rows:
+            rows = [_row(task, "output", 0, task.mapping("output", 0), reason=message)]
+        return FileResult(task.seq, rows, 0)
+    refs = _References()
+    rows = [
+        _guarded_compare(task, header, meta, refs, options)
+        for meta in (*header.inputs, *header.outputs)
+    ]
+    return FileResult(task.seq, rows, size)
+
+
+def _guarded_compare(
+    task: FileTask, header: DumpHeader, meta: TensorMeta, refs: _References, options: CompareOptions
+) -> ResultRow:
+    """One tensor; an unforeseen failure fails its row, never the whole compare."""
+    try:
+        return _compare_tensor(task, header, meta, refs, options)
+    except Exception as exc:  # noqa: BLE001 - one odd tensor must not stop a network compare
+        mapping = task.mapping(meta.kind, meta.index)
+        reason = f"{task.device_file}: {meta.label}: cannot compare: {type(exc).__name__}: {exc}"
+        return _row(task, meta.kind, meta.index, mapping, reason=reason)

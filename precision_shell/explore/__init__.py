@@ -1,0 +1,1 @@
+"""Looking at one op or tensor: node info, tensor targets, overflow findings."""

@@ -1,0 +1,195 @@
+"""Gathering what `ni` shows about one op: descs with peers, dump tensors, benchmark tensors."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from precision_shell.compare.pipeline.matcher import input_origin, record_output_origin
+from precision_shell.compare.results.csv_reader import CsvRow
+from precision_shell.compare.results.latest import latest_compare
+from precision_shell.errors import PrecisionError
+from precision_shell.formats.ge.graph import OpDef, TensorDesc
+from precision_shell.shell.context import ShellContext
+from precision_shell.workspace.dump_index import DumpFileRef
+from precision_shell.workspace.graph_index import GraphIndex, OpRecord
+from precision_shell.workspace.subgraph import SubgraphFiles, neighbourhood
+from precision_shell.workspace.tensor_stats import TensorStats
+from precision_shell.workspace.workspace import RunIndex, Workspace
+
+
+@dataclass(frozen=True)
+class PortInfo:
+    """One input or output desc of the op and the ops on the other side of its edges."""
+
+    kind: str
+    index: int
+    dtype: str
+    layout: str
+    shape: tuple[int, ...]
+    peers: list[str]
+    origin: str | None  # benchmark tensor it stands for, "name:k"
+
+
+@dataclass(frozen=True)
+class TensorRow:
+    """A tensor with its statistics, or the reason it could not be read."""
+
+    label: str  # "input 0", "output 1"
+    source: str  # file name
+    shape: tuple[int, ...] | None = None
+    dtype: str = ""
+    layout: str = ""
+    stats: TensorStats | None = None
+    error: str | None = None
+
+
+@dataclass
+class NodeInfo:
+    run: str
+    graph: str
+    record: OpRecord
+    op: OpDef
+    ports: list[PortInfo]
+    dump_files: list[str]
+    dump_tensors: list[TensorRow]
+    benchmarks: list[TensorRow]
+    attrs: dict[str, Any] | None = None
+    subgraph: SubgraphFiles | None = None
+    compare_rows: list[CsvRow] = field(default_factory=list)  # from the newest vc result
+    compare_file: str | None = None
+    is_root_cause: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _port(
+    kind: str, index: int, desc: TensorDesc | None, peers: list[str], origin: str | None
+) -> PortInfo:
+    if desc is None:
+        return PortInfo(kind, index, "?", "?", (), peers, origin)
+    return PortInfo(kind, index, desc.dtype, desc.layout, tuple(desc.shape), peers, origin)
+
+
+def _ports(graph: GraphIndex, rec: OpRecord, op: OpDef) -> list[PortInfo]:
+    ports = []
+    for k, (src, idx) in enumerate(rec.data_inputs):
+        desc = op.input_descs[k] if k < len(op.input_descs) else None
+        origin = input_origin(graph, rec.name, k)
+        ports.append(
+            _port(
+                "input", k, desc, [f"{src}:{idx}"], f"{origin[0]}:{origin[1]}" if origin else None
+            )
+        )
+    consumers = graph.consumers(rec.name)
+    n_out = max(len(op.output_descs), 1 + max((c.output_index for c in consumers), default=-1))
+    for k in range(n_out):
+        desc = op.output_descs[k] if k < len(op.output_descs) else None
+        peers = [f"{c.op}:{c.input_index}" for c in consumers if c.output_index == k]
+        origin = record_output_origin(rec, k)
+        ports.append(
+            _port("output", k, desc, peers, f"{origin[0]}:{origin[1]}" if origin else None)
+        )
+    for src in rec.control_inputs:
+        ports.append(PortInfo("control", -1, "", "", (), [src], None))
+    return ports
+
+
+def dump_tensor_rows(ws: Workspace, ref: DumpFileRef) -> list[TensorRow]:
+    """Every input and output of one dump file with its stats (or the reason it can't be read).
+
+    Raises PrecisionError when the file's header itself is unreadable."""
+    header = ws.header(ref)
+    rows: list[TensorRow] = []
+    for meta in (*header.inputs, *header.outputs):
+        label = f"{meta.kind} {meta.index}"
+        common = (label, ref.file_name, meta.shape, meta.dtype_name, meta.format_name)
+        try:
+            rows.append(TensorRow(*common, ws.tensor_stats(ref, meta.kind, meta.index)))
+        except PrecisionError as exc:
+            rows.append(TensorRow(*common, error=str(exc)))
+    return rows
+
+
+def _dump_rows(
+    ctx: ShellContext, run: RunIndex, rec: OpRecord
+) -> tuple[list[str], list[TensorRow]]:
+    ws = ctx.workspace
+    refs = ws.dump_files(run, rec.name)
+    if not refs:
+        return [], []
+    newest = refs[-1]
+    files = [r.file_name for r in refs]
+    try:
+        return files, dump_tensor_rows(ws, newest)
+    except PrecisionError as exc:
+        return files, [TensorRow("file", newest.file_name, error=str(exc))]
+
+
+def _benchmark_rows(
+    ctx: ShellContext, graph: GraphIndex, rec: OpRecord, n_out: int
+) -> list[TensorRow]:
+    ws = ctx.workspace
+    rows: list[TensorRow] = []
+    wanted = [("input", k, ws.input_benchmark(graph, rec, k)) for k in range(len(rec.data_inputs))]
+    wanted += [("output", k, ws.output_benchmark(rec, k)) for k in range(n_out)]
+    for kind, k, benchmark in wanted:
+        if benchmark is None:
+            continue
+        try:
+            stats = ws.benchmark_stats(benchmark)
+            rows.append(
+                TensorRow(
+                    f"{kind} {k}",
+                    os.path.basename(benchmark.path),
+                    stats.shape,
+                    stats.dtype,
+                    "",
+                    stats,
+                )
+            )
+        except PrecisionError as exc:
+            rows.append(TensorRow(f"{kind} {k}", os.path.basename(benchmark.path), error=str(exc)))
+    return rows
+
+
+def collect_node_info(
+    ctx: ShellContext,
+    run: RunIndex,
+    graph: GraphIndex,
+    rec: OpRecord,
+    with_attrs: bool,
+    depth: int | None,
+) -> NodeInfo:
+    op = graph.op(rec.name)
+    assert op is not None
+    ports = _ports(graph, rec, op)
+    files, dump_rows = _dump_rows(ctx, run, rec)
+    n_out = sum(1 for p in ports if p.kind == "output")
+    info = NodeInfo(
+        run=run.name,
+        graph=rec.graph,
+        record=rec,
+        op=op,
+        ports=ports,
+        dump_files=files,
+        dump_tensors=dump_rows,
+        benchmarks=_benchmark_rows(ctx, graph, rec, n_out),
+        attrs=dict(sorted(op.attrs.items())) if with_attrs else None,
+    )
+    latest = latest_compare(ctx.workspace) if run is ctx.workspace.runs[0] else None
+    if latest is not None:
+        info.compare_rows = latest.rows_by_op.get(rec.name, [])
+        info.compare_file = str(latest.csv_path)
+        info.is_root_cause = latest.root_cause == rec.name
+    if depth is not None:
+        from precision_shell.render.graphviz_out import write_subgraph
+
+        sub = neighbourhood(graph, rec.name, depth)
+        if latest is not None:
+            threshold = float(ctx.settings.get("thresholds.cosine"))
+            sub.node_colors = {name: latest.color(name, threshold) for name in sub.nodes}
+            if latest.root_cause in sub.nodes:
+                sub.node_marks[latest.root_cause] = "root cause"
+        info.subgraph = write_subgraph(sub, ctx.workspace.output_dir("op_graph"), run.name)
+    return info

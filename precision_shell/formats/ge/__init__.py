@@ -1,0 +1,1 @@
+"""GE graph dumps: protobuf text and JSON readers, and the in-memory model."""

@@ -1,0 +1,180 @@
+"""Publishing harvested tensors into one benchmark dir without ever overwriting silently.
+
+Every tensor is first written (or placed by tfdbg) in a private staging dir inside the
+benchmark dir, checked to be a plain `.npy` file, then hard-linked under its final name:
+a link never replaces an existing file, so a name that is taken is detected atomically and
+the tensor goes to a fresh name (a later timestamp) unless `--overwrite` asked to replace
+it. A crash leaves no half-written benchmark file behind, only the staging dir.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+
+from precision_shell.errors import FormatError, PrecisionError
+from precision_shell.formats.benchmark import MAPPING_FILE_NAME, read_npy_header
+from precision_shell.harvest.naming import (
+    TargetName,
+    UnsafeTensorName,
+    checked_stem,
+    colliding_groups,
+    target_name,
+)
+from precision_shell.harvest.outcome import SavedTensor
+
+# How many later timestamps a re-harvest tries before giving up on a tensor.
+_MAX_FRESH_TRIES = 1000
+
+
+class TensorNotSaved(Exception):
+    """One tensor could not be written; the message is the reason shown to the user."""
+
+
+class BenchmarkDirWriter:
+    """Writes the tensors of one harvest into `out_dir` and keeps its `mapping.csv`."""
+
+    def __init__(self, out_dir: Path, tensor_names: Iterable[str], overwrite: bool = False) -> None:
+        # Absolute: staged paths are handed to a tfdbg process that may run elsewhere.
+        self.out_dir = Path(out_dir).absolute()
+        self.overwrite = overwrite
+        try:
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            self.staging = Path(tempfile.mkdtemp(prefix=".harvest-", dir=self.out_dir))
+        except OSError as error:
+            raise PrecisionError(
+                f"{self.out_dir}: cannot create the benchmark dir: {error.strerror}"
+            ) from None
+        self.collisions = colliding_groups(tensor_names)
+        self._collided = {name for group in self.collisions for name in group}
+        self._mapping_rows: list[tuple[str, str]] = []
+        self._written: set[Path] = set()
+        self._staged = 0
+
+    def staging_path(self) -> Path:
+        """A fresh file name in the staging dir (for tfdbg's `pt -w`)."""
+        self._staged += 1
+        return self.staging / f"{self._staged:07d}.npy"
+
+    def save_array(
+        self, tensor_name: str, dump_index: int, timestamp: int, array: np.ndarray
+    ) -> SavedTensor:
+        """Write `array` as dump `dump_index` of `tensor_name`."""
+        self._check_name(tensor_name)
+        if array.dtype.hasobject:
+            raise TensorNotSaved(f"{array.dtype} values need pickling; not a plain .npy tensor")
+        staged = self.staging_path()
+        try:
+            with open(staged, "xb") as handle:
+                np.save(handle, array, allow_pickle=False)
+        except (OSError, ValueError) as error:
+            staged.unlink(missing_ok=True)
+            raise TensorNotSaved(f"cannot write {staged}: {error}") from None
+        return self._publish(tensor_name, dump_index, timestamp, staged)
+
+    def publish_file(
+        self, tensor_name: str, dump_index: int, timestamp: int, staged: Path
+    ) -> SavedTensor:
+        """Move a `.npy` file written into the staging dir to its benchmark name."""
+        self._check_name(tensor_name)
+        try:
+            read_npy_header(staged)
+        except FormatError as error:
+            staged.unlink(missing_ok=True)
+            raise TensorNotSaved(error.problem) from None
+        return self._publish(tensor_name, dump_index, timestamp, staged)
+
+    def close(self) -> Path | None:
+        """Append the mapping rows (if any) to `mapping.csv`, drop the staging dir."""
+        shutil.rmtree(self.staging, ignore_errors=True)
+        if not self._mapping_rows:
+            return None
+        path = self.out_dir / MAPPING_FILE_NAME
+        try:
+            needs_newline = path.is_file() and not path.read_bytes().endswith(b"\n")
+            with open(path, "a", newline="", encoding="utf-8") as handle:
+                if needs_newline and path.stat().st_size:
+                    handle.write("\n")
+                csv.writer(handle, lineterminator="\n").writerows(self._mapping_rows)
+        except OSError as error:
+            raise PrecisionError(
+                f"{path}: cannot write the name mapping: {error.strerror}"
+            ) from None
+        self._mapping_rows.clear()
+        return path
+
+    def _check_name(self, tensor_name: str) -> None:
+        try:
+            checked_stem(tensor_name)
+        except UnsafeTensorName as error:
+            raise TensorNotSaved(str(error)) from None
+
+    def _publish(
+        self, tensor_name: str, dump_index: int, timestamp: int, staged: Path
+    ) -> SavedTensor:
+        collides = tensor_name in self._collided
+        try:
+            for bump in range(_MAX_FRESH_TRIES):
+                target = target_name(tensor_name, timestamp + bump, collides)
+                final = self._final_path(target)
+                # --overwrite replaces an earlier harvest's file, never one of this harvest,
+                # so re-harvesting a run reproduces the names of the first harvest.
+                if self.overwrite and final not in self._written and final.exists():
+                    os.replace(staged, final)
+                    return self._saved(
+                        tensor_name, dump_index, timestamp, final, target, bump, True
+                    )
+                if _link_exclusive(staged, final):
+                    return self._saved(tensor_name, dump_index, timestamp, final, target, bump)
+        except OSError as error:
+            raise TensorNotSaved(f"cannot write into {self.out_dir}: {error.strerror}") from None
+        finally:
+            staged.unlink(missing_ok=True)
+        raise TensorNotSaved(f"{_MAX_FRESH_TRIES} names after the dump's own are all taken")
+
+    def _final_path(self, target: TargetName) -> Path:
+        final = self.out_dir / target.disk_name
+        # Belt and braces: naming already refuses separators; the file must sit in out_dir.
+        if final.parent != self.out_dir or final.name != target.disk_name:
+            raise TensorNotSaved(f"file name {target.disk_name!r} leaves {self.out_dir}")
+        return final
+
+    def _saved(
+        self,
+        tensor_name: str,
+        dump_index: int,
+        timestamp: int,
+        final: Path,
+        target: TargetName,
+        bump: int,
+        replaced: bool = False,
+    ) -> SavedTensor:
+        self._written.add(final)
+        if target.mapped:
+            self._mapping_rows.append((target.disk_name, target.real_name))
+        return SavedTensor(
+            tensor_name, dump_index, timestamp, str(final), fresh_name=bump > 0, replaced=replaced
+        )
+
+
+def _link_exclusive(source: Path, final: Path) -> bool:
+    """Give `source` the name `final` unless that name exists; False when it does."""
+    try:
+        os.link(source, final)
+        return True
+    except FileExistsError:
+        return False
+    except OSError:
+        pass  # a file system without hard links: claim the name, then move over the claim
+    try:
+        os.close(os.open(final, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except FileExistsError:
+        return False
+    os.replace(source, final)
+    return True
