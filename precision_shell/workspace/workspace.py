@@ -36,6 +36,7 @@ from precision_shell.workspace.dump_index import (
 from precision_shell.workspace.graph_index import RECORD_VERSION, GraphIndex, OpRecord
 from precision_shell.workspace.index_cache import IndexCache, dir_fingerprint, file_fingerprint
 from precision_shell.workspace.layout import DeviceRun, WorkspaceLayout, discover, leaf_dirs
+from precision_shell.workspace.output_files import ensure_dir
 from precision_shell.workspace.tensor_stats import StatsCache, TensorStats
 
 _HEADER_CACHE_SIZE = 4096
@@ -153,13 +154,10 @@ class Workspace:
         return self.layout.root
 
     def output_dir(self, *parts: str) -> Path:
-        """A dir under precision_data/temp/ (created): the only place the tool writes."""
-        path = self.layout.temp_dir.joinpath(*parts)
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise PrecisionError(f"{path}: cannot create the output dir: {exc.strerror}") from None
-        return path
+        """A dir under precision_data/temp/ (created): the only place the tool writes.
+
+        A link anywhere from temp/ down is refused (see output_files)."""
+        return ensure_dir(self.layout.root, self.layout.temp_dir.name, *parts)
 
     def run(self, name: str | None = None) -> RunIndex:
         """A run by name; the first run (debug_0) by default."""
