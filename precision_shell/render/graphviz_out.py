@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from precision_shell.errors import PrecisionError
+from precision_shell.workspace.output_files import write_bytes_output
 from precision_shell.workspace.subgraph import Subgraph, SubgraphFiles
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -65,14 +65,17 @@ def subgraph_to_dot(sub: Subgraph) -> str:
 
 
 def write_subgraph(sub: Subgraph, out_dir: Path, prefix: str = "") -> SubgraphFiles:
+    """The `.gv` (and `.svg`) of `sub` in `out_dir`, replacing this subgraph's earlier files.
+
+    Both are written through output_files: a link at either name is refused, never followed.
+    `dot` writes to a pipe, never to a path, for the same reason. Raises PrecisionError.
+    """
     stem = safe_file_stem(
         f"{prefix}_{sub.center}_d{sub.depth}" if prefix else f"{sub.center}_d{sub.depth}"
     )
     gv = out_dir / f"{stem}.gv"
-    try:
-        gv.write_text(subgraph_to_dot(sub), encoding="utf-8")
-    except OSError as exc:
-        raise PrecisionError(f"{gv}: cannot write: {exc.strerror or exc}") from None
+    dot_text = subgraph_to_dot(sub)
+    write_bytes_output(gv, dot_text.encode("utf-8"))
     dot = shutil.which("dot")
     if dot is None:
         return SubgraphFiles(
@@ -84,12 +87,14 @@ def write_subgraph(sub: Subgraph, out_dir: Path, prefix: str = "") -> SubgraphFi
         )
     svg = gv.with_suffix(".svg")
     try:
-        subprocess.run(
-            [dot, "-Tsvg", str(gv), "-o", str(svg)],
+        done = subprocess.run(
+            [dot, "-Tsvg"],
+            input=dot_text.encode("utf-8"),
             check=True,
             capture_output=True,
             timeout=_DOT_TIMEOUT_S,
         )
     except (subprocess.SubprocessError, OSError) as exc:
         return SubgraphFiles(str(gv), None, len(sub.nodes), len(sub.edges), f"dot failed: {exc}")
+    write_bytes_output(svg, done.stdout)
     return SubgraphFiles(str(gv), str(svg), len(sub.nodes), len(sub.edges))

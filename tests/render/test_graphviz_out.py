@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from precision_shell.errors import PrecisionError
 from precision_shell.render.graphviz_out import safe_file_stem, subgraph_to_dot, write_subgraph
 from precision_shell.workspace.graph_index import OpRecord
 from precision_shell.workspace.subgraph import Subgraph
@@ -70,8 +71,10 @@ def _fake_dot(bin_dir: Path, body: str) -> None:
 
 
 def test_write_subgraph_runs_dot_for_the_svg(sub, tmp_path, monkeypatch):
-    # a stand-in `dot` that records its argv and writes the -o file
-    _fake_dot(tmp_path / "bin", 'echo "$@" > "$(dirname "$4")/argv.txt"\necho "<svg/>" > "$4"\n')
+    # a stand-in `dot` that records its argv and stdin and answers on stdout: it is never
+    # given a path to write, so it cannot follow a link planted at the .svg name
+    record = tmp_path / "argv.txt"
+    _fake_dot(tmp_path / "bin", f'echo "$@" > {record}\ncat > {record}.in\necho "<svg/>"\n')
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     out = tmp_path / "out"
     out.mkdir()
@@ -79,8 +82,33 @@ def test_write_subgraph_runs_dot_for_the_svg(sub, tmp_path, monkeypatch):
     gv = out / "debug_0_conv_1_x_d1.gv"
     assert files.gv == str(gv) and gv.read_text() == subgraph_to_dot(sub)
     assert files.svg == str(gv.with_suffix(".svg")) and files.note is None
+    assert Path(files.svg).read_text() == "<svg/>\n"
     assert (files.nodes, files.edges) == (2, 2)
-    assert (out / "argv.txt").read_text().split() == ["-Tsvg", str(gv), "-o", files.svg]
+    assert record.read_text().split() == ["-Tsvg"]
+    assert Path(f"{record}.in").read_text() == subgraph_to_dot(sub)
+    # a second write replaces the first files: no copies pile up
+    write_subgraph(sub, out, "debug_0")
+    assert sorted(p.name for p in out.iterdir()) == [gv.name, gv.with_suffix(".svg").name]
+
+
+@pytest.mark.parametrize("suffix", [".gv", ".svg"])
+def test_write_subgraph_never_writes_through_a_link_at_its_names(
+    sub, tmp_path, monkeypatch, suffix
+):
+    _fake_dot(tmp_path / "bin", 'echo "<svg/>"\n')
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    user_file = tmp_path / "user.txt"
+    user_file.write_text("precious")
+    out = tmp_path / "out"
+    out.mkdir()
+    link = out / f"debug_0_conv_1_x_d1{suffix}"
+    link.symlink_to(user_file)
+    with pytest.raises(PrecisionError) as err:
+        write_subgraph(sub, out, "debug_0")
+    assert str(err.value) == (
+        f"{link}: is a symbolic link; outputs are never written through links (remove it)"
+    )
+    assert user_file.read_text() == "precious" and os.readlink(link) == str(user_file)
 
 
 def test_write_subgraph_keeps_the_gv_when_dot_fails_or_is_missing(sub, tmp_path, monkeypatch):
