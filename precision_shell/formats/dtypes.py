@@ -13,6 +13,8 @@ from enum import IntEnum
 import ml_dtypes
 import numpy as np
 
+from precision_shell.errors import PrecisionError
+
 
 class DumpDataType(IntEnum):
     """`OutputDataType` of the dump protobuf (the proto's names without the `DT_` prefix)."""
@@ -55,8 +57,9 @@ class DumpDataType(IntEnum):
     FP8_E4M3FN = 35
 
 
-class UnsupportedDtype(ValueError):
-    """A data type code this reader cannot turn into numbers."""
+class UnsupportedDtype(PrecisionError, ValueError):
+    """A data type code this reader cannot turn into numbers (a PrecisionError, so one line
+    when it reaches the shell; still a ValueError for callers that catch it as one)."""
 
 
 _NUMPY_DTYPES: dict[int, np.dtype] = {

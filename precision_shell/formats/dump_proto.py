@@ -8,6 +8,9 @@ Enum fields are open (proto3): codes this schema does not list still come throug
 
 from __future__ import annotations
 
+import io
+from typing import BinaryIO
+
 from google.protobuf import descriptor_pb2
 
 from precision_shell.formats.dtypes import DumpDataType
@@ -142,3 +145,70 @@ Shape = _message_class("Shape")
 OpBuffer = _message_class("OpBuffer")
 OpAttr = _message_class("OpAttr")
 Workspace = _message_class("Workspace")
+
+
+# --- checking a whole-file DumpData before reading it -----------------------------------------
+
+_VARINT, _LENGTH_DELIMITED = 0, 2
+_LENGTH_DELIMITED_TYPES = {
+    descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+    descriptor_pb2.FieldDescriptorProto.TYPE_BYTES,
+    descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE,
+}
+# Field number -> wire type of every DumpData field.
+_DUMP_DATA_WIRE_TYPES = {
+    field.number: _LENGTH_DELIMITED if field.type in _LENGTH_DELIMITED_TYPES else _VARINT
+    for field in DumpData.DESCRIPTOR.fields
+}
+# More top-level fields than any dump has tensors and attributes; bounds the walk's time.
+MAX_TOP_LEVEL_FIELDS = 1 << 20
+_MAX_VARINT_BYTES = 10
+
+
+def _read_varint(stream: BinaryIO) -> tuple[int, int] | None:
+    """(value, bytes read) of the varint at the stream position, or None if none ends there."""
+    value = 0
+    for count in range(_MAX_VARINT_BYTES):
+        byte = stream.read(1)
+        if not byte:
+            return None
+        value |= (byte[0] & 0x7F) << (7 * count)
+        if byte[0] < 0x80:
+            return value, count + 1
+    return None
+
+
+def whole_file_problem(stream: BinaryIO, size: int) -> str | None:
+    """Why the `size` bytes from the start of `stream` are not one whole DumpData, or None.
+
+    Reads only the top-level field keys and lengths and seeks over the field values, so a
+    huge file of junk is refused after a few bytes, never read into memory. Accepts only
+    DumpData's own fields with their wire types, laid end to end up to exactly `size`.
+    """
+    stream.seek(0)
+    position = 0
+    fields = 0
+    while position < size:
+        fields += 1
+        if fields > MAX_TOP_LEVEL_FIELDS:
+            return f"more than {MAX_TOP_LEVEL_FIELDS} top-level fields"
+        key = _read_varint(stream)
+        if key is None:
+            return f"no field key at byte {position}"
+        number, wire_type = key[0] >> 3, key[0] & 7
+        if _DUMP_DATA_WIRE_TYPES.get(number) != wire_type:
+            return f"byte {position} holds field {number} of wire type {wire_type}, not a DumpData field"
+        position += key[1]
+        value = _read_varint(stream)
+        if value is None:
+            return f"field {number} at byte {position} has no valid varint"
+        position += value[1]
+        if wire_type == _LENGTH_DELIMITED:
+            if value[0] > size - position:
+                return (
+                    f"field {number} at byte {position} declares {value[0]} bytes; "
+                    f"only {size - position} follow"
+                )
+            stream.seek(value[0], io.SEEK_CUR)
+            position += value[0]
+    return None

@@ -14,6 +14,9 @@ from enum import IntEnum
 
 import numpy as np
 
+from precision_shell.errors import PrecisionError
+from precision_shell.formats.shapes import shape_problem
+
 
 class DumpFormat(IntEnum):
     """`OutputFormat` of the dump protobuf (the proto's names without the `FORMAT_` prefix)."""
@@ -67,8 +70,11 @@ class DumpFormat(IntEnum):
     YUV_A = 46
 
 
-class LayoutError(ValueError):
-    """A tensor that cannot be converted between two layouts; the message says why."""
+class LayoutError(PrecisionError, ValueError):
+    """A tensor that cannot be converted between two layouts; the message says why.
+
+    A PrecisionError, so one escaping a command is one line; still a ValueError for callers
+    that catch it as one."""
 
 
 # Plain layouts whose letters name the axes, so two of them with the same letters differ by a
@@ -278,8 +284,9 @@ def to_origin_layout(
     origin = _canonical(origin_format)
     target = tuple(int(d) for d in origin_shape)
     conv = _Conversion(device, tuple(arr.shape), origin, target)
-    if any(d < 0 for d in target):
-        raise conv.fail("the origin shape has a negative dim")
+    problem = shape_problem(target, arr.itemsize)
+    if problem is not None:
+        raise conv.fail(f"the origin {problem}")
     convert = _TO_ORIGIN.get((device, origin))
     if convert is not None:
         return convert(arr, conv)

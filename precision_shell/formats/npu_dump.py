@@ -36,9 +36,13 @@ from precision_shell.formats.layouts import (
     is_plain_format,
     to_origin_layout,
 )
+from precision_shell.formats.shapes import shape_problem
 
 KINDS = ("input", "output", "buffer", "space")
 LENGTH_PREFIX = struct.Struct("<Q")  # the v2 layout's header length
+# A v2 header holds no tensor data: 64 MiB is ~a million tensors. A larger length is junk,
+# and reading it would take that much memory.
+MAX_HEADER_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -264,15 +268,30 @@ def read_dump_header(path: str | Path) -> DumpHeader:
                     f"the header length {header_len} in the first 8 bytes exceeds the "
                     f"{file_size - prefix_size} bytes after them"
                 )
+            elif header_len > MAX_HEADER_BYTES:
+                v2_problem = (
+                    f"the header length {header_len} in the first 8 bytes is more than a dump "
+                    f"header can be ({MAX_HEADER_BYTES} bytes)"
+                )
             else:
                 message, why = _parse_dump_data(stream.read(header_len))
                 if message is not None:
                     return _v2_header(path_text, message, header_len, file_size)
                 v2_problem = f"the {header_len}-byte header {why}"
-            stream.seek(0)
-            whole = stream.read()
+            # The whole file is read only once its fields are seen to fill it exactly: a big
+            # file of junk is refused after a few bytes.
+            why = dump_proto.whole_file_problem(stream, file_size)
+            if why is None:
+                stream.seek(0)
+                whole = stream.read()
     except OSError as err:
         raise FormatError(path_text, f"cannot read: {err.strerror or err}") from None
+    if why is not None:
+        raise FormatError(
+            path_text,
+            f"not an NPU dump: {v2_problem}; read as an old inline dump, the whole file is "
+            f"not a valid DumpData protobuf ({why})",
+        )
     message, why = _parse_dump_data(whole)
     if message is None:
         raise FormatError(
@@ -296,6 +315,9 @@ def read_tensor(header: DumpHeader, kind: str, index: int) -> np.ndarray:
         needed = payload_nbytes(meta.dtype, count)
     except UnsupportedDtype as err:
         raise FormatError(header.path, f"{meta.label}: {err}") from None
+    problem = shape_problem(meta.shape, dtype.itemsize)
+    if problem is not None:
+        raise FormatError(header.path, f"{meta.label}: {problem}")
     packed = bits_per_value(meta.dtype) < 8
     shape = meta.shape if meta.shape else (count,)
     # Bit-packed payloads may be padded past their last value; whole items may not.

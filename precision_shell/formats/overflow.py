@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,6 +36,9 @@ OPDEBUG_PREFIX = "Opdebug.Node_OpDebug."
 OLD_LAYOUT_SIZE = 2048
 NEW_LAYOUT_MAGIC = 0x5A5A5A5A
 _MAGIC_BYTES = NEW_LAYOUT_MAGIC.to_bytes(4, "little")
+# An overflow payload is 2048 bytes, or a few hundred bytes per reporting core: 16 MiB is far
+# past any real one, and bounds what reading a big file named like an Opdebug file costs.
+MAX_PAYLOAD_BYTES = 16 << 20
 
 # The texts of FORMATS.md section 8, written once.
 AICORE_STATUS_TEXTS: dict[int, str] = {
@@ -280,58 +284,89 @@ def _decode_new(path: str | Path, payload: bytes, where: str) -> list[OverflowRe
 # --- the dump-file container --------------------------------------------------------------
 
 
-def _container_payloads(path: str | Path, data: bytes) -> tuple[list[bytes] | None, str]:
-    """The output payloads of a dump file -> (payloads, ""), or (None, why not)."""
+def _container_payloads(path: str | Path) -> tuple[list[bytes] | None, str]:
+    """The output payloads of a dump file -> (payloads, ""), or (None, why not).
+
+    Reads the dump header and then only the output payloads, each at most MAX_PAYLOAD_BYTES.
+    """
     try:
         header = read_dump_header(path)
-        payloads = [
-            data[meta.offset : meta.offset + meta.size]
-            if meta.offset >= 0
-            else np.asarray(read_tensor(header, "output", meta.index)).tobytes()  # inline data
-            for meta in header.outputs
-        ]
+        if not header.outputs:
+            return None, "a dump file without outputs"
+        for meta in header.outputs:
+            if meta.size > MAX_PAYLOAD_BYTES:
+                return None, (
+                    f"output {meta.index} holds {meta.size} bytes, more than an overflow "
+                    f"payload can be ({MAX_PAYLOAD_BYTES})"
+                )
+        payloads = []
+        with open(path, "rb") as stream:
+            for meta in header.outputs:
+                if meta.offset < 0:  # inline data
+                    payload = np.asarray(read_tensor(header, "output", meta.index)).tobytes()
+                else:
+                    stream.seek(meta.offset)
+                    payload = stream.read(meta.size)
+                payloads.append(payload)
     except FormatError as error:
         return None, error.problem
-    if not payloads:
-        return None, "a dump file without outputs"
+    except OSError as error:
+        raise FormatError(path, f"cannot read: {error.strerror}") from None
     return payloads, ""
 
 
+def _bare_payload(path: str | Path) -> bytes | None:
+    """The whole file when it may be a bare payload (the new layout's magic first, or exactly
+    the old layout's size), else None; a bare payload is never larger than MAX_PAYLOAD_BYTES."""
+    try:
+        with open(path, "rb") as stream:
+            file_size = os.fstat(stream.fileno()).st_size
+            if stream.read(4) != _MAGIC_BYTES and file_size != OLD_LAYOUT_SIZE:
+                return None
+            if file_size > MAX_PAYLOAD_BYTES:
+                raise FormatError(
+                    path,
+                    f"starts like a bare new-layout payload but has {file_size} bytes, more "
+                    f"than an overflow payload can be ({MAX_PAYLOAD_BYTES})",
+                )
+            stream.seek(0)
+            return stream.read()
+    except OSError as error:
+        raise FormatError(path, f"cannot read: {error.strerror}") from None
+
+
 def read_opdebug(path: str | Path) -> OpdebugFile:
-    """Read and decode one Opdebug file."""
+    """Read and decode one Opdebug file; reads the payloads, never a whole large file."""
     name = Path(path).name
     try:
         task_id, stream_id, timestamp = parse_opdebug_name(name)
     except ValueError as error:
         raise FormatError(path, str(error)) from None
-    try:
-        data = Path(path).read_bytes()
-    except OSError as error:
-        raise FormatError(path, f"cannot read: {error.strerror}") from None
 
-    if data[:4] == _MAGIC_BYTES:
-        payloads = [data]
+    bare = _bare_payload(path)
+    if bare is not None and bare[:4] == _MAGIC_BYTES:
+        payloads = [bare]
     else:
-        payloads, problem = _container_payloads(path, data)
+        payloads, problem = _container_payloads(path)
         # A bare old-layout payload can look like a tiny dump header by accident; a real
         # dump file of exactly 2048 bytes can only carry a (short) new-layout payload.
-        if len(data) == OLD_LAYOUT_SIZE and not (
+        if bare is not None and not (
             payloads and all(payload[:4] == _MAGIC_BYTES for payload in payloads)
         ):
-            payloads = [data]
+            payloads = [bare]
         elif payloads is None:
             raise FormatError(
                 path,
-                f"not an overflow debug file ({len(data)} bytes): not the {OLD_LAYOUT_SIZE}-"
-                f"byte old layout, not the 0x{NEW_LAYOUT_MAGIC:08X} new layout, and as a dump "
-                f"file: {problem}",
+                f"not an overflow debug file ({os.path.getsize(path)} bytes): not the "
+                f"{OLD_LAYOUT_SIZE}-byte old layout, not the 0x{NEW_LAYOUT_MAGIC:08X} new "
+                f"layout, and as a dump file: {problem}",
             )
 
     records: list[OverflowRecord] = []
     dha_status = l2_status = None
     layouts = set()
     for index, payload in enumerate(payloads):
-        where = "payload" if payload is data else f"output {index}"
+        where = "payload" if payload is bare else f"output {index}"
         if payload[:4] == _MAGIC_BYTES:
             layouts.add("new")
             records.extend(_decode_new(path, payload, where))
