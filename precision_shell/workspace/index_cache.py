@@ -4,44 +4,80 @@ Each piece (one graph file, one dump dir, the benchmark dir) is cached separatel
 the sizes and mtimes of what it was built from, so a changed or added file rebuilds only
 its own piece. Entries are pickles, and a workspace may come from someone else, so every
 entry carries an HMAC made with a per-user key kept outside the workspace: an entry we did
-not write is never unpickled, only rebuilt.
+not write is never unpickled, only rebuilt. A key of the wrong length (an empty file left by
+a full disk, say) would let anyone forge that HMAC, so it counts as no key at all.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import os
 import pickle
 import secrets
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 CACHE_FORMAT = 2
+KEY_LEN = 32
 _MAC_LEN = 32
 
 
-def _user_key() -> bytes | None:
+def user_key_path() -> Path:
+    """The per-user HMAC key: in the user's cache dir, never in a workspace."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    key_path = Path(base) / "precision_shell" / "index_cache.key"
+    return Path(base) / "precision_shell" / "index_cache.key"
+
+
+def _read_key(path: Path) -> bytes | None:
+    """The key if the file holds exactly one; None when it is missing, unreadable or bad."""
     try:
-        return key_path.read_bytes()
-    except FileNotFoundError:
-        pass
+        with open(path, "rb") as fh:
+            key = fh.read(KEY_LEN + 1)
     except OSError:
         return None
+    return key if len(key) == KEY_LEN else None
+
+
+def _install_key(path: Path, replace: bool) -> None:
+    """Write a fresh key beside `path`, then move it in whole: a reader never sees a short key.
+
+    `replace` False links the new key in only if no key exists yet (a racing first start that
+    got there first wins); True swaps out a bad key.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")  # mode 0600
     try:
-        key_path.parent.mkdir(parents=True, exist_ok=True)
-        key = secrets.token_bytes(32)
-        fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as fh:
-            fh.write(key)
+            fh.write(secrets.token_bytes(KEY_LEN))
+            fh.flush()
+            os.fsync(fh.fileno())
+        if replace:
+            os.replace(tmp, path)
+        else:
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def _user_key() -> bytes | None:
+    path = user_key_path()
+    key = _read_key(path)
+    if key is not None:
         return key
-    except FileExistsError:
-        return key_path.read_bytes()
+    try:
+        exists = path.exists()
+        if exists and not os.access(path, os.R_OK):
+            return None  # someone else's file: do not touch it, run uncached
+        _install_key(path, replace=exists)
     except OSError:
         return None
+    return _read_key(path)  # ours, or the key of the start that won the race
 
 
 def file_fingerprint(path: Path) -> tuple[int, int] | None:
@@ -58,11 +94,16 @@ def dir_fingerprint(path: Path, *members: str) -> tuple:
 
 
 class IndexCache:
-    """Load-or-build of cache entries; silently uncached when the dir or key is unavailable."""
+    """Load-or-build of cache entries; silently uncached when the dir or key is unavailable.
 
-    def __init__(self, cache_dir: Path, enabled: bool = True):
+    `read=False` rebuilds every piece and writes it (what `reload` wants); `enabled=False`
+    neither reads nor writes.
+    """
+
+    def __init__(self, cache_dir: Path, enabled: bool = True, read: bool = True):
         self.cache_dir = cache_dir
         self._key = _user_key() if enabled else None
+        self._read_entries = read
         self.hits = 0
         self.misses = 0
 
@@ -81,30 +122,55 @@ class IndexCache:
         except OSError:
             return None
         mac, payload = raw[:_MAC_LEN], raw[_MAC_LEN:]
-        if not hmac.compare_digest(mac, hmac.new(self._key, payload, hashlib.sha256).digest()):
+        if not payload or not hmac.compare_digest(
+            mac, hmac.new(self._key, payload, hashlib.sha256).digest()
+        ):
             return None
         try:
             entry = pickle.loads(payload)
-        except Exception:
+        except Exception:  # an entry of ours an older version wrote, or a deep one: rebuild
             return None
-        if entry.get("format") != CACHE_FORMAT or entry.get("fingerprint") != fingerprint:
+        if (
+            not isinstance(entry, dict)
+            or entry.get("format") != CACHE_FORMAT
+            or entry.get("fingerprint") != fingerprint
+        ):
             return None
         return entry["state"]
 
     def _write(self, path: Path, fingerprint: Any, state: Any) -> None:
+        """Best effort: a piece that cannot be pickled or stored is just not cached."""
         assert self._key is not None
-        payload = pickle.dumps(
-            {"format": CACHE_FORMAT, "fingerprint": fingerprint, "state": state},
-            protocol=pickle.HIGHEST_PROTOCOL,
-        )
+        try:
+            payload = pickle.dumps(
+                {"format": CACHE_FORMAT, "fingerprint": fingerprint, "state": state},
+                protocol=pickle.HIGHEST_PROTOCOL,
+            )
+        except Exception:  # RecursionError on a very deep attr tree, PicklingError...
+            return  # the piece is still indexed, just not cached
         mac = hmac.new(self._key, payload, hashlib.sha256).digest()
         try:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_bytes(mac + payload)
-            os.replace(tmp, path)
+            # A unique temp name in the same dir: two shells on one workspace never share it,
+            # and os.replace swaps whole files only.
+            fd, tmp = tempfile.mkstemp(dir=self.cache_dir, prefix=f".{path.name}.", suffix=".tmp")
         except OSError:
-            pass  # a read-only workspace works, just without a cache
+            return  # a read-only workspace works, just without a cache
+        stored = False
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(mac)
+                fh.write(payload)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+            stored = True
+        except OSError:
+            pass  # ENOSPC, EIO...: the command goes on without this entry
+        finally:
+            if not stored:  # also on Ctrl-C: never leave a partial temp file behind
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
 
     def load_or_build(
         self, kind: str, source: Path, fingerprint: Any, build: Callable[[], Any]
@@ -113,7 +179,7 @@ class IndexCache:
             self.misses += 1
             return build()
         path = self._entry_path(kind, source)
-        state = self._read(path, fingerprint)
+        state = self._read(path, fingerprint) if self._read_entries else None
         if state is not None:
             self.hits += 1
             return state

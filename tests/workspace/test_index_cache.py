@@ -1,9 +1,22 @@
+import errno
+import hashlib
+import hmac
 import os
 import pickle
+import stat
+import sys
+from pathlib import Path
 
 import pytest
 
-from precision_shell.workspace.index_cache import IndexCache, dir_fingerprint, file_fingerprint
+from precision_shell.workspace.index_cache import (
+    CACHE_FORMAT,
+    KEY_LEN,
+    IndexCache,
+    dir_fingerprint,
+    file_fingerprint,
+    user_key_path,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -75,3 +88,144 @@ def test_dir_fingerprint_changes_when_a_file_is_added(tmp_path):
     (d / "new_file").write_text("x")
     assert dir_fingerprint(d, "mapping.csv") != before
     assert before[1] is None  # no mapping.csv
+
+
+# -- the HMAC key ----------------------------------------------------------------------------
+
+
+def _forged_entry(cache_dir, src, marker, key: bytes) -> None:
+    """A cache entry whose pickle would create `marker` when loaded, signed with `key`."""
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, ("touch " + str(marker),))
+
+    fp = file_fingerprint(src)
+    payload = pickle.dumps({"format": CACHE_FORMAT, "fingerprint": fp, "state": Payload()})
+    mac = hmac.new(key, payload, hashlib.sha256).digest()
+    probe = IndexCache(cache_dir, enabled=False)
+    path = probe._entry_path("graph", src)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(mac + payload)
+
+
+@pytest.mark.parametrize(
+    "bad_key", [b"", b"\x01" * 16, b"\x02" * (KEY_LEN + 1)], ids=["empty", "short", "long"]
+)
+def test_a_key_of_the_wrong_length_is_no_key_and_nothing_is_unpickled(tmp_path, bad_key):
+    key_path = user_key_path()
+    key_path.parent.mkdir(parents=True)
+    key_path.write_bytes(bad_key)  # e.g. left empty by a disk-full error
+    src = tmp_path / "graph.txt"
+    src.write_text("a")
+    marker = tmp_path / "pwned"
+    # Signed with the bad key (as read: HMAC pads a short key and hashes a long one alike).
+    _forged_entry(tmp_path / "cache", src, marker, bad_key)
+    cache = IndexCache(tmp_path / "cache")
+    assert cache.load_or_build("graph", src, file_fingerprint(src), lambda: "rebuilt") == "rebuilt"
+    assert not marker.exists()
+    assert cache.misses == 1 and cache.hits == 0
+    # The bad key was replaced by a good one, in place.
+    new_key = key_path.read_bytes()
+    assert len(new_key) == KEY_LEN and new_key != bad_key[:KEY_LEN]
+    assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
+
+
+def test_the_key_is_created_whole_with_mode_0600_and_no_temp_file_left(tmp_path):
+    cache = IndexCache(tmp_path / "cache")
+    assert cache.enabled
+    key_path = user_key_path()
+    assert len(key_path.read_bytes()) == KEY_LEN
+    assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
+    assert sorted(p.name for p in key_path.parent.iterdir()) == [key_path.name]
+    # A second start reads the same key: its entries are ours.
+    src = tmp_path / "graph.txt"
+    src.write_text("a")
+    fp = file_fingerprint(src)
+    cache.load_or_build("graph", src, fp, lambda: "first")
+    assert IndexCache(tmp_path / "cache").load_or_build("graph", src, fp, lambda: "x") == "first"
+
+
+def test_a_start_racing_another_uses_the_key_the_other_installed(tmp_path, monkeypatch):
+    key_path = user_key_path()
+    winner = bytes(range(KEY_LEN))
+    real_link = os.link
+
+    def racing_link(src, dst):
+        # The other start links its key in between our read and our link.
+        Path(dst).write_bytes(winner)
+        real_link(src, str(dst) + ".unused")  # the link itself works
+        raise FileExistsError(dst)
+
+    monkeypatch.setattr(os, "link", racing_link)
+    cache = IndexCache(tmp_path / "cache")
+    assert cache._key == winner
+    assert key_path.read_bytes() == winner
+    leftovers = {p.name for p in key_path.parent.iterdir()} - {
+        key_path.name,
+        key_path.name + ".unused",
+    }
+    assert leftovers == set()
+
+
+def test_a_key_that_cannot_be_written_means_no_cache_not_an_error(tmp_path, monkeypatch):
+    def no_space(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", no_space)
+    cache = IndexCache(tmp_path / "cache")
+    assert not cache.enabled
+    key_path = user_key_path()
+    assert not key_path.exists()  # never an empty key file
+    assert list(key_path.parent.iterdir()) == []
+    assert cache.load_or_build("graph", tmp_path, None, lambda: 7) == 7
+
+
+# -- writes that fail --------------------------------------------------------------------------
+
+
+def _deep(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_state_too_deep_to_pickle_is_returned_uncached(tmp_path):
+    src = tmp_path / "graph.txt"
+    src.write_text("a")
+    cache = IndexCache(tmp_path / "cache")
+    deep = _deep(sys.getrecursionlimit() * 20)
+    state = cache.load_or_build("graph", src, file_fingerprint(src), lambda: deep)
+    assert state is deep
+    assert not (tmp_path / "cache").exists() or list((tmp_path / "cache").iterdir()) == []
+
+
+@pytest.mark.parametrize("failing", ["fsync", "replace"])
+def test_a_full_disk_leaves_no_entry_and_no_temp_file(tmp_path, monkeypatch, failing):
+    src = tmp_path / "graph.txt"
+    src.write_text("a")
+    cache = IndexCache(tmp_path / "cache")  # the key is made before the disk fills
+
+    def no_space(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, failing, no_space)
+    fp = file_fingerprint(src)
+    assert cache.load_or_build("graph", src, fp, lambda: {"ops": [1]}) == {"ops": [1]}
+    assert list((tmp_path / "cache").iterdir()) == []
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    again = IndexCache(tmp_path / "cache")
+    assert again.load_or_build("graph", src, fp, lambda: "rebuilt") == "rebuilt"
+    assert again.misses == 1
+
+
+def test_reread_builds_every_piece_and_rewrites_the_cache(tmp_path):
+    src = tmp_path / "graph.txt"
+    src.write_text("a")
+    fp = file_fingerprint(src)
+    IndexCache(tmp_path / "cache").load_or_build("graph", src, fp, lambda: "old")
+    fresh = IndexCache(tmp_path / "cache", read=False)
+    assert fresh.load_or_build("graph", src, fp, lambda: "new") == "new"
+    assert IndexCache(tmp_path / "cache").load_or_build("graph", src, fp, lambda: "x") == "new"
