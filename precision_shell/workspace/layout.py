@@ -11,10 +11,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from precision_shell.errors import PrecisionError
+from precision_shell.workspace.index_cache import file_fingerprint
 
 WORKSPACE_DIR_NAME = "precision_data"
 _GRAPH_FILE = re.compile(r"^ge_proto_(\d+)_(.+)\.txt$")
 _RUN_DIR = re.compile(r"^debug_(\d+)$")
+
+
+DirStamp = tuple[Path, tuple[int, int] | None]
+
+
+def stamp(path: Path) -> DirStamp:
+    """A dir with its (size, mtime): taken before listing it, so a later change shows."""
+    return (path, file_fingerprint(path))
 
 
 def newest_numbered_dir(parent: Path) -> Path | None:
@@ -79,6 +88,9 @@ class WorkspaceLayout:
     overflow_dir: Path | None
     fusion_json: Path | None
     warnings: list[str] = field(default_factory=list)
+    # Dirs whose listing decided this layout (some may not exist), each with its (size, mtime)
+    # taken before it was listed: a change in one means the layout must be discovered again.
+    watched_dirs: list[DirStamp] = field(default_factory=list)
 
     @property
     def temp_dir(self) -> Path:
@@ -117,11 +129,16 @@ def workspace_root_or_new(path: str | Path) -> Path:
         raise
 
 
-def _graph_files(graph_dir: Path) -> list[GraphFile]:
+def _graph_files(graph_dir: Path, warnings: list[str]) -> list[GraphFile]:
     found: list[GraphFile] = []
     if not graph_dir.is_dir():
         return found
-    for entry in os.scandir(graph_dir):
+    try:
+        entries = list(os.scandir(graph_dir))
+    except OSError as exc:
+        warnings.append(f"{graph_dir}: cannot list the graph dir: {exc.strerror}")
+        return found
+    for entry in entries:
         m = _GRAPH_FILE.match(entry.name)
         if m and entry.is_file():
             found.append(GraphFile(Path(entry.path), int(m.group(1)), m.group(2)))
@@ -136,15 +153,25 @@ def _subdirs(path: Path) -> list[os.DirEntry]:
         return []
 
 
-def graph_dump_dirs(dump_dir: Path, warnings: list[str]) -> list[GraphDumpDir]:
-    """Walk `<device_id>/<graph_name>/<model_id>/<step>/` under one timestamped dump dir."""
+def graph_dump_dirs(
+    dump_dir: Path, warnings: list[str], walked: list[DirStamp] | None = None
+) -> list[GraphDumpDir]:
+    """Walk `<device_id>/<graph_name>/<model_id>/<step>/` under one timestamped dump dir.
+
+    `walked` collects every dir listed on the way (the step dirs excluded), stamped first.
+    """
+    seen: list[DirStamp] = [] if walked is None else walked
+    seen.append(stamp(dump_dir))
     found: list[GraphDumpDir] = []
     for device in _subdirs(dump_dir):
+        seen.append(stamp(Path(device.path)))
         graphs = _subdirs(Path(device.path))
         if not graphs:
             warnings.append(f"{device.path}: empty device dir, expected <graph_name>/ inside")
         for graph in graphs:
+            seen.append(stamp(Path(graph.path)))
             for model in _subdirs(Path(graph.path)):
+                seen.append(stamp(Path(model.path)))
                 steps = _subdirs(Path(model.path))
                 for step in steps:
                     found.append(
@@ -157,18 +184,24 @@ def graph_dump_dirs(dump_dir: Path, warnings: list[str]) -> list[GraphDumpDir]:
     return found
 
 
-def _device_runs(root: Path, warnings: list[str]) -> list[DeviceRun]:
+def _device_runs(root: Path, warnings: list[str], watched: list[DirStamp]) -> list[DeviceRun]:
     npu = root / "npu"
+    watched.append(stamp(npu))
     runs: list[DeviceRun] = []
     if not npu.is_dir():
         return runs
-    entries = [e for e in os.scandir(npu) if e.is_dir() and _RUN_DIR.match(e.name)]
+    try:
+        entries = [e for e in os.scandir(npu) if e.is_dir() and _RUN_DIR.match(e.name)]
+    except OSError as exc:
+        warnings.append(f"{npu}: cannot list the device runs: {exc.strerror}")
+        return runs
     entries.sort(key=lambda e: int(e.name.split("_")[1]))
     for entry in entries:
         run_root = Path(entry.path)
+        watched.extend(stamp(d) for d in (run_root, run_root / "dump", run_root / "graph"))
         dump_dir = newest_numbered_dir(run_root / "dump")
-        dirs = graph_dump_dirs(dump_dir, warnings) if dump_dir else []
-        graphs = _graph_files(run_root / "graph")
+        dirs = graph_dump_dirs(dump_dir, warnings, watched) if dump_dir else []
+        graphs = _graph_files(run_root / "graph", warnings)
         if dump_dir is None:
             warnings.append(f"{run_root}: no dump/<timestamp>/ dir")
         if not graphs:
@@ -181,11 +214,13 @@ def discover(path: str | Path) -> WorkspaceLayout:
     """Find the runs, dump dirs, graphs, benchmark, overflow and fusion files of a workspace."""
     root = resolve_workspace_root(path)
     warnings: list[str] = []
-    runs = _device_runs(root, warnings)
     benchmark = root / "tf" / "dump"
     tf_debug = root / "tf" / "tf_debug"
-    overflow_dump = newest_numbered_dir(root / "overflow" / "dump")
     fusion = root / "fusion" / "fusion_result.json"
+    watched = [stamp(root), stamp(root / "tf"), stamp(root / "overflow"), stamp(fusion.parent)]
+    watched.append(stamp(root / "overflow" / "dump"))
+    runs = _device_runs(root, warnings, watched)
+    overflow_dump = newest_numbered_dir(root / "overflow" / "dump")
     return WorkspaceLayout(
         root=root,
         runs=runs,
@@ -194,13 +229,19 @@ def discover(path: str | Path) -> WorkspaceLayout:
         overflow_dir=overflow_dump,
         fusion_json=fusion if fusion.is_file() else None,
         warnings=warnings,
+        watched_dirs=watched,
     )
 
 
-def leaf_dirs(root: Path) -> list[Path]:
-    """Every dir under `root` (itself included) that directly holds files, sorted."""
+def leaf_dirs(root: Path, walked: list[DirStamp] | None = None) -> list[Path]:
+    """Every dir under `root` (itself included) that directly holds files, sorted.
+
+    `walked` collects every dir visited, leaves or not.
+    """
     leaves = []
     for dirpath, _dirs, files in os.walk(root):
+        if walked is not None:
+            walked.append(stamp(Path(dirpath)))
         if files:
             leaves.append(Path(dirpath))
     return sorted(leaves)

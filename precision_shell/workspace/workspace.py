@@ -3,6 +3,8 @@
 `Workspace.open(path)` discovers the layout, then builds (or loads from the on-disk cache)
 one piece per graph file, per dump dir and for the benchmark dir. Bad files never stop the
 build: each becomes a one-line entry of `warnings`. Tensor data is read lazily.
+`is_stale()` tells by a few stats whether files changed since; `open(path, previous=ws)` then
+re-reads only the pieces that changed.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from precision_shell.compare.pipeline.matcher import input_origin, record_output_origin
-from precision_shell.errors import FormatError, PrecisionError
+from precision_shell.errors import PrecisionError
 from precision_shell.formats.benchmark import (
     BenchmarkFile,
     BenchmarkIndex,
@@ -35,8 +37,15 @@ from precision_shell.workspace.dump_index import (
 )
 from precision_shell.workspace.graph_index import RECORD_VERSION, GraphIndex, OpRecord
 from precision_shell.workspace.index_cache import IndexCache, dir_fingerprint, file_fingerprint
-from precision_shell.workspace.layout import DeviceRun, WorkspaceLayout, discover, leaf_dirs
+from precision_shell.workspace.layout import (
+    DeviceRun,
+    DirStamp,
+    WorkspaceLayout,
+    discover,
+    leaf_dirs,
+)
 from precision_shell.workspace.output_files import ensure_dir
+from precision_shell.workspace.pieces import Freshness, Piece, PieceStore, failure_text
 from precision_shell.workspace.tensor_stats import StatsCache, TensorStats
 
 _HEADER_CACHE_SIZE = 4096
@@ -102,51 +111,94 @@ class Workspace:
     fusion: list[FusionPass]
     warnings: list[str] = field(default_factory=list)
     cache: IndexCache | None = None
+    pieces: dict[tuple[str, str], Piece] = field(default_factory=dict, repr=False)
+    freshness: Freshness | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.stats = StatsCache()
-        self._headers: OrderedDict[str, DumpHeader] = OrderedDict()
+        # path -> (fingerprint, header): a file rewritten in place is read again
+        self._headers: OrderedDict[str, tuple[object, DumpHeader]] = OrderedDict()
 
     # -- building -----------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | Path, use_cache: bool = True) -> Workspace:
+    def open(
+        cls,
+        path: str | Path,
+        use_cache: bool = True,
+        previous: Workspace | None = None,
+        reread: bool = False,
+    ) -> Workspace:
+        """Index the workspace at `path`.
+
+        `previous`: an index of the same workspace whose unchanged pieces are taken as they
+        are. `reread`: build every piece from the files (the cache is written, not read).
+        """
         # Building or unpickling an index makes millions of objects and no garbage cycles;
         # the collector would only rescan them again and again.
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            return cls._open(path, use_cache)
+            ws = cls._open(path, use_cache, None if reread else previous, reread)
         finally:
             if was_enabled:
                 gc.enable()
+        if previous is not None:
+            ws.stats = previous.stats  # keyed by file fingerprints: still valid
+        return ws
 
     @classmethod
-    def _open(cls, path: str | Path, use_cache: bool) -> Workspace:
+    def _open(
+        cls, path: str | Path, use_cache: bool, previous: Workspace | None, reread: bool
+    ) -> Workspace:
         layout = discover(path)
         warnings = list(layout.warnings)
-        cache = IndexCache(layout.temp_dir / "index_cache", enabled=use_cache)
-        runs = [_index_run(run, cache, warnings) for run in layout.runs]
+        cache = IndexCache(layout.temp_dir / "index_cache", enabled=use_cache, read=not reread)
+        reuse = previous.pieces if previous is not None and previous.root == layout.root else None
+        pieces = PieceStore(cache, reuse)
+        runs = [_index_run(run, pieces, warnings) for run in layout.runs]
         benchmark = None
         if layout.benchmark_dir is not None:
             gdir = layout.benchmark_dir
-            benchmark = cache.load_or_build(
+            benchmark = pieces.get(
                 "benchmark",
                 gdir,
-                dir_fingerprint(gdir, "mapping.csv"),
+                lambda: dir_fingerprint(gdir, "mapping.csv"),
                 lambda: scan_benchmark_dir(gdir),
+                warnings,
             )
-            warnings.extend(benchmark.warnings)
+            if benchmark is not None:
+                warnings.extend(benchmark.warnings)
+        watched: list[DirStamp] = list(layout.watched_dirs)
         overflow = None
         if layout.overflow_dir is not None:
-            overflow = DumpIndex([scan_dump_dir(d) for d in leaf_dirs(layout.overflow_dir)])
+            states = [
+                _dump_dir_piece(pieces, d, warnings)
+                for d in leaf_dirs(layout.overflow_dir, watched)
+            ]
+            overflow = DumpIndex([s for s in states if s is not None])
             warnings.extend(overflow.warnings)
         fusion: list[FusionPass] = []
         if layout.fusion_json is not None:
-            try:
-                fusion = read_fusion_result(layout.fusion_json)
-            except FormatError as exc:
-                warnings.append(str(exc))
-        return cls(layout, runs, benchmark, overflow, fusion, warnings, cache)
+            fjson = layout.fusion_json
+            fusion = (
+                pieces.get(
+                    "fusion",
+                    fjson,
+                    lambda: file_fingerprint(fjson),
+                    lambda: read_fusion_result(fjson),
+                    warnings,
+                    cached=False,  # small, read in milliseconds
+                )
+                or []
+            )
+        freshness = Freshness.of(watched, pieces.pieces)
+        return cls(
+            layout, runs, benchmark, overflow, fusion, warnings, cache, pieces.pieces, freshness
+        )
+
+    def is_stale(self) -> bool:
+        """True when a file or dir this index was built from changed (a few stats, no reads)."""
+        return self.freshness is not None and self.freshness.changed()
 
     # -- queries ------------------------------------------------------------------------
     @property
@@ -206,12 +258,14 @@ class Workspace:
     # -- tensors ------------------------------------------------------------------------
     def header(self, ref: DumpFileRef | str) -> DumpHeader:
         path = ref if isinstance(ref, str) else ref.path
+        fingerprint = file_fingerprint(Path(path))
         hit = self._headers.get(path)
-        if hit is not None:
+        if hit is not None and hit[0] == fingerprint:
             self._headers.move_to_end(path)
-            return hit
+            return hit[1]
         header = read_dump_header(path)
-        self._headers[path] = header
+        self._headers[path] = (fingerprint, header)
+        self._headers.move_to_end(path)
         if len(self._headers) > _HEADER_CACHE_SIZE:
             self._headers.popitem(last=False)
         return header
@@ -229,28 +283,48 @@ class Workspace:
         return self.stats.get(key, lambda: load_benchmark(benchmark.path))
 
 
-def _index_run(run: DeviceRun, cache: IndexCache, warnings: list[str]) -> RunIndex:
+def _graph_state(path: Path) -> dict | str:
+    """A graph file's index state, or the one line saying why it cannot be read."""
+    try:
+        model = load_ge_graph(path)
+        return GraphIndex.from_model(model, str(path)).to_state()
+    except MemoryError:
+        raise  # not the file's fault: not cached, the piece store makes it a warning
+    except Exception as exc:  # cached too: an unchanged bad file is not re-parsed
+        return failure_text(path, exc)
+
+
+def _graph_or_failure(state: dict | str) -> GraphIndex | str:
+    return state if isinstance(state, str) else GraphIndex.from_state(state)
+
+
+def _dump_dir_piece(pieces: PieceStore, directory: Path, warnings: list[str]) -> dict | None:
+    return pieces.get(
+        "dumpdir",
+        directory,
+        lambda: (DIR_RECORD_VERSION, dir_fingerprint(directory, "mapping.csv")),
+        lambda: scan_dump_dir(directory),
+        warnings,
+    )
+
+
+def _index_run(run: DeviceRun, pieces: PieceStore, warnings: list[str]) -> RunIndex:
     graphs: list[GraphIndex] = []
     for gf in run.build_graphs:
-        fp = (RECORD_VERSION, file_fingerprint(gf.path))
-
-        def build(path: Path = gf.path) -> dict | str:
-            try:
-                model = load_ge_graph(path)
-            except FormatError as exc:
-                return str(exc)  # cached too: an unchanged bad file is not re-parsed
-            return GraphIndex.from_model(model, str(path)).to_state()
-
-        state = cache.load_or_build("graph", gf.path, fp, build)
-        if isinstance(state, str):
-            warnings.append(state)
-            continue
-        graphs.append(GraphIndex.from_state(state))
-    states = []
-    for d in run.graph_dump_dirs:
-        fp = (DIR_RECORD_VERSION, dir_fingerprint(d.path, "mapping.csv"))
-        states.append(cache.load_or_build("dumpdir", d.path, fp, lambda p=d.path: scan_dump_dir(p)))
-    dumps = DumpIndex(states)
+        graph = pieces.get(
+            "graph",
+            gf.path,
+            lambda p=gf.path: (RECORD_VERSION, file_fingerprint(p)),
+            lambda p=gf.path: _graph_state(p),
+            warnings,
+            from_state=_graph_or_failure,
+        )
+        if isinstance(graph, str):
+            warnings.append(graph)
+        elif graph is not None:
+            graphs.append(graph)
+    states = [_dump_dir_piece(pieces, d.path, warnings) for d in run.graph_dump_dirs]
+    dumps = DumpIndex([s for s in states if s is not None])
     warnings.extend(dumps.warnings)
     for graph in graphs:
         warnings.extend(f"{graph.source}: duplicate op name {n!r}" for n in graph.duplicates)
