@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 
 import pytest
@@ -29,12 +31,13 @@ def _user_file(config_home: Path, text: str | bytes) -> Path:
 def test_defaults_load(config_home: Path) -> None:
     settings = Settings.load()
     assert settings.sources == ["defaults"]
-    assert set(settings.data) == {"thresholds", "paths", "parallelism", "display", "colors"}
+    assert set(settings.data) == {"thresholds", "parallelism", "display"}
     assert settings.get("thresholds.cosine") == 0.98
+    assert settings.get("thresholds.relative_euclidean_distance") == 0.05
+    assert settings.get("thresholds.max_relative_error") == math.inf
     assert settings.get("thresholds.fp16_overflow") == 65504.0
-    assert settings.get("paths.temp") == "temp"
     assert settings.get("parallelism.workers") == 0
-    assert settings.get("display.max_rows") == 50
+    assert settings.get("display.preview") == 20
 
 
 def test_user_file_path_follows_xdg_config_home(config_home: Path) -> None:
@@ -45,7 +48,7 @@ def test_user_file_overrides_one_key_and_keeps_the_rest(config_home: Path) -> No
     path = _user_file(config_home, "[thresholds]\ncosine = 0.99\n")
     settings = Settings.load()
     assert settings.get("thresholds.cosine") == 0.99
-    assert settings.get("thresholds.max_relative_error") == 0.1
+    assert settings.get("thresholds.max_relative_error") == math.inf
     assert settings.get("display.preview") == 20
     assert settings.sources == ["defaults", str(path)]
 
@@ -71,7 +74,7 @@ def test_flag_override_wins(config_home: Path) -> None:
         ('[parallelism]\nworkers = "four"\n', "'parallelism.workers' must be int, got 'four'"),
         ("[parallelism]\nworkers = 1.5\n", "'parallelism.workers' must be int, got 1.5"),
         ("[thresholds]\ncosine = true\n", "'thresholds.cosine' must be float, got True"),
-        ("[paths]\ntemp = 3\n", "'paths.temp' must be str, got 3"),
+        ("[parallelism]\nbackend = 3\n", "'parallelism.backend' must be str, got 3"),
         ("thresholds = 3\n", "'thresholds' must be a table"),
         ("[thresholds.cosine]\nx = 1\n", "'thresholds.cosine' must be float, got {'x': 1}"),
     ],
@@ -100,7 +103,7 @@ def test_unreadable_file_is_a_precision_error(config_home: Path) -> None:
 
 
 def test_explicit_user_file_argument(tmp_path: Path, config_home: Path) -> None:
-    _user_file(config_home, "[display]\nmax_rows = 7\n")
+    _user_file(config_home, "[display]\npreview = 7\n")
     other = tmp_path / "other.toml"
-    other.write_text("[display]\nmax_rows = 9\n", encoding="utf-8")
-    assert Settings.load(other).get("display.max_rows") == 9
+    other.write_text("[display]\npreview = 9\n", encoding="utf-8")
+    assert Settings.load(other).get("display.preview") == 9

@@ -12,7 +12,7 @@ from precision_shell.commands.compare import vc_command
 from precision_shell.commands.compare_summary import CompareSummary, summary_of
 from precision_shell.commands.report import write_report
 from precision_shell.compare.diagnosis.advisor import ACCUMULATED_DRIFT, Finding, OverflowHit
-from precision_shell.compare.diagnosis.diagnose import Diagnosis, diagnose, write_into_summary
+from precision_shell.compare.diagnosis.diagnose import Diagnosis, diagnose
 from precision_shell.compare.diagnosis.graph_checks import (
     DangerousCast,
     PassUse,
@@ -21,9 +21,10 @@ from precision_shell.compare.diagnosis.graph_checks import (
     fusion_uses,
     run_differences,
 )
-from precision_shell.compare.diagnosis.root_cause import RootCause, Thresholds
+from precision_shell.compare.diagnosis.root_cause import RootCause
 from precision_shell.compare.pipeline.execute import VectorCompareResult
-from precision_shell.compare.results.csv_reader import CsvRow, ResultTable, read_result_csv
+from precision_shell.compare.results.schema import ResultRow, ResultTable, read_result_csv
+from precision_shell.errors import PrecisionError
 from precision_shell.explore.overflow_check import OverflowFinding, overflow_findings
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import REGISTRY, UsageError, argument, command
@@ -36,7 +37,7 @@ class RootCausePanel:
 
     cause: RootCause
     record: OpRecord | None
-    rows: list[CsvRow]  # its input and output compare rows
+    rows: list[ResultRow]  # its input and output compare rows
     findings: list[Finding]
     next_commands: list[str]
 
@@ -54,16 +55,20 @@ class AutoCheck:
     run_pair: tuple[str, str] | None = None
     compare: VectorCompareResult | None = None
     summary: CompareSummary | None = None
+    compare_error: str | None = None  # why -c could not compare (the panels above still hold)
     diagnosis: Diagnosis | None = None
+    diagnosis_skipped: str | None = None  # why no diagnosis ran on this compare
     root_cause: RootCausePanel | None = None
     report_path: Path | None = None  # the HTML report (`--report`)
 
     @property
     def error_message(self) -> str | None:
+        if self.compare_error is not None:
+            return f"ac: compare not run: {self.compare_error}"
         return self.compare.error_message if self.compare is not None else None
 
 
-def _next_commands(ctx: ShellContext, cause: RootCause, rows: list[CsvRow]) -> list[str]:
+def _next_commands(ctx: ShellContext, cause: RootCause, rows: list[ResultRow]) -> list[str]:
     commands = [f"ni {_quote(cause.op)} -s 2"]
     ws = ctx.workspace
     refs = ws.dump_files(ws.run(), cause.op)
@@ -100,13 +105,20 @@ def _static_checks(ctx: ShellContext, check: AutoCheck, limit: int) -> None:
 
 
 def _diagnose(ctx: ShellContext, check: AutoCheck, table: ResultTable) -> None:
-    assert check.compare is not None
-    ws = ctx.workspace
-    graph = ws.run().dump_graph()
+    """Diagnose a complete device-vs-benchmark compare and record it in its summary."""
+    compare = check.compare
+    assert compare is not None
+    if compare.primary.plan_mode != "benchmark":
+        check.diagnosis_skipped = "no benchmark: the root cause needs device vs benchmark"
+        return
+    graph = ctx.workspace.run().dump_graph()
+    if graph is None:
+        check.diagnosis_skipped = "no parsed graph to walk"
+        return
     hits = [OverflowHit(f.op, f.texts) for f in check.overflows]
-    thresholds = Thresholds(float(ctx.settings.get("thresholds.cosine")))
-    diagnosis = diagnose(graph, table.rows, hits, thresholds)
-    write_into_summary(check.compare.summary_path, diagnosis)
+    diagnosis = diagnose(graph, table.rows, compare.rule, hits)
+    compare.summary.diagnosis = diagnosis.record()
+    compare.summary.write(compare.summary_path)
     check.diagnosis = diagnosis
     if diagnosis.causes:
         cause = diagnosis.causes[0]
@@ -138,10 +150,18 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck:
     check = AutoCheck()
     _static_checks(ctx, check, args.limit)
     if args.compare or args.report:
-        # through vc's own parser, so every vc default applies
-        check.compare = vc_command(ctx, REGISTRY.lookup("vc").parse(["--overflow"]))
+        try:
+            # through vc's own parser, so every vc default applies
+            check.compare = vc_command(ctx, REGISTRY.lookup("vc").parse(["--overflow"]))
+        except PrecisionError as exc:
+            check.compare_error = str(exc)
+            return check
+        if check.compare.summary.partial:
+            # the interruption is vc's error line; nothing is concluded from part of a run
+            check.diagnosis_skipped = f"the compare is {check.compare.summary.primary.partial_text}"
+            return check
         table = read_result_csv(check.compare.primary.csv_path)
-        check.summary = summary_of(ctx, table, None, [], args.limit or 0)
+        check.summary = summary_of(ctx, table, None, [], args.limit or 0, check.compare.summary)
         _diagnose(ctx, check, table)  # the CSV just read, not read again
         if args.report:
             check.report_path = write_report(ctx, check.compare.primary.csv_path).path

@@ -7,36 +7,19 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from precision_shell.compare.results.csv_reader import (
-    HIGHER_IS_BETTER,
-    CsvRow,
+from precision_shell.compare.metrics.cells import COSINE, metric_column
+from precision_shell.compare.results.schema import (
+    ResultRow,
     ResultTable,
     find_result_csv,
     read_result_csv,
 )
+from precision_shell.compare.results.summary import RunSummary, summary_beside
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
-from precision_shell.report.data import summary_beside
 from precision_shell.report.points import OpCosine, op_cosines
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
-
-
-@dataclass(frozen=True)
-class Threshold:
-    metric: str
-    value: float
-
-    @property
-    def higher_is_better(self) -> bool:
-        return self.metric in HIGHER_IS_BETTER
-
-    def fails(self, row: CsvRow) -> bool:
-        if row.nonfinite(self.metric):
-            return True  # NaN/inf propagated from the data fails; "NaN" (not computed) does not
-        value = row.metrics.get(self.metric, math.nan)
-        if math.isnan(value):
-            return False
-        return value < self.value if self.higher_is_better else value > self.value
 
 
 @dataclass
@@ -45,8 +28,8 @@ class OpVerdict:
     op: str
     op_type: str
     ground_truth: str
-    inputs: list[CsvRow] = field(default_factory=list)
-    outputs: list[CsvRow] = field(default_factory=list)
+    inputs: list[ResultRow] = field(default_factory=list)
+    outputs: list[ResultRow] = field(default_factory=list)
     failing: list[str] = field(default_factory=list)  # "output 0: CosineSimilarity 0.88 < 0.98"
 
 
@@ -55,20 +38,28 @@ class CompareSummary:
     """`vcs`: failing ops with their inputs' and outputs' metrics side by side."""
 
     path: Path
-    thresholds: list[Threshold]
+    rule: ThresholdRule
+    columns: list[str]  # the file's metric columns
     shown_metrics: list[str]
     ops: list[OpVerdict]
     failing_total: int
     compared_ops: int
+    rows: int = 0
+    compared_rows: int = 0
+    constant_inputs: int = 0
+    not_compared: int = 0  # rows not compared for another reason than being a constant
+    partial: str | None = None  # "partial: 16 of 300 files" when the compare was interrupted
     root_cause: str | None = None
+    diagnosed: bool = False
     plot: list[OpCosine] | None = None  # `--plot`: worst output cosine per op
 
     @property
     def cosine_threshold(self) -> float | None:
-        return next((t.value for t in self.thresholds if t.metric == "CosineSimilarity"), None)
+        return self.rule.cosine
 
 
-def parse_threshold(text: str, columns: list[str]) -> Threshold:
+def parse_limit(text: str, columns: list[str]) -> tuple[str, float]:
+    """`NAME:THRESHOLD` (NAME a column or a short name such as `mae`) -> (column, limit)."""
     name, sep, value = text.partition(":")
     if not sep:
         raise UsageError(f"vcs: --metric wants NAME:THRESHOLD, got {text!r}")
@@ -76,16 +67,22 @@ def parse_threshold(text: str, columns: list[str]) -> Threshold:
         number = float(value)
     except ValueError:
         raise UsageError(f"vcs: threshold of {name!r} is not a number: {value!r}") from None
-    match = [c for c in columns if c.lower() == name.lower()]
-    if not match:
+    column = metric_column(name)
+    if column is None or column not in columns:
         raise UsageError(f"vcs: unknown metric {name!r}; this file has {', '.join(columns)}")
-    return Threshold(match[0], number)
+    return column, number
 
 
-def summarize(table: ResultTable, thresholds: list[Threshold], limit: int | None) -> CompareSummary:
+def summarize(table: ResultTable, rule: ThresholdRule, limit: int | None) -> CompareSummary:
     by_op: dict[str, OpVerdict] = {}
     order: list[str] = []
+    rows = compared = constants = 0
     for row in table.rows:
+        rows += 1
+        if row.compared:
+            compared += 1
+        elif row.constant_input:
+            constants += 1
         op = row.op_name
         verdict = by_op.get(op)
         if verdict is None:
@@ -94,26 +91,26 @@ def summarize(table: ResultTable, thresholds: list[Threshold], limit: int | None
         (verdict.inputs if row.kind == "input" else verdict.outputs).append(row)
         if row.kind == "input":
             continue
-        for t in thresholds:
-            if t.fails(row):
-                cmp = "<" if t.higher_is_better else ">"
-                shown = row.texts.get(t.metric, "")
-                verdict.failing.append(
-                    f"{row.kind or 'tensor'} {row.slot}: {t.metric} {shown} {cmp} {t.value:g}"
-                )
+        for crossing in rule.crossings(row):
+            verdict.failing.append(f"{row.kind or 'tensor'} {row.slot}: {crossing}")
     order.sort(key=lambda op: by_op[op].index if by_op[op].index is not None else math.inf)
     failing = [by_op[op] for op in order if by_op[op].failing]
-    shown = [t.metric for t in thresholds]
-    for extra in ("CosineSimilarity", "MaxAbsoluteError", "RelativeEuclideanDistance"):
+    shown = [m for m, _ in rule.active(table.metric_columns)]
+    for extra in (COSINE, "MaxAbsoluteError", "RelativeEuclideanDistance"):
         if extra in table.metric_columns and extra not in shown:
             shown.append(extra)
     return CompareSummary(
         path=table.path,
-        thresholds=thresholds,
+        rule=rule,
+        columns=table.metric_columns,
         shown_metrics=shown,
         ops=failing[:limit] if limit else failing,
         failing_total=len(failing),
         compared_ops=len(order),
+        rows=rows,
+        compared_rows=compared,
+        constant_inputs=constants,
+        not_compared=rows - compared - constants,
     )
 
 
@@ -150,33 +147,43 @@ def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary:
         raise UsageError("vcs: -l must not be negative")
     target = args.file if args.file else ctx.workspace.output_dir("vector_compare")
     table = read_result_csv(find_result_csv(Path(target)))
-    result = summary_of(ctx, table, args.cosine, args.metric, args.limit)
+    summary = _summary_of(table.path)
+    result = summary_of(ctx, table, args.cosine, args.metric, args.limit, summary)
     if args.plot:
-        threshold = result.cosine_threshold
-        result.plot = op_cosines(table.rows, threshold) if threshold is not None else []
-        result.root_cause = _root_cause_beside(table.path)
+        result.plot = op_cosines(table.rows, result.rule)
     return result
 
 
-def _root_cause_beside(csv_path: Path) -> str | None:
-    """The root cause `ac -c` wrote into the summary.json next to the CSV, if any."""
+def _summary_of(csv_path: Path) -> RunSummary | None:
+    """The summary.json of the run the CSV belongs to (optional: msaccucmp's CSVs have none)."""
     try:
-        summary = summary_beside(csv_path)
-        causes = summary.root_causes() if summary is not None else []
+        return summary_beside(csv_path)
     except PrecisionError:
-        return None  # a plot without the marker beats no plot: the summary is optional here
-    op = causes[0].get("op") if causes else None
-    return op if isinstance(op, str) else None
+        return None
 
 
 def summary_of(
-    ctx: ShellContext, table: ResultTable, cosine: float | None, metrics: list[str], limit: int
+    ctx: ShellContext,
+    table: ResultTable,
+    cosine: float | None,
+    metrics: list[str],
+    limit: int,
+    summary: RunSummary | None = None,
 ) -> CompareSummary:
-    thresholds = []
-    if "CosineSimilarity" in table.metric_columns:
-        cos = cosine if cosine is not None else float(ctx.settings.get("thresholds.cosine"))
-        thresholds.append(Threshold("CosineSimilarity", cos))
-    thresholds += [parse_threshold(m, table.metric_columns) for m in metrics]
-    if not thresholds:
-        raise UsageError(f"{table.path}: no CosineSimilarity column; give --metric NAME:THRESHOLD")
-    return summarize(table, thresholds, limit or None)
+    """Judge `table` by the settings' rule; `-c` and `--metric` override single limits."""
+    rule = ThresholdRule.from_settings(ctx.settings)
+    try:
+        if cosine is not None:
+            rule = rule.with_limit(COSINE, cosine)
+        for text in metrics:
+            rule = rule.with_limit(*parse_limit(text, table.metric_columns))
+    except PrecisionError as exc:
+        raise UsageError(f"vcs: {exc}") from None
+    if not rule.active(table.metric_columns):
+        raise UsageError(f"{table.path}: no column the thresholds limit; give --metric NAME:LIMIT")
+    result = summarize(table, rule, limit or None)
+    if summary is not None:
+        result.partial = summary.primary.partial_text
+        result.diagnosed = summary.diagnosis is not None
+        result.root_cause = summary.diagnosis.root_cause if summary.diagnosis else None
+    return result

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from precision_shell.compare.pipeline.execute import result_dir
-from precision_shell.compare.results.csv_reader import CsvRow, find_result_csv
+from precision_shell.compare.results.files import OutputFile
 from precision_shell.compare.results.latest import LatestCompare
+from precision_shell.compare.results.schema import ResultRow, find_result_csv
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
 from precision_shell.report.data import ReportData, gather_report
 from precision_shell.report.page import SubgraphPicture, inline_svg, report_html
@@ -37,6 +39,7 @@ class ReportWritten:
     failing_outputs: int
     root_cause: str | None
     diagnosed: bool
+    partial: str | None
     subgraph: str | None  # "svg" | "gv" | None (no root cause, or not in the graph)
     notes: list[str] = field(default_factory=list)
 
@@ -73,11 +76,11 @@ def _picture(
     from precision_shell.render.graphviz_out import write_subgraph
 
     sub = neighbourhood(graph, op, depth)
-    rows: dict[str, list[CsvRow]] = {}
+    rows: dict[str, list[ResultRow]] = {}
     for row in data.rows:
         rows.setdefault(row.op_name, []).append(row)
-    colors = LatestCompare(data.csv_path, rows, op)
-    sub.node_colors = {name: colors.color(name, data.cosine_threshold) for name in sub.nodes}
+    colors = LatestCompare(data.csv_path, rows, data.summary)
+    sub.node_colors = {name: colors.color(name, data.rule) for name in sub.nodes}
     sub.node_marks[op] = "root cause"
     files = write_subgraph(sub, out_dir.path(), run.name)
     if files.svg is not None:
@@ -103,18 +106,16 @@ def write_report(
     ctx: ShellContext, csv_path: Path, output: Path | None = None, depth: int = DEFAULT_DEPTH
 ) -> ReportWritten:
     """Gather, render and write the report of one result CSV (and its summary.json)."""
-    data = gather_report(csv_path, float(ctx.settings.get("thresholds.cosine")))
+    data = gather_report(csv_path, ThresholdRule.from_settings(ctx.settings))
     target = _checked_output(output) if output is not None else None
     out_dir = _ReportDir(ctx)
     picture = _picture(ctx, data, out_dir, depth)
     if target is None:
         target = out_dir.path() / REPORT_NAME
     generated = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
-    try:
-        with open(target, "x", encoding="utf-8") as fh:
-            fh.write(report_html(data, picture, generated))
-    except OSError as exc:
-        raise PrecisionError(f"{target}: cannot write the report: {exc.strerror or exc}") from None
+    page = report_html(data, picture, generated)
+    with OutputFile(target) as fh:
+        fh.write(page)
     notes = list(data.warnings)
     if picture is not None and picture.note:
         notes.append(picture.note)
@@ -129,6 +130,7 @@ def write_report(
         failing_outputs=sum(1 for p in data.points if p.fails),
         root_cause=data.root_cause,
         diagnosed=data.diagnosed,
+        partial=data.partial,
         subgraph=embedded,
         notes=notes,
     )

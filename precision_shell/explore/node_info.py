@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from precision_shell.compare.pipeline.matcher import input_origin, record_output_origin
-from precision_shell.compare.results.csv_reader import CsvRow
+from precision_shell.compare.results.schema import ResultRow
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.results.latest import latest_compare
 from precision_shell.errors import PrecisionError
 from precision_shell.formats.ge.graph import OpDef, TensorDesc
@@ -57,7 +58,7 @@ class NodeInfo:
     benchmarks: list[TensorRow]
     attrs: dict[str, Any] | None = None
     subgraph: SubgraphFiles | None = None
-    compare_rows: list[CsvRow] = field(default_factory=list)  # from the newest vc result
+    compare_rows: list[ResultRow] = field(default_factory=list)  # from the newest vc result
     compare_file: str | None = None
     is_root_cause: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
@@ -187,8 +188,8 @@ def collect_node_info(
 
         sub = neighbourhood(graph, rec.name, depth)
         if latest is not None:
-            threshold = float(ctx.settings.get("thresholds.cosine"))
-            sub.node_colors = {name: latest.color(name, threshold) for name in sub.nodes}
+            rule = latest.rule_or(ThresholdRule.from_settings(ctx.settings))
+            sub.node_colors = {name: latest.color(name, rule) for name in sub.nodes}
             if latest.root_cause in sub.nodes:
                 sub.node_marks[latest.root_cause] = "root cause"
         info.subgraph = write_subgraph(sub, ctx.workspace.output_dir("op_graph"), run.name)

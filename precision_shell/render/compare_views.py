@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import math
-
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from precision_shell.commands.compare_summary import CompareSummary, Threshold
+from precision_shell.commands.compare_summary import CompareSummary
 from precision_shell.compare.pipeline.execute import CompareRun, VectorCompareResult
-from precision_shell.compare.results.csv_reader import CsvRow
-from precision_shell.render.numbers import fmt_fixed
+from precision_shell.compare.results.schema import ResultRow
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.render.output import renders
 from precision_shell.render.terminal_plot import render_cosine_plot
 
@@ -30,21 +28,24 @@ def _run_table(title: str, run: CompareRun) -> Table:
     )
     table.add_row("time", f"{run.elapsed:.2f} s, {run.mb_per_s:.0f} MB/s of device dumps")
     table.add_row(
-        "outputs below threshold", Text(str(len(t.below)), style="red" if t.below else "green")
+        "outputs failing the thresholds",
+        Text(str(len(t.failing)), style="red" if t.failing else "green"),
     )
+    if t.constant_inputs:
+        table.add_row("not compared", Text(f"{t.constant_inputs} x constant input (no benchmark)"))
     for reason, count in t.failed_reasons.most_common():
-        table.add_row("not compared", Text(f"{count} x {reason}"))
+        table.add_row("failed", Text(f"{count} x {reason}"))
     if run.skipped:
         table.add_row("dump files not matched", Text(f"{len(run.skipped)}, e.g. {run.skipped[0]}"))
     table.add_row("csv", Text(str(run.csv_path)))
     return table
 
 
-def _cos_text(value: float | None, threshold: float) -> Text:
-    if value is None or math.isnan(value):
-        return Text("nan", style="red")
-    style = "red" if value < threshold else "green"
-    return Text(fmt_fixed(value), style=style)
+def _cell(row: ResultRow, column: str, rule: ThresholdRule) -> Text:
+    """A metric cell as printed; red when it is one of the limits the row crosses."""
+    text = row.texts.get(column, "NaN")
+    crossed = {c.metric for c in rule.crossings(row)}
+    return Text(text, style="red" if column in crossed else "")
 
 
 @renders(VectorCompareResult)
@@ -57,57 +58,64 @@ def render_vector_compare(console: Console, result: VectorCompareResult) -> None
             result.primary,
         )
     )
-    below = result.first_below(10)
-    if below:
+    failing = result.first_failing(10)
+    rule = result.rule
+    if failing:
         table = Table(
-            title=f"first ops below cosine {result.cosine_threshold:g}",
+            title=f"first outputs failing the thresholds ({rule.describe()})",
             title_justify="left",
             show_edge=False,
             pad_edge=False,
         )
-        for col in ("Index", "op", "type", "tensor", "cosine", "max abs err"):
+        for col in ("Index", "op", "type", "tensor", "cosine", "rel euclid", "max abs err"):
             table.add_column(col)
-        for row in below:
-            m = row.metrics
+        for row in failing:
             table.add_row(
                 str(row.index),
-                Text(row.op_name or row.npu_dump),
+                Text(row.op_name),
                 Text(row.op_type),
                 Text(row.tensor_index),
-                _cos_text(m.cosine if m else None, result.cosine_threshold),
-                fmt_fixed(m.max_abs_error) if m else "NaN",
+                _cell(row, "CosineSimilarity", rule),
+                _cell(row, "RelativeEuclideanDistance", rule),
+                _cell(row, "MaxAbsoluteError", rule),
             )
         console.print(table)
     else:
-        console.print(f"no output below cosine {result.cosine_threshold:g}", style="green")
+        console.print(f"no output fails the thresholds ({rule.describe()})", style="green")
     if result.secondary is not None:
         console.print(_run_table("vc: device vs device", result.secondary))
     console.print(Text(f"summary: {result.summary_path}"), style="dim")
-    if result.primary.interrupted:
-        console.print("interrupted: the rows written so far are kept", style="yellow")
 
 
-def _metric_cells(row: CsvRow, metrics: list[str], thresholds: dict[str, Threshold]) -> list[Text]:
+def _metric_cells(row: ResultRow, metrics: list[str], rule: ThresholdRule) -> list[Text]:
+    crossed = {c.metric for c in rule.crossings(row)}
+    limited = {m for m, _ in rule.active()}
     cells = []
     for name in metrics:
         text = row.texts.get(name, "")
-        t = thresholds.get(name)
         style = ""
-        if t is not None and text and text != "NaN":
-            style = "red" if t.fails(row) else "green"
+        if name in limited and text and text != "NaN":
+            style = "red" if name in crossed else "green"
         cells.append(Text(text or "-", style=style))
     return cells
 
 
 @renders(CompareSummary)
 def render_compare_summary(console: Console, result: CompareSummary) -> None:
-    limits = ", ".join(
-        f"{t.metric} {'<' if t.higher_is_better else '>'} {t.value:g}" for t in result.thresholds
-    )
     console.print(
-        Text(f"{result.path}: {result.failing_total} of {result.compared_ops} ops fail ({limits})")
+        Text(
+            f"{result.path}: {result.failing_total} of {result.compared_ops} ops fail "
+            f"({result.rule.describe(result.columns)})"
+        )
     )
-    thresholds = {t.metric: t for t in result.thresholds}
+    counts = f"{result.compared_rows} of {result.rows} tensors compared"
+    if result.constant_inputs:
+        counts += f"; not compared: {result.constant_inputs} constant inputs"
+    if result.not_compared:
+        counts += f"; failed: {result.not_compared}"
+    console.print(Text(counts), style="dim")
+    if result.partial:
+        console.print(Text(f"{result.partial}: the compare was interrupted"), style="yellow")
     for verdict in result.ops:
         table = Table(show_edge=False, pad_edge=False)
         table.add_column("tensor")
@@ -117,7 +125,9 @@ def render_compare_summary(console: Console, result: CompareSummary) -> None:
         for row in [*verdict.inputs, *verdict.outputs]:
             label = Text(f"{row.kind} {row.slot}" if row.kind else row.tensor_index)
             table.add_row(
-                label, Text(row.ground_truth), *_metric_cells(row, result.shown_metrics, thresholds)
+                label,
+                Text(row.ground_truth),
+                *_metric_cells(row, result.shown_metrics, result.rule),
             )
         title = Text.assemble(
             (f"[{verdict.index}] ", "dim"), (f"[{verdict.op_type}] ", "cyan"), verdict.op

@@ -86,13 +86,14 @@ def _overflow(console: Console, check: AutoCheck) -> None:
 
 def _casts(console: Console, check: AutoCheck) -> None:
     if not check.casts:
-        _panel(console, "Dangerous casts", None, "no float->int or narrowing cast")
+        _panel(console, "Dangerous casts", None, "no float->int, integer or float narrowing cast")
         return
     table = Table(show_edge=False, pad_edge=False)
     for col in ("op", "from", "to", "why"):
         table.add_column(col)
     for c in check.casts:
-        table.add_row(Text(c.op), c.src, c.dst, c.why)
+        why = Text(f"note: {c.why}", style="dim") if c.note else Text(c.why, style="red")
+        table.add_row(Text(c.op), c.src, c.dst, why)
     _panel(console, "Dangerous casts", table)
 
 
@@ -166,14 +167,20 @@ def render_autocheck(console: Console, check: AutoCheck) -> None:
     _casts(console, check)
     _run_diffs(console, check)
     if check.compare is None:
-        console.print(
-            Text("compare not run (ac -c compares, advises and finds the root cause)", style="dim")
-        )
+        if check.compare_error is None:  # an error is the command's own error line
+            console.print(
+                Text(
+                    "compare not run (ac -c compares, advises and finds the root cause)",
+                    style="dim",
+                )
+            )
         return
     render_vector_compare(console, check.compare)
     if check.summary is not None:
         render_compare_summary(console, check.summary)
     d = check.diagnosis
+    if d is None and check.diagnosis_skipped:
+        console.print(Text(f"diagnosis did not run: {check.diagnosis_skipped}", style="yellow"))
     if d is not None:
         if d.findings:
             table = Table(show_edge=False, pad_edge=False)

@@ -24,14 +24,18 @@ def render_report(console: Console, report: ReportWritten) -> None:
     console.print(report_line(report), soft_wrap=True)
     facts = (
         f"{report.rows} table rows, {report.points} outputs plotted, "
-        f"{report.failing_outputs} below threshold; "
+        f"{report.failing_outputs} failing the thresholds; "
     )
     if report.root_cause:
         facts += f"root cause {report.root_cause}, {_EMBEDDED[report.subgraph]}"
     elif report.diagnosed:
         facts += "no root cause found"
+    elif report.partial:
+        facts += f"not diagnosed: the compare is {report.partial}"
     else:
-        facts += "not diagnosed (ac -c --report adds the root cause and the advisor)"
+        facts += "diagnosis did not run (ac -c --report adds the root cause and the advisor)"
     console.print(Text(facts), style="dim")
+    if report.partial:
+        console.print(Text(f"{report.partial}: the compare was interrupted"), style="yellow")
     for note in report.notes:
         console.print(Text(note), style="yellow")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from precision_shell.compare.results.csv_reader import HIGHER_IS_BETTER, CsvRow
+from precision_shell.compare.results.schema import HIGHER_IS_BETTER, ResultRow
 from precision_shell.report.assets import SCRIPT, STYLE
 from precision_shell.report.data import ReportData
 from precision_shell.report.plot_svg import FAIL_COLOR, accuracy_plot_svg
@@ -55,19 +55,23 @@ def _facts(pairs: list[tuple[str, str]]) -> str:
 
 def _header(data: ReportData, generated: str) -> str:
     failing = sum(1 for p in data.points if p.fails)
-    payload = data.summary.payload if data.summary else {}
-    reasons = payload.get("failed_by_reason") or {}
-    why = ", ".join(f"{n} x {r}" for r, n in reasons.items()) if isinstance(reasons, dict) else ""
+    reasons = data.summary.primary.failed_by_reason if data.summary else {}
+    why = ", ".join(f"{n} x {r}" for r, n in reasons.items())
     root = data.root_cause
     pairs = [
         ("Workspace", _e(data.workspace or "(not recorded: no summary.json)")),
         ("Compared at", _e(data.created)),
         ("Result CSV", _e(data.csv_path)),
         ("Tensors compared", _e(f"{data.compared} of {data.total_rows} rows")),
+        ("Not compared", _e(f"{data.constant_inputs} constant inputs (no benchmark by design)")),
         ("Failed rows", _e(f"{data.failed}" + (f" ({why})" if why else ""))),
-        ("Thresholds", _e(f"{COSINE} < {data.cosine_threshold:g} fails")),
+        ("Thresholds", _e(data.rule.describe())),
+    ]
+    if data.partial:
+        pairs.append(("Partial", f'<span class="bad">{_e(data.partial)}: interrupted</span>'))
+    pairs += [
         (
-            "Outputs below threshold",
+            "Outputs failing the thresholds",
             f'<span class="{"bad" if failing else "good"}">{failing}</span>'
             f" of {len(data.points)} plotted",
         ),
@@ -76,9 +80,9 @@ def _header(data: ReportData, generated: str) -> str:
             f'<a href="#root-cause">{_e(root)}</a>' if root else _e(_undiagnosed_text(data)),
         ),
     ]
-    baseline = payload.get("baseline_first_below")
-    if isinstance(baseline, str):
-        pairs.append(("First op below threshold", _e(baseline)))
+    diagnosis = data.summary.diagnosis if data.summary else None
+    if diagnosis is not None and diagnosis.baseline_first_below:
+        pairs.append(("First op below threshold", _e(diagnosis.baseline_first_below)))
     return (
         "<header><h1>Accuracy report</h1>"
         f'<p class="muted">precision_shell · generated {_e(generated)}</p>'
@@ -89,7 +93,9 @@ def _header(data: ReportData, generated: str) -> str:
 def _undiagnosed_text(data: ReportData) -> str:
     if data.diagnosed:
         return "none: no op degrades the signal on its own"
-    return "not diagnosed (ac -c --report compares, diagnoses and writes this report)"
+    if data.partial:
+        return f"not diagnosed: the compare is {data.partial} (interrupted)"
+    return "diagnosis did not run (ac -c --report compares, diagnoses and writes this report)"
 
 
 def _plot(data: ReportData) -> str:
@@ -107,11 +113,11 @@ def _plot(data: ReportData) -> str:
     return f'<section id="plot"><h2>Accuracy plot</h2>{body}</section>'
 
 
-def _metric_text(row: CsvRow, name: str) -> str:
+def _metric_text(row: ResultRow, name: str) -> str:
     return row.texts.get(name, "") or "-"
 
 
-def _rows_table(rows: list[CsvRow]) -> str:
+def _rows_table(rows: list[ResultRow]) -> str:
     head = "".join(
         f"<th>{h}</th>"
         for h in ("tensor", "ground truth", "cosine", "max abs error", "rel. Euclidean", "reason")
@@ -233,9 +239,9 @@ def _cell_class(name: str, data: ReportData) -> str:
     return "name" if name in _NAME_COLUMNS else ""
 
 
-def _cosine_class(row: CsvRow, threshold: float) -> str:
+def _cosine_class(row: ResultRow, threshold: float | None) -> str:
     cos = cosine_of(row)
-    if cos is None:
+    if cos is None or threshold is None:
         return ""
     return "bad" if math.isnan(cos) or cos < threshold else "good"
 
@@ -258,7 +264,7 @@ def _results(data: ReportData) -> str:
             f"{opening[k]}{escape(text.strip(), quote=False)}</td>" for k, text in enumerate(cells)
         ]
         if cos_col >= 0:
-            cosine_class = f"num {_cosine_class(row, data.cosine_threshold)}".strip()
+            cosine_class = f"num {_cosine_class(row, data.rule.cosine)}".strip()
             tds[cos_col] = (
                 f'<td class="{cosine_class}">{escape(cells[cos_col].strip(), quote=False)}</td>'
             )

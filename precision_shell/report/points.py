@@ -12,7 +12,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from precision_shell.compare.results.csv_reader import CsvRow
+from precision_shell.compare.results.schema import ResultRow
+from precision_shell.compare.results.thresholds import ThresholdRule
 
 COSINE = "CosineSimilarity"
 RED = "RelativeEuclideanDistance"
@@ -29,7 +30,7 @@ class PlotPoint:
     cosine_text: str
     sqnr_db: float | None  # None: RED not computed; nan: non-finite; inf: identical tensors
     red_text: str
-    fails: bool  # cosine below the threshold or non-finite
+    fails: bool  # the threshold rule fails this output
     root_cause: bool
 
     @property
@@ -41,7 +42,7 @@ class PlotPoint:
         return self.sqnr_db is not None and math.isnan(self.sqnr_db)
 
 
-def cosine_of(row: CsvRow) -> float | None:
+def cosine_of(row: ResultRow) -> float | None:
     """The cosine of a row: None when not computed, nan when the data held NaN/inf."""
     if row.nonfinite(COSINE):
         return math.nan
@@ -49,7 +50,7 @@ def cosine_of(row: CsvRow) -> float | None:
     return None if math.isnan(value) else value
 
 
-def sqnr_of(row: CsvRow) -> float | None:
+def sqnr_of(row: ResultRow) -> float | None:
     """SQNR in dB from the relative Euclidean distance: None when not computed, nan when the
     data held NaN/inf, inf for identical tensors."""
     if row.nonfinite(RED):
@@ -60,12 +61,12 @@ def sqnr_of(row: CsvRow) -> float | None:
     return math.inf if red == 0 else -20.0 * math.log10(red)
 
 
-def is_output(row: CsvRow) -> bool:
+def is_output(row: ResultRow) -> bool:
     # a TensorIndex that is not op:kind:k (old files) cannot be told apart: count it as output
     return row.kind in ("output", "")
 
 
-def x_positions(rows: Sequence[CsvRow]) -> dict[str, int]:
+def x_positions(rows: Sequence[ResultRow]) -> dict[str, int]:
     """Op -> x: the CSV Index when every row has one, else the op's ordinal in the file."""
     if rows and all(r.index is not None for r in rows):
         return {r.op_name: r.index for r in rows}  # type: ignore[misc]
@@ -76,7 +77,7 @@ def x_positions(rows: Sequence[CsvRow]) -> dict[str, int]:
 
 
 def output_points(
-    rows: Sequence[CsvRow], threshold: float, root_cause: str | None
+    rows: Sequence[ResultRow], rule: ThresholdRule, root_cause: str | None
 ) -> list[PlotPoint]:
     """One point per compared output (cosine or RED computed), in file order."""
     xs = x_positions(rows)
@@ -87,7 +88,7 @@ def output_points(
         cos, sqnr = cosine_of(row), sqnr_of(row)
         if cos is None and sqnr is None:
             continue
-        fails = cos is not None and (math.isnan(cos) or cos < threshold)
+        fails = rule.fails(row)
         points.append(
             PlotPoint(
                 x=xs[row.op_name],
@@ -116,10 +117,10 @@ class OpCosine:
     fails: bool
 
 
-def op_cosines(rows: Sequence[CsvRow], threshold: float) -> list[OpCosine]:
+def op_cosines(rows: Sequence[ResultRow], rule: ThresholdRule) -> list[OpCosine]:
     """Per op (in x order), the worst output cosine; ops without a cosine are left out."""
     worst: dict[str, OpCosine] = {}
-    for p in output_points(rows, threshold, None):
+    for p in output_points(rows, rule, None):
         if p.cosine is None:
             continue
         seen = worst.get(p.op)

@@ -9,7 +9,7 @@ from rich.console import Console
 
 import precision_shell.render.views  # noqa: F401  (registers the views)
 from precision_shell.commands.autocheck import AutoCheck
-from precision_shell.compare.results.csv_reader import read_result_csv
+from precision_shell.compare.results.schema import read_result_csv
 from precision_shell.formats.fusion_result import read_fusion_result
 from precision_shell.render.output import Renderer
 from tests.commands.shell_fixture import CONV2, open_shell, run_ok
@@ -50,7 +50,8 @@ def test_ac_says_what_it_checked_without_comparing(demo):
     assert finding.count == 1 and [t.label for t in finding.tensors] == ["input 0", "output 0"]
     assert finding.tensors[1].stats.inf_count == finding.tensors[1].stats.count  # all inf
     assert check.overflow_errors == []
-    assert check.casts == []  # the demo's only Cast is float32 -> float16
+    # the demo's only Cast is float32 -> float16: a note, not a loss of values
+    assert [(c.src, c.dst, c.note) for c in check.casts] == [("DT_FLOAT", "DT_FLOAT16", True)]
     assert check.run_pair == ("debug_0", "debug_1") and check.run_diffs == []
     assert check.compare is None and check.summary is None and check.diagnosis is None
     assert check.error_message is None
@@ -59,7 +60,7 @@ def test_ac_says_what_it_checked_without_comparing(demo):
     assert "ConvBatchnormFusionPass" in text
     assert "Overflow #1: l2_loss/Sum [ReduceSumD]" in text
     assert "overflow converting FP32/INT32 to FP16" in text
-    assert "Dangerous casts" in text and "nothing found (no float->int or narrowing cast)" in text
+    assert "Dangerous casts" in text and "note: float narrowing" in text
     assert "compare not run" in text
 
 
@@ -71,14 +72,18 @@ def test_ac_c_runs_vc_then_vcs(demo):
     assert csv_path.is_file() and check.summary.path == csv_path
     # ac turns overflow detection on
     assert "OverFlow" in read_result_csv(csv_path).header
-    assert [v.op for v in check.summary.ops] == [CONV2, "l2_loss/Sum", manifest.long_name_op]
+    # judged by the default rule (cosine, and relative Euclidean distance > 0.05)
+    assert [v.op for v in check.summary.ops][:2] == [CONV2, "conv3/Conv2Dres/addrelu3/Relu"]
+    everything = run_ok(shell, f"vcs -f {csv_path} -l 0")
+    assert {"l2_loss/Sum", manifest.long_name_op} <= {v.op for v in everything.ops}
+    assert check.summary.failing_total == len(everything.ops)
     # the same answer vcs gives on that file
-    vcs = run_ok(shell, f"vcs -f {csv_path} -l 3")
+    vcs = run_ok(shell, f"vcs -f {csv_path} -l {len(check.summary.ops)}")
     assert [v.op for v in vcs.ops] == [v.op for v in check.summary.ops]
     text = render(check)
     assert "vc: device vs benchmark" in text
     assert f"[4] [Conv2D] {CONV2}" in text
-    assert "first ops below cosine 0.98" in text
+    assert "first outputs failing the thresholds" in text
     # diagnosis: the overflow (NaN/inf born) first, the wrong constant second
     d = check.diagnosis
     assert [c.op for c in d.causes] == ["l2_loss/Sum", CONV2]
@@ -88,7 +93,7 @@ def test_ac_c_runs_vc_then_vcs(demo):
     assert check.root_cause.next_commands[0] == "ni l2_loss/Sum -s 2"
     assert check.root_cause.next_commands[1].startswith("cp ReduceSumD.l2_loss_Sum.")
     assert "Root cause" in text and "NaN/inf born here" in text
-    summary = json.loads(check.compare.summary_path.read_text())
+    summary = json.loads(check.compare.summary_path.read_text())["diagnosis"]
     assert [c["op"] for c in summary["root_causes"]] == ["l2_loss/Sum", CONV2]
     assert set(summary["root_causes"][0]) == {"op", "type", "index", "reason", "evidence"}
     assert summary["root_causes"][1]["evidence"]["output_cosine"] < 0.98
@@ -102,7 +107,7 @@ def test_ac_l_limits_overflows_and_failing_ops(demo):
     check = run_ok(shell, "ac -c -l 1")
     assert len(check.overflows) == 1
     assert [v.op for v in check.summary.ops] == [CONV2]
-    assert check.summary.failing_total == 3
+    assert check.summary.failing_total == len(check.compare.primary.tally.failing)
 
 
 def test_ac_with_a_corrupt_linked_op_dump_still_names_the_op(demo):

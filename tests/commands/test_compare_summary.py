@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from precision_shell.commands.compare_summary import CompareSummary
-from precision_shell.compare.results.csv_reader import read_result_csv
+from precision_shell.compare.results.schema import read_result_csv
 from tests.commands.shell_fixture import CONV2, open_shell, run_fail, run_ok
 
 OLD_HEADER = (
@@ -75,6 +77,11 @@ def demo(tiny_demo_shared):
     return root, manifest, open_shell(root)
 
 
+def cosine_only(shell) -> None:  # noqa: ANN001
+    """These hand-made files test vcs's reading and cosine logic: no distance limit."""
+    shell.context.settings.override("thresholds.relative_euclidean_distance", math.inf)
+
+
 def test_vcs_reads_the_newest_vc_result_by_default(demo):
     _, manifest, shell = demo
     vc = run_ok(shell, "vc")
@@ -84,26 +91,36 @@ def test_vcs_reads_the_newest_vc_result_by_default(demo):
     assert result.compared_ops == len([o for o in manifest.device_ops if o.dump_file])
     ops = [v.op for v in result.ops]
     long_op = manifest.long_name_op
-    assert ops == [CONV2, "l2_loss/Sum", long_op]
-    assert [v.index for v in result.ops] == [4, 8, 9]
+    # the default rule: cosine < 0.98, or relative Euclidean distance > 0.05, or nan
+    assert ops[0] == CONV2 and {"l2_loss/Sum", long_op} <= set(ops)
+    assert [v.index for v in result.ops] == sorted(v.index for v in result.ops)
     conv2 = result.ops[0]
     assert [r.tensor_index for r in conv2.inputs] == [f"{CONV2}:input:{k}" for k in range(3)]
     assert [r.tensor_index for r in conv2.outputs] == [f"{CONV2}:output:0"]
     cos = conv2.outputs[0].texts["CosineSimilarity"]
-    assert conv2.failing == [f"output 0: CosineSimilarity {cos} < 0.98"]
-    assert result.ops[1].failing == ["output 0: CosineSimilarity nan < 0.98"]
+    red = conv2.outputs[0].texts["RelativeEuclideanDistance"]
+    assert conv2.failing == [
+        f"output 0: CosineSimilarity {cos} < 0.98",
+        f"output 0: RelativeEuclideanDistance {red} > 0.05",
+    ]
+    l2 = next(v for v in result.ops if v.op == "l2_loss/Sum")
+    assert l2.failing == [
+        "output 0: CosineSimilarity nan < 0.98",
+        "output 0: RelativeEuclideanDistance inf > 0.05",
+    ]
     assert result.shown_metrics == [
         "CosineSimilarity",
-        "MaxAbsoluteError",
         "RelativeEuclideanDistance",
+        "MaxAbsoluteError",
     ]
 
 
 def test_old_leftop_rightop_header_is_read_by_name_in_execution_order(demo, tmp_path):
     _, _, shell = demo
+    cosine_only(shell)
     path = _old_csv(tmp_path / "old.csv")
     table = read_result_csv(path)
-    assert [r.op for r in table.rows] == ["d/Relu", "b/Conv", "b/Conv", "a/Data", "c/Add"]
+    assert [r.npu_dump for r in table.rows] == ["d/Relu", "b/Conv", "b/Conv", "a/Data", "c/Add"]
     assert table.rows[1].ground_truth == "b/Conv,b/BN"
     assert table.metric_columns == [
         "CosineSimilarity",
@@ -124,9 +141,10 @@ def test_old_leftop_rightop_header_is_read_by_name_in_execution_order(demo, tmp_
 
 def test_current_header_with_two_datatype_columns_is_read_by_name(demo, tmp_path):
     _, _, shell = demo
+    cosine_only(shell)
     path = _new_csv(tmp_path / "new.csv")
     table = read_result_csv(path)
-    assert table.rows[1].op == "mm_a,mm_b" and table.rows[1].op_name == "mm_a"
+    assert table.rows[1].npu_dump == "mm_a,mm_b" and table.rows[1].op_name == "mm_a"
     assert table.rows[0].shape == "[2]" and table.rows[0].op_type == "Conv2D"
     assert table.rows[0].metrics["CosineSimilarity"] == pytest.approx(0.999999)
     assert "DataType" not in table.metric_columns and "OverFlow" not in table.metric_columns
@@ -142,6 +160,7 @@ def test_current_header_with_two_datatype_columns_is_read_by_name(demo, tmp_path
 
 def test_cosine_limit_and_extra_metrics(demo, tmp_path):
     _, _, shell = demo
+    cosine_only(shell)
     path = _new_csv(tmp_path / "new.csv")
     strict = run_ok(shell, f"vcs -f {path} -c 0.9999")
     assert [v.op for v in strict.ops] == ["mm_a", "mm_b", "sum"]
@@ -161,6 +180,7 @@ def test_cosine_limit_and_extra_metrics(demo, tmp_path):
 
 def test_limit_shows_the_first_failing_ops_only(demo, tmp_path):
     _, _, shell = demo
+    cosine_only(shell)
     path = _new_csv(tmp_path / "new.csv")
     one = run_ok(shell, f"vcs -f {path} -c 0.9999 -l 1")
     assert [v.op for v in one.ops] == ["mm_a"] and one.failing_total == 3

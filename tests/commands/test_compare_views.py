@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 
 import precision_shell.render.compare_views  # noqa: F401  (registers the views)
-from precision_shell.compare.results.csv_reader import read_result_csv
+from precision_shell.compare.results.schema import read_result_csv
 from precision_shell.progress import ProgressLabels, Tick
 from precision_shell.render.output import Renderer
 from precision_shell.render.progress import live_progress_factory
@@ -47,7 +47,7 @@ def test_vcs_prints_names_that_look_like_markup_verbatim(tiny_demo_shared, tmp_p
     assert [v.op for v in result.ops] == ["[/x]op", "odd"]
     text = render(result)
     assert "[/x]op" in text and "[red]gt" in text and "no-index-here" in text
-    assert "2 of 2 ops fail (CosineSimilarity < 0.98)" in text
+    assert "2 of 2 ops fail (CosineSimilarity < 0.98 fails)" in text
     assert read_result_csv(path).rows[1].kind == ""
 
 
@@ -55,8 +55,9 @@ def test_vc_summary_table_lists_reasons_and_the_first_ops_below(tiny_demo_shared
     root, manifest = tiny_demo_shared
     result = run_ok(open_shell(root), "vc")
     text = render(result)
-    assert f"tensors compared         {result.primary.tally.compared} of 37 rows (14/14" in text
-    assert "not compared             8 x constant input" in text
-    assert "outputs below threshold  3" in text
-    assert manifest.faults[0].device_op in text.split("first ops below cosine 0.98")[1]
+    assert f"{result.primary.tally.compared} of 37 rows (14/14" in text
+    assert "not compared" in text and "8 x constant input (no benchmark)" in text
+    failing = len(result.primary.tally.failing)
+    assert f"outputs failing the thresholds  {failing}" in text
+    assert manifest.faults[0].device_op in text.split("first outputs failing the thresholds")[1]
     assert "vc: device vs device" in text

@@ -11,10 +11,12 @@ import time
 import pytest
 
 from precision_shell.compare.pipeline.engine import batch_size, run_tasks
-from precision_shell.compare.pipeline.execute import execute_plan, summary_payload
+from precision_shell.compare.pipeline.execute import execute_plan
+from precision_shell.compare.results.files import OutputFile
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.pipeline.plan import FileTask, benchmark_plan
 from precision_shell.compare.pipeline.worker import CompareOptions, FileResult
-from precision_shell.compare.results.csv_writer import csv_header
+from precision_shell.compare.results.schema import csv_header
 from precision_shell.progress import ProgressSink, Tick
 from precision_shell.workspace.workspace import Workspace
 
@@ -119,7 +121,12 @@ def test_execute_plan_on_ctrl_c_keeps_the_rows_written_and_marks_interrupted(dem
 
     path = tmp_path / "result.csv"
     run = execute_plan(
-        plan, path, CompareOptions(), 0.98, workers=1, progress=ProgressSink(advance=advance)
+        plan,
+        OutputFile(path),
+        CompareOptions(),
+        ThresholdRule.default(),
+        workers=1,
+        progress=ProgressSink(advance=advance),
     )
     assert run.interrupted
     # a tick is sent once a file's rows are written, so the count is exact, never racy
@@ -130,8 +137,9 @@ def test_execute_plan_on_ctrl_c_keeps_the_rows_written_and_marks_interrupted(dem
     # the rows kept are those of the first files, in execution order
     ops = list(dict.fromkeys(r[7].rsplit(":", 2)[0] for r in rows[1:]))
     assert ops == [t.op_name for t in plan.tasks[: run.files_done]]
-    payload = summary_payload(str(root), run, {"cosine": 0.98})
-    assert payload["interrupted"] is True and payload["rows"] == len(rows) - 1
+    record = run.record()
+    assert record.interrupted is True and record.rows == len(rows) - 1
+    assert record.partial_text == f"partial: 5 of {len(plan.tasks)} files"
 
 
 def test_execute_plan_with_a_cancel_event_is_interrupted_too(demo_plan, tmp_path):
@@ -143,9 +151,9 @@ def test_execute_plan_with_a_cancel_event_is_interrupted_too(demo_plan, tmp_path
 
     run = execute_plan(
         plan,
-        tmp_path / "r.csv",
+        OutputFile(tmp_path / "r.csv"),
         CompareOptions(),
-        0.98,
+        ThresholdRule.default(),
         workers=1,
         progress=ProgressSink(advance=advance),
         cancel=cancel,
@@ -162,7 +170,9 @@ def test_execute_plan_complete_run_is_not_interrupted(demo_plan, tmp_path):
         advance=lambda tick: calls.append(("advance", tick.items)),
         stop=lambda: calls.append(("stop", None)),
     )
-    run = execute_plan(plan, tmp_path / "r.csv", CompareOptions(), 0.98, 3, progress)
+    run = execute_plan(
+        plan, OutputFile(tmp_path / "r.csv"), CompareOptions(), ThresholdRule.default(), 3, progress
+    )
     assert not run.interrupted and run.files_done == len(plan.tasks)
     assert calls[0] == ("start", len(plan.tasks)) and calls[-1] == ("stop", None)
     advances = [items for kind, items in calls if kind == "advance"]
@@ -180,11 +190,9 @@ def test_process_backend_gives_the_same_rows_as_threads(tiny_demo):
     assert [[row.tensor_index for row in rows] for rows in procs] == [
         [row.tensor_index for row in rows] for rows in threads
     ]
-    from precision_shell.compare.results.csv_writer import row_cells
-
     # every printed cell identical, whatever process computed it (NaN != NaN in the dataclasses)
-    assert [[row_cells(r, True) for r in rows] for rows in procs] == [
-        [row_cells(r, True) for r in rows] for rows in threads
+    assert [[r.cells(True) for r in rows] for rows in procs] == [
+        [r.cells(True) for r in rows] for rows in threads
     ]
 
 

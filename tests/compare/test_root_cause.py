@@ -14,9 +14,10 @@ from precision_shell.compare.diagnosis.advisor import (
     SINGLE_POINT,
     OverflowHit,
 )
-from precision_shell.compare.diagnosis.diagnose import diagnose, write_into_summary
+from precision_shell.compare.diagnosis.diagnose import diagnose as _diagnose
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.diagnosis.root_cause import QUALITY_CAP, tensor_quality
-from precision_shell.compare.results.csv_reader import CsvRow
+from precision_shell.compare.results.schema import ResultRow
 from precision_shell.formats.ge.graph import GraphDef, ModelDef, OpDef
 from precision_shell.workspace.graph_index import GraphIndex
 
@@ -40,30 +41,23 @@ def row(
     red: float | str | None = None,
     index: int = 0,
     overflow: str = "",
-) -> CsvRow:
+) -> ResultRow:
     if isinstance(cos, str):  # "nan": propagated from the data
         texts = {"CosineSimilarity": cos, "RelativeEuclideanDistance": cos}
-        metrics = {"CosineSimilarity": math.nan, "RelativeEuclideanDistance": math.nan}
     else:
         if red is None:
             red = math.sqrt(2 * (1 - cos))
-        texts = {"CosineSimilarity": f"{cos:.6f}", "RelativeEuclideanDistance": f"{red:.6f}"}
-        metrics = {"CosineSimilarity": cos, "RelativeEuclideanDistance": float(red)}
-    return CsvRow(
-        0,
-        index,
-        op,
-        "Op",
-        op,
-        kind,
-        slot,
-        f"{op}:{kind}:{slot}",
-        "[4]",
-        metrics,
-        texts,
-        "",
-        overflow,
-    )
+        texts = {"CosineSimilarity": f"{cos:.9f}", "RelativeEuclideanDistance": f"{red:.9f}"}
+    return ResultRow(index, "Op", op, op, f"{op}:{kind}:{slot}", "[4]", texts, overflow=overflow)
+
+
+# These unit cases judge by the cosine alone (the walk's logic); the default rule, with its
+# relative Euclidean distance limit, is exercised by the scale-error case below.
+COSINE_ONLY = ThresholdRule({"CosineSimilarity": 0.98})
+
+
+def diagnose(graph, rows, overflows=(), rule=COSINE_ONLY):  # noqa: ANN001, ANN201
+    return _diagnose(graph, rows, rule, overflows)
 
 
 def cos_of_sqnr(db: float) -> float:
@@ -72,7 +66,7 @@ def cos_of_sqnr(db: float) -> float:
     return 1 - red * red / 2
 
 
-def chain_rows(cosines: dict[str, float | str], edges: dict[str, list[str]]) -> list[CsvRow]:
+def chain_rows(cosines: dict[str, float | str], edges: dict[str, list[str]]) -> list[ResultRow]:
     """Each op's output row, and each input row equal to its producer's output."""
     rows = []
     for i, (name, srcs) in enumerate(edges.items()):
@@ -88,10 +82,12 @@ CHAIN = {"a": [], "b": ["a"], "c": ["b"], "d": ["c"], "e": ["d"]}
 
 
 def test_quality_is_sqnr_from_relative_euclidean_distance_capped():
-    assert tensor_quality(row("x", "output", 0, 0.99, red=0.1)).sqnr == pytest.approx(20.0)
-    assert tensor_quality(row("x", "output", 0, 1.0, red=0.0)).sqnr == QUALITY_CAP
-    assert tensor_quality(row("x", "output", 0, 1.0, red=1e-9)).sqnr == QUALITY_CAP
-    nan = tensor_quality(row("x", "output", 0, "nan"))
+    assert tensor_quality(row("x", "output", 0, 0.99, red=0.1), COSINE_ONLY).sqnr == pytest.approx(
+        20.0
+    )
+    assert tensor_quality(row("x", "output", 0, 1.0, red=0.0), COSINE_ONLY).sqnr == QUALITY_CAP
+    assert tensor_quality(row("x", "output", 0, 1.0, red=1e-9), COSINE_ONLY).sqnr == QUALITY_CAP
+    nan = tensor_quality(row("x", "output", 0, "nan"), COSINE_ONLY)
     assert nan.nonfinite and nan.sqnr == -math.inf
 
 
@@ -99,7 +95,7 @@ def test_chain_names_the_op_where_the_error_is_born_not_where_it_is_inherited():
     cos = {"a": 0.99999, "b": 0.99998, "c": 0.80, "d": 0.79, "e": 0.78}
     d = diagnose(graph_of(CHAIN), chain_rows(cos, CHAIN))
     assert d.causes[0].op == "c"
-    assert d.causes[0].reason.startswith("output crosses cosine 0.98 while every input")
+    assert d.causes[0].reason.startswith("output crosses the thresholds (CosineSimilarity 0.8")
     assert [c.op for c in d.causes] == ["c"]  # d and e inherit the error
     assert d.baseline == "c"
 
@@ -223,18 +219,41 @@ def test_fp16_overflow_by_opdebug_and_by_value_but_not_when_inherited():
     assert [(f.op, f.evidence["source"]) for f in overflow] == [("b", "value")]  # c inherits
 
 
-def test_summary_json_gets_root_causes_and_advice(tmp_path):
-    import json
-
+def test_diagnosis_record_holds_root_causes_and_advice():
     cos = {"a": 0.99999, "b": 0.99998, "c": 0.80, "d": 0.79, "e": 0.78}
-    d = diagnose(graph_of(CHAIN), chain_rows(cos, CHAIN))
-    path = tmp_path / "summary.json"
-    path.write_text(json.dumps({"workspace": "w", "rows": 9, "root_causes": [], "advice": []}))
-    write_into_summary(path, d)
-    data = json.loads(path.read_text())
-    assert data["workspace"] == "w" and data["rows"] == 9
+    record = diagnose(graph_of(CHAIN), chain_rows(cos, CHAIN)).record()
+    data = record.to_json()
     (cause,) = data["root_causes"]
     assert (cause["op"], cause["type"], cause["index"]) == ("c", "Op", 2)
     assert cause["evidence"]["output_cosine"] == pytest.approx(0.8)
     assert cause["evidence"]["drop_db"] > 10
     assert data["baseline_first_below"] == "c"
+    assert record.root_cause == "c"
+
+
+def test_a_pure_scale_error_is_named_and_not_called_benign():
+    """cosine 0.9999 everywhere from c on, but c scales by 1.2 (RED 0.2) and carries it on."""
+    rows = []
+    for i, name in enumerate(CHAIN):
+        red = 0.001 if name in ("a", "b") else 0.2
+        src = list(CHAIN[name])
+        if src:
+            src_red = 0.001 if src[0] in ("a", "b") else 0.2
+            rows.append(row(name, "input", 0, 0.9999, red=src_red, index=i))
+        rows.append(row(name, "output", 0, 0.9999, red=red, index=i))
+    d = _diagnose(graph_of(CHAIN), rows, ThresholdRule.default())
+    assert d.causes[0].op == "c"
+    assert "RelativeEuclideanDistance 0.200000000 > 0.05" in d.causes[0].reason
+    detections = {f.detection for f in d.findings}
+    assert "single-point deviation" not in detections
+    assert "global consistency" not in detections
+    # judged by the cosine alone (the older tools), nothing fails and nothing is named first
+    assert d.baseline is None
+
+
+def test_the_advisor_never_says_the_network_matches_next_to_a_root_cause():
+    # outputs within every limit, but b alone loses far more than the outlier drop
+    cos = {"a": 0.9999999, "b": 0.9995, "c": 0.9995, "d": 0.9995, "e": 0.9995}
+    d = diagnose(graph_of(CHAIN), chain_rows(cos, CHAIN))
+    assert d.causes and d.causes[0].op == "b"
+    assert "global consistency" not in {f.detection for f in d.findings}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 import shutil
 from pathlib import Path
@@ -33,6 +34,9 @@ def render(result) -> str:
 def ac_report(tiny_demo_shared):
     root, _ = tiny_demo_shared
     shell = open_shell(root)
+    # the page's geometry and colours are checked by cosine alone (the default rule's
+    # distance limit is exercised in tests/commands/test_result_store.py)
+    shell.context.settings.override("thresholds.relative_euclidean_distance", math.inf)
     check = run_ok(shell, "ac -c --report")
     path = check.report_path
     html = path.read_text(encoding="utf-8")
@@ -80,9 +84,10 @@ def test_header_states_the_compare(ac_report) -> None:
     assert page.facts["Workspace"] == summary["workspace"]
     assert page.facts["Compared at"] == summary["created"]
     assert page.facts["Tensors compared"] == "29 of 37 rows"
-    assert page.facts["Failed rows"] == "8 (8 x constant input)"
+    assert page.facts["Not compared"] == "8 constant inputs (no benchmark by design)"
+    assert page.facts["Failed rows"] == "0"
     assert page.facts["Thresholds"] == "CosineSimilarity < 0.98 fails"
-    assert page.facts["Outputs below threshold"] == "3 of 14 plotted"
+    assert page.facts["Outputs failing the thresholds"] == "3 of 14 plotted"
     assert page.facts["Root cause"] == ROOT
     assert page.facts["First op below threshold"] == CONV2
 
@@ -221,6 +226,7 @@ def test_report_never_overwrites_and_reads_a_csv_without_summary(
 ) -> None:
     root, _ = tiny_demo_shared
     shell = open_shell(root)
+    shell.context.settings.override("thresholds.relative_euclidean_distance", math.inf)
     taken = tmp_path / "taken.html"
     taken.write_text("mine", encoding="utf-8")
     outcome = run_fail(shell, f"report -o {taken}")
@@ -234,16 +240,18 @@ def test_report_never_overwrites_and_reads_a_csv_without_summary(
     shutil.copy(source, lone)
     written = run_ok(shell, f"report -f {lone.parent} -o {tmp_path}")
     assert written.path == tmp_path / "report.html"
+    # no summary beside it: judged by the settings' rule (the shell's, cosine alone here)
     assert (written.rows, written.points, written.failing_outputs) == (37, 14, 3)
     assert (written.root_cause, written.diagnosed, written.subgraph) == (None, False, None)
     page = parse_page(written.path.read_text(encoding="utf-8"))
     assert page.facts["Tensors compared"] == "29 of 37 rows"
-    assert page.facts["Failed rows"] == "8"
-    assert page.facts["Root cause"].startswith("not diagnosed (ac -c --report")
+    assert page.facts["Failed rows"] == "0"
+    assert page.facts["Not compared"] == "8 constant inputs (no benchmark by design)"
+    assert page.facts["Root cause"].startswith("diagnosis did not run (ac -c --report")
     assert not page.by_class("root-ring") and not page.by_class("root")
     text = render(written)
     assert f"report: {written.path}" in text
-    assert "37 table rows, 14 outputs plotted, 3 below threshold; not diagnosed" in text
+    assert "37 table rows, 14 outputs plotted, 3 failing the thresholds; diagnosis did not run" in text
 
 
 def test_a_broken_summary_is_one_error_naming_it(tiny_demo_shared, tmp_path) -> None:
@@ -270,6 +278,7 @@ def test_ac_report_alone_implies_the_compare(tiny_demo) -> None:
 
 
 def test_names_are_escaped_not_interpreted(tmp_path) -> None:
+    from precision_shell.compare.results.thresholds import ThresholdRule
     from precision_shell.report.data import gather_report
     from precision_shell.report.page import report_html
     from tests.report.test_points import HEADER
@@ -281,7 +290,9 @@ def test_names_are_escaped_not_interpreted(tmp_path) -> None:
     )
     path = tmp_path / "result_20260101000000.csv"
     path.write_text(HEADER + "\n" + row + "\n", encoding="utf-8")
-    page = parse_page(report_html(gather_report(path, 0.98), None, "now"))
+    page = parse_page(
+        report_html(gather_report(path, ThresholdRule({"CosineSimilarity": 0.98})), None, "now")
+    )
     assert not [e for e in page.elements if e.tag == "script" and "alert" in e.text]
     ((tr, cells),) = page.result_rows
     assert cells[2] == op and cells[7] == f"{op}:output:0" and "fail" in tr.classes

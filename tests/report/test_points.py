@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from precision_shell.compare.results.csv_reader import read_result_csv
+from precision_shell.compare.results.schema import read_result_csv
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.report.points import op_cosines, output_points
+
+COSINE_ONLY = ThresholdRule({"CosineSimilarity": 0.98})
 
 HEADER = (
     "Index,OpType,NPUDump,DataType,Address,GroundTruth,DataType,TensorIndex,Shape,"
@@ -42,7 +45,7 @@ def table(tmp_path: Path):
 
 
 def test_one_point_per_output_with_a_cosine_or_a_distance(table) -> None:
-    points = output_points(table.rows, 0.98, root_cause="b")
+    points = output_points(table.rows, COSINE_ONLY, root_cause="b")
     assert [(p.op, p.tensor) for p in points] == [
         ("a", "a:output:0"),
         ("a", "a:output:1"),
@@ -65,11 +68,11 @@ def test_x_is_the_op_ordinal_when_a_row_has_no_index(table, tmp_path: Path) -> N
     text = table.path.read_text(encoding="utf-8").replace("\n9,", "\n,", 1)
     path = tmp_path / "no_index.csv"
     path.write_text(text, encoding="utf-8")
-    points = output_points(read_result_csv(path).rows, 0.98, None)
+    points = output_points(read_result_csv(path).rows, COSINE_ONLY, None)
     assert [(p.op, p.x) for p in points] == [("a", 0), ("a", 0), ("b", 1), ("d", 3)]
 
 
 def test_op_cosines_keeps_each_ops_worst_output(table) -> None:
-    ops = op_cosines(table.rows, 0.98)
+    ops = op_cosines(table.rows, COSINE_ONLY)
     assert [(o.op, o.x, o.fails) for o in ops] == [("a", 3, True), ("b", 5, True)]
     assert ops[0].cosine == 0.95 and math.isnan(ops[1].cosine)

@@ -13,13 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from precision_shell.compare.diagnosis.root_cause import (
-    DEFAULT_THRESHOLDS,
     OUTLIER_DROP,
     OpEvidence,
     RootCause,
-    Thresholds,
 )
-from precision_shell.compare.results.csv_reader import CsvRow
+from precision_shell.compare.results.schema import ResultRow
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.workspace.graph_index import GraphIndex
 
 FP16_OVERFLOW = "float16 overflow"
@@ -67,7 +66,7 @@ def _downstream(graph: GraphIndex, name: str) -> set[str]:
 
 
 def _fp16_findings(
-    rows: Sequence[CsvRow], overflows: Sequence[OverflowHit], evidence: dict[str, OpEvidence]
+    rows: Sequence[ResultRow], overflows: Sequence[OverflowHit], evidence: dict[str, OpEvidence]
 ) -> list[Finding]:
     found: list[Finding] = []
     seen: set[str] = set()
@@ -111,19 +110,18 @@ def _fp16_findings(
 
 def advise(
     graph: GraphIndex,
-    rows: Sequence[CsvRow],
+    rows: Sequence[ResultRow],
     evidence: dict[str, OpEvidence],
     causes: Sequence[RootCause],
+    rule: ThresholdRule,
     overflows: Sequence[OverflowHit] = (),
-    thresholds: Thresholds = DEFAULT_THRESHOLDS,
 ) -> list[Finding]:
+    """The findings, consistent with `causes`: never "the network matches" next to a cause."""
     findings = _fp16_findings(rows, overflows, evidence)
     ordered = sorted(evidence.values(), key=lambda e: e.position)
-    failing = [e for e in ordered if any(thresholds.bad(q) for q in e.outputs.values())]
+    failing = [e for e in ordered if any(q.fails for q in e.outputs.values())]
 
-    inputs = [
-        e for e in ordered if e.is_source and any(thresholds.bad(q) for q in e.outputs.values())
-    ]
+    inputs = [e for e in ordered if e.is_source and any(q.fails for q in e.outputs.values())]
     for ev in inputs:
         worst = min(ev.outputs.values(), key=lambda q: q.sqnr)
         findings.append(
@@ -138,15 +136,16 @@ def advise(
             )
         )
 
-    if not failing:
+    if not failing and not causes:
         findings.append(
             Finding(
                 GLOBAL_CONSISTENCY,
                 None,
                 None,
-                f"Every compared output is above cosine {thresholds.cosine:g}: the network itself "
-                "matches the benchmark. Look at what lies outside the dumped graph: data pipeline, "
-                "post-processing, loss and optimizer settings, or later training steps.",
+                f"No compared output crosses the thresholds ({rule.describe()}) and no op loses "
+                "signal on its own: the network itself matches the benchmark. Look at what lies "
+                "outside the dumped graph: data pipeline, post-processing, loss and optimizer "
+                "settings, or later training steps.",
                 {"compared_ops": len(ordered)},
             )
         )
@@ -175,7 +174,7 @@ def advise(
             )
 
     big = [c for c in causes if not math.isfinite(c.drop_db) or c.drop_db >= OUTLIER_DROP]
-    if not big and not inputs:
+    if failing and not big and not inputs:
         first = failing[0]
         start = next((e for e in ordered if e.outputs), first)
         q0 = min(start.outputs.values(), key=lambda q: q.sqnr)

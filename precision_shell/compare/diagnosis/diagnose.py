@@ -1,24 +1,22 @@
 """Diagnosis of one compare: root causes (best first), the advisor's findings, and the
-baseline older tools report; written into the compare's `summary.json`."""
+baseline older tools report. Recorded in the run's summary by the result store."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from precision_shell.compare.diagnosis.advisor import Finding, OverflowHit, advise
 from precision_shell.compare.diagnosis.root_cause import (
-    DEFAULT_THRESHOLDS,
     OpEvidence,
     RootCause,
-    Thresholds,
     collect_evidence,
     first_below_baseline,
     localise,
 )
-from precision_shell.compare.results.csv_reader import CsvRow
+from precision_shell.compare.results.schema import ResultRow
+from precision_shell.compare.results.summary import DiagnosisRecord
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.workspace.graph_index import GraphIndex
 
 
@@ -32,8 +30,9 @@ class Diagnosis:
     def findings_for(self, op: str) -> list[Finding]:
         return [f for f in self.findings if f.op == op]
 
-    def root_causes_json(self) -> list[dict]:
-        return [
+    def record(self) -> DiagnosisRecord:
+        """What the summary keeps of this diagnosis."""
+        causes = [
             {
                 "op": c.op,
                 "type": c.type,
@@ -43,26 +42,17 @@ class Diagnosis:
             }
             for c in self.causes
         ]
+        return DiagnosisRecord(causes, [f.to_json() for f in self.findings], self.baseline)
 
 
 def diagnose(
     graph: GraphIndex,
-    rows: Sequence[CsvRow],
+    rows: Sequence[ResultRow],
+    rule: ThresholdRule,
     overflows: Sequence[OverflowHit] = (),
-    thresholds: Thresholds = DEFAULT_THRESHOLDS,
 ) -> Diagnosis:
-    evidence = collect_evidence(graph, rows)
-    causes = localise(graph, evidence, thresholds)
-    findings = advise(graph, rows, evidence, causes, overflows, thresholds)
-    return Diagnosis(causes, findings, first_below_baseline(evidence, thresholds), evidence)
-
-
-def write_into_summary(summary_path: Path, diagnosis: Diagnosis) -> None:
-    """Fill `root_causes` and `advice` of an existing summary.json (other keys untouched)."""
-    payload = json.loads(summary_path.read_text(encoding="utf-8"))
-    payload["root_causes"] = diagnosis.root_causes_json()
-    payload["advice"] = [f.to_json() for f in diagnosis.findings]
-    payload["baseline_first_below"] = diagnosis.baseline
-    summary_path.write_text(
-        json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
+    evidence = collect_evidence(graph, rows, rule)
+    causes = localise(graph, evidence)
+    findings = advise(graph, rows, evidence, causes, rule, overflows)
+    baseline = first_below_baseline(evidence, rule.cosine if rule.cosine is not None else 0.98)
+    return Diagnosis(causes, findings, baseline, evidence)

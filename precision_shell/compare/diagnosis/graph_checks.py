@@ -21,6 +21,7 @@ _INTS = {
     "DT_BOOL",
     "DT_INT4",
 }
+_FLOAT_BITS = {"DT_DOUBLE": 64, "DT_FLOAT": 32, "DT_FLOAT16": 16, "DT_BF16": 16}
 _INT_BITS = {
     "DT_INT8": 8,
     "DT_UINT8": 8,
@@ -48,6 +49,7 @@ class DangerousCast:
     src: str
     dst: str
     why: str
+    note: bool = False  # a precision note (float narrowing), not a loss of values
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,9 @@ def fusion_uses(passes: list[FusionPass], graph: GraphIndex | None) -> list[Pass
 
 
 def dangerous_casts(graph: GraphIndex) -> list[DangerousCast]:
-    """Casts that lose information: float to integer/bool, or a narrower integer."""
+    """Casts that lose information: float to integer/bool, or a narrower integer; float
+    narrowing (float32 -> float16) comes as a note: it is how mixed precision works, and
+    where an overflow or a precision loss starts."""
     found = []
     for rec in graph.records():
         if rec.type != "Cast":
@@ -96,7 +100,22 @@ def dangerous_casts(graph: GraphIndex) -> list[DangerousCast]:
             )
         elif src in _INT_BITS and dst in _INT_BITS and _INT_BITS[dst] < _INT_BITS[src]:
             found.append(DangerousCast(rec.name, src, dst, "narrowing integer cast can wrap"))
+        elif src in _FLOAT_BITS and dst in _FLOAT_BITS and _float_narrows(src, dst):
+            found.append(DangerousCast(rec.name, src, dst, _float_note(dst), note=True))
     return found
+
+
+def _float_narrows(src: str, dst: str) -> bool:
+    # float16 <-> bfloat16 narrows both ways: range one way, precision the other
+    return _FLOAT_BITS[dst] < _FLOAT_BITS[src] or {src, dst} == {"DT_FLOAT16", "DT_BF16"}
+
+
+def _float_note(dst: str) -> str:
+    if dst == "DT_FLOAT16":
+        return "float narrowing: ~3 significant digits, |x| > 65504 becomes inf"
+    if dst == "DT_BF16":
+        return "float narrowing: ~2-3 significant digits (range kept)"
+    return "float narrowing: precision drops to float32's ~7 digits"
 
 
 def run_differences(left: GraphIndex, right: GraphIndex) -> list[RunDifference]:

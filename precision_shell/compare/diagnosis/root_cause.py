@@ -20,7 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from precision_shell.compare.pipeline.matcher import input_source
-from precision_shell.compare.results.csv_reader import CsvRow
+from precision_shell.compare.results.schema import ResultRow
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.workspace.graph_index import GraphIndex
 
 QUALITY_CAP = 60.0  # dB; float16 rounding alone gives ~60-70 dB, so above this is "healthy"
@@ -37,16 +38,22 @@ class TensorQuality:
     cosine: float  # nan when not computed
     sqnr: float  # dB, clamped to QUALITY_CAP; -inf when the device tensor holds NaN/inf
     nonfinite: bool
+    crossed: tuple[str, ...] = ()  # the threshold rule's limits this tensor crosses
+
+    @property
+    def fails(self) -> bool:
+        return self.nonfinite or bool(self.crossed)
 
     @property
     def known(self) -> bool:
         return self.nonfinite or not math.isnan(self.sqnr)
 
 
-def tensor_quality(row: CsvRow) -> TensorQuality | None:
+def tensor_quality(row: ResultRow, rule: ThresholdRule) -> TensorQuality | None:
     """Quality of one compared tensor, or None when it was not compared."""
+    crossed = tuple(str(c) for c in rule.crossings(row))
     if row.nonfinite(_COS) or row.nonfinite(_RED):
-        return TensorQuality(math.nan, -math.inf, True)
+        return TensorQuality(math.nan, -math.inf, True, crossed)
     cos = row.metrics.get(_COS, math.nan)
     red = row.metrics.get(_RED, math.nan)
     if math.isnan(red) and not math.isnan(cos):
@@ -54,7 +61,7 @@ def tensor_quality(row: CsvRow) -> TensorQuality | None:
     if math.isnan(red):
         return None
     sqnr = QUALITY_CAP if red <= 0 else min(QUALITY_CAP, -20.0 * math.log10(red))
-    return TensorQuality(cos, sqnr, False)
+    return TensorQuality(cos, sqnr, False, crossed)
 
 
 @dataclass
@@ -95,24 +102,15 @@ class RootCause:
         }
 
 
-@dataclass(frozen=True)
-class Thresholds:
-    cosine: float = 0.98
-
-    def bad(self, q: TensorQuality) -> bool:
-        return q.nonfinite or (not math.isnan(q.cosine) and q.cosine < self.cosine)
-
-
-DEFAULT_THRESHOLDS = Thresholds()
-
-
-def collect_evidence(graph: GraphIndex, rows: Iterable[CsvRow]) -> dict[str, OpEvidence]:
+def collect_evidence(
+    graph: GraphIndex, rows: Iterable[ResultRow], rule: ThresholdRule
+) -> dict[str, OpEvidence]:
     evidence: dict[str, OpEvidence] = {}
     for row in rows:
         rec = graph.get(row.op_name)
         if rec is None or not row.kind:
             continue
-        q = tensor_quality(row)
+        q = tensor_quality(row, rule)
         if q is None:
             continue
         ev = evidence.get(rec.name)
@@ -187,9 +185,7 @@ def _output_quality(
     return _input_quality(graph, evidence, name, memo)  # no benchmark here: skip to producers
 
 
-def localise(
-    graph: GraphIndex, evidence: dict[str, OpEvidence], thresholds: Thresholds = DEFAULT_THRESHOLDS
-) -> list[RootCause]:
+def localise(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> list[RootCause]:
     """Root-cause candidates, best first."""
     memo: dict[str, TensorQuality | None] = {}
     found: list[RootCause] = []
@@ -200,15 +196,16 @@ def localise(
         inp = _input_quality(graph, evidence, ev.name, memo)
         in_q = inp.sqnr if inp is not None else QUALITY_CAP
         in_cos = inp.cosine if inp is not None else 1.0
-        inputs_ok = inp is None or not thresholds.bad(inp)
+        inputs_ok = inp is None or not inp.fails
         drop = math.inf if out.nonfinite and (inp is None or not inp.nonfinite) else in_q - out.sqnr
         if out.nonfinite and inp is not None and inp.nonfinite:
             drop = 0.0  # NaN inherited, not born here
         reason = ""
         if out.nonfinite and drop == math.inf:
             reason = "NaN/inf born here: finite inputs, non-finite output"
-        elif thresholds.bad(out) and inputs_ok:
-            reason = f"output crosses cosine {thresholds.cosine:g} while every input is within it"
+        elif out.fails and inputs_ok:
+            crossed = "; ".join(out.crossed)
+            reason = f"output crosses the thresholds ({crossed}) while every input is within them"
         elif drop >= OUTLIER_DROP and (inp is not None or out.sqnr < CONCERN):
             reason = f"the op alone loses {drop:.1f} dB of signal quality"
         if not reason:
@@ -235,13 +232,12 @@ def localise(
     return found
 
 
-def first_below_baseline(
-    evidence: dict[str, OpEvidence], thresholds: Thresholds = DEFAULT_THRESHOLDS
-) -> str | None:
-    """What older tools report: the first op in execution order whose output fails."""
+def first_below_baseline(evidence: dict[str, OpEvidence], cosine: float = 0.98) -> str | None:
+    """What older tools report: the first op in execution order whose output cosine is below
+    `cosine` (or NaN/inf): the cosine alone, as they judge."""
     for ev in sorted(evidence.values(), key=lambda e: e.position):
         if ev.inferred_output:
             continue
-        if any(thresholds.bad(q) for q in ev.outputs.values()):
+        if any(q.nonfinite or q.cosine < cosine for q in ev.outputs.values()):
             return ev.name
     return None

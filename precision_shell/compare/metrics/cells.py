@@ -39,6 +39,30 @@ METRIC_COLUMNS: tuple[str, ...] = (
     MAX_REL,
     MEAN_REL,
 )
+# Short names accepted wherever a metric is named (`vc --alg`, `vcs --metric`).
+METRIC_ALIASES: dict[str, str] = {
+    "cos": COSINE,
+    "mae": MAX_ABS,
+    "are": ACC_REL,
+    "red": REL_EUCLID,
+    "kl": KL,
+    "std": STD,
+    "meanae": MEAN_ABS,
+    "rmse": RMSE,
+    "mre": MAX_REL,
+    "meanre": MEAN_REL,
+}
+
+
+def metric_column(name: str) -> str | None:
+    """A CSV metric column from its name (any case) or short alias; None when unknown."""
+    lowered = name.strip().lower()
+    for column in METRIC_COLUMNS:
+        if column.lower() == lowered:
+            return column
+    return METRIC_ALIASES.get(lowered)
+
+
 SQNR = "SQNR"
 REL_RATIO = "RelativeErrorRatio"
 # Not CSV columns: for summary.json and `vcs`. Selectable through `algorithms` like the ten.

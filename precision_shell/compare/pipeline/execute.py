@@ -13,13 +13,17 @@ import time
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from precision_shell.compare.pipeline.engine import choose_backend, default_workers, run_tasks
 from precision_shell.compare.pipeline.plan import ComparePlan
-from precision_shell.compare.pipeline.worker import CompareOptions, ResultRow
-from precision_shell.compare.results.csv_writer import CompareTally, ResultCsvWriter, row_json
+from precision_shell.compare.pipeline.worker import CompareOptions
+from precision_shell.compare.results.files import OutputFile
+from precision_shell.compare.results.schema import ResultCsvWriter, ResultRow
+from precision_shell.compare.results.summary import CompareRecord, RunSummary
+from precision_shell.compare.results.tally import CompareTally
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.progress import ProgressSink, Tick
+from precision_shell.workspace.output_files import create_unique_dir
 
 
 @dataclass
@@ -42,39 +46,59 @@ class CompareRun:
     def mb_per_s(self) -> float:
         return self.bytes_read / 1e6 / self.elapsed if self.elapsed > 0 else 0.0
 
+    def record(self) -> CompareRecord:
+        """This compare as the summary keeps it."""
+        return CompareRecord.from_tally(
+            self.tally,
+            mode=self.plan_mode,
+            left=self.left,
+            right=self.right,
+            csv=self.csv_path,
+            files_done=self.files_done,
+            files_total=self.tasks,
+            interrupted=self.interrupted,
+            skipped=self.skipped,
+            elapsed_s=self.elapsed,
+        )
+
 
 def result_dir(base: Path, now: _dt.datetime | None = None) -> tuple[Path, str]:
-    """A fresh `<YYYYmmddHHMMSS>` dir under base (suffixed when two runs share a second)."""
+    """A fresh `<YYYYmmddHHMMSS>` dir under base (suffixed when two runs share a second).
+
+    Created with one `mkdir` per candidate name, so concurrent runs never share a dir; `base`
+    must exist (Workspace.output_dir). Raises OutputError."""
     stamp = (now or _dt.datetime.now()).strftime("%Y%m%d%H%M%S")
-    candidate = base / stamp
-    n = 1
-    while candidate.exists():
-        candidate = base / f"{stamp}_{n}"
-        n += 1
-    candidate.mkdir(parents=True)
-    return candidate, stamp
+    return create_unique_dir(base, stamp), stamp
 
 
 def execute_plan(
     plan: ComparePlan,
-    csv_path: Path,
+    csv_file: OutputFile,
     options: CompareOptions,
-    cosine_threshold: float,
+    rule: ThresholdRule,
     workers: int = 0,
     progress: ProgressSink | None = None,
     cancel: threading.Event | None = None,
     backend: str = "auto",
 ) -> CompareRun:
+    """Run the plan's tasks and stream their rows into `csv_file`, in execution order."""
     progress = progress or ProgressSink()
     total_bytes = sum(_size(t.device_file) for t in plan.tasks)
     backend = choose_backend(backend, default_workers(workers), total_bytes)
-    tally = CompareTally(cosine_threshold)
+    tally = CompareTally(rule)
     run = CompareRun(
-        plan.mode, plan.left, plan.right, csv_path, len(plan.tasks), tally, skipped=plan.skipped
+        plan.mode,
+        plan.left,
+        plan.right,
+        csv_file.path,
+        len(plan.tasks),
+        tally,
+        skipped=plan.skipped,
     )
     cancel = cancel or threading.Event()
     t0 = time.perf_counter()
-    with ResultCsvWriter(csv_path, options.overflow) as writer:
+    with csv_file as fh:
+        writer = ResultCsvWriter(fh, csv_file.path, options.overflow)
         progress.start(len(plan.tasks), total_bytes)
         results = run_tasks(plan.tasks, options, workers, cancel, backend=backend)
         try:
@@ -104,54 +128,29 @@ def _size(path: str) -> int:
         return 0
 
 
-def summary_payload(
-    workspace: str,
-    run: CompareRun,
-    thresholds: dict[str, float],
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    tally = run.tally
-    payload: dict[str, Any] = {
-        "workspace": workspace,
-        "created": _dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "rows": tally.rows,
-        "compared": tally.compared,
-        "failed": tally.failed,
-        "thresholds": thresholds,
-        "worst": [row_json(r) for r in tally.worst(10)],
-        "root_causes": [],
-        "advice": [],
-        "mode": run.plan_mode,
-        "left": run.left,
-        "right": run.right,
-        "csv": str(run.csv_path),
-        "failed_by_reason": dict(tally.failed_reasons),
-        "below_threshold": [row_json(r) for r in tally.below[:50]],
-        "interrupted": run.interrupted,
-        "skipped": run.skipped[:50],
-        "elapsed_s": round(run.elapsed, 3),
-    }
-    payload.update(extra or {})
-    return payload
-
-
 @dataclass
 class VectorCompareResult:
     """`vc`: the primary compare, and the device-vs-device one when a second run exists."""
 
     out_dir: Path
-    summary_path: Path
+    summary: RunSummary
     primary: CompareRun
     secondary: CompareRun | None = None
-    cosine_threshold: float = 0.98
     notes: list[str] = field(default_factory=list)
 
     @property
-    def error_message(self) -> str | None:
-        interrupted = self.primary.interrupted or (
-            self.secondary is not None and self.secondary.interrupted
-        )
-        return "vc: interrupted; the rows written so far are kept" if interrupted else None
+    def summary_path(self) -> Path:
+        assert self.summary.path is not None
+        return self.summary.path
 
-    def first_below(self, n: int = 10) -> list[ResultRow]:
-        return self.primary.tally.below[:n]
+    @property
+    def rule(self) -> ThresholdRule:
+        return self.summary.rule
+
+    @property
+    def error_message(self) -> str | None:
+        partial = self.summary.primary.partial_text
+        return f"vc: interrupted ({partial}); the rows written so far are kept" if partial else None
+
+    def first_failing(self, n: int = 10) -> list[ResultRow]:
+        return self.primary.tally.failing[:n]

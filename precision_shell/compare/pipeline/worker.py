@@ -14,8 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from precision_shell.compare.metrics.cells import METRIC_COLUMNS, NOT_COMPUTED, csv_values
 from precision_shell.compare.metrics.compute import MetricRow, compute_metrics
 from precision_shell.compare.pipeline.plan import FileTask, MappingRow
+from precision_shell.compare.results.schema import ResultRow
 from precision_shell.errors import PrecisionError
 from precision_shell.formats.benchmark import load_benchmark
 from precision_shell.formats.dtypes import dtype_name
@@ -28,7 +30,6 @@ from precision_shell.formats.layouts import (
 )
 from precision_shell.formats.npu_dump import DumpHeader, TensorMeta, read_dump_header, read_tensor
 
-FP16_MAX = 65504.0
 
 # numpy dtype -> the DT_* name msaccucmp prints for ground-truth tensors
 _NUMPY_DT = {
@@ -54,33 +55,7 @@ _NUMPY_DT = {
 class CompareOptions:
     algorithms: tuple[str, ...] | None = None  # None: all
     overflow: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class ResultRow:
-    """One CSV row: a device tensor against its reference."""
-
-    seq: int
-    index: int
-    op_type: str
-    npu_dump: str
-    device_dtype: str
-    address: str
-    ground_truth: str
-    benchmark_dtype: str
-    tensor_index: str
-    shape: str
-    metrics: MetricRow | None
-    reason: str
-    overflow: str  # "YES" | "NO" | "NaN"
-    kind: str  # "input" | "output"
-    slot: int
-    op_name: str = ""  # the device op (NPUDump names every op of a multi-op group)
-    origin: str = ""  # the reference op this tensor was compared with ("*": none)
-
-    @property
-    def compared(self) -> bool:
-        return self.metrics is not None
+    fp16_limit: float = 65504.0  # settings thresholds.fp16_overflow: max |x| that is flagged
 
 
 @dataclass(frozen=True)
@@ -197,46 +172,72 @@ def _align(
     return np.ascontiguousarray(device), reference
 
 
-def _row(task: FileTask, meta_kind: str, slot: int, mapping: MappingRow, **fields) -> ResultRow:  # noqa: ANN003
-    base = dict(
-        seq=task.seq,
+_NOT_COMPARED = dict.fromkeys(METRIC_COLUMNS, NOT_COMPUTED)
+
+
+def _row(
+    task: FileTask,
+    meta_kind: str,
+    slot: int,
+    mapping: MappingRow,
+    *,
+    metrics: MetricRow | None = None,
+    reason: str | None = None,
+    device_dtype: str = "NaN",
+    address: str = "NaN",
+    benchmark_dtype: str = "NaN",
+    shape: str = "NaN",
+    overflow: str = "NaN",
+) -> ResultRow:
+    """The row as msaccucmp prints it; the metrics become their printed cells here, once."""
+    texts = (
+        dict(zip(METRIC_COLUMNS, csv_values(metrics), strict=True)) if metrics else _NOT_COMPARED
+    )
+    extras = {}
+    if metrics is not None:
+        extras = {
+            "sqnr_db": metrics.sqnr_db,
+            "rel_err_ratio_0_001": metrics.ratio_rel_err_below_0_001,
+            "rel_err_ratio_0_005": metrics.ratio_rel_err_below_0_005,
+        }
+    return ResultRow(
         index=task.group_index,
         op_type=task.op_type,
         npu_dump=task.npu_dump or task.op_name,
-        device_dtype="NaN",
-        address="NaN",
         ground_truth=task.ground_truth or mapping.ground_truth,
-        benchmark_dtype="NaN",
         tensor_index=f"{task.op_name}:{meta_kind}:{slot}",
-        shape="NaN",
-        metrics=None,
-        reason=mapping.reason,
-        overflow="NaN",
-        kind=meta_kind,
-        slot=slot,
-        op_name=task.op_name,
-        origin=mapping.ground_truth,
+        shape=shape,
+        texts=dict(texts),
+        reason=mapping.reason if reason is None else reason,
+        overflow=overflow,
+        device_dtype=device_dtype,
+        benchmark_dtype=benchmark_dtype,
+        address=address,
+        extras=extras,
     )
-    base.update(fields)
-    return ResultRow(**base)
 
 
-def _overflow_flag(values: np.ndarray, meta: TensorMeta) -> str:
+def _overflow_flag(values: np.ndarray, limit: float) -> str:
     if values.dtype != np.float16:
         return "NaN"
     if values.size == 0:
         return "NO"
-    peak = float(np.max(np.abs(values.astype(np.float32))))
-    return "YES" if not np.isfinite(peak) or peak >= FP16_MAX else "NO"
+    # NaN is not an overflow (a NaN born from 0/0 says nothing about range); inf is
+    magnitude = np.abs(values.astype(np.float32))
+    peak = float(np.max(magnitude, where=~np.isnan(magnitude), initial=0.0))
+    return "YES" if peak >= limit else "NO"
 
 
 class _MetricMemo:
-    """Identical (device values, benchmark file) pairs are measured once.
+    """Identical (device values, benchmark file content) pairs are measured once.
 
     An op's input is usually its producer's output dumped a second time, compared against the
     same benchmark file; measuring it again would cost as much as the first time. Entries
     keep a copy of the device values and a hit needs them to be equal element for element
     (a memcmp: far cheaper than the metrics, and cheaper than hashing). Bounded in bytes.
+    The memo outlives one `vc`, and a benchmark file is rewritten under the same name
+    (`tf_run --overwrite`), so the file is keyed by its identity (size, mtime, ctime, inode),
+    not by its path.
     """
 
     def __init__(self, max_bytes: int = 64 * 2**20) -> None:
@@ -254,7 +255,10 @@ class _MetricMemo:
     ) -> MetricRow:
         if mapping.reference_kind != "npy" or device.nbytes > self._max_bytes // 4:
             return compute_metrics(device, reference, algorithms)
-        key = (mapping.benchmark_path, device.dtype.str, device.shape, algorithms)
+        identity = _file_identity(mapping.benchmark_path)
+        if identity is None:
+            return compute_metrics(device, reference, algorithms)
+        key = (mapping.benchmark_path, identity, device.dtype.str, device.shape, algorithms)
         with self._lock:
             candidates = list(self._entries.get(key, ()))
         for values, row in candidates:
@@ -269,6 +273,17 @@ class _MetricMemo:
                 _, dropped = self._entries.popitem(last=False)
                 self._bytes -= sum(v.nbytes for v, _ in dropped)
         return row
+
+
+def _file_identity(path: str | None) -> tuple[int, int, int, int] | None:
+    """What changes whenever a file's content may have: a rewrite, a delete and re-create."""
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 _MEMO = _MetricMemo()
@@ -287,14 +302,14 @@ def _compare_tensor(
         raw = read_tensor(header, meta.kind, meta.index)
     except PrecisionError as exc:
         return _row(task, meta.kind, meta.index, mapping, reason=str(exc), **common)
-    overflow = _overflow_flag(raw, meta) if options.overflow else "NaN"
+    overflow = _overflow_flag(raw, options.fp16_limit) if options.overflow else "NaN"
     common["overflow"] = overflow
     if mapping.benchmark_path is None:
         return _row(task, meta.kind, meta.index, mapping, **common)
     try:
         reference, ref_meta = refs.load(mapping, meta.kind, meta.index)
     except (PrecisionError, KeyError, LayoutError, ValueError) as exc:
-        return _row(task, meta.kind, meta.index, mapping, reason=f"reference: {exc}", **common)
+        return _row(task, meta.kind, meta.index, mapping, reason=f"benchmark: {exc}", **common)
     common["benchmark_dtype"] = _device_dtype(ref_meta) if ref_meta else _numpy_dt(reference)
     try:
         device, reference = _align(raw, meta, reference, ref_meta, mapping)

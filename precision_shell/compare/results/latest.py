@@ -1,15 +1,18 @@
-"""The newest compare result of a workspace, as `ni` uses it: rows by op, and the root cause.
+"""The newest compare result of a workspace, as `ni` and its subgraph colours use it: rows by
+op, the rule it was judged by, and the root cause when a diagnosis ran.
 
-Read once per result file (kept while its mtime is unchanged)."""
+Read once per result file (kept while its mtime and size are unchanged)."""
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from precision_shell.compare.results.csv_reader import CsvRow, find_result_csv, read_result_csv
+from precision_shell.compare.metrics.cells import COSINE
+from precision_shell.compare.results.schema import ResultRow, find_result_csv, read_result_csv
+from precision_shell.compare.results.summary import RunSummary, summary_beside
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
 from precision_shell.workspace.workspace import Workspace
 
@@ -20,8 +23,19 @@ NEAR_MARGIN = 0.01  # cosine within this above the threshold is "near" it (yello
 @dataclass
 class LatestCompare:
     csv_path: Path
-    rows_by_op: dict[str, list[CsvRow]]
-    root_cause: str | None
+    rows_by_op: dict[str, list[ResultRow]]
+    summary: RunSummary | None
+
+    @property
+    def root_cause(self) -> str | None:
+        """The diagnosis' first root cause; None when none was found or none ran."""
+        if self.summary is None or self.summary.diagnosis is None:
+            return None
+        return self.summary.diagnosis.root_cause
+
+    def rule_or(self, fallback: ThresholdRule) -> ThresholdRule:
+        """The rule this compare was judged by (its summary's), else `fallback`."""
+        return self.summary.rule if self.summary is not None else fallback
 
     def output_cosine(self, op: str) -> float | None:
         """Worst output cosine of an op; -inf when its output holds NaN/inf; None if not compared."""
@@ -29,26 +43,26 @@ class LatestCompare:
         for row in self.rows_by_op.get(op, ()):
             if row.kind != "output":
                 continue
-            value = (
-                -math.inf
-                if row.nonfinite("CosineSimilarity")
-                else row.metrics.get("CosineSimilarity", math.nan)
-            )
+            value = -math.inf if row.nonfinite(COSINE) else row.metrics.get(COSINE, math.nan)
             if math.isnan(value):
                 continue
             worst = value if worst is None else min(worst, value)
         return worst
 
-    def color(self, op: str, threshold: float) -> str:
-        cos = self.output_cosine(op)
-        if cos is None:
+    def color(self, op: str, rule: ThresholdRule) -> str:
+        """Red when an output fails the rule, yellow when its cosine is near the limit."""
+        outputs = [r for r in self.rows_by_op.get(op, ()) if r.kind == "output" and r.compared]
+        if not outputs:
             return GREY
-        if cos < threshold:
+        if any(rule.fails(r) for r in outputs):
             return RED
-        return YELLOW if cos < threshold + NEAR_MARGIN else GREEN
+        cos = self.output_cosine(op)
+        limit = rule.cosine
+        near = cos is not None and limit is not None and cos < limit + NEAR_MARGIN
+        return YELLOW if near else GREEN
 
 
-_CACHE: dict[str, tuple[int, LatestCompare]] = {}
+_CACHE: dict[str, tuple[tuple[int, int], LatestCompare]] = {}
 
 
 def latest_compare(ws: Workspace) -> LatestCompare | None:
@@ -58,23 +72,21 @@ def latest_compare(ws: Workspace) -> LatestCompare | None:
         return None
     try:
         path = find_result_csv(base)
-    except PrecisionError:
+        st = path.stat()
+    except (PrecisionError, OSError):
         return None
-    mtime = path.stat().st_mtime_ns
+    key = (st.st_mtime_ns, st.st_size)
     hit = _CACHE.get(str(path))
-    if hit is not None and hit[0] == mtime:
+    if hit is not None and hit[0] == key:
         return hit[1]
     table = read_result_csv(path)
-    rows: dict[str, list[CsvRow]] = {}
+    rows: dict[str, list[ResultRow]] = {}
     for row in table.rows:
         rows.setdefault(row.op_name, []).append(row)
-    root = None
-    summary = path.parent / "summary.json"
     try:
-        causes = json.loads(summary.read_text(encoding="utf-8")).get("root_causes") or []
-        root = causes[0]["op"] if causes else None
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
-        root = None
-    latest = LatestCompare(path, rows, root)
-    _CACHE[str(path)] = (mtime, latest)
+        summary = summary_beside(path)
+    except PrecisionError:
+        summary = None
+    latest = LatestCompare(path, rows, summary)
+    _CACHE[str(path)] = (key, latest)
     return latest

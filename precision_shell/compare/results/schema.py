@@ -1,0 +1,255 @@
+"""The compare result CSV: its columns, the one row type written and read, the writer, the reader.
+
+The header is msaccucmp's (FORMATS.md section 7); `DataType` appears twice (device, then
+benchmark), so columns are taken by position after the header is read, never through a dict
+reader. A `ResultRow` holds the cells as printed: the worker builds it from the metrics it
+computed, the reader from a file (ours or msaccucmp's, current or old header), and every
+consumer (summary, `vcs`, diagnosis, report, `ni`) reads the same numbers.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from precision_shell.compare.metrics.cells import METRIC_COLUMNS, NOT_COMPUTED
+from precision_shell.errors import PrecisionError
+
+LEAD_COLUMNS = (
+    "Index",
+    "OpType",
+    "NPUDump",
+    "DataType",
+    "Address",
+    "GroundTruth",
+    "DataType",
+    "TensorIndex",
+    "Shape",
+)
+OVERFLOW_COLUMN = "OverFlow"
+REASON_COLUMN = "CompareFailReason"
+COSINE = "CosineSimilarity"
+
+# Metrics where a larger value is better (the rest are errors: smaller is better).
+HIGHER_IS_BETTER = frozenset({COSINE})
+
+# What a row that was not compared says (the reason's marker), so counts keep them apart.
+CONSTANT_INPUT = "constant input"
+
+# `result_<YYYYmmddHHMMSS>.csv`: vc's primary compare (and msaccucmp's only CSV)
+_PRIMARY_NAME = re.compile(r"result_\d{14}(_\d+)?\.csv")
+_NONFINITE_TEXTS = frozenset({"nan", "inf", "-inf"})
+# Every non-metric column: ours, msaccucmp's current and old headers (-r/-s add OpSequence).
+_LEAD = {*LEAD_COLUMNS, REASON_COLUMN, OVERFLOW_COLUMN, "OpSequence", "LeftOp", "RightOp"}
+
+
+def csv_header(overflow: bool) -> list[str]:
+    return [*LEAD_COLUMNS, *([OVERFLOW_COLUMN] if overflow else []), *METRIC_COLUMNS, REASON_COLUMN]
+
+
+def _float(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def _parse_tensor_index(text: str) -> tuple[str, int]:
+    parts = text.rsplit(":", 2)
+    if len(parts) == 3 and parts[1] in ("input", "output") and parts[2].isdigit():
+        return parts[1], int(parts[2])
+    return "", 0
+
+
+@dataclass(frozen=True, slots=True)
+class ResultRow:
+    """One device tensor against its benchmark, as the CSV holds it."""
+
+    index: int | None
+    op_type: str
+    npu_dump: str  # NPUDump / LeftOp
+    ground_truth: str  # GroundTruth / RightOp: the benchmark op(s)
+    tensor_index: str
+    shape: str
+    texts: dict[str, str]  # metric column -> printed cell (`NaN`: not computed)
+    reason: str = ""
+    overflow: str = "NaN"  # OverFlow cell (YES/NO/NaN)
+    device_dtype: str = "NaN"
+    benchmark_dtype: str = "NaN"
+    address: str = "NaN"
+    line: int = 0  # record number in the file it was read from (header = 1); 0 when built
+    extras: dict[str, float] = field(default_factory=dict)  # not in the CSV (SQNR, ratios)
+    metrics: dict[str, float] = field(init=False, compare=False, repr=False)
+    kind: str = field(init=False, compare=False)  # "input" | "output" | "" (odd TensorIndex)
+    slot: int = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metrics", {k: _float(v) for k, v in self.texts.items()})
+        kind, slot = _parse_tensor_index(self.tensor_index)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "slot", slot)
+
+    @property
+    def op_name(self) -> str:
+        """The device op of this tensor: from TensorIndex (NPUDump names every op of a
+        one-to-many group), else NPUDump."""
+        if self.kind:
+            return self.tensor_index.rsplit(":", 2)[0] or self.npu_dump
+        return self.npu_dump
+
+    @property
+    def compared(self) -> bool:
+        """Some metric was computed (a row that was not compared prints `NaN` everywhere)."""
+        return any(text != NOT_COMPUTED and text != "" for text in self.texts.values())
+
+    @property
+    def constant_input(self) -> bool:
+        """Not compared because the tensor is a folded constant (weights are not dumped)."""
+        return not self.compared and CONSTANT_INPUT in self.reason
+
+    def nonfinite(self, column: str) -> bool:
+        """The cell holds nan/inf propagated from the data (msaccucmp prints those lower-case;
+        `NaN` means "not computed" and is not this)."""
+        return self.texts.get(column, "") in _NONFINITE_TEXTS
+
+    def value(self, column: str) -> float | None:
+        """A computed, finite metric value; None when not computed or non-finite."""
+        v = self.metrics.get(column, math.nan)
+        return v if math.isfinite(v) else None
+
+    def cells(self, overflow: bool) -> list[str]:
+        """The row as written, in `csv_header(overflow)` order."""
+        lead = [
+            "" if self.index is None else str(self.index),
+            self.op_type,
+            self.npu_dump,
+            self.device_dtype,
+            self.address,
+            self.ground_truth,
+            self.benchmark_dtype,
+            self.tensor_index,
+            self.shape,
+        ]
+        if overflow:
+            lead.append(self.overflow)
+        return [*lead, *(self.texts.get(c, NOT_COMPUTED) for c in METRIC_COLUMNS), self.reason]
+
+
+class ResultCsvWriter:
+    """Writes rows as they arrive and flushes, so an interrupted compare keeps its rows."""
+
+    def __init__(self, fh: IO[str], path: Path, overflow: bool) -> None:
+        self.path = path
+        self.overflow = overflow
+        self._fh = fh
+        self._writer = csv.writer(fh)
+        self._writer.writerow(csv_header(overflow))
+        self.rows = 0
+
+    def write(self, rows: Iterable[ResultRow]) -> None:
+        n = 0
+        for row in rows:
+            self._writer.writerow(row.cells(self.overflow))
+            n += 1
+        self.rows += n
+        self._fh.flush()
+
+
+@dataclass
+class ResultTable:
+    path: Path
+    header: list[str]
+    rows: list[ResultRow] = field(default_factory=list)
+    metric_columns: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def read_result_csv(path: str | Path) -> ResultTable:
+    """Parse one result CSV; a malformed file is a PrecisionError naming it, odd rows warnings."""
+    path = Path(path)
+    try:
+        fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115
+    except OSError as exc:
+        raise PrecisionError(f"{path}: cannot open: {exc.strerror}") from None
+    with fh:
+        reader = csv.reader(fh)
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise PrecisionError(f"{path}: empty file, expected a compare result header") from None
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise PrecisionError(f"{path}: not a CSV file: {exc}") from None
+        header = [h.strip() for h in header]
+        col = {name: i for i, name in reversed(list(enumerate(header)))}  # first occurrence wins
+        op_col = col.get("NPUDump", col.get("LeftOp"))
+        if op_col is None or "TensorIndex" not in col:
+            raise PrecisionError(
+                f"{path}: not a compare result (header needs NPUDump or LeftOp, and TensorIndex)"
+            )
+        gt_col = col.get("GroundTruth", col.get("RightOp"))
+        dtype_cols = [i for i, name in enumerate(header) if name == "DataType"]
+        metric_columns = [h for h in header if h not in _LEAD]
+        table = ResultTable(path, header, metric_columns=metric_columns)
+        metric_idx = [(name, header.index(name)) for name in metric_columns]
+        try:
+            for line, cells in enumerate(reader, start=2):
+                if not cells or all(not c.strip() for c in cells):
+                    continue
+                if len(cells) < len(header):
+                    table.warnings.append(
+                        f"{path}:{line}: {len(cells)} cells, header has {len(header)}"
+                    )
+                    cells = cells + [""] * (len(header) - len(cells))
+
+                def cell(name: str, cells: list[str] = cells) -> str:
+                    i = col.get(name)
+                    return cells[i].strip() if i is not None else ""
+
+                index_text = cell("Index")
+                table.rows.append(
+                    ResultRow(
+                        index=int(index_text) if index_text.isdigit() else None,
+                        op_type=cell("OpType"),
+                        npu_dump=cells[op_col].strip(),
+                        ground_truth=cells[gt_col].strip() if gt_col is not None else "",
+                        tensor_index=cell("TensorIndex"),
+                        shape=cell("Shape"),
+                        texts={name: cells[i].strip() for name, i in metric_idx},
+                        reason=cell(REASON_COLUMN),
+                        overflow=cell(OVERFLOW_COLUMN),
+                        device_dtype=cells[dtype_cols[0]].strip() if dtype_cols else "",
+                        benchmark_dtype=cells[dtype_cols[1]].strip() if len(dtype_cols) > 1 else "",
+                        address=cell("Address"),
+                        line=line,
+                    )
+                )
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise PrecisionError(f"{path}: unreadable CSV: {exc}") from None
+    return table
+
+
+def find_result_csv(target: Path) -> Path:
+    """A CSV file itself, or the newest `result_*.csv` in a dir (or its newest timestamped subdir)."""
+    if target.is_file():
+        return target
+    if not target.is_dir():
+        raise PrecisionError(f"{target}: no such file or directory")
+    direct = sorted(target.glob("result_*.csv"))
+    if direct:
+        # a vc result dir also holds the device-vs-device CSV, written after the primary one
+        primary = [p for p in direct if _PRIMARY_NAME.fullmatch(p.name)] or direct
+        return max(primary, key=lambda p: (p.stat().st_mtime_ns, p.name))
+    subdirs = sorted(
+        (d for d in target.iterdir() if d.is_dir() and d.name[:14].isdigit()), key=lambda d: d.name
+    )
+    for sub in reversed(subdirs):
+        found = sorted(sub.glob("result_*.csv"))
+        if found:
+            primary = [p for p in found if _PRIMARY_NAME.fullmatch(p.name)] or found
+            return primary[0]
+    raise PrecisionError(f"{target}: no result_*.csv here; run vc first")

@@ -1,0 +1,265 @@
+"""`summary.json`: the typed summary of one `vc` run, written and read here only.
+
+A summary holds what was compared (the primary compare, and the device-vs-device one when a
+second run exists), under which threshold rule, whether the run is partial (interrupted),
+and a `diagnosis` that is absent until a diagnosis ran. The file is written atomically (a
+temp name, then a rename), so a reader never sees half a summary.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from precision_shell.compare.results.tally import CompareTally, row_json
+from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.errors import FormatError, PrecisionError
+
+SUMMARY_NAME = "summary.json"
+
+
+def _int(value: Any, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+@dataclass
+class CompareRecord:
+    """One compare (one CSV) of a run."""
+
+    mode: str
+    left: str
+    right: str
+    csv: str
+    rows: int
+    compared: int
+    constant_inputs: int
+    failed: int
+    failing_outputs: int
+    files_done: int
+    files_total: int
+    interrupted: bool = False
+    failed_by_reason: dict[str, int] = field(default_factory=dict)
+    worst: list[dict[str, Any]] = field(default_factory=list)
+    failing: list[dict[str, Any]] = field(default_factory=list)  # first 50 failing outputs
+    skipped: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @classmethod
+    def from_tally(
+        cls,
+        tally: CompareTally,
+        *,
+        mode: str,
+        left: str,
+        right: str,
+        csv: Path,
+        files_done: int,
+        files_total: int,
+        interrupted: bool,
+        skipped: list[str],
+        elapsed_s: float,
+    ) -> CompareRecord:
+        return cls(
+            mode=mode,
+            left=left,
+            right=right,
+            csv=str(csv),
+            rows=tally.rows,
+            compared=tally.compared,
+            constant_inputs=tally.constant_inputs,
+            failed=tally.failed,
+            failing_outputs=len(tally.failing),
+            files_done=files_done,
+            files_total=files_total,
+            interrupted=interrupted,
+            failed_by_reason=dict(tally.failed_reasons),
+            worst=[row_json(r) for r in tally.worst(10)],
+            failing=[row_json(r) for r in tally.failing[:50]],
+            skipped=skipped[:50],
+            elapsed_s=round(elapsed_s, 3),
+        )
+
+    @property
+    def partial_text(self) -> str | None:
+        """`partial: 16 of 300 files` for an interrupted compare, else None."""
+        if not self.interrupted:
+            return None
+        return f"partial: {self.files_done} of {self.files_total} files"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "left": self.left,
+            "right": self.right,
+            "csv": self.csv,
+            "rows": self.rows,
+            "compared": self.compared,
+            "not_compared": {
+                "constant_inputs": self.constant_inputs,
+                "failed": self.failed,
+                "by_reason": self.failed_by_reason,
+            },
+            "failing_outputs": self.failing_outputs,
+            "partial": self.interrupted,
+            "files_done": self.files_done,
+            "files_total": self.files_total,
+            "worst": self.worst,
+            "failing": self.failing,
+            "skipped": self.skipped,
+            "elapsed_s": self.elapsed_s,
+        }
+
+    @classmethod
+    def from_json(cls, payload: dict[str, Any]) -> CompareRecord:
+        not_compared = payload.get("not_compared")
+        if not isinstance(not_compared, dict):
+            not_compared = {}
+        by_reason = not_compared.get("by_reason", payload.get("failed_by_reason"))
+        return cls(
+            mode=_str(payload.get("mode")),
+            left=_str(payload.get("left")),
+            right=_str(payload.get("right")),
+            csv=_str(payload.get("csv")),
+            rows=_int(payload.get("rows")),
+            compared=_int(payload.get("compared")),
+            constant_inputs=_int(not_compared.get("constant_inputs")),
+            failed=_int(not_compared.get("failed", payload.get("failed"))),
+            failing_outputs=_int(payload.get("failing_outputs")),
+            files_done=_int(payload.get("files_done")),
+            files_total=_int(payload.get("files_total")),
+            interrupted=bool(payload.get("partial", payload.get("interrupted", False))),
+            failed_by_reason={str(k): v for k, v in (by_reason or {}).items() if isinstance(v, int)}
+            if isinstance(by_reason, dict)
+            else {},
+            worst=_dicts(payload.get("worst")),
+            failing=_dicts(payload.get("failing")),
+            skipped=[s for s in payload.get("skipped") or [] if isinstance(s, str)],
+            elapsed_s=float(payload.get("elapsed_s") or 0.0)
+            if isinstance(payload.get("elapsed_s"), int | float)
+            else 0.0,
+        )
+
+
+@dataclass
+class DiagnosisRecord:
+    """What a diagnosis concluded (root causes best first, the advisor's findings)."""
+
+    root_causes: list[dict[str, Any]]
+    advice: list[dict[str, Any]]
+    baseline_first_below: str | None = None
+
+    @property
+    def root_cause(self) -> str | None:
+        op = self.root_causes[0].get("op") if self.root_causes else None
+        return op if isinstance(op, str) else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root_causes": self.root_causes,
+            "advice": self.advice,
+            "baseline_first_below": self.baseline_first_below,
+        }
+
+    @classmethod
+    def from_json(cls, payload: dict[str, Any]) -> DiagnosisRecord:
+        base = payload.get("baseline_first_below")
+        return cls(
+            _dicts(payload.get("root_causes")),
+            _dicts(payload.get("advice")),
+            base if isinstance(base, str) else None,
+        )
+
+
+@dataclass
+class RunSummary:
+    """`summary.json` of one `vc` (or `ac -c`) run."""
+
+    workspace: str
+    rule: ThresholdRule
+    primary: CompareRecord
+    device_compare: CompareRecord | None = None
+    diagnosis: DiagnosisRecord | None = None  # None: no diagnosis ran on this compare
+    created: str = field(
+        default_factory=lambda: _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    )
+    path: Path | None = None
+
+    @property
+    def partial(self) -> bool:
+        return self.primary.interrupted
+
+    def to_json(self) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "workspace": self.workspace,
+            "created": self.created,
+            "thresholds": self.rule.to_json(),
+            **self.primary.to_json(),
+        }
+        if self.device_compare is not None:
+            payload["device_compare"] = self.device_compare.to_json()
+        if self.diagnosis is not None:
+            payload["diagnosis"] = self.diagnosis.to_json()
+        return payload
+
+    @classmethod
+    def from_json(cls, payload: dict[str, Any], path: Path | None = None) -> RunSummary:
+        diagnosis = None
+        if isinstance(payload.get("diagnosis"), dict):
+            diagnosis = DiagnosisRecord.from_json(payload["diagnosis"])
+        elif "advice" in payload:  # the layout before `diagnosis` had its own key
+            diagnosis = DiagnosisRecord.from_json(payload)
+        device = payload.get("device_compare")
+        return cls(
+            workspace=_str(payload.get("workspace")),
+            rule=ThresholdRule.from_json(payload.get("thresholds")) or ThresholdRule.default(),
+            primary=CompareRecord.from_json(payload),
+            device_compare=CompareRecord.from_json(device) if isinstance(device, dict) else None,
+            diagnosis=diagnosis,
+            created=_str(payload.get("created")),
+            path=path,
+        )
+
+    def write(self, path: Path) -> None:
+        """Atomically: a reader sees the old summary or the new one, never half of one."""
+        text = json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            what = "no space left" if exc.errno == 28 else (exc.strerror or str(exc))
+            raise PrecisionError(f"{path}: cannot write the summary: {what}") from None
+        self.path = path
+
+
+def read_summary(path: Path) -> RunSummary:
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise FormatError(path, f"not valid JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise FormatError(path, "not a compare summary (expected a JSON object)")
+    return RunSummary.from_json(payload, path)
+
+
+def summary_beside(csv_path: Path) -> RunSummary | None:
+    """The summary of the run a result CSV belongs to, or None (an msaccucmp CSV has none)."""
+    path = csv_path.parent / SUMMARY_NAME
+    return read_summary(path) if path.is_file() else None

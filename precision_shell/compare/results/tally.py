@@ -1,0 +1,105 @@
+"""Running counts of one compare as its rows arrive: what was compared, what was not and why,
+which outputs fail the threshold rule, and the worst ones, for the summary and `vc`'s view."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from precision_shell.compare.metrics.cells import COSINE, MAX_ABS, REL_EUCLID
+from precision_shell.compare.results.schema import CONSTANT_INPUT, ResultRow
+from precision_shell.compare.results.thresholds import ThresholdRule
+
+_REASON_MARKERS = (
+    CONSTANT_INPUT,
+    "not found",
+    "no benchmark",
+    "smaller than",
+    "element counts differ",
+    "past the end",
+    "not an NPU dump",
+    "cannot convert",
+    "op not dumped",
+)
+
+
+def reason_kind(reason: str) -> str:
+    """Group fail reasons by their kind (file names and numbers stripped) for the summary."""
+    if not reason:
+        return "no benchmark"
+    for marker in _REASON_MARKERS:
+        if marker in reason:
+            return marker
+    text = reason.split(": ")[-1] if ": " in reason else reason
+    return text[:80]
+
+
+def _finite(value: float | None) -> float | None:
+    if value is None or math.isnan(value) or math.isinf(value):
+        return None
+    return float(value)
+
+
+def row_json(row: ResultRow) -> dict[str, Any]:
+    """One row as the summary lists it (numbers, or null where not computed or non-finite)."""
+    return {
+        "index": row.index,
+        "op": row.op_name,
+        "type": row.op_type,
+        "tensor": row.tensor_index,
+        "ground_truth": row.ground_truth,
+        "cosine": row.value(COSINE),
+        "max_abs_error": row.value(MAX_ABS),
+        "relative_euclidean_distance": row.value(REL_EUCLID),
+        "sqnr_db": _finite(row.extras.get("sqnr_db")),
+        "nonfinite": row.nonfinite(COSINE) or row.nonfinite(REL_EUCLID),
+        "reason": row.reason,
+    }
+
+
+@dataclass
+class CompareTally:
+    """Counts of a compare; `failing` are compared outputs the rule fails, in order."""
+
+    rule: ThresholdRule
+    rows: int = 0
+    compared: int = 0
+    constant_inputs: int = 0  # not compared: folded constants have no benchmark by design
+    failed_reasons: Counter = field(default_factory=Counter)  # not compared, by reason kind
+    failing: list[ResultRow] = field(default_factory=list)
+    outputs: list[ResultRow] = field(default_factory=list)
+
+    def add(self, rows: Iterable[ResultRow]) -> None:
+        for row in rows:
+            self.rows += 1
+            if not row.compared:
+                if row.constant_input:
+                    self.constant_inputs += 1
+                else:
+                    self.failed_reasons[reason_kind(row.reason)] += 1
+                continue
+            self.compared += 1
+            if row.kind != "output":
+                continue
+            self.outputs.append(row)
+            if self.rule.fails(row):
+                self.failing.append(row)
+
+    @property
+    def failed(self) -> int:
+        """Rows not compared for a reason other than being a constant input."""
+        return sum(self.failed_reasons.values())
+
+    def worst(self, n: int = 10) -> list[ResultRow]:
+        """Failing outputs first, then by cosine, lowest first (NaN/inf from the data counts as
+        the worst; an output whose cosine was not computed ranks by the rule alone)."""
+        failing = {id(r) for r in self.failing}
+
+        def key(row: ResultRow) -> tuple[bool, float]:
+            cos = -math.inf if row.nonfinite(COSINE) else row.metrics.get(COSINE, math.nan)
+            return (id(row) not in failing, math.inf if math.isnan(cos) else cos)
+
+        return sorted(self.outputs, key=key)[:n]

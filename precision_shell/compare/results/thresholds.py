@@ -1,0 +1,127 @@
+"""The one threshold rule: when a compared tensor fails, for every command that judges one.
+
+A rule is a set of limits on metric columns (cosine fails below its limit, error metrics
+above theirs); a tensor fails when any limit is crossed, or when a limited metric holds
+NaN/inf propagated from the data. A metric that was not computed (`NaN`) crosses nothing.
+`vc`, `vcs`, `ac`, the root cause, the advisor, the report and `ni` all ask this rule.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from precision_shell.compare.metrics.cells import COSINE, MAX_REL, REL_EUCLID
+from precision_shell.compare.results.schema import HIGHER_IS_BETTER, ResultRow
+from precision_shell.errors import PrecisionError
+
+# settings key under [thresholds] -> the CSV column it limits
+SETTING_COLUMNS: dict[str, str] = {
+    "cosine": COSINE,
+    "max_relative_error": MAX_REL,
+    "relative_euclidean_distance": REL_EUCLID,
+}
+DEFAULT_LIMITS: dict[str, float] = {COSINE: 0.98, MAX_REL: math.inf, REL_EUCLID: 0.05}
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """One limit a tensor crossed, with the value that crossed it."""
+
+    metric: str
+    limit: float
+    text: str  # the cell as printed (`nan`/`inf` for values from the data)
+
+    def __str__(self) -> str:
+        cmp = "<" if self.metric in HIGHER_IS_BETTER else ">"
+        return f"{self.metric} {self.text} {cmp} {self.limit:g}"
+
+
+def _checked(metric: str, value: float) -> float:
+    if math.isnan(value):
+        raise PrecisionError(f"threshold of {metric} is not a number")
+    if metric == COSINE and not -1.0 <= value <= 1.0:
+        raise PrecisionError(f"cosine threshold {value:g} is out of range: give one in [-1, 1]")
+    if metric != COSINE and value < 0:
+        raise PrecisionError(f"{metric} threshold {value:g} is out of range: give one >= 0")
+    return value
+
+
+@dataclass(frozen=True)
+class ThresholdRule:
+    """Metric column -> limit. `math.inf` on an error metric means "no limit"."""
+
+    limits: Mapping[str, float]
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> ThresholdRule:
+        """The `[thresholds]` section of the settings (every key a limit)."""
+        limits = {}
+        for key, column in SETTING_COLUMNS.items():
+            value = float(settings.get(f"thresholds.{key}"))
+            limits[column] = _checked(column, value)
+        return cls(limits)
+
+    @classmethod
+    def default(cls) -> ThresholdRule:
+        return cls(dict(DEFAULT_LIMITS))
+
+    @classmethod
+    def from_json(cls, payload: Any) -> ThresholdRule | None:
+        """The rule a summary.json recorded (setting names as keys), or None if unreadable."""
+        if not isinstance(payload, dict):
+            return None
+        limits = {}
+        for key, value in payload.items():
+            column = SETTING_COLUMNS.get(key, key)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                limits[column] = float(value)
+            elif value is None:
+                limits[column] = math.inf
+        return cls(limits) if limits else None
+
+    def to_json(self) -> dict[str, float | None]:
+        names = {column: key for key, column in SETTING_COLUMNS.items()}
+        return {names.get(c, c): (None if math.isinf(v) else v) for c, v in self.limits.items()}
+
+    def with_limit(self, metric: str, value: float) -> ThresholdRule:
+        return replace(self, limits={**self.limits, metric: _checked(metric, value)})
+
+    @property
+    def cosine(self) -> float | None:
+        return self.limits.get(COSINE)
+
+    def active(self, columns: Any = None) -> list[tuple[str, float]]:
+        """The limits that can fail a tensor (of the columns a file has, when given)."""
+        return [
+            (m, v)
+            for m, v in self.limits.items()
+            if not (math.isinf(v) and m not in HIGHER_IS_BETTER)
+            and (columns is None or m in columns)
+        ]
+
+    def crossings(self, row: ResultRow) -> list[Crossing]:
+        """Every limit this row's tensor crosses (none for a row that was not compared)."""
+        found = []
+        for metric, limit in self.active():
+            text = row.texts.get(metric, "")
+            if row.nonfinite(metric):
+                found.append(Crossing(metric, limit, text))
+                continue
+            value = row.metrics.get(metric, math.nan)
+            if math.isnan(value):
+                continue
+            if (value < limit) if metric in HIGHER_IS_BETTER else (value > limit):
+                found.append(Crossing(metric, limit, text))
+        return found
+
+    def fails(self, row: ResultRow) -> bool:
+        return bool(self.crossings(row))
+
+    def describe(self, columns: Any = None) -> str:
+        """`CosineSimilarity < 0.98 or ... fails`, of the columns a file has when given."""
+        active = self.active(columns)
+        parts = [f"{m} {'<' if m in HIGHER_IS_BETTER else '>'} {v:g}" for m, v in active]
+        return " or ".join(parts) + " fails" if parts else "no limits"

@@ -1,0 +1,230 @@
+"""The compare entry point: `run(workspace, request) -> VectorCompareResult`.
+
+It picks what to compare (the workspace's dump against its benchmark, or two dirs given
+by the user; a second device run against the first), runs each compare, and writes the
+result dir: one CSV per compare and one `summary.json`. Commands parse, call this, and
+return its result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from precision_shell.compare.pipeline.execute import (
+    CompareRun,
+    VectorCompareResult,
+    execute_plan,
+    result_dir,
+)
+from precision_shell.compare.pipeline.plan import ComparePlan, benchmark_plan, device_plan
+from precision_shell.compare.pipeline.worker import CompareOptions
+from precision_shell.compare.results.files import OutputFile
+from precision_shell.compare.results.summary import SUMMARY_NAME, RunSummary
+from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.errors import PrecisionError
+from precision_shell.progress import ProgressSink
+from precision_shell.workspace.dump_index import DumpIndex, scan_dump_dir
+from precision_shell.workspace.graph_index import GraphIndex
+from precision_shell.workspace.layout import leaf_dirs
+from precision_shell.workspace.workspace import RunIndex, Workspace
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    """What `vc` (and `ac -c`) asks for."""
+
+    rule: ThresholdRule
+    options: CompareOptions = CompareOptions()
+    left: str | None = None  # a dir, or a device run's name (debug_N)
+    right: str | None = None
+    graph: str | None = None
+    run: str | None = None
+    max_files: int | None = None
+    output: Path | None = None  # write into this dir instead of temp/vector_compare/<ts>/
+    workers: int = 0
+    backend: str = "auto"
+
+
+ProgressFor = Callable[[str], ProgressSink]
+
+
+def run(
+    ws: Workspace, request: CompareRequest, progress: ProgressFor | None = None
+) -> VectorCompareResult:
+    """Compare, write the CSVs and the summary, and return what was found."""
+    primary, secondary = _plans(ws, request)
+    if request.max_files is not None:
+        primary.tasks = primary.tasks[: request.max_files]
+        if secondary is not None:
+            secondary.tasks = secondary.tasks[: request.max_files]
+    out_dir, stamp = _output_dir(ws, request.output)
+    sink = progress or (lambda title: ProgressSink())
+    first = _execute(primary, out_dir / f"result_{stamp}.csv", request, sink("vc"))
+    second = None
+    if secondary is not None and not first.interrupted:
+        name = f"result_{stamp}_{Path(secondary.left).name}_vs_{Path(secondary.right).name}.csv"
+        second = _execute(secondary, out_dir / name, request, sink("vc: device vs device"))
+    summary = RunSummary(
+        workspace=str(ws.root),
+        rule=request.rule,
+        primary=first.record(),
+        device_compare=second.record() if second is not None else None,
+    )
+    summary.write(out_dir / SUMMARY_NAME)
+    return VectorCompareResult(out_dir, summary, first, second)
+
+
+def _execute(
+    plan: ComparePlan, csv_path: Path, request: CompareRequest, progress: ProgressSink
+) -> CompareRun:
+    return execute_plan(
+        plan,
+        OutputFile(csv_path),
+        request.options,
+        request.rule,
+        request.workers,
+        progress,
+        backend=request.backend,
+    )
+
+
+def _output_dir(ws: Workspace, output: Path | None) -> tuple[Path, str]:
+    """`-o DIR` is the result dir itself (created if missing); else a new timestamped dir."""
+    if output is None:
+        base = ws.output_dir("vector_compare")
+        try:
+            return result_dir(base)
+        except OSError as exc:
+            raise PrecisionError(f"{base}: cannot create the result dir: {exc.strerror}") from None
+    out = output if output.is_absolute() else Path.cwd() / output
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise PrecisionError(f"{output}: not a directory (give a dir for -o)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PrecisionError(f"{output}: cannot create: {exc.strerror}") from None
+    # a fresh stamp per run, so a second run into the same dir never overwrites the first
+    probe, stamp = result_dir(out)
+    probe.rmdir()
+    if (out / SUMMARY_NAME).exists():
+        raise PrecisionError(
+            f"{output}: already holds a summary.json; give an empty or new dir for -o"
+        )
+    return out, stamp
+
+
+def _dump_index_of(directory: Path) -> DumpIndex:
+    if not directory.is_dir():
+        raise PrecisionError(f"{directory}: no such directory")
+    index = DumpIndex([scan_dump_dir(d) for d in leaf_dirs(directory)])
+    if not len(index):
+        raise PrecisionError(f"{directory}: no dump files found (searched its sub-dirs too)")
+    return index
+
+
+def _holds_npy(directory: Path) -> bool:
+    return any(directory.glob("*.npy"))
+
+
+def _run_named(ws: Workspace, name: str) -> RunIndex | None:
+    """A device run given by name (`debug_1`), when `-lt`/`-rt` name one rather than a dir."""
+    if Path(name).is_dir() and not any(r.name == name for r in ws.runs):
+        return None
+    return next((r for r in ws.runs if r.name == name), None)
+
+
+def _side(ws: Workspace | None, text: str) -> tuple[Path, RunIndex | None]:
+    run = _run_named(ws, text) if ws is not None else None
+    if run is not None:
+        return run.run.root, run
+    return Path(text), None
+
+
+def _plans(ws: Workspace, request: CompareRequest) -> tuple[ComparePlan, ComparePlan | None]:
+    if bool(request.left) != bool(request.right):
+        raise PrecisionError("vc: give both -lt LEFT and -rt RIGHT, or neither")
+    if request.left and request.right:
+        (left, left_run), (right, right_run) = _side(ws, request.left), _side(ws, request.right)
+        if right_run is None and right.is_dir() and _holds_npy(right):
+            graph = _pick_graph(ws, request.graph, left_run.name if left_run else None)
+            dumps = left_run.dumps if left_run is not None else _dump_index_of(left)
+            plan = benchmark_plan(
+                ws,
+                left_run or ws.run(),
+                graph,
+                benchmark_dir=right,
+                dumps=dumps,
+                left=str(left),
+            )
+            return _nonempty(plan, graph), None
+        left_dumps = left_run.dumps if left_run is not None else _dump_index_of(left)
+        right_dumps = right_run.dumps if right_run is not None else _dump_index_of(right)
+        graph = _optional_graph(left_run, request.graph)
+        return (
+            device_plan(
+                left_dumps,
+                right_dumps,
+                left_run.name if left_run else str(left),
+                right_run.name if right_run else str(right),
+                graph,
+            ),
+            None,
+        )
+    run = ws.run(request.run)
+    if ws.benchmark is None:
+        others = [r for r in ws.runs if r is not run]
+        if others:  # no benchmark: the device runs against each other is what can be done
+            graph = _optional_graph(run, request.graph)
+            return device_plan(run.dumps, others[0].dumps, run.name, others[0].name, graph), None
+        raise PrecisionError(
+            f"{ws.root}: no benchmark dir tf/dump/ to compare against, and one device run only "
+            "(use -lt/-rt)"
+        )
+    graph = _pick_graph(ws, request.graph, run.name)
+    primary = _nonempty(benchmark_plan(ws, run, graph), graph)
+    secondary = None
+    others = [r for r in ws.runs if r is not run]
+    if others and request.run is None:
+        secondary = device_plan(run.dumps, others[0].dumps, run.name, others[0].name, graph)
+    return primary, secondary
+
+
+def _optional_graph(run: RunIndex | None, name: str | None) -> GraphIndex | None:
+    """Device vs device matches by file name; a graph, when there is one, adds op types."""
+    if run is None:
+        return None
+    if name:
+        return _graph_named(run, name)
+    return run.dump_graph()
+
+
+def _nonempty(plan: ComparePlan, graph: GraphIndex) -> ComparePlan:
+    """A plan with nothing to compare means the dump and the graph do not belong together."""
+    if not plan.tasks:
+        example = f", e.g. {plan.skipped[0]}" if plan.skipped else ""
+        raise PrecisionError(
+            f"{plan.left}: no dump file belongs to an op of graph {graph.root_graph} "
+            f"({graph.source}){example}; pick the graph with -g"
+        )
+    return plan
+
+
+def _graph_named(run: RunIndex, name: str) -> GraphIndex:
+    for candidate in run.graphs:
+        if any(name in g for g in candidate.graph_names):
+            return candidate
+    names = sorted({g for c in run.graphs for g in c.graph_names})
+    known = f"; graphs: {', '.join(names)}" if names else "; it has no parsed graph"
+    raise PrecisionError(f"vc: no graph named {name!r} in {run.name}{known}")
+
+
+def _pick_graph(ws: Workspace, name: str | None, run_name: str | None = None) -> GraphIndex:
+    run = ws.run(run_name)
+    if name:
+        return _graph_named(run, name)
+    graph = run.dump_graph()
+    if graph is None:
+        raise PrecisionError(f"{run.run.root}: no parsed Build graph to match the dump with")
+    return graph
