@@ -1,4 +1,4 @@
-"""System commands: `help` and `run` / `!`."""
+"""System commands: `help`, `run` / `!` and `reload`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import REGISTRY, argument, command
+from precision_shell.workspace.workspace import WorkspaceSummary
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,14 @@ class ShellRun:
         return f"run: {self.command!r} exited with status {self.returncode}"
 
 
+@dataclass(frozen=True)
+class WorkspaceReloaded:
+    """`reload`: what reading every file of the workspace again found."""
+
+    summary: WorkspaceSummary
+    warnings: list[str]
+
+
 @command("help", aliases=("?",))
 @argument("name", nargs="?", complete="command", help="the command to explain")
 def help_command(ctx: ShellContext, args: argparse.Namespace) -> HelpIndex | CommandHelp:
@@ -78,3 +87,14 @@ def run_command(ctx: ShellContext, line: str) -> ShellRun:
         raise UsageError("run: give the shell command to run, e.g. run ls -l")
     proc = subprocess.run(line, shell=True, capture_output=True, text=True, errors="replace")
     return ShellRun(line, proc.returncode, proc.stdout, proc.stderr)
+
+
+@command("reload")
+def reload_command(ctx: ShellContext, args: argparse.Namespace) -> WorkspaceReloaded:
+    """reload
+
+    Read the whole workspace again (no cache) and show what it holds. Changed files are
+    noticed before every command anyway; this is for when in doubt.
+    """
+    ws = ctx.reload()
+    return WorkspaceReloaded(ws.summary(), list(ws.warnings))

@@ -13,6 +13,7 @@ from precision_shell.errors import PrecisionError
 from precision_shell.explore.node_info import TensorRow, dump_tensor_rows
 from precision_shell.formats.overflow import read_opdebug
 from precision_shell.workspace.dump_index import DumpFileRef
+from precision_shell.workspace.pieces import failure_text
 from precision_shell.workspace.workspace import Workspace
 
 
@@ -55,41 +56,54 @@ def _tensor_rows(ws: Workspace, dump: DumpFileRef, errors: list[str]) -> list[Te
 
 
 def overflow_findings(ws: Workspace) -> tuple[list[OverflowFinding], list[str]]:
-    """Every overflowing op of the newest overflow dump, first overflow first."""
+    """Every overflowing op of the newest overflow dump, first overflow first.
+
+    A file that cannot be read becomes one line of the errors naming it; the others are
+    still reported."""
     if ws.overflow_dumps is None:
         return [], []
     found: dict[tuple[str, tuple[str, ...]], OverflowFinding] = {}
     errors: list[str] = []
     for ref in sorted(ws.overflow_files(), key=lambda f: (f.timestamp, f.path)):
         try:
-            debug = read_opdebug(ref.path)
+            _add_finding(ws, ref, found, errors)
         except PrecisionError as exc:
             errors.append(str(exc))
-            continue
-        dump = _linked_dump(ws, ref)
-        op = op_type = None
-        readable = False
-        if dump is not None:
-            op_type = dump.op_type
-            try:
-                op = ws.header(dump).op_name
-                readable = True
-            except PrecisionError as exc:
-                op = dump.op_name  # the file name still names it (sanitized)
-                errors.append(str(exc))
-        key = (op or f"task {ref.task_id} stream {ref.stream_id}", debug.texts)
-        if key in found:
-            found[key].count += 1
-            continue
-        finding = OverflowFinding(
-            op,
-            op_type,
-            ref.file_name,
-            ref.timestamp,
-            debug.texts,
-            dump_file=dump.path if dump else None,
-        )
-        if dump is not None and readable:
-            finding.tensors = _tensor_rows(ws, dump, errors)
-        found[key] = finding
+        except Exception as exc:  # one odd Opdebug file must not stop the whole of `ac`
+            errors.append(failure_text(ref.path, exc))
     return list(found.values()), errors
+
+
+def _add_finding(
+    ws: Workspace,
+    ref: DumpFileRef,
+    found: dict[tuple[str, tuple[str, ...]], OverflowFinding],
+    errors: list[str],
+) -> None:
+    debug = read_opdebug(ref.path)
+    dump = _linked_dump(ws, ref)
+    op = op_type = None
+    readable = False
+    if dump is not None:
+        op_type = dump.op_type
+        try:
+            op = ws.header(dump).op_name
+            readable = True
+        except PrecisionError as exc:
+            op = dump.op_name  # the file name still names it (sanitized)
+            errors.append(str(exc))
+    key = (op or f"task {ref.task_id} stream {ref.stream_id}", debug.texts)
+    if key in found:
+        found[key].count += 1
+        return
+    finding = OverflowFinding(
+        op,
+        op_type,
+        ref.file_name,
+        ref.timestamp,
+        debug.texts,
+        dump_file=dump.path if dump else None,
+    )
+    if dump is not None and readable:
+        finding.tensors = _tensor_rows(ws, dump, errors)
+    found[key] = finding

@@ -8,4 +8,5 @@ from precision_shell.render import (  # noqa: F401
     report_views,
     system_views,
     tensor_views,
+    workspace_views,
 )

@@ -1,4 +1,8 @@
-"""What every command handler gets: the workspace (opened lazily), settings and the mode."""
+"""What every command handler gets: the workspace (opened lazily), settings and the mode.
+
+The index follows the files: the first use of the workspace in each command checks (a few
+stats) whether what it was built from changed, and if so re-reads just the changed pieces.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from pathlib import Path
 from precision_shell.errors import PrecisionError
 from precision_shell.progress import ProgressFactory, ProgressLabels, ProgressSink
 from precision_shell.settings import Settings
+from precision_shell.shell.dispatcher import write_traceback_log
 from precision_shell.workspace.workspace import Workspace
 
 
@@ -21,12 +26,33 @@ class ShellContext:
     progress_factory: ProgressFactory | None = None
     _workspace: Workspace | None = field(default=None, repr=False)
     _open_error: str | None = field(default=None, repr=False)
+    _check_pending: bool = field(default=False, repr=False)
 
     @property
     def workspace(self) -> Workspace:
-        """The workspace index, opened on first use (a bad path is reported once per use)."""
+        """The workspace index, opened on first use (a bad path is reported once per use),
+        and brought up to date on the first use in each command."""
         if self._workspace is None:
             self._workspace = Workspace.open(self.workspace_path, use_cache=self.use_cache)
+            self._check_pending = False
+        elif self._check_pending:
+            self._check_pending = False
+            if self._workspace.is_stale():
+                self._workspace = Workspace.open(
+                    self.workspace_path, use_cache=self.use_cache, previous=self._workspace
+                )
+        return self._workspace
+
+    def begin_command(self) -> None:
+        """Called by the dispatcher before each command: the files may have changed since."""
+        self._check_pending = True
+
+    def reload(self) -> Workspace:
+        """Read every file again, ignoring the index in memory and the on-disk cache."""
+        self._workspace = None
+        self._workspace = Workspace.open(self.workspace_path, use_cache=self.use_cache, reread=True)
+        self._check_pending = False
+        self._open_error = None
         return self._workspace
 
     def forget_workspace(self) -> None:
@@ -39,11 +65,19 @@ class ShellContext:
         return self._workspace
 
     def try_open(self) -> Workspace | None:
+        """The workspace, or None with `open_error` set: one line, never a traceback."""
         try:
             return self.workspace
         except PrecisionError as exc:
             self._open_error = str(exc)
-            return None
+        except Exception as exc:  # the banner must not become a traceback; the log keeps it
+            log = write_traceback_log(f"open {self.workspace_path}")
+            first = (str(exc).strip().splitlines() or [""])[0]
+            self._open_error = (
+                f"{self.workspace_path}: cannot open the workspace: internal error: "
+                f"{type(exc).__name__}: {first} (traceback in {log})"
+            )
+        return None
 
     @property
     def open_error(self) -> str | None:

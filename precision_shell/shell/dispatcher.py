@@ -140,4 +140,9 @@ class Dispatcher:
     def _run_handler(self, name: str, argv: Any, raw: bool = False) -> Any:
         cmd = self.registry.lookup(name)
         args = argv if raw else cmd.parse(argv)
+        # Files may have changed since the last command (a benchmark re-harvested outside):
+        # the context then checks its index on the command's first use of it.
+        begin = getattr(self.context, "begin_command", None)
+        if callable(begin):
+            begin()
         return cmd.handler(self.context, args)

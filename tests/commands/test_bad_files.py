@@ -1,0 +1,123 @@
+"""One bad file never disables the workspace: a malformed GE graph or `fusion_result.json`
+is a warning naming it and every command works on the rest; one bad Opdebug file does not
+stop `ac`; the interactive start shows one warning line, never a traceback."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+
+import precision_shell.explore.overflow_check as overflow_check
+import precision_shell.shell.repl as repl
+from precision_shell.cli import _interactive
+from precision_shell.render.output import Renderer, make_console
+from tests.commands.shell_fixture import CONV2, POOL, open_shell, run_ok
+
+
+def _data(root: Path) -> Path:
+    return root / "precision_data"
+
+
+def _break_workspace(root: Path) -> tuple[Path, Path]:
+    """A second Build graph nested far too deep, and a fusion file with a count of Infinity."""
+    graph_dir = _data(root) / "npu" / "debug_0" / "graph"
+    bad_graph = graph_dir / "ge_proto_00000009_Build.txt"
+    bad_graph.write_text('{"graph": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    fusion = _data(root) / "fusion" / "fusion_result.json"
+    fusion.write_text('{"graph_fusion": {"ConvBatchnormFusionPass": {"match_times": Infinity}}}')
+    return bad_graph, fusion
+
+
+def test_every_command_works_beside_a_bad_graph_and_a_junk_fusion_file(tiny_demo):
+    root, manifest = tiny_demo
+    bad_graph, fusion = _break_workspace(root)
+    shell = open_shell(root)
+    ws = shell.context.workspace
+    assert len(ws.warnings) == 2
+    assert ws.warnings[0].startswith(f"{bad_graph}:")
+    assert ws.warnings[1].startswith(f"{fusion}:")
+    listing = run_ok(shell, f"ls -n {CONV2}")
+    assert [(run, r.name) for run, r in listing.rows] == [("debug_0", CONV2), ("debug_1", CONV2)]
+    node = run_ok(shell, f"ni {POOL}")
+    assert [(n.run, n.record.name) for n in node.nodes] == [("debug_0", POOL)]
+    result = run_ok(shell, "vc")
+    assert result.primary.csv_path.is_file()
+    check = run_ok(shell, "ac")
+    # The passes still come from the graph; their counts came from the skipped file.
+    assert {p.name for p in check.fusion} >= {"ConvBatchnormFusionPass"}
+    assert {(p.match_times, p.effect_times) for p in check.fusion} == {(None, None)}
+    assert [f.op for f in check.overflows] == ["l2_loss/Sum"]
+
+
+def test_the_interactive_start_prints_one_warning_line_per_bad_file(tiny_demo, capsys, monkeypatch):
+    root, _ = tiny_demo
+    bad_graph, fusion = _break_workspace(root)
+    shell = open_shell(root)
+    with create_pipe_input() as pipe:
+        pipe.send_text("exit\n")
+
+        def piped_session(completer):
+            return repl.PromptSession(input=pipe, output=DummyOutput())
+
+        monkeypatch.setattr(repl, "make_session", piped_session)
+        wide = make_console(False, width=1000)
+        status = _interactive(shell.context, shell, Renderer(wide, make_console(False)))
+    assert status == 0
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.out + captured.err
+    warnings = [line for line in captured.out.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 2
+    assert warnings[0].startswith(f"warning: {bad_graph}:")
+    assert warnings[1].startswith(f"warning: {fusion}:")
+    assert "warnings: 2" in captured.out
+
+
+@pytest.fixture
+def two_overflows(tiny_demo):
+    """The demo's overflow dir with a second, healthy Opdebug file + dump, and a junk one."""
+    root, _ = tiny_demo
+    opdebug = next((_data(root) / "overflow").rglob("Opdebug*"))
+    dump = next(p for p in opdebug.parent.iterdir() if not p.name.startswith("Opdebug"))
+    op_type, op, _task, stream, ts = dump.name.split(".")
+    second = opdebug.with_name(f"Opdebug.Node_OpDebug.12.{stream}.{int(ts) + 20001}")
+    shutil.copy(opdebug, second)
+    shutil.copy(dump, dump.with_name(f"{op_type}.{op}.12.{stream}.{int(ts) + 20000}"))
+    junk = opdebug.with_name(f"Opdebug.Node_OpDebug.13.{stream}.{int(ts) + 30001}")
+    junk.write_bytes(b"\x01" * 100)
+    return root, opdebug, second, junk
+
+
+def test_ac_names_a_junk_opdebug_file_and_reports_the_others(two_overflows):
+    root, opdebug, second, junk = two_overflows
+    check = run_ok(open_shell(root), "ac")
+    assert [(f.op, f.count, f.first_file) for f in check.overflows] == [
+        ("l2_loss/Sum", 2, opdebug.name)
+    ]
+    (error,) = check.overflow_errors
+    assert error.startswith(f"{junk}:")
+
+
+def test_ac_goes_on_when_reading_one_opdebug_file_fails_unexpectedly(two_overflows, monkeypatch):
+    root, opdebug, second, junk = two_overflows
+    real = overflow_check.read_opdebug
+
+    def flaky(path):
+        if Path(path) == opdebug:
+            raise ValueError("buffer size must be a multiple of element size")
+        return real(path)
+
+    monkeypatch.setattr(overflow_check, "read_opdebug", flaky)
+    check = run_ok(open_shell(root), "ac")
+    assert [(f.op, f.count, f.first_file) for f in check.overflows] == [
+        ("l2_loss/Sum", 1, second.name)
+    ]
+    assert len(check.overflow_errors) == 2
+    assert check.overflow_errors[0] == (
+        f"{opdebug}: cannot read it (ValueError: buffer size must be a multiple of element "
+        "size); skipped"
+    )
+    assert check.overflow_errors[1].startswith(f"{junk}:")
