@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import math
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -25,6 +26,7 @@ from typing import TypeVar
 import numpy as np
 
 from precision_shell.errors import FormatError
+from precision_shell.formats.shapes import shape_problem, shape_text
 
 MAPPING_FILE_NAME = "mapping.csv"
 
@@ -286,7 +288,7 @@ class NpyHeader:
 
     @property
     def data_bytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        return math.prod(self.shape) * self.dtype.itemsize
 
 
 def read_npy_header(path: str | Path) -> NpyHeader:
@@ -322,22 +324,28 @@ def read_npy_header(path: str | Path) -> NpyHeader:
             header["shape"],
         )
         dtype = np.lib.format.descr_to_dtype(descr)
-        if not isinstance(shape, tuple) or not all(
-            isinstance(dim, int) and dim >= 0 for dim in shape
-        ):
+        # bool is an int to isinstance; numpy takes True as a dim, no writer does.
+        if not isinstance(shape, tuple) or not all(type(dim) is int for dim in shape):
             raise ValueError(f"bad shape {shape!r}")
-    except (ValueError, SyntaxError, TypeError, KeyError, MemoryError) as error:
+    except (ValueError, SyntaxError, TypeError, KeyError, MemoryError, RecursionError) as error:
+        # RecursionError: a header of deeply nested brackets
         raise FormatError(path, f"unreadable .npy header: {error}") from None
     if dtype.hasobject:
         raise FormatError(
             path, "holds Python objects (pickled data); refusing to load it (allow_pickle=False)"
         )
+    if dtype.itemsize == 0:
+        # Zero-byte items hold no values; any shape "fits" in no data, even 2**62 items.
+        raise FormatError(path, f"dtype {dtype} has zero-byte items; not a tensor")
+    problem = shape_problem(shape, dtype.itemsize)
+    if problem is not None:
+        raise FormatError(path, f"unreadable .npy header: {problem}")
     npy_header = NpyHeader(dtype, shape, bool(fortran_order), 8 + length_size + header_len)
     available = file_size - npy_header.data_offset
     if available < npy_header.data_bytes:
         raise FormatError(
             path,
-            f"truncated: shape {list(shape)} {dtype} needs {npy_header.data_bytes} data bytes, "
+            f"truncated: shape {shape_text(shape)} {dtype} needs {npy_header.data_bytes} data bytes, "
             f"file has {max(available, 0)}",
         )
     return npy_header

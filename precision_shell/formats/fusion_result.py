@@ -23,11 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from precision_shell.errors import FormatError
+from precision_shell.formats.json_limits import nesting_problem, without_lone_surrogates
 
 FUSION_KINDS = ("graph_fusion", "ub_fusion")
 _GRAPH_KEY_PREFIX = "session_and_graph_id_"
 _GRAPH_ID_FIELDS = ("session_and_graph_id", "graphId")
 _COUNT_FIELDS = ("match_times", "effect_times")
+# GE writes each count from a 64-bit int; more is not a count.
+_MAX_COUNT = 2**63 - 1
+_MAX_COUNT_DIGITS = 40
+# Real files nest four levels (file, graph, kind, pass, counts); newer keys may add a few.
+MAX_JSON_DEPTH = 64
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,9 @@ class FusionPass:
 
 
 def _json_documents(path: str | Path, text: str) -> Iterator[Any]:
+    problem = nesting_problem(text, MAX_JSON_DEPTH)
+    if problem is not None:
+        raise FormatError(path, problem)
     decoder = json.JSONDecoder()
     position = 0
     while True:
@@ -56,18 +65,38 @@ def _json_documents(path: str | Path, text: str) -> Iterator[Any]:
             raise FormatError(
                 path, f"broken JSON at line {error.lineno} column {error.colno}: {error.msg}"
             ) from None
+        except ValueError:  # Python's int() refuses numbers of over 4,300 digits
+            raise FormatError(
+                path, "a number has more than 4300 digits; no count is so large"
+            ) from None
         yield document
 
 
 def _count(path: str | Path, where: str, counts: dict[str, Any], name: str) -> int:
     value = counts.get(name, 0)
     try:
-        number = int(value)
-    except (TypeError, ValueError):
+        # Longer digit strings are past any count (and int() refuses 4,300 digits).
+        number = -1 if isinstance(value, str) and len(value) > _MAX_COUNT_DIGITS else int(value)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: a float inf
         number = -1
-    if isinstance(value, bool) or number < 0:
-        raise FormatError(path, f"{where}: {name} {value!r} is not a count")
+    if isinstance(value, bool) or not 0 <= number <= _MAX_COUNT:
+        shown = repr(value) if len(repr(value)) <= 40 else f"{repr(value)[:40]}..."
+        raise FormatError(path, f"{where}: {name} {shown} is not a count")
     return number
+
+
+def _text(value: str) -> str:
+    return without_lone_surrogates(value)
+
+
+def _extra_value(value: Any) -> Any:
+    """An extra count as kept: scalars as they are (text without lone surrogates); anything
+    else as its compact JSON text."""
+    if isinstance(value, str):
+        return _text(value)
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return _text(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
 def _graph_passes(path: str | Path, graph_id: str, graph: dict[str, Any]) -> Iterator[FusionPass]:
@@ -75,7 +104,8 @@ def _graph_passes(path: str | Path, graph_id: str, graph: dict[str, Any]) -> Ite
         passes = graph.get(kind) or {}
         if not isinstance(passes, dict):
             raise FormatError(path, f"graph {graph_id}: {kind} is not an object")
-        for name, counts in passes.items():
+        for raw_name, counts in passes.items():
+            name = _text(raw_name)
             where = f"graph {graph_id} {kind} pass {name}"
             if not isinstance(counts, dict):
                 raise FormatError(path, f"{where}: expected an object of counts")
@@ -85,7 +115,11 @@ def _graph_passes(path: str | Path, graph_id: str, graph: dict[str, Any]) -> Ite
                 name=name,
                 match_times=_count(path, where, counts, "match_times"),
                 effect_times=_count(path, where, counts, "effect_times"),
-                extra={key: value for key, value in counts.items() if key not in _COUNT_FIELDS},
+                extra={
+                    _text(key): _extra_value(value)
+                    for key, value in counts.items()
+                    if key not in _COUNT_FIELDS
+                },
             )
 
 
@@ -102,13 +136,15 @@ def read_fusion_result(path: str | Path) -> list[FusionPass]:
         if not isinstance(document, dict):
             raise FormatError(path, f"JSON document {number} is not an object")
         if any(kind in document for kind in FUSION_KINDS):  # older GE: one graph per document
-            graph_id = next((str(document[key]) for key in _GRAPH_ID_FIELDS if key in document), "")
+            graph_id = next(
+                (_text(str(document[key])) for key in _GRAPH_ID_FIELDS if key in document), ""
+            )
             passes.extend(_graph_passes(path, graph_id, document))
             continue
         for key, graph in document.items():
             if not isinstance(graph, dict):
                 continue  # not a graph entry; newer files may add such keys
-            graph_id = key.removeprefix(_GRAPH_KEY_PREFIX)
+            graph_id = _text(key.removeprefix(_GRAPH_KEY_PREFIX))
             passes.extend(_graph_passes(path, graph_id, graph))
     return passes
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import io
 import struct
-from functools import partial
+import tempfile
+from functools import cache, partial
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +35,14 @@ from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
 DUMP_NAME = "Conv2D.conv1.3.1664178151845623"
 
 
-def _seed_dumps(directory: Path) -> list[bytes]:
+@cache
+def seed_dumps() -> list[bytes]:
+    """Valid dumps of both layouts, several types and device formats, a buffer."""
+    with tempfile.TemporaryDirectory() as name:
+        return _write_seeds(Path(name))
+
+
+def _write_seeds(directory: Path) -> list[bytes]:
     nchw = np.arange(2 * 3 * 4 * 5, dtype=np.float16).reshape(2, 3, 4, 5)
     matrix = np.arange(20 * 7, dtype=np.float32).reshape(20, 7)
     specs = [
@@ -76,11 +84,6 @@ def _seed_dumps(directory: Path) -> list[bytes]:
 
 
 @pytest.fixture(scope="module")
-def seeds(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
-    return _seed_dumps(tmp_path_factory.mktemp("dump_seeds"))
-
-
-@pytest.fixture(scope="module")
 def fuzz_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("dump_fuzz") / DUMP_NAME
 
@@ -103,8 +106,8 @@ def read_everything(path: Path) -> None:
             )
 
 
-def test_the_seeds_read(seeds: list[bytes], fuzz_file: Path) -> None:
-    for seed in seeds:
+def test_the_seeds_read(fuzz_file: Path) -> None:
+    for seed in seed_dumps():
         fuzz_file.write_bytes(seed)
         header = read_dump_header(fuzz_file)
         assert header.op_name == "conv1"
@@ -113,8 +116,8 @@ def test_the_seeds_read(seeds: list[bytes], fuzz_file: Path) -> None:
 
 @budget(300)
 @given(data=st.data())
-def test_mutated_dumps(seeds: list[bytes], fuzz_file: Path, data: st.DataObject) -> None:
-    fuzz_file.write_bytes(data.draw(mutated_bytes(seeds)))
+def test_mutated_dumps(fuzz_file: Path, data: st.DataObject) -> None:
+    fuzz_file.write_bytes(data.draw(mutated_bytes(seed_dumps())))
     read_everything(fuzz_file)
 
 

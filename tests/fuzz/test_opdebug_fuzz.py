@@ -3,6 +3,8 @@ in their dump-file container. Any input gives an OpdebugFile or a one-line Preci
 
 from __future__ import annotations
 
+import tempfile
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -20,9 +22,14 @@ def _record(acc_type: str, status: int) -> OverflowRecord:
     return OverflowRecord(acc_type, 1, 3, 12, 0, 2, 4, 0x1200, 0x1240, 5, 6, status, ())
 
 
-@pytest.fixture(scope="module")
-def seeds(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
-    directory = tmp_path_factory.mktemp("opdebug_seeds")
+@cache
+def seed_files() -> list[bytes]:
+    """Both layouts, bare and in the dump-file container."""
+    with tempfile.TemporaryDirectory() as name:
+        return _write_seeds(Path(name))
+
+
+def _write_seeds(directory: Path) -> list[bytes]:
     records = [_record("AIC", 0x20), _record("AIV", 0x400)]
     for container in (True, False):
         write_opdebug_old(
@@ -38,9 +45,9 @@ def fuzz_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("opdebug_fuzz") / NAME
 
 
-def test_the_seeds_read(seeds: list[bytes], fuzz_file: Path) -> None:
+def test_the_seeds_read(fuzz_file: Path) -> None:
     layouts = []
-    for seed in seeds:
+    for seed in seed_files():
         fuzz_file.write_bytes(seed)
         layouts.append(read_opdebug(fuzz_file).layout)
     assert sorted(layouts) == ["new", "new", "old", "old"]
@@ -48,8 +55,8 @@ def test_the_seeds_read(seeds: list[bytes], fuzz_file: Path) -> None:
 
 @budget(400)
 @given(data=st.data())
-def test_mutated_opdebug_files(seeds: list[bytes], fuzz_file: Path, data: st.DataObject) -> None:
-    fuzz_file.write_bytes(data.draw(mutated_bytes(seeds)))
+def test_mutated_opdebug_files(fuzz_file: Path, data: st.DataObject) -> None:
+    fuzz_file.write_bytes(data.draw(mutated_bytes(seed_files())))
     debug = returns_or_names_error(lambda: read_opdebug(fuzz_file))
     if debug is not None:
         assert debug.layout in ("old", "new")

@@ -12,6 +12,11 @@ from typing import Any
 
 from precision_shell.formats.ge.proto import GE_DATA_TYPES, PROTO_DATA_TYPES
 
+# Messages nested deeper than this are refused by the readers. Real dumps nest a handful of
+# levels (graph, op, desc, attr, value, list, maybe a subgraph or two); a bound keeps every
+# model picklable (pickle recurses once per level) and every converter's recursion shallow.
+MAX_NESTING_DEPTH = 64
+
 PROTO_DTYPE_NAMES: dict[int, str] = {number: name for name, number in PROTO_DATA_TYPES.items()}
 GE_DTYPE_NAMES: dict[int, str] = {number: name for name, number in GE_DATA_TYPES.items()}
 

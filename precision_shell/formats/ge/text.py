@@ -18,7 +18,7 @@ from __future__ import annotations
 import gc
 import re
 
-from precision_shell.formats.ge.model import ModelDef
+from precision_shell.formats.ge.model import MAX_NESTING_DEPTH, ModelDef
 from precision_shell.formats.ge.text_schema import (
     BOOLS,
     K_BOOL,
@@ -30,6 +30,7 @@ from precision_shell.formats.ge.text_schema import (
     K_STR,
     MISSING,
     PLAIN_QUOTED,
+    int64_list,
     list_value,
     member_value,
     plain_int,
@@ -51,11 +52,11 @@ _BLOCK = re.compile(
         |([a-z]+):\ ([^\n]*)\n
         |list\ \{\n(?:
            ((?:[ \t]*s:\ "[^"\\\n]*"\n)+)(?:[ \t]*val_type:\ VT_LIST_STRING\n)?[ \t]*\}\n
-          |((?:[ \t]*i:\ -?(?:0|[1-9][0-9]*)\n)+)(?:[ \t]*val_type:\ VT_LIST_INT\n)?[ \t]*\}\n
+          |((?:[ \t]*i:\ -?(?:0|[1-9][0-9]{0,18})\n)+)(?:[ \t]*val_type:\ VT_LIST_INT\n)?[ \t]*\}\n
           |((?:[ \t]*[a-z_]+:\ [^\n]*\n)*)[ \t]*\}\n
         )
       )[ \t]*\}\n[ \t]*\}\n
-     |shape\ \{\n((?:[ \t]*dim:\ -?(?:0|[1-9][0-9]*)\n)*)[ \t]*\}\n
+     |shape\ \{\n((?:[ \t]*dim:\ -?(?:0|[1-9][0-9]{0,18})\n)*)[ \t]*\}\n
      |\}\n
      |([a-z_]+)(?:\ \{\n|:\ "([^"\\\n]*)"\n|:\ ([^\n]*)\n)
      |([^\n]*)\n?
@@ -163,7 +164,7 @@ class _TextParser(TokenReader):
                         value = member_value(member, raw)
                     elif group == G_ATTR_INTS:
                         key, items = match.group(1, 6)
-                        value = list(map(int, items.split()[1::2]))
+                        value = int64_list(items)
                     elif group == G_ATTR_STRINGS:
                         key, items = match.group(1, 5)
                         value = PLAIN_QUOTED.findall(items)
@@ -184,7 +185,7 @@ class _TextParser(TokenReader):
                 if field is not None:
                     kind = field[0]
                     if kind == K_INT:
-                        value = plain_int(raw)
+                        value = plain_int(raw, *field[2])
                     elif kind == K_ENUM:
                         value = field[2].get(raw, MISSING)
                     elif kind == K_STR:
@@ -209,6 +210,8 @@ class _TextParser(TokenReader):
                 name = match.group(G_OPEN)
                 field = fields.get(name)
                 if field is not None and field[0] >= K_MSG:
+                    if len(stack) >= MAX_NESTING_DEPTH:
+                        raise self.too_deep(match.start(G_OPEN))
                     stack.append((spec, values, name, field, match.start(G_OPEN), "}", S_FIELD))
                     spec = field[2]
                     fields = spec.fields
@@ -216,8 +219,10 @@ class _TextParser(TokenReader):
                     continue
             elif group == G_SHAPE:
                 if spec.has_shape:
-                    values["shape"] = tuple(map(int, match.group(G_SHAPE).split()[1::2]))
-                    continue
+                    dims = int64_list(match.group(G_SHAPE))
+                    if dims is not MISSING:
+                        values["shape"] = tuple(dims)
+                        continue
             elif not match.group(G_LINE):
                 continue
             self.spec = spec

@@ -44,6 +44,16 @@ C_OCTAL = re.compile(r"(-?)0(\d+)")
 _FLOAT_INF = re.compile(r"-?inf(?:inity)?f?", re.IGNORECASE)
 _FLOAT_NAN = re.compile(r"-?nanf?", re.IGNORECASE)
 _F32 = struct.Struct("<f")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# (lowest, highest) value of each integer field type, as protobuf checks them.
+_INT_RANGES = {
+    FieldDescriptor.TYPE_INT64: (INT64_MIN, INT64_MAX),
+    FieldDescriptor.TYPE_INT32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_UINT32: (0, 2**32 - 1),
+}
+# Digits of the longest int64; longer numbers are out of range (and Python's int() refuses
+# more than 4,300 digits with a ValueError).
+_MAX_INT_DIGITS = 20
 
 
 def to_float32(value: float) -> float:
@@ -169,7 +179,7 @@ def _build_specs() -> MessageSpec:
         kind = _SCALAR_KINDS[field.type]
         if (owner.name, field.name) in _RAW_BYTES_FIELDS:
             kind = K_RAW
-        return kind, field.is_repeated, None
+        return kind, field.is_repeated, _INT_RANGES.get(field.type)
 
     return spec_for(ge_proto.ModelDef.DESCRIPTOR)
 
@@ -212,15 +222,29 @@ def plain_string(raw: str) -> Any:
     return MISSING
 
 
-def plain_int(raw: str) -> Any:
-    """A decimal integer, or MISSING ("017" is octal to protobuf: the token path decides)."""
+def plain_int(raw: str, low: int = INT64_MIN, high: int = INT64_MAX) -> Any:
+    """A decimal integer in low..high, or MISSING ("017" is octal to protobuf, and a number out
+    of range is an error: the token path decides)."""
+    if len(raw) > _MAX_INT_DIGITS:
+        return MISSING
     try:
         value = int(raw)
     except ValueError:
         return MISSING
     if raw[0] == "0" and len(raw) > 1 or raw[:2] == "-0" and len(raw) > 2:
         return MISSING
+    if not low <= value <= high:
+        return MISSING
     return value
+
+
+def int64_list(items: str) -> Any:
+    """The ints of `dim: 1` / `i: 2` lines (each at most 19 digits, by the fast path's regex),
+    or MISSING when one is out of the int64 range."""
+    values = list(map(int, items.split()[1::2]))
+    if values and (min(values) < INT64_MIN or max(values) > INT64_MAX):
+        return MISSING
+    return values
 
 
 def member_value(member: str, raw: str) -> Any:

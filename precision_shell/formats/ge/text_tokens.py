@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from precision_shell.errors import FormatError
-from precision_shell.formats.ge.model import ModelDef
+from precision_shell.formats.ge.model import MAX_NESTING_DEPTH, ModelDef
 from precision_shell.formats.ge.text_schema import (
     BOOLS,
     C_OCTAL,
@@ -49,6 +49,19 @@ _TOKEN = re.compile(
 )
 
 
+_SHOWN_LENGTH = 40
+# Longer decimal numbers are out of every integer field's range (the longest, uint64, has 20).
+_MAX_INT_TEXT = 40
+
+
+def shown(token: str) -> str:
+    """A token as error messages quote it; a long one is cut (a 5,000-digit number would
+    otherwise fill the screen)."""
+    if len(token) <= _SHOWN_LENGTH:
+        return repr(token)
+    return f"{token[:_SHOWN_LENGTH]!r}... ({len(token)} characters)"
+
+
 class RestartInTokenMode(Exception):
     """A line starts with a string: it may continue the string the fast path just stored."""
 
@@ -74,6 +87,11 @@ class TokenReader:
         line = self.text.count("\n", 0, line_start) + 1
         column = position - line_start + 1
         return FormatError(self.source, f"line {line}, column {column}: {problem}")
+
+    def too_deep(self, position: int) -> FormatError:
+        return self.error(
+            position, f"blocks nested more than {MAX_NESTING_DEPTH} deep; no GE graph nests so"
+        )
 
     def finish_file(self) -> ModelDef:
         end = len(self.text)
@@ -111,7 +129,7 @@ class TokenReader:
                 self.state = S_AFTER_NAME
             return
         if kind == "bad":
-            raise self.error(position, f"unexpected character {text!r}")
+            raise self.error(position, f"unexpected character {shown(text)}")
         if kind == "badstr":
             raise self.error(position, "unterminated string")
         if kind != "str":
@@ -134,7 +152,7 @@ class TokenReader:
             elif kind == "str" and not self.token_mode:
                 raise RestartInTokenMode
             else:
-                raise self.error(position, f"expected a field name, got {text!r}")
+                raise self.error(position, f"expected a field name, got {shown(text)}")
         elif state == S_AFTER_NAME:
             if is_punct and text == ":":
                 self.state = S_COLON
@@ -142,7 +160,9 @@ class TokenReader:
                 self.open(text, position, S_FIELD)
             else:
                 name = self.pending[0]
-                raise self.error(position, f"expected ':' or '{{' after '{name}', got {text!r}")
+                raise self.error(
+                    position, f"expected ':' or '{{' after '{name}', got {shown(text)}"
+                )
         elif state in (S_COLON, S_LIST):
             if is_punct and text in "{<":
                 self.open(text, position, S_FIELD if state == S_COLON else S_LIST_SEP)
@@ -155,7 +175,7 @@ class TokenReader:
                 self.state = S_FIELD if state == S_COLON else S_LIST_SEP
             else:
                 name = self.pending[0]
-                raise self.error(position, f"expected a value for '{name}', got {text!r}")
+                raise self.error(position, f"expected a value for '{name}', got {shown(text)}")
         else:  # S_LIST_SEP
             if is_punct and text == ",":
                 self.state = S_LIST
@@ -164,12 +184,14 @@ class TokenReader:
             elif kind == "str" and self.last_string is not None:
                 self.continue_string(text, position)
             else:
-                raise self.error(position, f"expected ',' or ']', got {text!r}")
+                raise self.error(position, f"expected ',' or ']', got {shown(text)}")
 
     def open(self, opener: str, position: int, after: int) -> None:
         name, field, _ = self.pending
         if field[0] < K_MSG:
             raise self.error(position, f"'{name}' takes a value, not a '{opener}' block")
+        if len(self.stack) >= MAX_NESTING_DEPTH:
+            raise self.too_deep(position)
         closer = "}" if opener == "{" else ">"
         self.stack.append((self.spec, self.values, name, field, position, closer, after))
         self.spec = field[2]
@@ -209,10 +231,10 @@ class TokenReader:
             self.last_string = (None, name, field, b"") if kind == "str" else None
             return
         if field_kind >= K_MSG:
-            raise self.error(position, f"expected '{{' to open '{name}', got {text!r}")
+            raise self.error(position, f"expected '{{' to open '{name}', got {shown(text)}")
         if field_kind in (K_STR, K_RAW):
             if kind != "str":
-                raise self.error(position, f"expected a string for '{name}', got {text!r}")
+                raise self.error(position, f"expected a string for '{name}', got {shown(text)}")
             raw = self.unquote(text, name, position)
             value: Any = raw.decode("utf-8", "replace") if field_kind == K_STR else raw
             self.last_string = (self.values, name, field, raw)
@@ -230,8 +252,7 @@ class TokenReader:
         if kind == "word":
             try:
                 if field_kind == K_INT:
-                    octal = C_OCTAL.fullmatch(text)
-                    return int(f"{octal[1]}0o{octal[2]}" if octal else text, 0)
+                    return self.integer(field, name, text, position)
                 if field_kind == K_FLOAT:
                     return to_float32(parse_float(text))
                 if field_kind == K_BOOL:
@@ -245,7 +266,24 @@ class TokenReader:
                 pass
         expected = {K_INT: "an integer", K_FLOAT: "a number", K_BOOL: "true or false"}
         what = expected.get(field_kind, "an enum name or number")
-        raise self.error(position, f"expected {what} for '{name}', got {text!r}")
+        raise self.error(position, f"expected {what} for '{name}', got {shown(text)}")
+
+    def integer(self, field: tuple[int, bool, Any], name: str, text: str, position: int) -> int:
+        """An integer in any spelling protobuf takes, checked against the field's range.
+
+        Raises ValueError for a token that is not an integer."""
+        low, high = field[2]
+        digits = text.lstrip("+-")
+        if len(digits) > _MAX_INT_TEXT and digits.isascii() and digits.isdigit():
+            number = None  # past any range; int() would refuse 4,300 digits anyway
+        else:
+            octal = C_OCTAL.fullmatch(text)
+            number = int(f"{octal[1]}0o{octal[2]}" if octal else text, 0)
+        if number is None or not low <= number <= high:
+            raise self.error(
+                position, f"integer {shown(text)} for '{name}' is out of range {low}..{high}"
+            )
+        return number
 
     def unquote(self, text: str, name: str, position: int) -> bytes:
         try:
