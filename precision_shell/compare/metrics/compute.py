@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -165,8 +166,8 @@ def _bool_metrics(x: np.ndarray, y: np.ndarray, scalar: bool, out: MetricValues)
 
 
 def _bool_cosine_sum(
-    x: np.ndarray, y: np.ndarray, x_norm: np.float64, y_norm: np.float64
-) -> np.float64:
+    x: np.ndarray, y: np.ndarray, x_norm: np.floating, y_norm: np.floating
+) -> np.floating:
     size = min(CHUNK, x.size)
     a, b = np.empty(size, np.float64), np.empty(size, np.float64)
     total = BlockSums(np.float64)
@@ -183,20 +184,25 @@ def _row(out: MetricValues, count: int, fp16_overflow: bool | None) -> MetricRow
     def value(name: str, missing: object = math.nan) -> object:
         return missing if name in out.not_computed else out.values.get(name, missing)
 
-    below_0_001, below_0_005 = value(REL_RATIO, (math.nan, math.nan))
+    # MetricValues holds what the metrics computed: numpy float scalars (np.float32 is no
+    # `float` subclass, though it prints and compares as one), Python floats, and tuples.
+    def number(name: str) -> float:
+        return cast(float, value(name))
+
+    below_0_001, below_0_005 = cast(tuple[float, float], value(REL_RATIO, (math.nan, math.nan)))
 
     return MetricRow(
-        cosine=value(COSINE),
-        max_abs_error=value(MAX_ABS),
-        accumulated_relative_error=value(ACC_REL),
-        relative_euclidean_distance=value(REL_EUCLID),
-        kl_divergence=value(KL),
-        standard_deviation=value(STD, None),
-        mean_abs_error=value(MEAN_ABS),
-        rmse=value(RMSE),
-        max_relative_error=value(MAX_REL),
-        mean_relative_error=value(MEAN_REL),
-        sqnr_db=value(SQNR),
+        cosine=number(COSINE),
+        max_abs_error=number(MAX_ABS),
+        accumulated_relative_error=number(ACC_REL),
+        relative_euclidean_distance=number(REL_EUCLID),
+        kl_divergence=number(KL),
+        standard_deviation=cast("_StdPair | None", value(STD, None)),
+        mean_abs_error=number(MEAN_ABS),
+        rmse=number(RMSE),
+        max_relative_error=number(MAX_REL),
+        mean_relative_error=number(MEAN_REL),
+        sqnr_db=number(SQNR),
         ratio_rel_err_below_0_001=below_0_001,
         ratio_rel_err_below_0_005=below_0_005,
         fp16_overflow=fp16_overflow,

@@ -115,6 +115,7 @@ def float32_metrics(pairs: Float32Pairs, scalar: bool, out: MetricValues) -> Non
                 np.multiply(a, b, out=a)
                 cos_sum.add(a)
             if kl_store:
+                assert kl_shape is not None  # kl_store is only made with kl_shape
                 px, qy = (_store_slice(s, n, start, m) for s in kl_store)
                 px_sum.add(_kl_normalised(xc, *kl_shape[0], out=px))
                 qy_sum.add(_kl_normalised(yc, *kl_shape[1], out=qy))
@@ -125,6 +126,7 @@ def float32_metrics(pairs: Float32Pairs, scalar: bool, out: MetricValues) -> Non
         total = cos_sum.total()
         out.set(COSINE, 1.0 if total > 1.0 else float(total))  # min(result, 1.0)
     if kl_shape:
+        assert kl_store is not None  # made whenever kl_shape is
         _kl_divergence(pairs, kl_shape, kl_store, px_sum.total(), qy_sum.total(), out)
     elif KL in want:
         out.skip(KL, "Cannot compare by KullbackLeiblerDivergence. The tensor is empty.")
@@ -225,13 +227,13 @@ def cosine_norms(
     return x_norm, y_norm
 
 
-def _kl_span(ext: Extremes) -> tuple[np.float32, np.float32]:
+def _kl_span(ext: Extremes) -> tuple[np.floating, np.floating]:
     low = ext.min()
     return low, ext.max() - low
 
 
 def _kl_normalised(
-    chunk: np.ndarray, low: np.float32, span: np.float32, out: np.ndarray
+    chunk: np.ndarray, low: np.floating, span: np.floating, out: np.ndarray
 ) -> np.ndarray:
     """(v - min) / (max - min), left as is when max == min, then clamped to >= 1.19e-7."""
     if span != 0:  # a NaN span normalises too, as in msaccucmp
@@ -248,7 +250,7 @@ def _kl_normalised(
 
 def _kl_divergence(
     pairs: Float32Pairs,
-    kl_shape: tuple[tuple[np.float32, np.float32], tuple[np.float32, np.float32]],
+    kl_shape: tuple[tuple[np.floating, np.floating], tuple[np.floating, np.floating]],
     kl_store: tuple[np.ndarray, np.ndarray],
     px_total: np.float32,
     qy_total: np.float32,

@@ -55,15 +55,15 @@ class Extremes:
     """The max and min over chunks; NaN anywhere makes both NaN, as ndarray.max/min do."""
 
     def __init__(self) -> None:
-        self._seen: list[np.generic] = []
+        self._seen: list[np.floating] = []
 
-    def add(self, value: np.generic) -> None:
+    def add(self, value: np.floating) -> None:
         self._seen.append(value)
 
-    def max(self) -> np.generic:
+    def max(self) -> np.floating:
         return np.max(np.array(self._seen))
 
-    def min(self) -> np.generic:
+    def min(self) -> np.floating:
         return np.min(np.array(self._seen))
 
 
@@ -146,6 +146,7 @@ class _Float32Side:
             return self._whole[start:stop]
         resident = self._buf.shape[0] == self._src.shape[0]
         out = self._buf[start:stop] if resident else self._buf[: stop - start]
+        assert self._convert is not None  # only a float32 source is read whole from the start
         self._convert(self._src[start:stop], out)
         if resident and stop == self._src.shape[0]:
             self._whole = self._buf  # every chunk is converted now
