@@ -10,6 +10,7 @@ re-reads only the pieces that changed.
 from __future__ import annotations
 
 import gc
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,6 +151,7 @@ class Workspace:
     def _open(
         cls, path: str | Path, use_cache: bool, previous: Workspace | None, reread: bool
     ) -> Workspace:
+        started_ns = time.time_ns()
         layout = discover(path)
         warnings = list(layout.warnings)
         cache = IndexCache(layout.temp_dir / "index_cache", enabled=use_cache, read=not reread)
@@ -191,7 +193,7 @@ class Workspace:
                 )
                 or []
             )
-        freshness = Freshness.of(watched, pieces.pieces)
+        freshness = Freshness.of(watched, pieces.pieces, started_ns)
         return cls(
             layout, runs, benchmark, overflow, fusion, warnings, cache, pieces.pieces, freshness
         )

@@ -16,6 +16,7 @@ from precision_shell.compare.pipeline.plan import MappingRow
 from precision_shell.compare.pipeline.worker import _MetricMemo
 from precision_shell.render.output import Renderer, make_console
 from tests.commands.shell_fixture import POOL, benchmark_path, open_shell, run_ok
+from tests.workspace.file_times import settle
 
 
 def _rows(result) -> list[list[str]]:
@@ -46,6 +47,7 @@ def _negate_benchmark(path: Path, to: Path | None = None) -> None:
 @pytest.fixture
 def shell_on_demo(tiny_demo):
     root, manifest = tiny_demo
+    settle(root)
     shell = open_shell(root)
     first = _rows(run_ok(shell, "vc"))
     row = _row(first, f"{POOL}:output:0")

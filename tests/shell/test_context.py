@@ -16,6 +16,7 @@ from precision_shell.settings import Settings
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.dispatcher import Dispatcher
 from tests.shell.fake_commands import make_registry
+from tests.workspace.file_times import settle
 
 
 class CountingContext:
@@ -41,6 +42,7 @@ def _workspace(tmp_path: Path) -> tuple[ShellContext, Path]:
     benchmark = tmp_path / "precision_data" / "tf" / "dump"
     benchmark.mkdir(parents=True)
     write_benchmark(benchmark, "a/b:0", np.zeros(3, "float32"), 1)
+    settle(tmp_path)  # only the changes a test makes count, not the files just written
     ctx = ShellContext(tmp_path / "precision_data", Settings.load(), use_cache=False)
     return ctx, benchmark
 

@@ -11,6 +11,7 @@ import pytest
 from precision_shell.errors import FormatError
 from precision_shell.formats.benchmark import load_benchmark
 from precision_shell.workspace.workspace import Workspace
+from tests.workspace.file_times import settle
 
 
 def test_summary_counts_match_what_the_builder_wrote(tiny_demo):
@@ -123,6 +124,7 @@ def test_stats_are_cached(tiny_demo):
 
 def test_warm_open_uses_the_cache_and_a_new_file_rebuilds_only_its_dir(tiny_demo):
     root, _ = tiny_demo
+    settle(root)  # a file changed just now is never cached (it may change again this tick)
     cold = Workspace.open(root)
     assert cold.cache.hits == 0
     warm = Workspace.open(root)
@@ -130,6 +132,7 @@ def test_warm_open_uses_the_cache_and_a_new_file_rebuilds_only_its_dir(tiny_demo
     assert warm.run().dump_graph().names() == cold.run().dump_graph().names()
     dump_dir = Path(warm.run("debug_1").run.graph_dump_dirs[0].path)
     (dump_dir / "Relu.extra_op.99.1.1795329999999999").write_bytes(b"")
+    settle(dump_dir)
     again = Workspace.open(root)
     assert again.cache.misses == 1  # only debug_1's dump dir
     assert len(again.run("debug_1").dumps) == len(warm.run("debug_1").dumps) + 1
