@@ -9,7 +9,8 @@ from precision_shell.errors import PrecisionError
 from precision_shell.explore.node_info import NodeInfo, collect_node_info
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
-from precision_shell.workspace.graph_index import OpRecord
+from precision_shell.workspace.graph_index import GraphIndex, OpRecord
+from precision_shell.workspace.workspace import RunIndex, Workspace
 
 
 @dataclass(frozen=True)
@@ -29,15 +30,45 @@ class TypeCounts:
 
 @dataclass
 class NodeInfoResult:
-    """`ni`: one panel per exact match, or the possible ops when nothing matched exactly."""
+    """`ni`: one panel per match, or the possible ops when no op has that name.
+
+    `notes` say how the name was resolved (a TF name fused into a device op, the run picked
+    when several hold the op)."""
 
     query: str
     nodes: list[NodeInfo] = field(default_factory=list)
     candidates: list[tuple[str, OpRecord]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def error_message(self) -> str | None:
+        """Several possible ops and none named so: the command failed (script exit status 1)."""
+        if self.nodes or not self.candidates:
+            return None
+        names = list(dict.fromkeys(rec.name for _, rec in self.candidates))
+        shown = ", ".join(names[:_NAMES_IN_ERROR])
+        more = len(names) - _NAMES_IN_ERROR
+        tail = f", ... (+{more} more; ls -n {self.query} lists them)" if more > 0 else ""
+        return f"ni: no op named {self.query!r}; {len(names)} op(s) contain it: {shown}{tail}"
+
+
+_NAMES_IN_ERROR = 8
+
+
+def check_graph_filter(ws: Workspace, text: str | None) -> None:
+    """`-g TEXT` must name (part of) a graph of the workspace: a typo is an error, not an empty
+    listing that reads like "no such op"."""
+    if not text:
+        return
+    names = list(dict.fromkeys(n for run in ws.runs for g in run.graphs for n in g.graph_names))
+    if not any(text.lower() in name.lower() for name in names):
+        raise PrecisionError(
+            f"no graph named {text!r}; graphs: {', '.join(names) if names else '(none)'}"
+        )
 
 
 @command("ls")
-@argument("-n", "--name", complete="op", help="op name substring")
+@argument("-n", "--name", complete="op", help="op name substring (original TF names too)")
 @argument("-t", "--type", dest="op_type", metavar="TYPE", help="op type substring (e.g. Conv2D)")
 @argument(
     "-f", "--fusion-pass", dest="pass_name", metavar="PASS", help="fusion pass name substring"
@@ -50,6 +81,7 @@ def ls_command(ctx: ShellContext, args: argparse.Namespace) -> OpListing | TypeC
     List device ops matching every filter; with no filter, op-type counts per device run.
     """
     ws = ctx.workspace
+    check_graph_filter(ws, args.graph)
     filters = {
         k: v
         for k, v in (
@@ -113,21 +145,27 @@ def ni_command(ctx: ShellContext, args: argparse.Namespace) -> NodeInfoResult:
     if args.subgraph is not None and not 0 <= args.subgraph <= 20:
         raise UsageError("ni: -s DEPTH must be between 0 and 20")
     ws = ctx.workspace
+    check_graph_filter(ws, args.graph)
     result = NodeInfoResult(query=name)
     runs = ws.runs if args.run in (None, "all") else [ws.run(args.run)]
-    for run in runs:
-        if result.nodes and args.run is None:
-            break
-        for graph in run.graphs:
-            rec = graph.get(name)
-            # The op's own (sub)graph, case-insensitive, as `ls -g` filters.
-            if args.graph and rec is not None and args.graph.lower() not in rec.graph.lower():
-                continue
-            if rec is not None:
+    found = _exact_matches(runs, name, args.graph)
+    if not found:
+        found = _fused_matches(runs, name, args.graph)
+        holders = list(dict.fromkeys(rec.name for hits in found.values() for _, rec in hits))
+        if holders:
+            result.notes.append(f"{name} is fused into {', '.join(holders)}")
+    if found:
+        chosen = list(found)
+        if args.run is None and len(chosen) > 1:
+            # Every run holds the same model: one panel, and the way to the others.
+            others = ", ".join(chosen[1:])
+            result.notes.append(f"{name} (in {chosen[0]}; also in {others}: use -r {chosen[1]})")
+            chosen = chosen[:1]
+        for run in runs:
+            for graph, rec in found.get(run.name, []) if run.name in chosen else []:
                 result.nodes.append(
                     collect_node_info(ctx, run, graph, rec, args.attrs, args.subgraph)
                 )
-    if result.nodes:
         return result
     for run in runs:
         for graph in run.graphs:
@@ -137,3 +175,32 @@ def ni_command(ctx: ShellContext, args: argparse.Namespace) -> NodeInfoResult:
     if not result.candidates:
         raise PrecisionError(f"ni: no op named or containing {name!r}; try ls -n PART")
     return result
+
+
+Matches = dict[str, list[tuple[GraphIndex, OpRecord]]]  # run name -> hits, runs in order
+
+
+def _in_graph(rec: OpRecord, graph_filter: str | None) -> bool:
+    # The op's own (sub)graph, case-insensitive, as `ls -g` filters.
+    return not graph_filter or graph_filter.lower() in rec.graph.lower()
+
+
+def _exact_matches(runs: list[RunIndex], name: str, graph_filter: str | None) -> Matches:
+    found: Matches = {}
+    for run in runs:
+        for graph in run.graphs:
+            rec = graph.get(name)
+            if rec is not None and _in_graph(rec, graph_filter):
+                found.setdefault(run.name, []).append((graph, rec))
+    return found
+
+
+def _fused_matches(runs: list[RunIndex], name: str, graph_filter: str | None) -> Matches:
+    """The device ops holding `name` among their original (TF) names."""
+    found: Matches = {}
+    for run in runs:
+        for graph in run.graphs:
+            for rec in graph.by_original_name(name):
+                if _in_graph(rec, graph_filter):
+                    found.setdefault(run.name, []).append((graph, rec))
+    return found

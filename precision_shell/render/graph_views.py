@@ -6,13 +6,17 @@ to rich as `Text` (or with `markup=False`), never as markup, so brackets print a
 
 from __future__ import annotations
 
+import io
+
 from rich.console import Console, Group
+from rich.measure import Measurement
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from precision_shell.commands.graph import NodeInfoResult, OpListing, TypeCounts
 from precision_shell.explore.node_info import NodeInfo, TensorRow
+from precision_shell.render.columns import number_column, path_text, text_column
 from precision_shell.render.numbers import fmt_num
 from precision_shell.render.output import renders
 from precision_shell.workspace.graph_index import OpRecord
@@ -44,10 +48,10 @@ def render_type_counts(console: Console, result: TypeCounts) -> None:
         console.print("no device run in this workspace")
         return
     table = Table(show_edge=False)
-    table.add_column("op type")
+    text_column(table, "op type")
     runs = list(result.runs)
     for run in runs:
-        table.add_column(run, justify="right")
+        number_column(table, run)
     types = sorted({t for counts in result.runs.values() for t in counts})
     for op_type in types:
         table.add_row(Text(op_type), *(str(result.runs[r].get(op_type, 0)) for r in runs))
@@ -55,30 +59,62 @@ def render_type_counts(console: Console, result: TypeCounts) -> None:
     console.print(table)
 
 
-def tensor_table(title: str | Text, rows: list[TensorRow], with_file: bool) -> Table:
+def _fits(table: Table, width: int | None) -> bool:
+    """Whether `table` shows every cell on one line within `width` (None: any width)."""
+    if width is None:
+        return True
+    probe = Console(file=io.StringIO(), width=max(width, 1) * 4)
+    return Measurement.get(probe, probe.options, table).maximum <= width
+
+
+def tensor_table(
+    title: str | Text, rows: list[TensorRow], with_file: bool, width: int | None = None
+) -> Table:
+    """Tensors with their stats; when the columns do not fit `width`, shape, dtype, layout (and
+    file) share the first column, so the numbers keep the room they need."""
+    wide = _tensor_table(title, rows, with_file, compact=False)
+    return wide if _fits(wide, width) else _tensor_table(title, rows, with_file, compact=True)
+
+
+def _tensor_table(
+    title: str | Text, rows: list[TensorRow], with_file: bool, compact: bool
+) -> Table:
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     # .npy tensors have no layout: no column of blanks for them
     with_layout = any(row.layout for row in rows)
-    cols = ["tensor", "file"] if with_file else ["tensor"]
-    cols += ["shape", "dtype", *(["layout"] if with_layout else []), "max", "min", "mean"]
-    cols.append("nan/inf")
-    for col in cols:
-        table.add_column(
-            col, justify="right" if col in ("max", "min", "mean") else "left", overflow="fold"
-        )
+    if compact:
+        text_column(table, "tensor")
+    else:
+        text_column(table, "tensor")
+        if with_file:
+            text_column(table, "file")
+        for col in ("shape", "dtype", *(["layout"] if with_layout else [])):
+            text_column(table, col)
+    for col in ("max", "min", "mean", "nan/inf"):
+        number_column(table, col)
     for row in rows:
-        lead = [row.label, Text(row.source)] if with_file else [row.label]
+        described = [Text(row.label)]
+        if with_file:
+            described.append(Text(row.source))
         if row.error:
-            table.add_row(*lead, Text(row.error, style="red"))
+            if compact:  # the number columns do not wrap: the message goes under the name
+                cell = Text(" ").join(described)
+                cell.append(f"\n{row.error}", style="red")
+                table.add_row(cell)
+            else:
+                table.add_row(*described, Text(row.error, style="red"))
             continue
         s = row.stats
         assert s is not None
+        described += [
+            Text(str(list(row.shape or ()))),
+            Text(row.dtype),
+            *([Text(row.layout)] if with_layout else []),
+        ]
+        lead = [Text(" ").join(described)] if compact else described
         bad = f"{s.nan_count}/{s.inf_count}"
         table.add_row(
             *lead,
-            str(list(row.shape or ())),
-            Text(row.dtype),
-            *([Text(row.layout)] if with_layout else []),
             fmt_num(s.max),
             fmt_num(s.min),
             fmt_num(s.mean),
@@ -87,40 +123,74 @@ def tensor_table(title: str | Text, rows: list[TensorRow], with_file: bool) -> T
     return table
 
 
+# Full metric names are as wide as three numbers: short headers keep the values on one line.
 _COMPARE_COLUMNS = (
-    "CosineSimilarity",
-    "MaxAbsoluteError",
-    "RelativeEuclideanDistance",
-    "MeanRelativeError",
+    ("CosineSimilarity", "cosine"),
+    ("MaxAbsoluteError", "max abs err"),
+    ("RelativeEuclideanDistance", "rel euclid"),
+    ("MeanRelativeError", "mean rel err"),
 )
 
 
-def _compare_table(info: NodeInfo) -> Table:
+def _compare_table(info: NodeInfo, width: int | None) -> Table:
+    wide = _compare_rows_table(info, compact=False)
+    return wide if _fits(wide, width) else _compare_rows_table(info, compact=True)
+
+
+def _compare_rows_table(info: NodeInfo, compact: bool) -> Table:
     title = Text.assemble("compare ", (info.compare_file or "", "dim"))
     if info.is_root_cause:
         title.append("  (root cause of this compare)", style="bold red")
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    table.add_column("tensor")
-    table.add_column("ground truth", overflow="fold")
-    for col in _COMPARE_COLUMNS:
-        table.add_column(col, justify="right")
-    table.add_column("reason", overflow="fold")
+    text_column(table, "tensor")
+    if not compact:
+        text_column(table, "ground truth")
+    for _, header in _COMPARE_COLUMNS:
+        number_column(table, header)
+    if not compact:
+        text_column(table, "reason")
     for row in info.compare_rows:
         label = f"{row.kind} {row.slot}" if row.kind else row.tensor_index
-        table.add_row(
-            label,
-            Text(row.ground_truth),
-            *(row.texts.get(c, "-") for c in _COMPARE_COLUMNS),
-            Text(row.reason),
-        )
+        metrics = [row.texts.get(column, "-") for column, _ in _COMPARE_COLUMNS]
+        if compact:
+            cell = Text(f"{label} {row.ground_truth}")
+            if row.reason:
+                cell.append(f"\n{row.reason}", style="dim")
+            table.add_row(cell, *metrics)
+        else:
+            table.add_row(label, Text(row.ground_truth), *metrics, Text(row.reason))
     return table
 
 
-def node_panel(info: NodeInfo) -> Panel:
+def _ports_table(info: NodeInfo, width: int | None) -> Table:
+    wide = _ports_rows_table(info, compact=False)
+    return wide if _fits(wide, width) else _ports_rows_table(info, compact=True)
+
+
+def _ports_rows_table(info: NodeInfo, compact: bool) -> Table:
+    ports = Table(show_edge=False, pad_edge=False, title="inputs / outputs", title_justify="left")
+    columns = ("port", "tensor") if compact else ("port", "dtype", "layout", "shape")
+    for col in (*columns, "peers", "benchmark"):
+        text_column(ports, col)
+    for p in info.ports:
+        port = "control" if p.kind == "control" else f"{p.kind} {p.index}"
+        shape = str(list(p.shape)) if p.kind != "control" else ""
+        described = [Text(p.dtype), Text(p.layout), Text(shape)]
+        if compact:
+            described = [Text(" ").join(d for d in described if d.plain)]
+        ports.add_row(port, *described, Text(", ".join(p.peers) or "-"), Text(p.origin or "-"))
+    return ports
+
+
+def node_panel(info: NodeInfo, width: int | None = None) -> Panel:
+    """One op; `width` is the console's: tables inside are laid out to fit it."""
+    inner = None if width is None else width - 4  # the panel's borders and padding
     rec = info.record
     head = Table.grid(padding=(0, 2))
-    head.add_column(style="bold")
-    head.add_column()
+    head.add_column(style="bold", no_wrap=True)
+    text_column(head)
+    if inner is not None and len(rec.name) + 4 > inner:
+        head.add_row("name", Text(rec.name))  # the title line would cut it
     head.add_row("type", Text(rec.type))
     head.add_row("id", str(rec.id))
     head.add_row("graph", Text(f"{info.graph} ({info.run})"))
@@ -131,20 +201,7 @@ def node_panel(info: NodeInfo) -> Panel:
     else:
         originals = ", ".join(rec.original_names) or "none: no benchmark counterpart (GE-inserted)"
     head.add_row("original ops", Text(originals))
-    ports = Table(show_edge=False, pad_edge=False, title="inputs / outputs", title_justify="left")
-    for col in ("port", "dtype", "layout", "shape", "peers", "benchmark"):
-        ports.add_column(col)
-    for p in info.ports:
-        port = "control" if p.kind == "control" else f"{p.kind} {p.index}"
-        ports.add_row(
-            port,
-            Text(p.dtype),
-            Text(p.layout),
-            str(list(p.shape)) if p.kind != "control" else "",
-            Text(", ".join(p.peers) or "-"),
-            Text(p.origin or "-"),
-        )
-    parts: list = [head, Text(""), ports]
+    parts: list = [head, Text(""), _ports_table(info, inner)]
     unreadable = [r.error for r in info.dump_tensors if r.label == "file" and r.error]
     if unreadable:
         # The header itself failed: one message (it names the file), not a table of blanks.
@@ -153,35 +210,37 @@ def node_panel(info: NodeInfo) -> Panel:
         newest = info.dump_files[-1]
         more = f" (+{len(info.dump_files) - 1} older)" if len(info.dump_files) > 1 else ""
         title = Text(f"device dump {newest}{more}")
-        parts += [Text(""), tensor_table(title, info.dump_tensors, False)]
+        parts += [Text(""), tensor_table(title, info.dump_tensors, False, inner)]
     else:
         parts += [Text(""), Text("device dump: none found for this op", style="yellow")]
     if info.benchmarks:
-        parts += [Text(""), tensor_table("benchmark tensors", info.benchmarks, True)]
+        parts += [Text(""), tensor_table("benchmark tensors", info.benchmarks, True, inner)]
     else:
         parts += [Text(""), Text("benchmark: none found for this op", style="yellow")]
     if info.compare_rows:
-        parts += [Text(""), _compare_table(info)]
+        parts += [Text(""), _compare_table(info, inner)]
     if info.attrs is not None:
         attrs = Table(show_edge=False, pad_edge=False, title="attributes", title_justify="left")
-        attrs.add_column("key")
-        attrs.add_column("value", overflow="fold")
+        text_column(attrs, "key")
+        text_column(attrs, "value")
         for key, value in info.attrs.items():
             attrs.add_row(Text(key), Text(repr(value)))
         parts += [Text(""), attrs]
     if info.subgraph is not None:
         sg = info.subgraph
-        line = f"subgraph: {sg.nodes} ops, {sg.edges} edges -> {sg.svg or sg.gv}"
+        line = path_text(f"subgraph: {sg.nodes} ops, {sg.edges} edges -> {sg.svg or sg.gv}")
         if sg.note:
-            line += f" ({sg.note})"
-        parts += [Text(""), Text(line)]
+            line.append(f" ({sg.note})")
+        parts += [Text(""), line]
     return Panel(Group(*parts), title=Text(rec.name, style="bold"), title_align="left")
 
 
 @renders(NodeInfoResult)
 def render_node_info(console: Console, result: NodeInfoResult) -> None:
+    for note in result.notes:
+        console.print(Text(note), style="yellow")
     for info in result.nodes:
-        console.print(node_panel(info))
+        console.print(node_panel(info, console.width))
     if not result.nodes:
         console.print(f"no op named exactly {result.query!r}; possible ops:", markup=False)
         runs = {run for run, _ in result.candidates}

@@ -85,6 +85,7 @@ class GraphIndex:
                 self.by_name[row[0]] = i
         self._by_type: dict[str, list[int]] | None = None
         self._by_sanitized: dict[str, int] | None = None
+        self._by_original: dict[str, list[int]] | None = None
         self._consumers: dict[str, list[Consumer]] | None = None
         self._control_consumers: dict[str, list[str]] | None = None
         self._lower: dict[int, list[str | None]] = {}
@@ -158,12 +159,17 @@ class GraphIndex:
         kernel: str | None = None,
         graph: str | None = None,
     ) -> list[OpRecord]:
-        """Ops matching every given filter; each filter is a case-insensitive substring."""
+        """Ops matching every given filter; each filter is a case-insensitive substring.
+
+        `name` also matches the op's original (benchmark) names: a fused op is found by the
+        TF name of any op fused into it."""
         filters = [
             (self._lower_column(column), value.lower())
-            for column, value in ((0, name), (1, op_type), (3, graph), (4, pass_name), (5, kernel))
+            for column, value in ((1, op_type), (3, graph), (4, pass_name), (5, kernel))
             if value
         ]
+        if name:
+            filters.insert(0, (self._lower_names_and_originals(), name.lower()))
         if not filters:
             return list(self.records())
         (first, needle), rest = filters[0], filters[1:]
@@ -171,6 +177,26 @@ class GraphIndex:
         for column, value in rest:
             hits = [i for i in hits if column[i] is not None and value in column[i]]
         return [self.record(i) for i in hits]
+
+    def _lower_names_and_originals(self) -> list[str | None]:
+        """Per op, its lower-cased name and original names joined by NUL, which no name holds:
+        a typed substring matches within one name, never across two."""
+        cached = self._lower.get(-1)
+        if cached is None:
+            cached = ["\0".join((row[0], *(row[6] or ()))).lower() for row in self._rows]
+            self._lower[-1] = cached
+        return cached
+
+    def by_original_name(self, name: str) -> list[OpRecord]:
+        """Ops whose `_datadump_original_op_names` hold `name` exactly (the ops it was fused
+        into, or the parts of a split op), in execution order."""
+        if self._by_original is None:
+            table: dict[str, list[int]] = defaultdict(list)
+            for i, row in enumerate(self._rows):
+                for original in row[6] or ():
+                    table[original].append(i)
+            self._by_original = dict(table)
+        return [self.record(i) for i in self._by_original.get(name, [])]
 
     def _lower_column(self, column: int) -> list[str | None]:
         """A lower-cased copy of one record column, made once, for substring filters."""

@@ -94,7 +94,6 @@ def test_ls_by_graph_and_combined_filters(demo):
     _, manifest, shell = demo
     result = run_ok(shell, f"ls -g {manifest.graph_name}")
     assert _rows(result) == _expected_rows(manifest, lambda op: True)
-    assert run_ok(shell, "ls -g no_such_graph").rows == []
     combined = run_ok(shell, "ls -t conv2d -f doublein -n res")
     assert combined.filters == {"name": "res", "type": "conv2d", "pass": "doublein"}
     assert _rows(combined) == [(run, CONV3) for run in RUNS]
@@ -204,13 +203,27 @@ def test_ni_run_all_gives_one_panel_per_run_and_bad_run_is_an_error(demo):
     assert error == "no device run named 'debug_9'; runs: debug_0, debug_1"
 
 
-def test_ni_partial_name_lists_the_candidates(demo):
+def test_ni_partial_name_lists_the_candidates_and_fails(demo):
     _, manifest, shell = demo
-    result = run_ok(shell, "ni Conv2Drelu")
+    outcome = run_fail(shell, "ni Conv2Drelu")
+    result = outcome.result
     assert result.nodes == []
     want = _expected_rows(manifest, lambda op: "conv2drelu" in op.name.lower())
     assert [(run, rec.name) for run, rec in result.candidates] == want
     assert [name for _, name in want[:2]] == [CONV1, CONV2]
+    # one line naming each candidate once, though both runs hold it
+    assert outcome.error == (f"ni: no op named 'Conv2Drelu'; 2 op(s) contain it: {CONV1}, {CONV2}")
+
+
+def test_ni_with_many_candidates_names_the_first_eight_in_its_error(demo):
+    _, manifest, shell = demo
+    names = list(dict.fromkeys(op.name for op in manifest.device_ops if "conv" in op.name.lower()))
+    assert len(names) > 8
+    error = run_fail(shell, "ni conv").error
+    assert error == (
+        f"ni: no op named 'conv'; {len(names)} op(s) contain it: {', '.join(names[:8])}, ... "
+        f"(+{len(names) - 8} more; ls -n conv lists them)"
+    )
 
 
 def test_ni_unknown_name_and_missing_name_are_one_line_errors(demo):
@@ -226,8 +239,45 @@ def test_ni_unknown_name_and_missing_name_are_one_line_errors(demo):
 def test_ni_graph_filter(demo):
     _, manifest, shell = demo
     assert len(run_ok(shell, f"ni {CONV2} -g {manifest.graph_name.upper()}").nodes) == 1
-    error = run_fail(shell, f"ni {CONV2} -g other_graph").error
-    assert error == f"ni: no op named or containing {CONV2!r}; try ls -n PART"
+
+
+@pytest.mark.parametrize("line", ["ls -g other_graph", f"ni {CONV2} -g other_graph"])
+def test_a_graph_filter_naming_no_graph_is_an_error_listing_the_graphs(demo, line):
+    _, manifest, shell = demo
+    error = run_fail(shell, line).error
+    assert error == f"no graph named 'other_graph'; graphs: {manifest.graph_name}"
+
+
+def test_ni_finds_a_fused_op_by_an_original_tf_name_and_says_so(demo):
+    _, manifest, shell = demo
+    result = run_ok(shell, "ni bn2/FusedBatchNormV3")
+    (info,) = result.nodes
+    assert info.record.name == CONV2 and info.run == "debug_0"
+    assert "bn2/FusedBatchNormV3" in info.record.original_names
+    assert result.notes[0] == f"bn2/FusedBatchNormV3 is fused into {CONV2}"
+    (dense,) = run_ok(shell, "ni -r debug_1 dense/BiasAdd").nodes  # MatMul+BiasAdd fused
+    assert (dense.record.name, dense.run) == (DENSE, "debug_1")
+    holders = [op.name for op in manifest.device_ops if "dense/BiasAdd" in op.original_op_names]
+    assert holders == [DENSE]
+
+
+def test_ls_name_filter_matches_original_tf_names_too(demo):
+    _, manifest, shell = demo
+    result = run_ok(shell, "ls -n bn2/Fused")
+    want = _expected_rows(
+        manifest, lambda op: any("bn2/fused" in n.lower() for n in op.original_op_names)
+    )
+    assert want and _rows(result) == want
+    assert (RUNS[0], CONV2) in want
+
+
+def test_ni_picks_the_first_run_holding_the_op_and_names_the_others(demo):
+    _, _, shell = demo
+    result = run_ok(shell, f"ni {CONV2}")
+    assert [i.run for i in result.nodes] == ["debug_0"]
+    assert result.notes == [f"{CONV2} (in debug_0; also in debug_1: use -r debug_1)"]
+    assert run_ok(shell, f"ni {CONV2} -r debug_1").notes == []
+    assert run_ok(shell, f"ni {CONV2} -r all").notes == []
 
 
 def test_ni_a_holds_every_attribute_of_the_op(demo):

@@ -104,7 +104,9 @@ def test_ni_panel_shows_ports_and_the_numpy_stats_of_dump_and_benchmark(demo):
 
 def test_ni_candidates_are_listed_when_nothing_matches_exactly(demo):
     _, _, shell = demo
-    text = render(run_ok(shell, "ni MaxPo"))
+    outcome = shell.execute("ni MaxPo")
+    assert outcome.error == f"ni: no op named 'MaxPo'; 1 op(s) contain it: {POOL}"
+    text = render(outcome.result)
     assert text.splitlines() == [
         "no op named exactly 'MaxPo'; possible ops:",
         f"debug_0 [MaxPool] {POOL}",
