@@ -161,14 +161,14 @@ def _plans(ws: Workspace, request: CompareRequest) -> tuple[ComparePlan, Compare
             return _nonempty(plan, graph), None
         left_dumps = left_run.dumps if left_run is not None else _dump_index_of(left)
         right_dumps = right_run.dumps if right_run is not None else _dump_index_of(right)
-        graph = _optional_graph(left_run, request.graph)
+        device_graph = _optional_graph(left_run, request.graph)
         return (
             device_plan(
                 left_dumps,
                 right_dumps,
                 left_run.name if left_run else str(left),
                 right_run.name if right_run else str(right),
-                graph,
+                device_graph,
             ),
             None,
         )
@@ -176,8 +176,11 @@ def _plans(ws: Workspace, request: CompareRequest) -> tuple[ComparePlan, Compare
     if ws.benchmark is None:
         others = [r for r in ws.runs if r is not run]
         if others:  # no benchmark: the device runs against each other is what can be done
-            graph = _optional_graph(run, request.graph)
-            return device_plan(run.dumps, others[0].dumps, run.name, others[0].name, graph), None
+            device_graph = _optional_graph(run, request.graph)
+            return (
+                device_plan(run.dumps, others[0].dumps, run.name, others[0].name, device_graph),
+                None,
+            )
         raise PrecisionError(
             f"{ws.root}: no benchmark dir tf/dump/ to compare against, and one device run only "
             "(use -lt/-rt)"

@@ -10,6 +10,7 @@ import datetime as _dt
 import os
 import threading
 import time
+from collections.abc import Generator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,6 +102,7 @@ def execute_plan(
         writer = ResultCsvWriter(fh, csv_file.path, options.overflow)
         progress.start(len(plan.tasks), total_bytes)
         results = run_tasks(plan.tasks, options, workers, cancel, backend=backend)
+        assert isinstance(results, Generator)  # run_tasks is a generator: closing() needs close()
         try:
             # closing() stops the engine (and its threads) at once when the loop is left early
             with closing(results):

@@ -73,8 +73,9 @@ class ThresholdRule:
         """The rule a summary.json recorded (setting names as keys), or None if unreadable."""
         if not isinstance(payload, dict):
             return None
-        limits = {}
-        for key, value in payload.items():
+        limits: dict[str, float] = {}
+        settings: dict[str, Any] = payload  # a JSON object: string keys
+        for key, value in settings.items():
             column = SETTING_COLUMNS.get(key, key)
             if isinstance(value, int | float) and not isinstance(value, bool):
                 limits[column] = float(value)
