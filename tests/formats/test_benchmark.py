@@ -270,3 +270,34 @@ def test_written_files_are_indexed_under_their_origin(tmp_path: Path) -> None:
     benchmark = scan_benchmark_dir(tmp_path).lookup("model/dense.1/MatMul", 0)
     assert benchmark is not None and benchmark.timestamp == 20
     assert np.array_equal(load_benchmark(benchmark.path), np.zeros(2, np.float32))
+
+
+def _npy_with_header(path: Path, descr: object, shape: object) -> Path:
+    header = repr({"descr": descr, "fortran_order": False, "shape": shape}).encode("latin1")
+    header += b" " * (-(len(header) + 11) % 64) + b"\n"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("descr", "shape", "problem"),
+    [
+        ("<f4", (0, 2**64 - 1), "shape [0, 18446744073709551615] is larger than any array"),
+        ("<f4", (0,) * 65, "unreadable .npy header: shape has 65 dims; at most 32 are supported"),
+        ("|V0", (2**62,), "dtype |V0 has zero-byte items; not a tensor"),
+        ("<U0", (3,), "dtype <U0 has zero-byte items; not a tensor"),
+        ("<f4", (True, 2), "unreadable .npy header: bad shape (True, 2)"),
+        ("<f8", (2**32, 2**32), "shape [4294967296, 4294967296] is larger than any array"),
+        ("<f8", (2**20, 2**20), "needs 8796093022208 data bytes, file has 0"),
+    ],
+    ids=["2**64-1 dim", "65 dims", "V0", "U0", "bool dim", "int64 wrap", "huge"],
+)
+def test_headers_numpy_cannot_load_are_format_errors(
+    tmp_path: Path, descr: str, shape: tuple, problem: str
+) -> None:
+    path = _npy_with_header(tmp_path / "a.0.1.npy", descr, shape)
+    for mmap in (True, False):
+        with pytest.raises(FormatError) as err:
+            load_benchmark(path, mmap=mmap)
+        assert str(err.value).startswith(f"{path}: ")
+        assert problem in str(err.value)

@@ -212,3 +212,52 @@ def test_write_rejects_unknown_kind(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="fusion kind 'l1_fusion'"):
         write_fusion_result(tmp_path / "f.json", "0_0", [FusionPass("0_0", "l1_fusion", "X", 1, 1)])
     assert not (tmp_path / "f.json").exists()
+
+
+def _counts(counts: str) -> str:
+    return '{"session_and_graph_id_0_0": {"graph_fusion": {"P": ' + counts + "}}}"
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (
+            _counts('{"x": ' + "[" * 5000 + "]" * 5000 + "}"),
+            "JSON nested 5004 levels deep; at most 64",
+        ),
+        (_counts('{"match_times": ' + "1" * 4301 + "}"), "a number has more than 4300 digits"),
+        (
+            _counts('{"match_times": "' + "1" * 4301 + '"}'),
+            "pass P: match_times '" + "1" * 39 + "... is not a count",
+        ),
+        (_counts('{"match_times": 1e400}'), "pass P: match_times inf is not a count"),
+        (_counts('{"effect_times": 9223372036854775808}'), "effect_times 9223372036854775808 is"),
+    ],
+    ids=["5000-deep", "4301 digits", "4301-digit string", "1e400", "past int64"],
+)
+def test_numbers_and_nesting_out_of_bounds_are_format_errors(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(FormatError) as error:
+        read_fusion_result(path)
+    assert str(error.value).startswith(f"{path}: ")
+    assert problem in str(error.value)
+
+
+def test_lone_surrogates_are_replaced_and_odd_extras_kept_as_text(tmp_path: Path) -> None:
+    text = (
+        '{"session_and_graph_id_0_\\ud800": {"ub_fusion": {"P\\udc00": '
+        '{"match_times": "1", "hit\\ud800": "\\ud83d\\ude00\\udfff", "deep": {"a": [1]}}}}}'
+    )
+    passes = read_fusion_result(_write(tmp_path, text))
+    assert passes == [
+        FusionPass(
+            "0_\ufffd",
+            "ub_fusion",
+            "P\ufffd",
+            1,
+            0,
+            {"hit\ufffd": "\U0001f600\ufffd", "deep": '{"a":[1]}'},
+        )
+    ]
