@@ -11,6 +11,7 @@ import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 
@@ -289,11 +290,21 @@ def _file_identity(path: str | None) -> tuple[int, int, int, int] | None:
 _MEMO = _MetricMemo()
 
 
+class _Cells(TypedDict, total=False):
+    """The text cells `_row` takes by keyword besides the metrics and the reason."""
+
+    device_dtype: str
+    address: str
+    benchmark_dtype: str
+    shape: str
+    overflow: str
+
+
 def _compare_tensor(
     task: FileTask, header: DumpHeader, meta: TensorMeta, refs: _References, options: CompareOptions
 ) -> ResultRow:
     mapping = task.mapping(meta.kind, meta.index)
-    common = dict(
+    common = _Cells(
         device_dtype=_device_dtype(meta),
         address=_address(meta),
         shape=_shape_text(meta.original_shape or meta.shape),
