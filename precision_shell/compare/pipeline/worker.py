@@ -31,7 +31,6 @@ from precision_shell.formats.layouts import (
 )
 from precision_shell.formats.npu_dump import DumpHeader, TensorMeta, read_dump_header, read_tensor
 
-
 # numpy dtype -> the DT_* name msaccucmp prints for ground-truth tensors
 _NUMPY_DT = {
     "float16": "DT_FLOAT16",
