@@ -54,7 +54,20 @@ def test_shapes_numpy_cannot_make_are_format_errors(
     assert header.outputs[0].shape == tuple(shape)
     with pytest.raises(FormatError) as err:
         read_tensor(header, "output", 0)
-    assert str(err.value) == f"{path}: {problem}" or str(err.value).startswith(f"{path}: {problem}")
+    assert str(err.value).startswith(f"{path}: {problem}")
+
+
+@pytest.mark.parametrize("shape", [[0] * 65, [0, 2**64 - 1]], ids=["65 dims", "2**64-1 dim"])
+def test_opdebug_containers_with_such_shapes_are_format_errors(tmp_path: Path, shape: list) -> None:
+    message = dump_proto.DumpData(version="2.0", op_name="Node_OpDebug")
+    output = message.output.add(data_type=DumpDataType.UINT8, size=0, data=b"")
+    output.shape.dim.extend(shape)
+    path = tmp_path / OPDEBUG_NAME
+    path.write_bytes(message.SerializeToString())  # the inline layout
+    with pytest.raises(FormatError) as err:
+        read_opdebug(path)
+    assert str(err.value).startswith(f"{path}: not an overflow debug file (")
+    assert "as a dump file: output 0: shape " in str(err.value)
 
 
 def test_zero_size_tensors_with_legal_shapes_still_read(tmp_path: Path) -> None:
