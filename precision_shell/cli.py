@@ -32,7 +32,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "workspace",
         nargs="?",
-        default=".",
         help="dir holding precision_data/, or precision_data/ itself (default: current dir)",
     )
     # Both given would silently drop one of them.
@@ -77,7 +76,11 @@ def _script_lines(args: argparse.Namespace) -> list[str] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.demo and args.workspace is not None:
+        # Opening one would silently ignore the other.
+        parser.error(f"--demo opens the demo workspace: drop {args.workspace!r} or --demo")
     from precision_shell.render.output import Renderer, make_console
 
     interactive = args.execute is None and args.script is None and sys.stdin.isatty()
@@ -88,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         from precision_shell.workspace.layout import workspace_root_or_new
 
         settings = Settings.load()
-        workspace_path: Path | str = args.workspace
+        workspace_path: Path | str = args.workspace if args.workspace is not None else "."
         if args.demo:
             from precision_shell.demo.builder import ensure_demo
 
@@ -115,18 +118,32 @@ def main(argv: list[str] | None = None) -> int:
 
 def _interactive(ctx: ShellContext, dispatcher: Dispatcher, renderer: Renderer) -> int:
     from precision_shell.render.progress import live_progress_factory
-    from precision_shell.render.summary import render_summary
     from precision_shell.shell.completer import ShellCompleter
     from precision_shell.shell.names import NameSources
     from precision_shell.shell.repl import make_session, run_repl
 
     ctx.progress_factory = live_progress_factory(renderer.out)  # live bars only at the prompt
-    ws = ctx.try_open()
-    if ws is None:
-        renderer.error(ctx.open_error or "cannot open the workspace")
-    else:
-        render_summary(renderer.out, ws.summary(), ws.warnings)
-    renderer.out.print("Type help for the commands, Tab to complete, Ctrl-D to leave.")
+    show_banner(ctx, renderer)
     names = NameSources(ctx)
     completer = ShellCompleter(op_names=names.ops, tensor_names=names.tensors)
     return run_repl(make_session(completer), dispatcher, renderer)
+
+
+def show_banner(ctx: ShellContext, renderer: Renderer) -> None:
+    """What the prompt opens on: the workspace summary, or one line saying what to do."""
+    from precision_shell.render.summary import render_summary
+
+    root = Path(ctx.workspace_path)
+    if not root.exists():
+        # A dir with no precision_data/ yet: not an error to repeat, a hint to give once.
+        renderer.note(
+            f"{root.parent}: no precision_data/ here; run tf_run/tf_dump to create it, "
+            "or open a workspace dir (precision-shell DIR)"
+        )
+    else:
+        ws = ctx.try_open()
+        if ws is None:
+            renderer.error(ctx.open_error or "cannot open the workspace")
+        else:
+            render_summary(renderer.out, ws.summary(), ws.warnings)
+    renderer.out.print("Type help for the commands, Tab to complete, Ctrl-D to leave.")

@@ -11,6 +11,7 @@ from precision_shell.commands.compare_summary import CompareSummary
 from precision_shell.compare.pipeline.execute import CompareRun, VectorCompareResult
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.render.columns import number_column, path_text, text_column
 from precision_shell.render.output import renders
 from precision_shell.render.terminal_plot import render_cosine_plot
 
@@ -20,8 +21,8 @@ def _run_table(title: str, run: CompareRun) -> Table:
     table = Table(title=title, title_justify="left", show_header=False, show_edge=False, box=None)
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("left", Text(run.left))
-    table.add_row("right", Text(run.right))
+    table.add_row("left", path_text(run.left))
+    table.add_row("right", path_text(run.right))
     table.add_row(
         "tensors compared",
         f"{t.compared} of {t.rows} rows ({run.files_done}/{run.tasks} dump files)",
@@ -37,8 +38,12 @@ def _run_table(title: str, run: CompareRun) -> Table:
         table.add_row("failed", Text(f"{count} x {reason}"))
     if run.skipped:
         table.add_row("dump files not matched", Text(f"{len(run.skipped)}, e.g. {run.skipped[0]}"))
-    table.add_row("csv", Text(str(run.csv_path)))
     return table
+
+
+def _csv_line(console: Console, run: CompareRun) -> None:
+    # On a line of its own, never wrapped: the whole path, to copy, at any terminal width.
+    console.print(Text.assemble((" csv ", "bold"), str(run.csv_path)), soft_wrap=True)
 
 
 def _cell(row: ResultRow, column: str, rule: ThresholdRule) -> Text:
@@ -58,6 +63,7 @@ def render_vector_compare(console: Console, result: VectorCompareResult) -> None
             result.primary,
         )
     )
+    _csv_line(console, result.primary)
     failing = result.first_failing(10)
     rule = result.rule
     if failing:
@@ -67,8 +73,11 @@ def render_vector_compare(console: Console, result: VectorCompareResult) -> None
             show_edge=False,
             pad_edge=False,
         )
-        for col in ("Index", "op", "type", "tensor", "cosine", "rel euclid", "max abs err"):
-            table.add_column(col)
+        number_column(table, "Index", justify="left")
+        for col in ("op", "type", "tensor"):
+            text_column(table, col)
+        for col in ("cosine", "rel euclid", "max abs err"):
+            number_column(table, col)
         for row in failing:
             table.add_row(
                 str(row.index),
@@ -84,7 +93,8 @@ def render_vector_compare(console: Console, result: VectorCompareResult) -> None
         console.print(f"no output fails the thresholds ({rule.describe()})", style="green")
     if result.secondary is not None:
         console.print(_run_table("vc: device vs device", result.secondary))
-    console.print(Text(f"summary: {result.summary_path}"), style="dim")
+        _csv_line(console, result.secondary)
+    console.print(Text(f"summary: {result.summary_path}"), style="dim", soft_wrap=True)
 
 
 def _metric_cells(row: ResultRow, metrics: list[str], rule: ThresholdRule) -> list[Text]:
@@ -118,10 +128,10 @@ def render_compare_summary(console: Console, result: CompareSummary) -> None:
         console.print(Text(f"{result.partial}: the compare was interrupted"), style="yellow")
     for verdict in result.ops:
         table = Table(show_edge=False, pad_edge=False)
-        table.add_column("tensor")
-        table.add_column("ground truth")
+        text_column(table, "tensor")
+        text_column(table, "ground truth")
         for name in result.shown_metrics:
-            table.add_column(name, justify="right")
+            number_column(table, name)
         for row in [*verdict.inputs, *verdict.outputs]:
             label = Text(f"{row.kind} {row.slot}" if row.kind else row.tensor_index)
             table.add_row(

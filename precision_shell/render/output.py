@@ -6,9 +6,11 @@ REPL call `Renderer.outcome()`. Errors go to stderr as one red line.
 
 from __future__ import annotations
 
+import io
+import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.text import Text
@@ -27,16 +29,61 @@ def renders(result_type: type) -> Callable[[Callable[[Console, Any], None]], Cal
     return decorate
 
 
-def make_console(color: bool, stderr: bool = False, width: int | None = None) -> Console:
-    stream = sys.stderr if stderr else sys.stdout
+class TrailingSpaceStripper(io.TextIOBase):
+    """A text stream that drops the spaces rich pads table cells with at the end of each line.
+
+    Plain (script) output is read by people and diffed by programs: `line == line.rstrip()`.
+    Text after the last newline is held until the line ends, so spaces in mid-line survive.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        lines = (self._pending + text).split("\n")
+        self._pending = lines.pop()
+        if lines:
+            self.stream.write("".join(line.rstrip(" ") + "\n" for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        # What follows may continue the line: keep its trailing spaces back until it ends.
+        body = self._pending.rstrip(" ")
+        if body:
+            self.stream.write(body)
+            self._pending = self._pending[len(body) :]
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.stream, "encoding", None) or "utf-8"
+
+
+def plain_width(default: int = 120) -> int:
+    """Width of plain output: $COLUMNS when it is a number, else `default` (a pipe has none)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        return default
+    return columns if columns > 0 else default
+
+
+def make_console(
+    color: bool, stderr: bool = False, width: int | None = None, file: TextIO | None = None
+) -> Console:
+    stream = file or (sys.stderr if stderr else sys.stdout)
     if color:
         return Console(file=stream, highlight=False, width=width, force_terminal=True)
     return Console(
-        file=stream,
+        file=TrailingSpaceStripper(stream),
         highlight=False,
         color_system=None,
         no_color=True,
-        width=width or 120,
+        width=width or plain_width(),
         force_terminal=False,
         emoji=False,
     )
@@ -62,6 +109,10 @@ class Renderer:
                 fn(self.out, result)
                 return
         self.out.print(str(result), markup=False, highlight=False, soft_wrap=True)
+
+    def note(self, message: str) -> None:
+        """A one-line hint (not a failure) on stdout."""
+        self.out.print(Text(message, style="yellow"), highlight=False, soft_wrap=True)
 
     def error(self, message: str, line_number: int | None = None) -> None:
         where = f"line {line_number}: " if line_number is not None else ""
