@@ -73,7 +73,8 @@ def _next_commands(ctx: ShellContext, cause: RootCause, rows: list[ResultRow]) -
     ws = ctx.workspace
     refs = ws.dump_files(ws.run(), cause.op)
     benchmark = None
-    rec = ws.run().dump_graph().get(cause.op) if ws.run().dump_graph() else None
+    graph = ws.run().dump_graph()
+    rec = graph.get(cause.op) if graph else None
     if rec is not None:
         benchmark = ws.output_benchmark(rec, 0)
     if refs and benchmark is not None:

@@ -58,6 +58,11 @@ class CompareSummary:
         return self.rule.cosine
 
 
+def _position(verdict: OpVerdict) -> float:
+    """Its graph position; ops without one sort last."""
+    return verdict.index if verdict.index is not None else math.inf
+
+
 def parse_limit(text: str, columns: list[str]) -> tuple[str, float]:
     """`NAME:THRESHOLD` (NAME a column or a short name such as `mae`) -> (column, limit)."""
     name, sep, value = text.partition(":")
@@ -93,7 +98,7 @@ def summarize(table: ResultTable, rule: ThresholdRule, limit: int | None) -> Com
             continue
         for crossing in rule.crossings(row):
             verdict.failing.append(f"{row.kind or 'tensor'} {row.slot}: {crossing}")
-    order.sort(key=lambda op: by_op[op].index if by_op[op].index is not None else math.inf)
+    order.sort(key=lambda op: _position(by_op[op]))
     failing = [by_op[op] for op in order if by_op[op].failing]
     shown = [m for m, _ in rule.active(table.metric_columns)]
     for extra in (COSINE, "MaxAbsoluteError", "RelativeEuclideanDistance"):

@@ -175,12 +175,15 @@ class _Planner:
             members.append(follower)
             position += 1
         follower = ops[position] if position < len(ops) else None
-        relu = follower is not None and follower.type == "Relu"
-        if relu and follower.inputs == (members[-1].name,):
+        relu = False
+        if (
+            follower is not None
+            and follower.type == "Relu"
+            and follower.inputs == (members[-1].name,)
+        ):
             members.append(follower)
             position += 1
-        else:
-            relu = False
+            relu = True
         names = tuple(member.name for member in members)
         hwcn = (3, 3, self.shapes[conv.inputs[0]][3], self.shapes[conv.name][3])
         x_edge, x_desc = self.source(conv.inputs[0], "x")

@@ -202,7 +202,7 @@ class Network:
                 offset = (-0.05 * depth_factor, 0.1 * depth_factor) if residual_end else (0.0, 0.1)
                 self.params[op.name] = {
                     "scale": _f32(rng.uniform(low, high, c)),
-                    "offset": _f32(rng.normal(*offset, c)),
+                    "offset": _f32(rng.normal(offset[0], offset[1], c)),
                     "mean_noise": _f32(rng.standard_normal(c)),
                     "variance_noise": _f32(rng.standard_normal(c)),
                 }
@@ -361,11 +361,12 @@ class Network:
         stored as float16 (or kept float32 where the device graph runs in float32)."""
         value: np.ndarray | None = None
         with np.errstate(over="ignore", invalid="ignore"):
-            for position, name in enumerate(members):
+            for name in members:
                 op = self.op_by_name[name]
-                args = [x.astype(np.float32) for x in inputs] if position == 0 else [value]
+                args = [x.astype(np.float32) for x in inputs] if value is None else [value]
                 params = self.device_parameters(name, faulty)
                 value = run_kernel(op.type, args, params)
+        assert value is not None, "a device chain has at least one member"
         stored = np.asarray(value, dtype=np.float32) if float32_out else to_device(value)
         return self.device_output(members, stored, faulty)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import Message
 
 _F = descriptor_pb2.FieldDescriptorProto
 SCALAR_TYPES = {
@@ -45,9 +46,8 @@ def add_field(
         entry_name = "".join(part.capitalize() for part in name.split("_")) + "Entry"
         entry = message.nested_type.add(name=entry_name)
         entry.options.map_entry = True
-        scope = dict(package=package, enum_types=enum_types)
-        add_field(entry, "key", 1, "string", False, **scope)
-        add_field(entry, "value", 2, type_name[4:], False, **scope)
+        add_field(entry, "key", 1, "string", False, package=package, enum_types=enum_types)
+        add_field(entry, "value", 2, type_name[4:], False, package=package, enum_types=enum_types)
         field.type = _F.TYPE_MESSAGE
         field.type_name = f".{package}.{message.name}.{entry_name}"
         return
@@ -66,7 +66,7 @@ class Schema:
         self.file_descriptor = self.pool.Add(file)
         self.package = file.package
 
-    def message_class(self, name: str) -> type:
+    def message_class(self, name: str) -> type[Message]:
         return message_factory.GetMessageClass(
             self.pool.FindMessageTypeByName(f"{self.package}.{name}")
         )

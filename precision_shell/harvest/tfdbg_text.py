@@ -43,10 +43,12 @@ def clean_screen_text(text: str) -> str:
 def parse_tensor_list(text: str) -> list[ListedDump]:
     """The rows of an `lt` output; ListingError when its count and rows disagree."""
     lines = clean_screen_text(text).split("\n")
-    start = next((i for i, line in enumerate(lines) if _COUNT.match(line.strip())), None)
-    if start is None:
+    counts = ((i, m) for i, line in enumerate(lines) if (m := _COUNT.match(line.strip())))
+    found = next(counts, None)
+    if found is None:
         raise ListingError("no 'N dumped tensor(s):' line in the tfdbg output")
-    expected = int(_COUNT.match(lines[start].strip())[1])
+    start, count = found
+    expected = int(count[1])
     seen: dict[str, int] = {}
     rows: list[ListedDump] = []
     for line in lines[start + 1 :]:

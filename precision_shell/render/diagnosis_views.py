@@ -60,7 +60,7 @@ def _overflow(console: Console, check: AutoCheck) -> None:
         return
     for n, f in enumerate(check.overflows, start=1):
         head = Text.assemble(("status: ", "bold"), "; ".join(f.texts) or "no status bit set")
-        parts = [
+        parts: list[RenderableType] = [
             head,
             Text(
                 f"Opdebug file: {f.first_file}"
@@ -151,7 +151,7 @@ def render_root_cause(console: Console, panel: RootCausePanel) -> None:
             r.texts.get("MaxAbsoluteError", "-"),
             r.texts.get("RelativeEuclideanDistance", "-"),
         )
-    parts = [head, Text(""), rows]
+    parts: list[RenderableType] = [head, Text(""), rows]
     for f in panel.findings:
         parts.append(Text.assemble((f"{f.detection}: ", "bold yellow"), f.advice))
     parts.append(Text("next: " + "   ".join(panel.next_commands), style="cyan"))
