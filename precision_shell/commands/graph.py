@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from precision_shell.errors import PrecisionError
 from precision_shell.explore.node_info import NodeInfo, collect_node_info
+from precision_shell.explore.user_paths import find_user_file
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
 from precision_shell.workspace.graph_index import GraphIndex, OpRecord
@@ -118,7 +121,11 @@ def ls_command(ctx: ShellContext, args: argparse.Namespace) -> OpListing | TypeC
 
 @command("ni")
 @argument(
-    "name", nargs="?", complete="op", help="op name (exact; else the possible ops are listed)"
+    "name",
+    nargs="?",
+    complete="op",
+    help="op name (exact), an original TF name fused into an op, or a dump file (path or name);"
+    " else the possible ops are listed",
 )
 @argument(
     "-n",
@@ -154,6 +161,11 @@ def ni_command(ctx: ShellContext, args: argparse.Namespace) -> NodeInfoResult:
         holders = list(dict.fromkeys(rec.name for hits in found.values() for _, rec in hits))
         if holders:
             result.notes.append(f"{name} is fused into {', '.join(holders)}")
+    if not found:
+        found = _dump_file_matches(runs, name, ws.root, args.graph)
+        for hits in found.values():
+            result.notes.append(f"{name} is a dump file of {hits[0][1].name}")
+            break
     if found:
         chosen = list(found)
         if args.run is None and len(chosen) > 1:
@@ -192,6 +204,26 @@ def _exact_matches(runs: list[RunIndex], name: str, graph_filter: str | None) ->
             rec = graph.get(name)
             if rec is not None and _in_graph(rec, graph_filter):
                 found.setdefault(run.name, []).append((graph, rec))
+    return found
+
+
+def _dump_file_matches(
+    runs: list[RunIndex], text: str, root: Path, graph_filter: str | None
+) -> Matches:
+    """The op that wrote a device dump file: `text` is its path (from the cwd or the
+    workspace) or its bare file name."""
+    found: Matches = {}
+    path = find_user_file(text, root)
+    real = os.path.realpath(path) if path is not None else None
+    for run in runs:
+        ref = run.dumps.by_file_name(path.name if path is not None else text)
+        if ref is None or (real is not None and os.path.realpath(ref.path) != real):
+            continue
+        for graph in run.graphs:
+            rec = graph.by_dump_name(ref.op_name)
+            if rec is not None and _in_graph(rec, graph_filter):
+                found[run.name] = [(graph, rec)]
+                break
     return found
 
 

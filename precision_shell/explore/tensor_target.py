@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from precision_shell.errors import FormatError, PrecisionError
+from precision_shell.explore.user_paths import find_user_file
 from precision_shell.formats.benchmark import load_benchmark
 from precision_shell.formats.layout_guess import guess_origin_format
 from precision_shell.formats.layouts import format_name, is_plain_format
@@ -141,10 +141,12 @@ def resolve_tensors(
     index: int | None = None
     base = text
     m = _SELECTOR.match(text)
-    if m and not Path(text).exists():
+    root = ws.root if ws is not None else None
+    if m and find_user_file(text, root) is None:
         base, kind, index = m.group("base"), m.group("kind"), int(m.group("index"))
-    if Path(base).is_file():
-        handles = _file_handles(str(Path(base)), kind, index, ws)
+    path = find_user_file(base, root)  # the cwd, then precision_data/ and the dir holding it
+    if path is not None:
+        handles = _file_handles(str(path), kind, index, ws)
     elif ws is None:
         raise PrecisionError(f"{base}: no such file")
     else:
