@@ -21,7 +21,14 @@ class NameSources:
             return False
         if ws is not self._for:
             self._for = ws
-            self._ops = NameSource(n for run in ws.runs for g in run.graphs for n in g.names())
+            # Original TF names too: `ni` and `ls -n` find a fused op by any of them.
+            self._ops = NameSource(
+                n
+                for run in ws.runs
+                for g in run.graphs
+                for names in (g.names(), g.original_names())
+                for n in names
+            )
             files = [n for run in ws.runs for n in run.dumps.file_names()]
             if ws.benchmark is not None:
                 files.extend(os.path.basename(g.path) for g in ws.benchmark.newest.values())

@@ -190,13 +190,20 @@ class GraphIndex:
     def by_original_name(self, name: str) -> list[OpRecord]:
         """Ops whose `_datadump_original_op_names` hold `name` exactly (the ops it was fused
         into, or the parts of a split op), in execution order."""
+        return [self.record(i) for i in self._original_table().get(name, [])]
+
+    def original_names(self) -> list[str]:
+        """Every original (TF) name some op holds, once each (for completion)."""
+        return list(self._original_table())
+
+    def _original_table(self) -> dict[str, list[int]]:
         if self._by_original is None:
             table: dict[str, list[int]] = defaultdict(list)
             for i, row in enumerate(self._rows):
                 for original in row[6] or ():
                     table[original].append(i)
             self._by_original = dict(table)
-        return [self.record(i) for i in self._by_original.get(name, [])]
+        return self._by_original
 
     def _lower_column(self, column: int) -> list[str | None]:
         """A lower-cased copy of one record column, made once, for substring filters."""
