@@ -91,3 +91,32 @@ def test_tab_completion_node_info_bad_flag_and_exit(shell):
     assert child.exitstatus == 0 and child.signalstatus is None
     history = home / "xdg_state_home" / "precision_shell" / "history"
     assert "ni softmax/Softmax" in history.read_text()
+
+
+def test_a_dir_without_precision_data_gets_one_hint_then_plain_errors(tmp_path):
+    empty = tmp_path / "project"
+    empty.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "PYTEST"))}
+    for name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME"):
+        env[name] = str(tmp_path / name.lower())
+    env.update(COLUMNS="120", LINES="40", TERM="xterm", PYTHONPATH=str(REPO),
+               PROMPT_TOOLKIT_NO_CPR="1")  # fmt: skip
+    child = pexpect.spawn(sys.executable, ["-m", "precision_shell", str(empty)], env=env,
+                          cwd=str(tmp_path), dimensions=(40, 120), encoding="utf-8",
+                          codec_errors="replace", timeout=STEP_TIMEOUT)  # fmt: skip
+    try:
+        child.expect_exact(PROMPT, timeout=START_TIMEOUT)
+        banner = _screen_text(child.before)
+        hint = f"{empty}: no precision_data/ here; run tf_run/tf_dump to create it"
+        assert banner.count(hint) == 1 and "error:" not in banner
+        child.sendline("ls")
+        child.expect_exact("error:")
+        child.expect_exact(PROMPT)
+        after = "error:" + _screen_text(child.before)
+        assert f"error: {empty / 'precision_data'}: no such directory" in after
+        assert hint not in after
+        child.sendline("exit")
+        child.expect(pexpect.EOF)
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
