@@ -22,7 +22,9 @@ from precision_shell.render.output import renders
 from precision_shell.workspace.graph_index import OpRecord
 
 
-def op_line(run: str | None, rec: OpRecord) -> Text:
+def op_line(run: str | None, rec: OpRecord, name_filter: str | None = None) -> Text:
+    """`[run ][Type][pass] name`; when `name_filter` matched only an original TF name, that
+    name follows, so the line says why a differently named op is listed."""
     text = Text()
     if run:
         text.append(f"{run} ", style="dim")
@@ -30,6 +32,11 @@ def op_line(run: str | None, rec: OpRecord) -> Text:
     if rec.pass_name:
         text.append(f"[{rec.pass_name}]", style="magenta")
     text.append(f" {rec.name}")
+    needle = (name_filter or "").lower()
+    if needle and needle not in rec.name.lower():
+        fused = [n for n in rec.original_names or () if needle in n.lower()]
+        if fused:
+            text.append(f" (fuses {', '.join(fused)})", style="dim")
     return text
 
 
@@ -37,7 +44,7 @@ def op_line(run: str | None, rec: OpRecord) -> Text:
 def render_op_listing(console: Console, result: OpListing) -> None:
     runs = {run for run, _ in result.rows}
     for run, rec in result.rows:
-        console.print(op_line(run if len(runs) > 1 else None, rec))
+        console.print(op_line(run if len(runs) > 1 else None, rec, result.filters.get("name")))
     filters = ", ".join(f"{k}~{v!r}" for k, v in result.filters.items())
     console.print(f"{len(result.rows)} op(s) match {filters}", style="dim", markup=False)
 
@@ -245,7 +252,7 @@ def render_node_info(console: Console, result: NodeInfoResult) -> None:
         console.print(f"no op named exactly {result.query!r}; possible ops:", markup=False)
         runs = {run for run, _ in result.candidates}
         for run, rec in result.candidates[:50]:
-            console.print(op_line(run if len(runs) > 1 else None, rec))
+            console.print(op_line(run if len(runs) > 1 else None, rec, result.query))
         if len(result.candidates) > 50:
             console.print(
                 f"... and {len(result.candidates) - 50} more (narrow with ls -n)", style="dim"

@@ -122,6 +122,14 @@ def test_ls_views(demo):
         f"debug_1 [MaxPool] {POOL}",
         f"2 op(s) match kernel~'te_maxpool', graph~'{manifest.graph_name}'",
     ]
+    fused = render(run_ok(shell, "ls -n bn2/fused"))
+    assert fused.splitlines() == [
+        f"debug_0 [Conv2D][ConvBatchnormFusionPass,AutomaticUbFusion] {CONV2} "
+        "(fuses bn2/FusedBatchNormV3)",
+        f"debug_1 [Conv2D][ConvBatchnormFusionPass,AutomaticUbFusion] {CONV2} "
+        "(fuses bn2/FusedBatchNormV3)",
+        "2 op(s) match name~'bn2/fused'",
+    ]
     counts = render(run_ok(shell, "ls"))
     assert _row(counts, "Conv2D") == ["Conv2D", "3", "3"]
     n = str(len(manifest.device_ops))
