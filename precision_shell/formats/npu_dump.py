@@ -280,17 +280,17 @@ def read_dump_header(path: str | Path) -> DumpHeader:
                 v2_problem = f"the {header_len}-byte header {why}"
             # The whole file is read only once its fields are seen to fill it exactly: a big
             # file of junk is refused after a few bytes.
-            why = dump_proto.whole_file_problem(stream, file_size)
-            if why is None:
+            inline_problem = dump_proto.whole_file_problem(stream, file_size)
+            if inline_problem is None:
                 stream.seek(0)
                 whole = stream.read()
     except OSError as err:
         raise FormatError(path_text, f"cannot read: {err.strerror or err}") from None
-    if why is not None:
+    if inline_problem is not None:
         raise FormatError(
             path_text,
             f"not an NPU dump: {v2_problem}; read as an old inline dump, the whole file is "
-            f"not a valid DumpData protobuf ({why})",
+            f"not a valid DumpData protobuf ({inline_problem})",
         )
     message, why = _parse_dump_data(whole)
     if message is None:
@@ -363,6 +363,7 @@ def read_tensor_converted(
     """
     meta = header.tensor(kind, index)
     arr = read_tensor(header, kind, index)
+    target_format: str | int
     if origin_format is None:
         if meta.original_format is None and not is_plain_format(meta.format):
             raise FormatError(

@@ -236,7 +236,7 @@ def _decode_new(path: str | Path, payload: bytes, where: str) -> list[OverflowRe
     if len(payload) < FILE_HEADER.size:
         raise FormatError(path, f"{where}: truncated new-layout header ({len(payload)} bytes)")
     _, version = FILE_HEADER.unpack_from(payload)
-    records = []
+    records: list[OverflowRecord] = []
     offset = FILE_HEADER.size
     while offset < len(payload):
         number = len(records)
@@ -344,6 +344,7 @@ def read_opdebug(path: str | Path) -> OpdebugFile:
         raise FormatError(path, str(error)) from None
 
     bare = _bare_payload(path)
+    payloads: list[bytes] | None
     if bare is not None and bare[:4] == _MAGIC_BYTES:
         payloads = [bare]
     else:
