@@ -24,6 +24,8 @@ from concurrent.futures import (
     ThreadPoolExecutor,
     wait,
 )
+from multiprocessing.connection import Connection
+from multiprocessing.context import BaseContext
 
 from precision_shell.compare.pipeline.plan import FileTask
 from precision_shell.compare.pipeline.worker import CompareOptions, FileResult, compare_file
@@ -40,9 +42,45 @@ def default_workers(configured: int = 0) -> int:
     return configured if configured > 0 else max(1, os.cpu_count() or 1)
 
 
-def _ignore_sigint() -> None:
-    # Ctrl-C goes to the whole process group; only the parent decides how to stop.
+def _start_worker(lifeline: Connection) -> None:
+    """Initializer of a process worker: ignore Ctrl-C, and end when the main process ends.
+
+    Ctrl-C goes to the whole process group; only the main process decides how to stop. The
+    worker's parent is the forkserver, which lives as long as any of its workers does, so
+    neither would notice the main process being killed: they would wait for tasks forever,
+    holding the caller's stdout open. Only the main process holds the write end of
+    `lifeline`; when it ends, for whatever reason, the read end reaches EOF.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_on_eof, args=(lifeline,), name="lifeline", daemon=True).start()
+
+
+def _exit_on_eof(lifeline: Connection) -> None:
+    try:
+        while True:
+            lifeline.recv_bytes()  # nothing is ever sent: this returns only at EOF
+    except (EOFError, OSError):
+        pass
+    os._exit(1)
+
+
+class _ProcessPool(ProcessPoolExecutor):
+    """A process pool whose workers end with the main process (see `_start_worker`)."""
+
+    def __init__(self, workers: int, context: BaseContext) -> None:
+        self._lifeline_r, self._lifeline_w = context.Pipe(duplex=False)
+        super().__init__(
+            max_workers=workers,
+            mp_context=context,
+            initializer=_start_worker,
+            initargs=(self._lifeline_r,),
+        )
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        super().shutdown(wait=wait, cancel_futures=cancel_futures)
+        if wait:  # the workers are gone: cutting the line now ends no one mid-task
+            self._lifeline_w.close()
+            self._lifeline_r.close()
 
 
 def choose_backend(backend: str, workers: int, total_bytes: int) -> str:
@@ -60,11 +98,7 @@ def _make_pool(backend: str, workers: int) -> Executor:
         method = (
             "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
         )
-        return ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=multiprocessing.get_context(method),
-            initializer=_ignore_sigint,
-        )
+        return _ProcessPool(workers, multiprocessing.get_context(method))
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="compare")
 
 

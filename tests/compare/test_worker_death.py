@@ -1,0 +1,164 @@
+"""A compare killed mid-run leaves no process behind and closes its stdout.
+
+The run happens in a child python, with the process backend on the tiny demo; its workers
+block in a task (as a slow tensor would) when the child is killed. The polls below bound how
+long we wait for the processes to go: a liveness bound, not a speed requirement.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from precision_shell.compare.pipeline.plan import FileTask
+from precision_shell.compare.pipeline.worker import CompareOptions, FileResult, compare_file
+
+_REPO = Path(__file__).resolve().parents[2]
+_LIVENESS_S = 30.0
+
+_SCRIPT = """
+import sys
+from precision_shell.compare.pipeline.engine import run_tasks
+from precision_shell.compare.pipeline.plan import benchmark_plan
+from precision_shell.compare.pipeline.worker import CompareOptions
+from precision_shell.workspace.workspace import Workspace
+from tests.compare.test_worker_death import stuck_after_two
+
+ws = Workspace.open(sys.argv[1], use_cache=False)
+run = ws.run()
+plan = benchmark_plan(ws, run, run.dump_graph())
+print("tasks", len(plan.tasks), flush=True)
+for result in run_tasks(plan.tasks, CompareOptions(), 2, work=stuck_after_two, backend="processes"):
+    print("result", result.seq, flush=True)
+"""
+
+
+def stuck_after_two(task: FileTask, options: CompareOptions) -> FileResult:
+    """The first two files compare; every later one hangs, as a huge tensor on a slow disk."""
+    if task.seq < 2:
+        return compare_file(task, options)
+    print(f"busy {os.getpid()}", flush=True)
+    time.sleep(3600)
+    return compare_file(task, options)
+
+
+def _stat(pid: int) -> tuple[int, str, int] | None:
+    """(ppid, state, start time) of a live process; None when it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()
+    return int(fields[1]), fields[0], int(fields[19])
+
+
+def _descendants(root: int) -> dict[int, int]:
+    """pid -> start time of every process below `root`."""
+    children: dict[int, list[int]] = {}
+    starts: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            st = _stat(int(entry))
+            if st is not None:
+                children.setdefault(st[0], []).append(int(entry))
+                starts[int(entry)] = st[2]
+    found: dict[int, int] = {}
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found[child] = starts[child]
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int, start: int) -> bool:
+    st = _stat(pid)
+    # a zombie has ended; whether its new parent reaps it is not ours to decide
+    return st is not None and st[2] == start and st[1] != "Z"
+
+
+def _start(root: Path) -> tuple[subprocess.Popen, queue.Queue]:
+    env = dict(os.environ, PYTHONPATH=str(_REPO))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SCRIPT, str(root)],
+        cwd=_REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    lines: queue.Queue = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line.strip())
+        lines.put(None)  # EOF: every holder of the pipe's write end has closed it
+
+    threading.Thread(target=pump, daemon=True).start()
+    return proc, lines
+
+
+def _wait_for_busy_workers(proc: subprocess.Popen, lines: queue.Queue) -> list[str]:
+    seen: list[str] = []
+    deadline = time.monotonic() + 120  # start-up of the forkserver and two workers
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=1)
+        except queue.Empty:
+            continue
+        assert line is not None, f"the compare ended early: {seen}"
+        seen.append(line)
+        if sum(s.startswith("busy") for s in seen) == 2:
+            return seen
+    proc.kill()
+    pytest.fail(f"the workers never got busy: {seen}")
+
+
+def _reaches_eof(lines: queue.Queue) -> bool:
+    deadline = time.monotonic() + _LIVENESS_S
+    while time.monotonic() < deadline:
+        try:
+            if lines.get(timeout=0.5) is None:
+                return True
+        except queue.Empty:
+            pass
+    return False
+
+
+def _survivors(procs: dict[int, int]) -> list[int]:
+    deadline = time.monotonic() + _LIVENESS_S
+    while time.monotonic() < deadline:
+        left = [pid for pid, start in procs.items() if _alive(pid, start)]
+        if not left:
+            return []
+        time.sleep(0.2)
+    return left
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_a_killed_compare_leaves_no_process_and_closes_stdout(tiny_demo, sig):
+    root, _ = tiny_demo
+    proc, lines = _start(root)
+    seen = _wait_for_busy_workers(proc, lines)
+    assert seen[0].startswith("tasks ") and int(seen[0].split()[1]) > 4
+    below = _descendants(proc.pid)
+    busy = {int(s.split()[1]) for s in seen if s.startswith("busy")}
+    # the forkserver, both workers, and the resource tracker
+    assert busy <= set(below) and len(below) >= 3
+    os.kill(proc.pid, sig)
+    assert proc.wait(timeout=_LIVENESS_S) == -sig
+    left = _survivors(below)
+    for pid in left:  # do not leave them to the next test either
+        os.kill(pid, signal.SIGKILL)
+    assert left == []
+    assert _reaches_eof(lines)
