@@ -4,6 +4,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from precision_shell.errors import PrecisionError
 from precision_shell.workspace import tensor_stats
 from precision_shell.workspace.tensor_stats import StatsCache, compute_stats
 
@@ -55,3 +56,49 @@ def test_cache_computes_once():
     assert cache.get(("f", "output", 0), load).max == 3.0
     assert cache.get(("f", "output", 0), load).max == 3.0
     assert len(loads) == 1 and len(cache) == 1
+
+
+@pytest.mark.parametrize(
+    ("values", "want_max", "want_min", "want_mean"),
+    [
+        ([np.inf, np.inf], math.inf, math.inf, math.inf),
+        ([-np.inf, -np.inf, np.nan], -math.inf, -math.inf, -math.inf),
+        ([np.inf, -np.inf], math.inf, -math.inf, math.nan),
+    ],
+)
+def test_all_inf_gives_the_infinities_as_max_and_min(values, want_max, want_min, want_mean):
+    """An overflowed float16 tensor reads max inf, min inf; never nan."""
+    s = compute_stats(np.array(values, dtype=np.float16))
+    assert (s.max, s.min) == (want_max, want_min)
+    assert s.mean == want_mean or (math.isnan(want_mean) and math.isnan(s.mean))
+    assert math.isnan(s.std) and s.inf_count == 2 and s.finite_count == 0
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.array(["a", "bc"]),
+        np.array([b"x"]),
+        np.zeros(2, dtype=[("a", "<f4"), ("b", "<i2")]),
+        np.zeros(2, dtype="V4"),
+        np.array(["2020-01-01"], dtype="datetime64[D]"),
+    ],
+)
+def test_non_numeric_dtypes_are_a_user_error_naming_the_file_and_dtype(array):
+    with pytest.raises(PrecisionError) as err:
+        compute_stats(array, "bench/x.0.1.npy")
+    assert str(err.value) == f"bench/x.0.1.npy: dtype {array.dtype} is not numeric; no statistics"
+
+
+def test_ml_dtypes_are_numbers():
+    s = compute_stats(np.array([1.5, -2.0], dtype=ml_dtypes.bfloat16))
+    assert (s.max, s.min, s.dtype) == (1.5, -2.0, "bfloat16")
+    assert compute_stats(np.array([3, -4], dtype=ml_dtypes.int4)).min == -4.0
+
+
+def test_stats_cache_names_the_file_of_a_string_tensor(tmp_path):
+    path = tmp_path / "names.0.1.npy"
+    np.save(path, np.array(["a", "b"]))
+    with pytest.raises(PrecisionError) as err:
+        StatsCache().get((str(path), "benchmark", 0), lambda: np.load(path))
+    assert str(err.value) == f"{path}: dtype <U1 is not numeric; no statistics"
