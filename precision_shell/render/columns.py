@@ -29,8 +29,3 @@ def number_column(table: Table, header: str = "", **options: object) -> None:
 def path_text(path: str | PathLike[str], style: str = "") -> Text:
     """A path as a cell or line: folded at any character when it must be, never cut."""
     return Text(str(path), style=style, overflow="fold")
-
-
-def number_text(text: str, style: str = "") -> Text:
-    """A formatted number as a cell: kept on one line wherever it is placed."""
-    return Text(text, style=style, no_wrap=True)
