@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
 from precision_shell.compare.metrics.elementwise import ElementwiseComparison, compare_elements
+from precision_shell.compare.metrics.tolerances import TOLERANCE_TEXT, default_tolerances
 from precision_shell.errors import PrecisionError
 from precision_shell.explore.tensor_target import TensorHandle, resolve_tensors
 from precision_shell.formats.layouts import (
@@ -22,18 +25,25 @@ from precision_shell.formats.layouts import (
 from precision_shell.render.graphviz_out import safe_file_stem
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
+from precision_shell.workspace.dump_index import DumpIndex, scan_dump_dir
+from precision_shell.workspace.layout import leaf_dirs
+from precision_shell.workspace.output_files import output_error, replace_output
 from precision_shell.workspace.tensor_stats import TensorStats, compute_stats
 from precision_shell.workspace.workspace import Workspace
 
 
 @dataclass(frozen=True)
 class TensorSummary:
+    """One tensor of `pt`: in its benchmark layout when it converts (pads cut off)."""
+
     label: str
     path: str
-    layout: str
+    layout: str  # the layout of the values summarised
     stats: TensorStats
     preview: list[float]
     text_file: str
+    stored: str = ""  # "NC1HWC0 [2, 1, 4, 4, 16]" when converted from that device layout
+    note: str | None = None  # why a device layout was kept as stored
 
 
 @dataclass(frozen=True)
@@ -74,21 +84,6 @@ def _output_dir(ctx: ShellContext, *parts: str) -> Path:
     return ws.output_dir(*parts)
 
 
-def _unique(path: Path) -> Path:
-    """Never overwrite: add a counter when the name is taken."""
-    if not path.exists():
-        return path
-    for n in range(1, 10_000):
-        candidate = path.with_name(f"{path.stem}.{n}{path.suffix}")
-        if not candidate.exists():
-            return candidate
-    raise PrecisionError(f"{path}: too many files of this name")
-
-
-def _layout_of(handle: TensorHandle) -> str:
-    return handle.meta.format_name if handle.meta is not None else "npy"
-
-
 @command("pt")
 @argument(
     "target", nargs="?", complete="tensor", help="dump or .npy file (path or name), or op name"
@@ -114,28 +109,39 @@ def pt_command(ctx: ShellContext, args: argparse.Namespace) -> TensorSummaries:
     out_dir = _output_dir(ctx, "pt")
     items = []
     for h in handles:
-        values = h.load()
-        stats = compute_stats(values)
+        values, note = h.load_for_summary()
+        stats = compute_stats(values, h.path)
+        layout, stored = _layouts(h, values, note)
         flat = np.asarray(values).reshape(-1)
         preview = [float(v) for v in flat[:preview_n].astype(np.float64)]
-        text_path = _unique(out_dir / f"{safe_file_stem(h.label)}.txt")
-        try:
-            _write_text(text_path, h, values, stats)
-        except OSError as exc:
-            raise PrecisionError(f"{text_path}: cannot write: {exc.strerror or exc}") from None
-        items.append(TensorSummary(h.label, h.path, _layout_of(h), stats, preview, str(text_path)))
+        # one file per tensor: a repeated pt replaces its own earlier file
+        text_path = out_dir / f"{safe_file_stem(h.label)}.txt"
+        header = (
+            f"source: {h.path}\ntensor: {h.label}\nshape: {list(stats.shape)}\n"
+            f"dtype: {stats.dtype}\nlayout: {layout}" + (f"\nstored as: {stored}" if stored else "")
+        )
+        replace_output(text_path, lambda fh, v=values, hd=header: _write_text(fh, v, hd))
+        items.append(
+            TensorSummary(h.label, h.path, layout, stats, preview, str(text_path), stored, note)
+        )
     return TensorSummaries(items)
 
 
-def _write_text(path: Path, h: TensorHandle, values: np.ndarray, stats: TensorStats) -> None:
-    header = (
-        f"source: {h.path}\ntensor: {h.label}\nshape: {list(stats.shape)}\ndtype: {stats.dtype}\n"
-        f"layout: {_layout_of(h)}\n"
-    )
+def _layouts(h: TensorHandle, values: np.ndarray, note: str | None) -> tuple[str, str]:
+    """(layout of `values`, the stored device layout and shape when they were converted)."""
+    if h.meta is None:
+        return "npy", ""
+    device = h.meta.format_name
+    if note is not None or tuple(values.shape) == tuple(h.meta.shape) and (is_plain_format(device)):
+        return device, ""
+    return h.origin_format() or device, f"{device} {list(h.meta.shape)}"
+
+
+def _write_text(fh: IO[bytes], values: np.ndarray, header: str) -> None:
     flat = np.asarray(values).reshape(-1)
     if flat.dtype.kind not in "biuf":
         flat = flat.astype(np.float64)
-    np.savetxt(path, flat, header=header.rstrip(), fmt=_round_trip_format(flat.dtype))
+    np.savetxt(fh, flat, header=header, fmt=_round_trip_format(flat.dtype))
 
 
 def _round_trip_format(dtype: np.dtype) -> str:
@@ -160,8 +166,20 @@ def _round_trip_format(dtype: np.dtype) -> str:
     metavar="N",
     help="rows in each table (default 20)",
 )
-@argument("-al", "--atol", type=float, default=1e-4, help="absolute tolerance (default 1e-4)")
-@argument("-rl", "--rtol", type=float, default=1e-4, help="relative tolerance (default 1e-4)")
+@argument(
+    "-al",
+    "--atol",
+    type=float,
+    default=None,
+    help="absolute tolerance (default: by dtype, the looser side's: " + TOLERANCE_TEXT + ")",
+)
+@argument(
+    "-rl",
+    "--rtol",
+    type=float,
+    default=None,
+    help="relative tolerance (default: by dtype, as for -al)",
+)
 @argument(
     "-s", "--save", action="store_true", help="save left, right and diff as text under temp/cp/"
 )
@@ -178,19 +196,21 @@ def cp_command(ctx: ShellContext, args: argparse.Namespace) -> TensorComparison:
     left_name, right_name = args.names if args.names else (args.left, args.right)
     if not left_name or not right_name:
         raise UsageError("cp: give two tensors, e.g. cp DUMP_FILE benchmark.npy")
-    if args.top < 0 or args.atol < 0 or args.rtol < 0:
+    if args.top < 0 or (args.atol or 0) < 0 or (args.rtol or 0) < 0:
         raise UsageError("cp: -p, -al and -rl must not be negative")
     ws = _workspace(ctx)
     left = _single(resolve_tensors(ws, left_name, default_output=True), left_name)
     right = _single(resolve_tensors(ws, right_name, default_output=True), right_name)
     lv, rv = left.load_converted(), right.load_converted()
-    report = compare_elements(lv, rv, args.atol, args.rtol, args.top, args.flatten_to_min)
+    left_stats, right_stats = compute_stats(lv, left.path), compute_stats(rv, right.path)
+    default_rtol, default_atol = default_tolerances(lv.dtype, rv.dtype)
+    atol = default_atol if args.atol is None else args.atol
+    rtol = default_rtol if args.rtol is None else args.rtol
+    report = compare_elements(lv, rv, atol, rtol, args.top, args.flatten_to_min)
     saved = None
     if args.save:
         saved = str(_save_pair(ctx, left, right, lv, rv))
-    return TensorComparison(
-        left.label, right.label, report, compute_stats(lv), compute_stats(rv), saved
-    )
+    return TensorComparison(left.label, right.label, report, left_stats, right_stats, saved)
 
 
 def _single(handles: list[TensorHandle], name: str) -> TensorHandle:
@@ -207,7 +227,7 @@ def _single(handles: list[TensorHandle], name: str) -> TensorHandle:
 def _save_pair(
     ctx: ShellContext, left: TensorHandle, right: TensorHandle, lv: np.ndarray, rv: np.ndarray
 ) -> Path:
-    out = _unique(
+    out = (
         _output_dir(ctx, "cp")
         / f"{safe_file_stem(left.label)}__vs__{safe_file_stem(right.label)}.txt"
     )
@@ -215,18 +235,15 @@ def _save_pair(
     x = np.asarray(lv, dtype=np.float64).reshape(-1)[:n]
     y = np.asarray(rv, dtype=np.float64).reshape(-1)[:n]
     header = f"left: {left.label}  right: {right.label}\nleft right diff"
-    try:
-        np.savetxt(out, np.stack([x, y, x - y], axis=1), fmt="%.17g", header=header)
-    except OSError as exc:
-        raise PrecisionError(f"{out}: cannot write: {exc.strerror or exc}") from None
-    return out
+    table = np.stack([x, y, x - y], axis=1)
+    return replace_output(out, lambda fh: np.savetxt(fh, table, fmt="%.17g", header=header))
 
 
 @command("dc")
 @argument(
     "target",
     complete="tensor",
-    help="device dump file (path or name) or op name (all its dump files)",
+    help="device dump file (path or name), dump dir (every dump file in it) or op name",
 )
 @argument("-f", "--format", dest="fmt", help="convert to this layout (NCHW, NHWC, ND, NCDHW, ...)")
 @argument(
@@ -249,11 +266,7 @@ def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles:
         except LayoutError as exc:
             raise UsageError(f"dc: -f: {exc}") from None
     handles = _dump_targets(ctx, args.target)
-    out_dir = args.out_dir if args.out_dir else _output_dir(ctx, "decode")
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PrecisionError(f"{out_dir}: cannot create: {exc.strerror}") from None
+    out_dir = _user_dir(args.out_dir) if args.out_dir else _output_dir(ctx, "decode")
     written, notes = [], []
     for h in handles:
         assert h.meta is not None
@@ -265,17 +278,44 @@ def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles:
             except LayoutError as exc:
                 notes.append(f"{h.label}: kept {layout}: {exc}")
         name = f"{os.path.basename(h.path)}.{h.meta.kind}.{h.meta.index}.{layout}"
-        path = _unique(out_dir / f"{safe_file_stem(name, 240)}.npy")
-        try:
-            np.save(path, np.ascontiguousarray(values), allow_pickle=False)
-        except OSError as exc:
-            raise PrecisionError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        # one file per tensor and layout: a repeated dc replaces its own earlier file, and
+        # two concurrent ones each write a whole file under a temp name first
+        path = out_dir / f"{safe_file_stem(name, 240)}.npy"
+        data = np.ascontiguousarray(values)
+        replace_output(path, lambda fh, d=data: np.save(fh, d, allow_pickle=False))
         written.append((h.label, str(path), tuple(values.shape), layout))
     return DecodedFiles(written, str(out_dir), notes)
 
 
+def _user_dir(path: Path) -> Path:
+    """A dir the user named for outputs (made when missing); links in it are the user's."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise PrecisionError(f"{path}: exists and is not a directory") from None
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise output_error(path, exc) from None
+        raise PrecisionError(f"{path}: cannot create: {exc.strerror or exc}") from None
+    return path
+
+
+def _dir_targets(ws: Workspace | None, directory: Path) -> list[TensorHandle]:
+    """Every tensor of every dump file under `directory` (its sub-dirs too)."""
+    index = DumpIndex([scan_dump_dir(d) for d in leaf_dirs(directory)])
+    refs = [r for r in index.files if not r.stats_csv and r.op_type != "Opdebug"]
+    if not refs:
+        raise PrecisionError(f"{directory}: no dump files found (searched its sub-dirs too)")
+    handles: list[TensorHandle] = []
+    for ref in refs:
+        handles.extend(resolve_tensors(ws, ref.path))
+    return handles
+
+
 def _dump_targets(ctx: ShellContext, target: str) -> list[TensorHandle]:
     ws = _workspace(ctx)
+    if Path(target).is_dir():
+        return _dir_targets(ws, Path(target))
     if ws is not None and not Path(target).exists():
         for run in ws.runs:
             if run.find(target) is not None:

@@ -11,6 +11,7 @@ from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.results.latest import latest_compare
 from precision_shell.errors import PrecisionError
+from precision_shell.explore.tensor_target import tensor_stats_in_benchmark_layout
 from precision_shell.formats.ge.graph import OpDef, TensorDesc
 from precision_shell.shell.context import ShellContext
 from precision_shell.workspace.dump_index import DumpFileRef
@@ -106,7 +107,9 @@ def dump_tensor_rows(ws: Workspace, ref: DumpFileRef) -> list[TensorRow]:
         label = f"{meta.kind} {meta.index}"
         common = (label, ref.file_name, meta.shape, meta.dtype_name, meta.format_name)
         try:
-            rows.append(TensorRow(*common, ws.tensor_stats(ref, meta.kind, meta.index)))
+            # in the benchmark layout, as pt/cp/vc see it: a C0 pad is not data
+            stats = tensor_stats_in_benchmark_layout(ws, ref.path, meta.kind, meta.index)
+            rows.append(TensorRow(*common, stats))
         except PrecisionError as exc:
             rows.append(TensorRow(*common, error=str(exc)))
     return rows

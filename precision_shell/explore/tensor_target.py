@@ -9,21 +9,18 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from precision_shell.errors import FormatError, PrecisionError
 from precision_shell.explore.user_paths import find_user_file
 from precision_shell.formats.benchmark import load_benchmark
-from precision_shell.formats.layout_guess import guess_origin_format
-from precision_shell.formats.layouts import format_name, is_plain_format
-from precision_shell.formats.npu_dump import (
-    DumpHeader,
-    TensorMeta,
-    read_dump_header,
-    read_tensor,
-    read_tensor_converted,
-)
+from precision_shell.formats.benchmark_layout import origin_layout, to_benchmark_layout
+from precision_shell.formats.layouts import LayoutError, is_plain_format
+from precision_shell.formats.npu_dump import DumpHeader, TensorMeta, read_dump_header, read_tensor
+from precision_shell.workspace.index_cache import file_fingerprint
+from precision_shell.workspace.tensor_stats import TensorStats
 from precision_shell.workspace.workspace import Workspace
 
 _SELECTOR = re.compile(r"^(?P<base>.+?):(?P<kind>input|output):(?P<index>\d+)$")
@@ -38,6 +35,7 @@ class TensorHandle:
     header: DumpHeader | None = None
     meta: TensorMeta | None = None
     graph_origin_format: str | None = None  # the GE graph desc's origin format, when found
+    graph_origin_shape: tuple[int, ...] | None = None  # and its origin shape
 
     @property
     def is_dump(self) -> bool:
@@ -51,34 +49,43 @@ class TensorHandle:
         return read_tensor(self.header, self.meta.kind, self.meta.index)
 
     def load_converted(self) -> np.ndarray:
-        """Values in the original (benchmark) layout when the dump says what it was."""
-        if self.header is None:
-            return load_benchmark(self.path)
-        assert self.meta is not None
-        if not self.meta.original_shape:
-            return self.load()
-        # Only when the dump is silent about it: its own record is read_tensor_converted's default.
-        inferred = self.origin_format() if self.meta.original_format is None else None
-        return read_tensor_converted(
-            self.header, self.meta.kind, self.meta.index, origin_format=inferred
-        )
+        """Values in the benchmark's layout and shape, by the rule `vc` uses too
+        (formats/benchmark_layout). Raises FormatError naming the file when they do not convert."""
+        values = self.load()
+        if self.meta is None:
+            return values
+        try:
+            return to_benchmark_layout(
+                values, self.meta, self.graph_origin_format, self.graph_origin_shape
+            )
+        except LayoutError as exc:
+            raise FormatError(self.path, f"{self.meta.label}: {exc}") from None
+
+    def load_for_summary(self) -> tuple[np.ndarray, str | None]:
+        """Values in the benchmark layout when they convert, else as stored with the reason.
+
+        Statistics of a padded layout (NC1HWC0 with C=24 in 32) would count the pad."""
+        try:
+            return self.load_converted(), None
+        except FormatError as exc:
+            if self.meta is None or is_plain_format(self.meta.format):
+                raise
+            return self.load(), exc.problem
 
     def origin_format(self) -> str | None:
-        """The original layout: the dump's, else the graph's, else inferred from the shapes."""
+        """The original layout by the one rule: the dump's, else the graph's, else the shapes'."""
         meta = self.meta
         if meta is None:
             return None
-        if meta.original_format is not None:
-            return format_name(meta.original_format)
-        if is_plain_format(meta.format):
-            return None
-        if self.graph_origin_format:
-            return self.graph_origin_format
-        return guess_origin_format(meta.format_name, meta.shape, meta.original_shape)
+        fmt, _ = origin_layout(meta, meta.shape, self.graph_origin_format, self.graph_origin_shape)
+        return fmt
 
 
-def _graph_origin_formats(ws: Workspace | None, path: str) -> dict[tuple[str, int], str]:
-    """(kind, index) -> origin format from the GE graph desc of the op that dumped `path`."""
+def _graph_origins(
+    ws: Workspace | None, path: str
+) -> dict[tuple[str, int], tuple[str | None, tuple[int, ...] | None]]:
+    """(kind, index) -> (origin format, origin shape) from the GE graph desc of the op that
+    dumped `path`."""
     if ws is None:
         return {}
     name = os.path.basename(path)
@@ -95,10 +102,24 @@ def _graph_origin_formats(ws: Workspace | None, path: str) -> dict[tuple[str, in
             found = {}
             for kind, descs in (("input", op.input_descs), ("output", op.output_descs)):
                 for k, desc in enumerate(descs):
-                    if desc.origin_format:
-                        found[(kind, k)] = desc.origin_format
+                    shape = tuple(desc.origin_shape) if desc.origin_shape else None
+                    found[(kind, k)] = (desc.origin_format or None, shape)
             return found
     return {}
+
+
+def tensor_stats_in_benchmark_layout(
+    ws: Workspace, path: str, kind: str, index: int
+) -> TensorStats:
+    """Statistics of one dump tensor in its benchmark layout (pads cut off), as `pt` and `cp`
+    show them; as stored when it does not convert. Cached in the workspace's stats cache."""
+    key = (path, kind, index, file_fingerprint(Path(path)), "benchmark-layout")
+
+    def load() -> np.ndarray:
+        (handle,) = _dump_handles(path, kind, index, ws)
+        return handle.load_for_summary()[0]
+
+    return ws.stats.get(key, load)
 
 
 def _dump_handles(
@@ -111,9 +132,11 @@ def _dump_handles(
         if not metas:
             raise PrecisionError(f"{path}: has no {kind} {index}")
     name = os.path.basename(path)
-    origins = _graph_origin_formats(ws, path)
+    origins = _graph_origins(ws, path)
     return [
-        TensorHandle(f"{name} {m.kind} {m.index}", path, header, m, origins.get((m.kind, m.index)))
+        TensorHandle(
+            f"{name} {m.kind} {m.index}", path, header, m, *origins.get((m.kind, m.index), ())
+        )
         for m in metas
     ]
 
@@ -182,6 +205,32 @@ def _workspace_handles(
             raise PrecisionError(f"op {name!r} ({run.name}) has no dump file")
         handles = _file_handles(refs[-1].path, kind or "output", 0 if index is None else index, ws)
         return handles
+    handle = _benchmark_of_op(ws, name, kind, index)
+    if handle is not None:
+        return [handle]
     raise PrecisionError(
-        f"{name}: not a file, not a dump or .npy file name in the workspace, and not an op name"
+        f"{name}: not a file, not a dump or .npy file name in the workspace, not an op name, "
+        "and not a benchmark tensor name"
+    )
+
+
+_TF_SLOT = re.compile(r"^(?P<op>.+):(?P<slot>\d+)$")
+
+
+def _benchmark_of_op(
+    ws: Workspace, name: str, kind: str | None, index: int | None
+) -> TensorHandle | None:
+    """`relu2/Relu` (output 0) or `relu2/Relu:1`: the newest benchmark `.npy` of that TF op's
+    output, for names that are no device op. The label names the file used."""
+    if ws.benchmark is None or kind == "input":
+        return None
+    op, slot = name, 0 if index is None else index
+    m = _TF_SLOT.match(name)
+    if m and index is None:
+        op, slot = m.group("op"), int(m.group("slot"))
+    benchmark = ws.benchmark_file(op, slot)
+    if benchmark is None:
+        return None
+    return TensorHandle(
+        f"{os.path.basename(benchmark.path)} (benchmark of {op}:{slot})", benchmark.path
     )

@@ -29,9 +29,19 @@ def stats_line(stats: TensorStats) -> str:
 def render_tensor_summaries(console: Console, result: TensorSummaries) -> None:
     for item in result.items:
         console.print(Text(item.label, style="bold"), soft_wrap=True)
+        stored = f" (stored as {item.stored})" if item.stored else ""
         console.print(
-            f"  {stats_line(item.stats)}  layout {item.layout}", markup=False, soft_wrap=True
+            f"  {stats_line(item.stats)}  layout {item.layout}{stored}",
+            markup=False,
+            soft_wrap=True,
         )
+        if item.note:
+            console.print(
+                f"  kept the stored layout, pads included: {item.note}",
+                markup=False,
+                style="yellow",
+                soft_wrap=True,
+            )
         preview = ", ".join(fmt_num(v) for v in item.preview)
         more = " ..." if item.stats.count > len(item.preview) else ""
         console.print(f"  values: [{preview}{more}]", markup=False, soft_wrap=True)

@@ -62,13 +62,19 @@ def test_pt_writes_the_values_as_text_under_temp_pt_and_they_parse_back(demo):
     text = Path(item.text_file)
     assert text.parent == root / "precision_data" / "temp" / "pt"
     header, values = _parse_pt_text(text)
-    want = decoded(dump_path(root, manifest, CONV2), "output", 0)
-    assert header["shape"] == "[2, 1, 4, 4, 16]" and header["layout"] == "NC1HWC0"
+    # in the benchmark layout: the C0 pad (8 channels in 16) is no data
+    want = nc1hwc0_to_nhwc(decoded(dump_path(root, manifest, CONV2), "output", 0), 8)
+    assert header["shape"] == "[2, 4, 4, 8]" and header["layout"] == "NHWC"
+    assert header["stored as"] == "NC1HWC0 [2, 1, 4, 4, 16]"
     assert header["dtype"] == "float16"
+    assert (item.layout, item.stored, item.note) == ("NHWC", "NC1HWC0 [2, 1, 4, 4, 16]", None)
     np.testing.assert_array_equal(values.astype(np.float16), want.reshape(-1))
-    # a second pt never overwrites the first file
+    # a second pt of the same tensor replaces its own file: no .1 copies pile up
+    text.write_text("stale")
     (again,) = run_ok(shell, f"pt {CONV2}").items
-    assert again.text_file != item.text_file and Path(item.text_file).is_file()
+    assert again.text_file == item.text_file
+    np.testing.assert_array_equal(_parse_pt_text(text)[1].astype(np.float16), want.reshape(-1))
+    assert [p.name for p in text.parent.iterdir() if p.name.startswith(text.stem)] == [text.name]
 
 
 def test_pt_dump_file_name_summarises_every_tensor_and_selector_picks_one(demo):
@@ -81,9 +87,16 @@ def test_pt_dump_file_name_summarises_every_tensor_and_selector_picks_one(demo):
         "input 2",
         "output 0",
     ]
+    # statistics of the benchmark layout, pads cut off, as cp and vc see the tensors
+    want = {
+        "input 0": nc1hwc0_to_nhwc(decoded(path, "input", 0), 8),
+        "input 1": fractal_z_to_nchw(decoded(path, "input", 1), 8, 8, 3, 3).transpose(2, 3, 1, 0),
+        "input 2": decoded(path, "input", 2),
+        "output 0": nc1hwc0_to_nhwc(decoded(path, "output", 0), 8),
+    }
     for item in result.items:
-        kind, index = item.label.split()[-2:]
-        assert_stats_equal(item.stats, decoded(path, kind, int(index)))
+        assert_stats_equal(item.stats, want[item.label.split(" ", 1)[1]])
+    assert [i.layout for i in result.items] == ["NHWC", "HWCN", "ND", "NHWC"]
     (bias,) = run_ok(shell, f"pt -n {path}:input:2").items
     assert bias.label == f"{path.name} input 2"
     assert bias.preview == decoded(path, "input", 2).astype(np.float64).tolist()
@@ -327,7 +340,8 @@ def test_pt_and_cp_on_the_float16_overflow(demo):
     (item,) = run_ok(shell, "pt l2_loss/Sum").items
     values = decoded(dump_path(root, manifest, "l2_loss/Sum"), "output", 0)
     assert np.isinf(values).all() and item.stats.inf_count == values.size == 2
-    assert math.isnan(item.stats.max) and item.preview == [math.inf, math.inf]
+    assert (item.stats.max, item.stats.min) == (math.inf, math.inf)
+    assert item.preview == [math.inf, math.inf]
     rep = run_ok(shell, f"cp l2_loss/Sum {benchmark_path(root, 'l2_loss/Sum').name}").report
     assert rep.max_abs_error == math.inf and math.isnan(rep.cosine)
     assert rep.error_ratio == 1.0 and not rep.allclose

@@ -21,14 +21,9 @@ from precision_shell.compare.pipeline.plan import FileTask, MappingRow
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.errors import PrecisionError
 from precision_shell.formats.benchmark import load_benchmark
+from precision_shell.formats.benchmark_layout import to_benchmark_layout
 from precision_shell.formats.dtypes import dtype_name
-from precision_shell.formats.layout_guess import guess_origin_format
-from precision_shell.formats.layouts import (
-    LayoutError,
-    format_name,
-    is_plain_format,
-    to_origin_layout,
-)
+from precision_shell.formats.layouts import LayoutError, format_name, is_plain_format
 from precision_shell.formats.npu_dump import DumpHeader, TensorMeta, read_dump_header, read_tensor
 
 # numpy dtype -> the DT_* name msaccucmp prints for ground-truth tensors
@@ -82,24 +77,9 @@ def _address(meta: TensorMeta) -> str:
 
 
 def _to_benchmark_layout(values: np.ndarray, meta: TensorMeta, mapping: MappingRow) -> np.ndarray:
-    """Device layout -> the benchmark's layout and original shape (FORMATS.md section 2/5)."""
-    shape = tuple(mapping.origin_shape or meta.original_shape or ())
-    device_fmt = format_name(meta.format)
-    if not shape:
-        return values
-    if is_plain_format(device_fmt):
-        return values.reshape(shape) if values.size == int(np.prod(shape)) else values
-    origin_fmt = mapping.origin_format
-    if origin_fmt is None and meta.original_format is not None:
-        origin_fmt = format_name(meta.original_format)
-    if origin_fmt is None:
-        origin_fmt = guess_origin_format(device_fmt, tuple(values.shape), shape)
-    if origin_fmt is None:
-        raise LayoutError(
-            f"{device_fmt} tensor {_shape_text(values.shape)}: its original layout is not recorded "
-            f"and the original shape {_shape_text(shape)} fits more than one"
-        )
-    return to_origin_layout(values, device_fmt, origin_fmt, shape)
+    """Device layout -> the benchmark's layout and original shape, by the one rule that
+    `cp`/`pt` use too (formats/benchmark_layout: the dump's record first, then the graph's)."""
+    return to_benchmark_layout(values, meta, mapping.origin_format, mapping.origin_shape)
 
 
 def _fit(device: np.ndarray, reference: np.ndarray) -> np.ndarray:
@@ -255,9 +235,8 @@ class _MetricMemo:
     ) -> MetricRow:
         if mapping.reference_kind != "npy" or device.nbytes > self._max_bytes // 4:
             return compute_metrics(device, reference, algorithms)
+        # None (the file is gone) is a key of its own: a file made again gets a new identity.
         identity = _file_identity(mapping.benchmark_path)
-        if identity is None:
-            return compute_metrics(device, reference, algorithms)
         key = (mapping.benchmark_path, identity, device.dtype.str, device.shape, algorithms)
         with self._lock:
             candidates = list(self._entries.get(key, ()))
