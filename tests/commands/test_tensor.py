@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import math
 import shutil
 from pathlib import Path
@@ -10,7 +12,16 @@ import numpy as np
 import pytest
 
 from precision_shell.commands.tensor import DecodedFiles, TensorComparison, TensorSummaries
+from precision_shell.compare.metrics.cells import COSINE, MAX_ABS
+from precision_shell.compare.metrics.elementwise import compare_elements
+from precision_shell.compare.pipeline.plan import FileTask, MappingRow
+from precision_shell.compare.pipeline.worker import CompareOptions, compare_file
+from precision_shell.explore.tensor_target import resolve_tensors
+from precision_shell.formats.benchmark import write_benchmark
 from precision_shell.formats.layout_guess import guess_origin_format
+from precision_shell.formats.layouts import DumpFormat, from_origin_layout
+from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
+from precision_shell.shell.registry import REGISTRY
 from tests.commands.shell_fixture import (
     CONV1,
     CONV2,
@@ -389,3 +400,215 @@ def test_dc_f_nd_gives_the_original_layout(demo):
 )
 def test_guess_origin_format_from_the_shapes(device, device_shape, origin_shape, origin):
     assert guess_origin_format(device, device_shape, origin_shape) == origin
+
+
+# -- statistics, tolerances and names ---------------------------------------------------------
+
+
+def test_pt_stats_of_a_padded_nc1hwc0_are_of_the_real_channels(demo, tmp_path):
+    """C=24 padded to 32: the 8 pad channels (garbage here) are no data for the statistics."""
+    _, _, shell = demo
+    nhwc = np.random.default_rng(3).uniform(0.5, 1.5, (2, 3, 3, 24)).astype(np.float16)
+    device = from_origin_layout(nhwc, "NC1HWC0", "NHWC").copy()
+    device[:, 1, :, :, 8:] = 0.0  # the pad a device leaves (zeros pull the mean down)
+    dump = tmp_path / "Relu.net_relu.1.1.1700000000000000"
+    spec = TensorSpec(
+        device,
+        format=DumpFormat.NC1HWC0,
+        original_shape=nhwc.shape,
+        original_op=("relu", 0),
+        original_format=DumpFormat.NHWC,
+    )
+    write_dump(dump, "net/relu", outputs=[spec])
+    (item,) = run_ok(shell, f"pt {dump}:output:0").items
+    assert_stats_equal(item.stats, nhwc)
+    assert item.stats.mean == pytest.approx(float(nhwc.astype(np.float64).mean()), rel=1e-12)
+    assert (item.layout, item.stored) == ("NHWC", "NC1HWC0 [2, 2, 3, 3, 16]")
+
+
+def test_pt_of_a_string_npy_names_the_file_and_its_dtype(demo, tmp_path):
+    _, _, shell = demo
+    npy = tmp_path / "names.npy"
+    np.save(npy, np.array(["a", "bc"]))
+    assert run_fail(shell, f"pt {npy}").error == f"{npy}: dtype <U2 is not numeric; no statistics"
+
+
+def test_cp_default_tolerances_follow_the_dtypes(demo, tmp_path):
+    """float16 rounding of a float32 benchmark is up to 4.9e-4 relative: allclose by default."""
+    _, _, shell = demo
+    bench = np.random.default_rng(5).standard_normal(4096).astype(np.float32) * 10
+    np.save(tmp_path / "bench.npy", bench)
+    np.save(tmp_path / "half.npy", bench.astype(np.float16))
+    rep = run_ok(shell, f"cp {tmp_path / 'half.npy'} {tmp_path / 'bench.npy'}").report
+    assert (rep.rtol, rep.atol) == (1e-3, 1e-3)
+    assert rep.allclose and rep.mismatch_count == 0
+    near = bench * np.float32(1 + 2e-6)
+    np.save(tmp_path / "near.npy", near)
+    rep = run_ok(shell, f"cp {tmp_path / 'near.npy'} {tmp_path / 'bench.npy'}").report
+    assert (rep.rtol, rep.atol) == (1e-5, 1e-8) and rep.allclose
+    # explicit flags win over the defaults
+    rep = run_ok(shell, f"cp {tmp_path / 'half.npy'} {tmp_path / 'bench.npy'} -rl 0 -al 0").report
+    assert (rep.rtol, rep.atol) == (0.0, 0.0) and not rep.allclose
+
+
+def test_cp_help_states_the_tolerance_table():
+    text = " ".join(REGISTRY.lookup("cp").parser().format_help().split())
+    assert "float64/float32 rtol 1e-5 atol 1e-8; float16 1e-3 1e-3; bfloat16 1e-2 1e-2" in text
+
+
+def test_pt_and_cp_take_a_tf_op_name_and_say_which_benchmark_file(demo):
+    root, _, shell = demo
+    npy = benchmark_path(root, "relu2/Relu")
+    for name in ("relu2/Relu", "relu2/Relu:0"):
+        (item,) = run_ok(shell, f"pt {name}").items
+        assert item.label == f"{npy.name} (benchmark of relu2/Relu:0)" and item.path == str(npy)
+        assert_stats_equal(item.stats, np.load(npy))
+    rep = run_ok(shell, f"cp {CONV2} relu2/Relu").report
+    assert rep.shape == (2, 4, 4, 8)
+    error = run_fail(shell, "pt no/such_op").error
+    assert error.endswith("not an op name, and not a benchmark tensor name")
+
+
+# -- dc: dirs, repeats ------------------------------------------------------------------------
+
+
+def test_dc_of_a_dump_dir_decodes_every_dump_file_in_it(demo, tmp_path):
+    root, manifest, shell = demo
+    src = tmp_path / "dumps"
+    (src / "sub").mkdir(parents=True)
+    conv2 = Path(shutil.copy(dump_path(root, manifest, CONV2), src))
+    dense = Path(shutil.copy(dump_path(root, manifest, DENSE), src / "sub"))
+    out = tmp_path / "out"
+    result = run_ok(shell, f"dc {src} -o {out}")
+    labels = [label for label, *_ in result.files]
+    assert sorted(labels) == sorted(
+        [f"{conv2.name} input {k}" for k in range(3)]
+        + [f"{conv2.name} output 0", f"{dense.name} output 0"]
+        + [f"{dense.name} input {k}" for k in range(3)]
+    )
+    for label, npy, _, _ in result.files:
+        name, kind, index = label.rsplit(" ", 2)
+        source = conv2 if name == conv2.name else dense
+        np.testing.assert_array_equal(np.load(npy), decoded(source, kind, int(index)))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert run_fail(shell, f"dc {empty}").error == (
+        f"{empty}: no dump files found (searched its sub-dirs too)"
+    )
+
+
+def test_dc_twice_replaces_its_own_files(demo):
+    root, _, shell = demo
+    first = run_ok(shell, f"dc {CONV2}")
+    out = Path(first.out_dir)
+    Path(first.files[0][1]).write_bytes(b"stale")
+    before = sorted(p.name for p in out.iterdir())
+    second = run_ok(shell, f"dc {CONV2}")
+    assert [f[1] for f in second.files] == [f[1] for f in first.files]
+    assert sorted(p.name for p in out.iterdir()) == before  # no .1 copies, no temp files
+    assert np.load(second.files[0][1]).shape == second.files[0][2]
+
+
+# -- outputs: links, full disk ----------------------------------------------------------------
+
+
+def _files_under(path: Path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+
+
+def test_a_symlinked_temp_is_refused_and_nothing_lands_outside(tiny_demo, tmp_path):
+    root, _ = tiny_demo
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    temp = root / "precision_data" / "temp"
+    shutil.rmtree(temp, ignore_errors=True)
+    temp.symlink_to(outside)
+    shell = open_shell(root)
+    for line in (f"pt {DENSE}", f"dc {DENSE}", f"ni {CONV2} -s 1"):
+        error = run_fail(shell, line).error
+        assert error == (
+            f"{temp}: is a symbolic link; outputs are never written through links "
+            "(remove it, or give another output dir)"
+        ), line
+    assert _files_under(outside) == []
+
+
+def test_a_symlinked_temp_decode_and_a_dangling_link_at_an_output_name(tiny_demo, tmp_path):
+    root, manifest = tiny_demo
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    temp = root / "precision_data" / "temp"
+    temp.mkdir(exist_ok=True)
+    (temp / "decode").symlink_to(outside)
+    shell = open_shell(root)
+    assert run_fail(shell, f"dc {DENSE}").error.startswith(f"{temp / 'decode'}: is a symbolic link")
+    (temp / "pt").mkdir()
+    name = f"{dump_path(root, manifest, DENSE).name}_output_0.txt"
+    (temp / "pt" / name).symlink_to(outside / "planted.txt")
+    error = run_fail(shell, f"pt {DENSE}").error
+    assert error == (
+        f"{temp / 'pt' / name}: is a symbolic link; outputs are never written through links "
+        "(remove it)"
+    )
+    assert _files_under(outside) == []
+
+
+def _full_disk(written: list[int]):
+    """A writer that gets some bytes out, then meets a full disk."""
+
+    def write(fh, *args, **kwargs):
+        fh.write(b"partial" if "b" in getattr(fh, "mode", "b") else "partial")
+        fh.flush()
+        written.append(1)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    return write
+
+
+def test_dc_and_pt_on_a_full_disk_say_so_and_leave_no_partial_file(tiny_demo, monkeypatch):
+    root, manifest = tiny_demo
+    shell = open_shell(root)
+    written: list[int] = []
+    monkeypatch.setattr(np, "save", _full_disk(written))
+    monkeypatch.setattr(np, "savetxt", _full_disk(written))
+    decode = root / "precision_data" / "temp" / "decode"
+    path = dump_path(root, manifest, DENSE)
+    error = run_fail(shell, f"dc {path.name}:output:0").error
+    assert error == f"no space left on {decode / f'{path.name}.output.0.ND.npy'}"
+    assert _files_under(decode) == []
+    pt_dir = root / "precision_data" / "temp" / "pt"
+    error = run_fail(shell, f"pt {path.name}:output:0").error
+    assert error == f"no space left on {pt_dir / f'{path.name}_output_0.txt'}"
+    assert _files_under(pt_dir) == [] and len(written) == 2
+
+
+# -- one layout rule for vc and cp ------------------------------------------------------------
+
+
+def test_vc_and_cp_convert_by_one_rule_when_graph_and_dump_disagree(tmp_path):
+    """The dump records NHWC (true); the graph's desc says NCHW. Both commands follow the
+    dump, so both give the same (correct) numbers."""
+    nhwc = np.random.default_rng(9).standard_normal((2, 5, 3, 20)).astype(np.float16)
+    device = from_origin_layout(nhwc, "NC1HWC0", "NHWC")
+    dump = tmp_path / "Relu.net_relu.1.1.1700000000000000"
+    spec = TensorSpec(
+        device,
+        format=DumpFormat.NC1HWC0,
+        original_shape=nhwc.shape,
+        original_op=("relu", 0),
+        original_format=DumpFormat.NHWC,
+    )
+    write_dump(dump, "net/relu", outputs=[spec])
+    bench = write_benchmark(tmp_path, "relu:0", nhwc.astype(np.float32) + 0.01, 1)
+    graph_shape = (2, 20, 5, 3)
+    mapping = MappingRow("relu", str(bench), origin_format="NCHW", origin_shape=graph_shape)
+    task = FileTask(0, 0, "net/relu", "Relu", str(dump), (), (mapping,))
+    (row,) = compare_file(task, CompareOptions()).rows
+    (handle,) = resolve_tensors(None, f"{dump}:output:0")
+    handle = dataclasses.replace(handle, graph_origin_format="NCHW", graph_origin_shape=graph_shape)
+    converted = handle.load_converted()
+    np.testing.assert_array_equal(converted, nhwc)
+    rep = compare_elements(converted, np.load(bench), 1e-3, 1e-3, 1, False)
+    assert row.reason == "" and row.shape == "[2,5,3,20]"
+    assert float(row.texts[MAX_ABS]) == pytest.approx(rep.max_abs_error, abs=1e-6)
+    assert float(row.texts[COSINE]) == pytest.approx(rep.cosine, abs=1e-6)
