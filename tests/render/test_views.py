@@ -20,6 +20,8 @@ from tests.commands.shell_fixture import (
     benchmark_path,
     decoded,
     dump_path,
+    fractal_z_to_nchw,
+    nc1hwc0_to_nhwc,
     numpy_stats,
     open_shell,
     run_ok,
@@ -83,7 +85,8 @@ def test_ni_panel_shows_ports_and_the_numpy_stats_of_dump_and_benchmark(demo):
     assert (
         "FRACTAL_Z" in port and "[9, 1, 16, 16]" in port and "conv2/Conv2D/folded_filter:0" in port
     )
-    w = numpy_stats(decoded(path, "input", 1))
+    # stats of the filter in its benchmark layout (HWCN), pads cut off
+    w = numpy_stats(fractal_z_to_nchw(decoded(path, "input", 1), 8, 8, 3, 3).transpose(2, 3, 1, 0))
     cells = [c.strip() for c in re.split(r"[│┃]", tensor) if c.strip()]
     assert cells == ["input 1", "[9, 1, 16, 16]", "FLOAT16", "FRACTAL_Z", fmt_num(w.max),
                      fmt_num(w.min), fmt_num(w.mean), "0/0"]  # fmt: skip
@@ -152,7 +155,8 @@ def test_pt_view_shows_numpy_stats_and_the_preview(demo):
 def test_pt_view_marks_a_cut_preview(demo):
     root, manifest, shell = demo
     text = render(run_ok(shell, f"pt {CONV2}"))
-    values = decoded(dump_path(root, manifest, CONV2), "output", 0).reshape(-1)
+    # the preview is of the benchmark layout (NHWC), the C0 pad cut off
+    values = nc1hwc0_to_nhwc(decoded(dump_path(root, manifest, CONV2), "output", 0), 8).reshape(-1)
     preview = ", ".join(fmt_num(float(v)) for v in values[:20])
     assert f"  values: [{preview} ...]" in text.splitlines()
 
@@ -176,12 +180,12 @@ def test_cp_view_shows_the_worst_rows_and_metrics_as_computed(demo):
                              fmt_num(diff[idx] / abs(y[idx]))]  # fmt: skip
     xs, ys = x.reshape(-1), y.reshape(-1)
     cosine = float(np.sum(xs / np.linalg.norm(xs) * (ys / np.linalg.norm(ys))))
-    bad = int((diff > 1e-4 + 1e-4 * np.abs(y)).sum())
+    bad = int((diff > 1e-3 + 1e-3 * np.abs(y)).sum())  # float16 vs float32: float16's defaults
     assert "allclose: no" in lines
     assert (
         f"cosine {fmt_fixed(cosine)}  max abs error {fmt_num(diff.max())}  "
         f"max relative error {fmt_num((diff / np.abs(y)).max())}  error ratio "
-        f"{fmt_fixed(bad / 20)} ({bad}/20 with |l-r| > 0.0001 + 0.0001*|r|)"
+        f"{fmt_fixed(bad / 20)} ({bad}/20 with |l-r| > 0.001 + 0.001*|r|)"
     ) in lines
 
 
