@@ -10,7 +10,6 @@ from pathlib import Path
 
 from precision_shell.commands.compare import vc_command
 from precision_shell.commands.compare_summary import CompareSummary, summary_of
-from precision_shell.commands.report import write_report
 from precision_shell.compare.diagnosis.advisor import ACCUMULATED_DRIFT, Finding, OverflowHit
 from precision_shell.compare.diagnosis.diagnose import Diagnosis, diagnose
 from precision_shell.compare.diagnosis.graph_checks import (
@@ -26,6 +25,7 @@ from precision_shell.compare.pipeline.execute import VectorCompareResult
 from precision_shell.compare.results.schema import ResultRow, ResultTable, read_result_csv
 from precision_shell.errors import PrecisionError
 from precision_shell.explore.overflow_check import OverflowFinding, overflow_findings
+from precision_shell.report.writer import write_report
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import REGISTRY, UsageError, argument, command
 from precision_shell.workspace.graph_index import OpRecord
@@ -165,5 +165,8 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck:
         check.summary = summary_of(ctx, table, None, [], args.limit or 0, check.compare.summary)
         _diagnose(ctx, check, table)  # the CSV just read, not read again
         if args.report:
-            check.report_path = write_report(ctx, check.compare.primary.csv_path).path
+            written = write_report(
+                ctx.workspace, check.compare.rule, check.compare.primary.csv_path
+            )
+            check.report_path = written.path
     return check

@@ -1,139 +1,18 @@
 """`report`: the self-contained HTML report of a compare (plot, table, advisor, root cause).
 
-Also what `ac -c --report` calls after its diagnosis. The report and the root cause's
-subgraph files go to `temp/report/<ts>/`; `-o FILE` puts the page elsewhere but never over
-an existing file.
+Also what `ac -c --report` calls after its diagnosis (through `report.writer`).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from precision_shell.compare.pipeline.execute import result_dir
-from precision_shell.compare.results.files import OutputFile
-from precision_shell.compare.results.latest import LatestCompare
-from precision_shell.compare.results.schema import ResultRow, find_result_csv
+from precision_shell.compare.results.schema import find_result_csv
 from precision_shell.compare.results.thresholds import ThresholdRule
-from precision_shell.errors import PrecisionError
-from precision_shell.report.data import ReportData, gather_report
-from precision_shell.report.page import SubgraphPicture, inline_svg, report_html
+from precision_shell.report.writer import DEFAULT_DEPTH, ReportWritten, write_report
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
-from precision_shell.workspace.subgraph import neighbourhood
-
-REPORT_NAME = "report.html"
-DEFAULT_DEPTH = 2
-
-
-@dataclass
-class ReportWritten:
-    """Where the report went and what it holds."""
-
-    path: Path
-    csv_path: Path
-    rows: int
-    points: int
-    failing_outputs: int
-    root_cause: str | None
-    diagnosed: bool
-    partial: str | None
-    subgraph: str | None  # "svg" | "gv" | None (no root cause, or not in the graph)
-    notes: list[str] = field(default_factory=list)
-
-
-class _ReportDir:
-    """`temp/report/<ts>/`, created on first use (a report written with -o and no root
-    cause leaves nothing behind)."""
-
-    def __init__(self, ctx: ShellContext) -> None:
-        self._ctx = ctx
-        self._path: Path | None = None
-
-    def path(self) -> Path:
-        if self._path is None:
-            self._path = result_dir(self._ctx.workspace.output_dir("report"))[0]
-        return self._path
-
-
-def _picture(
-    ctx: ShellContext, data: ReportData, out_dir: _ReportDir, depth: int
-) -> SubgraphPicture | None:
-    """The root cause's neighbourhood, colored like `ni -s` colors it."""
-    op = data.root_cause
-    if op is None:
-        return None
-    try:
-        run = ctx.workspace.run()
-    except PrecisionError as exc:
-        return SubgraphPicture(op, depth, None, None, f"no subgraph: {exc}")
-    graph = run.dump_graph()
-    if graph is None or graph.get(op) is None:
-        note = f"{op} is not in the device graph of {run.name}: no subgraph"
-        return SubgraphPicture(op, depth, None, None, note)
-    from precision_shell.render.graphviz_out import write_subgraph
-
-    sub = neighbourhood(graph, op, depth)
-    rows: dict[str, list[ResultRow]] = {}
-    for row in data.rows:
-        rows.setdefault(row.op_name, []).append(row)
-    colors = LatestCompare(data.csv_path, rows, data.summary)
-    sub.node_colors = {name: colors.color(name, data.rule) for name in sub.nodes}
-    sub.node_marks[op] = "root cause"
-    files = write_subgraph(sub, out_dir.path(), run.name)
-    if files.svg is not None:
-        svg = inline_svg(Path(files.svg).read_text(encoding="utf-8"))
-        if svg is not None:
-            return SubgraphPicture(op, depth, svg, None)
-    gv = Path(files.gv).read_text(encoding="utf-8")
-    note = f"{files.note or 'dot gave no SVG'}; the graphviz source follows"
-    return SubgraphPicture(op, depth, None, gv, note)
-
-
-def _checked_output(output: Path) -> Path:
-    if output.is_dir():
-        output = output / REPORT_NAME
-    if output.exists():
-        raise PrecisionError(f"{output}: already exists; give another -o name")
-    if not output.parent.is_dir():
-        raise PrecisionError(f"{output.parent}: no such directory")
-    return output
-
-
-def write_report(
-    ctx: ShellContext, csv_path: Path, output: Path | None = None, depth: int = DEFAULT_DEPTH
-) -> ReportWritten:
-    """Gather, render and write the report of one result CSV (and its summary.json)."""
-    data = gather_report(csv_path, ThresholdRule.from_settings(ctx.settings))
-    target = _checked_output(output) if output is not None else None
-    out_dir = _ReportDir(ctx)
-    picture = _picture(ctx, data, out_dir, depth)
-    if target is None:
-        target = out_dir.path() / REPORT_NAME
-    generated = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
-    page = report_html(data, picture, generated)
-    with OutputFile(target) as fh:
-        fh.write(page)
-    notes = list(data.warnings)
-    if picture is not None and picture.note:
-        notes.append(picture.note)
-    embedded = None
-    if picture is not None:
-        embedded = "svg" if picture.svg else ("gv" if picture.gv else None)
-    return ReportWritten(
-        path=target,
-        csv_path=csv_path,
-        rows=len(data.rows),
-        points=len(data.points),
-        failing_outputs=sum(1 for p in data.points if p.fails),
-        root_cause=data.root_cause,
-        diagnosed=data.diagnosed,
-        partial=data.partial,
-        subgraph=embedded,
-        notes=notes,
-    )
 
 
 @command("report")
@@ -166,4 +45,6 @@ def report_command(ctx: ShellContext, args: argparse.Namespace) -> ReportWritten
     if args.depth < 0:
         raise UsageError("report: -s must not be negative")
     target = args.file if args.file else ctx.workspace.output_dir("vector_compare")
-    return write_report(ctx, find_result_csv(Path(target)), args.output, args.depth)
+    csv_path = find_result_csv(Path(target))
+    rule = ThresholdRule.from_settings(ctx.settings)
+    return write_report(ctx.workspace, rule, csv_path, args.output, args.depth)

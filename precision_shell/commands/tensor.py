@@ -22,12 +22,12 @@ from precision_shell.formats.layouts import (
     is_plain_format,
     to_origin_layout,
 )
-from precision_shell.render.graphviz_out import safe_file_stem
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
 from precision_shell.workspace.dump_index import DumpIndex, scan_dump_dir
 from precision_shell.workspace.layout import leaf_dirs
 from precision_shell.workspace.output_files import output_error, replace_output
+from precision_shell.workspace.subgraph_files import safe_file_stem
 from precision_shell.workspace.tensor_stats import TensorStats, compute_stats
 from precision_shell.workspace.workspace import Workspace
 

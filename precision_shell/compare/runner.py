@@ -20,7 +20,6 @@ from precision_shell.compare.pipeline.execute import (
 )
 from precision_shell.compare.pipeline.plan import ComparePlan, benchmark_plan, device_plan
 from precision_shell.compare.pipeline.worker import CompareOptions
-from precision_shell.compare.results.files import OutputFile
 from precision_shell.compare.results.summary import SUMMARY_NAME, RunSummary
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
@@ -81,7 +80,7 @@ def _execute(
 ) -> CompareRun:
     return execute_plan(
         plan,
-        OutputFile(csv_path),
+        csv_path,
         request.options,
         request.rule,
         request.workers,

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from precision_shell.compare.pipeline.matcher import input_origin, record_output_origin
+from precision_shell.compare.results.latest import latest_compare
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
-from precision_shell.compare.results.latest import latest_compare
 from precision_shell.errors import PrecisionError
 from precision_shell.explore.tensor_target import tensor_stats_in_benchmark_layout
 from precision_shell.formats.ge.graph import OpDef, TensorDesc
@@ -187,7 +187,7 @@ def collect_node_info(
         info.compare_file = str(latest.csv_path)
         info.is_root_cause = latest.root_cause == rec.name
     if depth is not None:
-        from precision_shell.render.graphviz_out import write_subgraph
+        from precision_shell.workspace.subgraph_files import write_subgraph
 
         sub = neighbourhood(graph, rec.name, depth)
         if latest is not None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from precision_shell.commands.report import ReportWritten
 from precision_shell.render.output import renders
+from precision_shell.report.writer import ReportWritten
 
 _EMBEDDED = {
     "svg": "its subgraph inlined as SVG",

@@ -12,11 +12,10 @@ import pytest
 
 from precision_shell.compare.pipeline.engine import batch_size, run_tasks
 from precision_shell.compare.pipeline.execute import execute_plan
-from precision_shell.compare.results.files import OutputFile
-from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.pipeline.plan import FileTask, benchmark_plan
 from precision_shell.compare.pipeline.worker import CompareOptions, FileResult
 from precision_shell.compare.results.schema import csv_header
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.progress import ProgressSink, Tick
 from precision_shell.workspace.workspace import Workspace
 
@@ -122,7 +121,7 @@ def test_execute_plan_on_ctrl_c_keeps_the_rows_written_and_marks_interrupted(dem
     path = tmp_path / "result.csv"
     run = execute_plan(
         plan,
-        OutputFile(path),
+        path,
         CompareOptions(),
         ThresholdRule.default(),
         workers=1,
@@ -151,7 +150,7 @@ def test_execute_plan_with_a_cancel_event_is_interrupted_too(demo_plan, tmp_path
 
     run = execute_plan(
         plan,
-        OutputFile(tmp_path / "r.csv"),
+        tmp_path / "r.csv",
         CompareOptions(),
         ThresholdRule.default(),
         workers=1,
@@ -171,7 +170,7 @@ def test_execute_plan_complete_run_is_not_interrupted(demo_plan, tmp_path):
         stop=lambda: calls.append(("stop", None)),
     )
     run = execute_plan(
-        plan, OutputFile(tmp_path / "r.csv"), CompareOptions(), ThresholdRule.default(), 3, progress
+        plan, tmp_path / "r.csv", CompareOptions(), ThresholdRule.default(), 3, progress
     )
     assert not run.interrupted and run.files_done == len(plan.tasks)
     assert calls[0] == ("start", len(plan.tasks)) and calls[-1] == ("stop", None)

@@ -15,9 +15,9 @@ from precision_shell.compare.diagnosis.advisor import (
     OverflowHit,
 )
 from precision_shell.compare.diagnosis.diagnose import diagnose as _diagnose
-from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.diagnosis.root_cause import QUALITY_CAP, tensor_quality
 from precision_shell.compare.results.schema import ResultRow
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.formats.ge.graph import GraphDef, ModelDef, OpDef
 from precision_shell.workspace.graph_index import GraphIndex
 

@@ -119,7 +119,9 @@ def test_a_missing_benchmark_gives_a_reasoned_row_and_the_rest_of_the_file_compa
     assert rows[0].compared is False
     assert rows[0].reason == "benchmark producer.0.*.npy not found"
     assert rows[0].ground_truth == "producer" and rows[0].shape == "[3,4]"
-    assert rows[1].metrics["CosineSimilarity"] == pytest.approx(1.0, abs=1e-6) and rows[1].reason == ""
+    assert (
+        rows[1].metrics["CosineSimilarity"] == pytest.approx(1.0, abs=1e-6) and rows[1].reason == ""
+    )
 
 
 def test_a_corrupt_dump_fails_every_row_of_that_file_naming_it_while_others_complete(tmp_path):

@@ -202,7 +202,7 @@ def test_the_page_needs_nothing_from_outside(ac_report) -> None:
 
 
 def test_without_dot_the_subgraph_is_the_gv_text(tiny_demo_shared, monkeypatch, tmp_path) -> None:
-    import precision_shell.render.graphviz_out as graphviz_out
+    import precision_shell.workspace.subgraph_files as graphviz_out
 
     monkeypatch.setattr(graphviz_out.shutil, "which", lambda name: None)
     root, _ = tiny_demo_shared
@@ -251,7 +251,9 @@ def test_report_never_overwrites_and_reads_a_csv_without_summary(
     assert not page.by_class("root-ring") and not page.by_class("root")
     text = render(written)
     assert f"report: {written.path}" in text
-    assert "37 table rows, 14 outputs plotted, 3 failing the thresholds; diagnosis did not run" in text
+    assert (
+        "37 table rows, 14 outputs plotted, 3 failing the thresholds; diagnosis did not run" in text
+    )
 
 
 def test_a_broken_summary_is_one_error_naming_it(tiny_demo_shared, tmp_path) -> None:

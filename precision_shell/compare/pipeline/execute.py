@@ -18,13 +18,12 @@ from pathlib import Path
 from precision_shell.compare.pipeline.engine import choose_backend, default_workers, run_tasks
 from precision_shell.compare.pipeline.plan import ComparePlan
 from precision_shell.compare.pipeline.worker import CompareOptions
-from precision_shell.compare.results.files import OutputFile
 from precision_shell.compare.results.schema import ResultCsvWriter, ResultRow
 from precision_shell.compare.results.summary import CompareRecord, RunSummary
 from precision_shell.compare.results.tally import CompareTally
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.progress import ProgressSink, Tick
-from precision_shell.workspace.output_files import create_unique_dir
+from precision_shell.workspace.output_files import create_output_file, create_unique_dir
 
 
 @dataclass
@@ -74,7 +73,7 @@ def result_dir(base: Path, now: _dt.datetime | None = None) -> tuple[Path, str]:
 
 def execute_plan(
     plan: ComparePlan,
-    csv_file: OutputFile,
+    csv_path: Path,
     options: CompareOptions,
     rule: ThresholdRule,
     workers: int = 0,
@@ -82,7 +81,8 @@ def execute_plan(
     cancel: threading.Event | None = None,
     backend: str = "auto",
 ) -> CompareRun:
-    """Run the plan's tasks and stream their rows into `csv_file`, in execution order."""
+    """Run the plan's tasks and stream their rows into a new `csv_path`, in execution order
+    (a full disk removes the file and says so; Ctrl-C keeps the rows written)."""
     progress = progress or ProgressSink()
     total_bytes = sum(_size(t.device_file) for t in plan.tasks)
     backend = choose_backend(backend, default_workers(workers), total_bytes)
@@ -91,15 +91,15 @@ def execute_plan(
         plan.mode,
         plan.left,
         plan.right,
-        csv_file.path,
+        csv_path,
         len(plan.tasks),
         tally,
         skipped=plan.skipped,
     )
     cancel = cancel or threading.Event()
     t0 = time.perf_counter()
-    with csv_file as fh:
-        writer = ResultCsvWriter(fh, csv_file.path, options.overflow)
+    with create_output_file(csv_path) as fh:
+        writer = ResultCsvWriter(fh, csv_path, options.overflow)
         progress.start(len(plan.tasks), total_bytes)
         results = run_tasks(plan.tasks, options, workers, cancel, backend=backend)
         assert isinstance(results, Generator)  # run_tasks is a generator: closing() needs close()

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from precision_shell.compare.results.tally import CompareTally, row_json
 from precision_shell.compare.results.thresholds import ThresholdRule
-from precision_shell.errors import FormatError, PrecisionError
+from precision_shell.errors import FormatError
+from precision_shell.workspace.output_files import replace_output
 
 SUMMARY_NAME = "summary.json"
 
@@ -234,16 +234,11 @@ class RunSummary:
     def write(self, path: Path) -> None:
         """Atomically: a reader sees the old summary or the new one, never half of one."""
         text = json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            os.replace(tmp, path)
-        except OSError as exc:
-            tmp.unlink(missing_ok=True)
-            what = "no space left" if exc.errno == 28 else (exc.strerror or str(exc))
-            raise PrecisionError(f"{path}: cannot write the summary: {what}") from None
+
+        def write(fh: IO[Any]) -> None:
+            fh.write(text)
+
+        replace_output(path, write, text=True)
         self.path = path
 
 

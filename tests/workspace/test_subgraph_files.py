@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from precision_shell.errors import PrecisionError
-from precision_shell.render.graphviz_out import safe_file_stem, subgraph_to_dot, write_subgraph
 from precision_shell.workspace.graph_index import OpRecord
 from precision_shell.workspace.subgraph import Subgraph
+from precision_shell.workspace.subgraph_files import safe_file_stem, subgraph_to_dot, write_subgraph
 
 
 def _rec(name: str, op_type: str, pass_name: str | None = None) -> OpRecord:
