@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from precision_shell.workspace.output_files import OutputError, ensure_dir
+
 CACHE_FORMAT = 2
 KEY_LEN = 32
 _MAC_LEN = 32
@@ -150,12 +152,16 @@ class IndexCache:
             return  # the piece is still indexed, just not cached
         mac = hmac.new(self._key, payload, hashlib.sha256).digest()
         try:
-            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            # temp/ and temp/index_cache/ made here and checked to be real dirs: a planted
+            # link must not carry cache files out of the workspace
+            ensure_dir(
+                self.cache_dir.parent.parent, self.cache_dir.parent.name, self.cache_dir.name
+            )
             # A unique temp name in the same dir: two shells on one workspace never share it,
             # and os.replace swaps whole files only.
             fd, tmp = tempfile.mkstemp(dir=self.cache_dir, prefix=f".{path.name}.", suffix=".tmp")
-        except OSError:
-            return  # a read-only workspace works, just without a cache
+        except (OSError, OutputError):
+            return  # a read-only workspace (or a linked temp/) works, just without a cache
         stored = False
         try:
             with os.fdopen(fd, "wb") as fh:

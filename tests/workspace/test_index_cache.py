@@ -229,3 +229,20 @@ def test_reread_builds_every_piece_and_rewrites_the_cache(tmp_path):
     fresh = IndexCache(tmp_path / "cache", read=False)
     assert fresh.load_or_build("graph", src, fp, lambda: "new") == "new"
     assert IndexCache(tmp_path / "cache").load_or_build("graph", src, fp, lambda: "x") == "new"
+
+
+@pytest.mark.parametrize("linked", ["temp", "temp/index_cache"])
+def test_a_linked_temp_dir_gets_no_cache_files_outside_the_workspace(tmp_path, linked):
+    ws = tmp_path / "precision_data"
+    ws.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    if linked == "temp/index_cache":
+        (ws / "temp").mkdir()
+    (ws / linked).symlink_to(outside, target_is_directory=True)
+    src = tmp_path / "graph.txt"
+    src.write_text("a")
+    cache = IndexCache(ws / "temp" / "index_cache")
+    built = cache.load_or_build("graph", src, file_fingerprint(src), lambda: {"ops": [1]})
+    assert built == {"ops": [1]}  # the command still works, without a cache
+    assert list(outside.rglob("*")) == []
