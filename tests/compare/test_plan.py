@@ -154,7 +154,7 @@ def test_device_plan_matches_ops_by_name_in_graph_order(demo_plan):
     assert [t.op_name for t in plan.tasks] == [op.name for op in dumped]
     task = plan.tasks[0]
     row = task.mapping("output", 5)
-    assert row is task.fallback and row.reference_kind == "dump"
+    assert row is task.fallback and row.benchmark_kind == "dump"
     assert row.benchmark_path == right.dumps.for_op("trans_Cast_0")[-1].path
     assert plan.skipped == []
 

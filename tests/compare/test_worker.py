@@ -164,7 +164,7 @@ def test_device_vs_device_identical_dumps_give_cosine_one_in_the_original_layout
     inp = _nc1hwc0_spec(values, output=False)
     write_dump(left, "net/relu", inputs=[inp], outputs=[_nc1hwc0_spec(values, pad_value=3.0)])
     write_dump(right, "net/relu", inputs=[inp], outputs=[_nc1hwc0_spec(values, pad_value=-5.0)])
-    fallback = MappingRow("net/relu", str(right), reference_kind="dump")
+    fallback = MappingRow("net/relu", str(right), benchmark_kind="dump")
     rows = compare_file(_task(left, fallback=fallback), CompareOptions()).rows
     assert [r.tensor_index for r in rows] == ["net/relu:input:0", "net/relu:output:0"]
     for row in rows:
@@ -182,7 +182,7 @@ def test_device_vs_device_missing_slot_in_the_reference_fails_only_that_row(tmp_
     right = tmp_path / "Relu.net_relu.1.1.1700000000000009"
     write_dump(left, "net/relu", inputs=[TensorSpec(x)], outputs=[TensorSpec(x)])
     write_dump(right, "net/relu", outputs=[TensorSpec(x)])
-    fallback = MappingRow("net/relu", str(right), reference_kind="dump")
+    fallback = MappingRow("net/relu", str(right), benchmark_kind="dump")
     rows = compare_file(_task(left, fallback=fallback), CompareOptions()).rows
     assert rows[0].compared is False and rows[0].reason.startswith("benchmark: ")
     assert rows[1].metrics["CosineSimilarity"] == pytest.approx(1.0, abs=1e-6)

@@ -26,15 +26,15 @@ from precision_shell.workspace.workspace import RunIndex, Workspace
 
 @dataclass(frozen=True, slots=True)
 class MappingRow:
-    """Which reference tensor stands for one device tensor."""
+    """Which benchmark tensor stands for one device tensor."""
 
     ground_truth: str  # origin names joined by "," or "*" when there is none
     benchmark_path: str | None  # a benchmark .npy, or another run's dump file
-    reference_kind: str = "npy"  # "npy" | "dump"
-    reference_slot: tuple[str, int] | None = None  # (kind, index) inside a reference dump
+    benchmark_kind: str = "npy"  # "npy" | "dump"
+    benchmark_slot: tuple[str, int] | None = None  # (kind, index) inside a benchmark dump
     origin_format: str | None = None
     origin_shape: tuple[int, ...] | None = None
-    reason: str = ""  # why there is no reference
+    reason: str = ""  # why there is no benchmark
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +46,7 @@ class FileTask:
     device_file: str
     inputs: tuple[MappingRow, ...]  # by input index
     outputs: tuple[MappingRow, ...]  # by output index; outputs past the descs use outputs[0]
-    fallback: MappingRow | None = None  # device mode: every tensor, same slot in the reference
+    fallback: MappingRow | None = None  # device mode: every tensor, same slot in the benchmark
     npu_dump: str = ""  # the CSV `NPUDump` cell ("" = op_name)
     ground_truth: str = ""  # the CSV `GroundTruth` cell ("" = each mapping row's own)
 
@@ -244,7 +244,7 @@ def device_plan(
             skipped.append(f"{lref.file_name}: no dump of {real_name} in {right_name}")
             row = MappingRow("*", None, reason=f"op not dumped in {right_name}")
         else:
-            row = MappingRow(real_name, rrefs[-1].path, reference_kind="dump")
+            row = MappingRow(real_name, rrefs[-1].path, benchmark_kind="dump")
         tasks.append(FileTask(seq, seq, real_name, lref.op_type, lref.path, (), (), row))
     return ComparePlan(
         tasks, "device", left_name, right_name, graph.root_graph if graph else None, skipped

@@ -82,25 +82,25 @@ def _to_benchmark_layout(values: np.ndarray, meta: TensorMeta, mapping: MappingR
     return to_benchmark_layout(values, meta, mapping.origin_format, mapping.origin_shape)
 
 
-def _fit(device: np.ndarray, reference: np.ndarray) -> np.ndarray:
-    """Slice larger device dims down to the reference shape; raise when a dim is smaller."""
-    if device.size == reference.size:
+def _fit(device: np.ndarray, benchmark: np.ndarray) -> np.ndarray:
+    """Slice larger device dims down to the benchmark shape; raise when a dim is smaller."""
+    if device.size == benchmark.size:
         return device
-    if device.ndim != reference.ndim:
+    if device.ndim != benchmark.ndim:
         raise ValueError(
             f"element counts differ: device {_shape_text(device.shape)} vs benchmark "
-            f"{_shape_text(reference.shape)}"
+            f"{_shape_text(benchmark.shape)}"
         )
-    if any(d < r for d, r in zip(device.shape, reference.shape, strict=True)):
+    if any(d < r for d, r in zip(device.shape, benchmark.shape, strict=True)):
         raise ValueError(
             f"device shape {_shape_text(device.shape)} is smaller than benchmark shape "
-            f"{_shape_text(reference.shape)}"
+            f"{_shape_text(benchmark.shape)}"
         )
-    return device[tuple(slice(0, r) for r in reference.shape)]
+    return device[tuple(slice(0, r) for r in benchmark.shape)]
 
 
-class _References:
-    """Reference tensors of one task, each file opened once."""
+class _Benchmarks:
+    """Benchmark tensors of one task, each file opened once."""
 
     def __init__(self) -> None:
         self._headers: dict[str, DumpHeader] = {}
@@ -108,48 +108,48 @@ class _References:
     def load(
         self, mapping: MappingRow, kind: str, slot: int
     ) -> tuple[np.ndarray, TensorMeta | None]:
-        """The reference values, and their dump metadata when the reference is a dump."""
+        """The benchmark values, and their dump metadata when the benchmark is a dump."""
         assert mapping.benchmark_path is not None
-        if mapping.reference_kind == "npy":
+        if mapping.benchmark_kind == "npy":
             return load_benchmark(mapping.benchmark_path), None
         header = self._headers.get(mapping.benchmark_path)
         if header is None:
             header = read_dump_header(mapping.benchmark_path)
             self._headers[mapping.benchmark_path] = header
-        ref_kind, ref_slot = mapping.reference_slot or (kind, slot)
+        ref_kind, ref_slot = mapping.benchmark_slot or (kind, slot)
         return read_tensor(header, ref_kind, ref_slot), header.tensor(ref_kind, ref_slot)
 
 
 def _align(
     raw: np.ndarray,
     meta: TensorMeta,
-    reference: np.ndarray,
+    benchmark: np.ndarray,
     ref_meta: TensorMeta | None,
     mapping: MappingRow,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Bring device and reference values to one layout and shape.
+    """Bring device and benchmark values to one layout and shape.
 
     Both sides go back to the original layout (a benchmark .npy is always in it already);
     two dumps in one layout that cannot be converted back are compared as stored.
     """
     if ref_meta is not None:
-        if ref_meta.format == meta.format and reference.shape == raw.shape:
+        if ref_meta.format == meta.format and benchmark.shape == raw.shape:
             if is_plain_format(format_name(meta.format)):
-                return raw, reference
+                return raw, benchmark
             # The C0/fractal pads are not data (and need not be zero on a device):
             # compare in the original layout when both sides convert back alike.
             try:
                 device = _to_benchmark_layout(raw, meta, mapping)
-                converted = _to_benchmark_layout(reference, ref_meta, MappingRow("", None))
+                converted = _to_benchmark_layout(benchmark, ref_meta, MappingRow("", None))
             except (LayoutError, ValueError):
-                return raw, reference
+                return raw, benchmark
             if device.shape != converted.shape:
-                return raw, reference
+                return raw, benchmark
             return np.ascontiguousarray(device), np.ascontiguousarray(converted)
-        reference = _to_benchmark_layout(reference, ref_meta, MappingRow("", None))
-    device = _fit(_to_benchmark_layout(raw, meta, mapping), reference)
+        benchmark = _to_benchmark_layout(benchmark, ref_meta, MappingRow("", None))
+    device = _fit(_to_benchmark_layout(raw, meta, mapping), benchmark)
     # One strided copy now; the metrics' chunked passes over a transposed view cost ~2x more.
-    return np.ascontiguousarray(device), reference
+    return np.ascontiguousarray(device), benchmark
 
 
 _NOT_COMPARED = dict.fromkeys(METRIC_COLUMNS, NOT_COMPUTED)
@@ -229,12 +229,12 @@ class _MetricMemo:
     def compute(
         self,
         device: np.ndarray,
-        reference: np.ndarray,
+        benchmark: np.ndarray,
         mapping: MappingRow,
         algorithms: tuple[str, ...] | None,
     ) -> MetricRow:
-        if mapping.reference_kind != "npy" or device.nbytes > self._max_bytes // 4:
-            return compute_metrics(device, reference, algorithms)
+        if mapping.benchmark_kind != "npy" or device.nbytes > self._max_bytes // 4:
+            return compute_metrics(device, benchmark, algorithms)
         # None (the file is gone) is a key of its own: a file made again gets a new identity.
         identity = _file_identity(mapping.benchmark_path)
         key = (mapping.benchmark_path, identity, device.dtype.str, device.shape, algorithms)
@@ -243,7 +243,7 @@ class _MetricMemo:
         for values, row in candidates:
             if np.array_equal(values, device):
                 return row
-        row = compute_metrics(device, reference, algorithms)
+        row = compute_metrics(device, benchmark, algorithms)
         with self._lock:
             self._entries.setdefault(key, []).append((np.array(device), row))
             self._entries.move_to_end(key)
@@ -279,7 +279,7 @@ class _Cells(TypedDict, total=False):
 
 
 def _compare_tensor(
-    task: FileTask, header: DumpHeader, meta: TensorMeta, refs: _References, options: CompareOptions
+    task: FileTask, header: DumpHeader, meta: TensorMeta, refs: _Benchmarks, options: CompareOptions
 ) -> ResultRow:
     mapping = task.mapping(meta.kind, meta.index)
     common = _Cells(
@@ -296,14 +296,14 @@ def _compare_tensor(
     if mapping.benchmark_path is None:
         return _row(task, meta.kind, meta.index, mapping, **common)
     try:
-        reference, ref_meta = refs.load(mapping, meta.kind, meta.index)
+        benchmark, ref_meta = refs.load(mapping, meta.kind, meta.index)
     except (PrecisionError, KeyError, LayoutError, ValueError) as exc:
         return _row(task, meta.kind, meta.index, mapping, reason=f"benchmark: {exc}", **common)
-    common["benchmark_dtype"] = _device_dtype(ref_meta) if ref_meta else _numpy_dt(reference)
+    common["benchmark_dtype"] = _device_dtype(ref_meta) if ref_meta else _numpy_dt(benchmark)
     try:
-        device, reference = _align(raw, meta, reference, ref_meta, mapping)
-        common["shape"] = _shape_text(reference.shape)
-        metrics = _MEMO.compute(device, reference, mapping, options.algorithms)
+        device, benchmark = _align(raw, meta, benchmark, ref_meta, mapping)
+        common["shape"] = _shape_text(benchmark.shape)
+        metrics = _MEMO.compute(device, benchmark, mapping, options.algorithms)
     except (LayoutError, ValueError) as exc:
         return _row(task, meta.kind, meta.index, mapping, reason=str(exc), **common)
     # msaccucmp joins the messages of its algorithms with ","
@@ -312,7 +312,7 @@ def _compare_tensor(
 
 
 def compare_file(task: FileTask, options: CompareOptions) -> FileResult:
-    """Every input and output tensor of one device dump file against its reference."""
+    """Every input and output tensor of one device dump file against its benchmark."""
     try:
         size = os.path.getsize(task.device_file)
         header = read_dump_header(task.device_file)
@@ -325,7 +325,7 @@ def compare_file(task: FileTask, options: CompareOptions) -> FileResult:
         if not rows:
             rows = [_row(task, "output", 0, task.mapping("output", 0), reason=message)]
         return FileResult(task.seq, rows, 0)
-    refs = _References()
+    refs = _Benchmarks()
     rows = [
         _guarded_compare(task, header, meta, refs, options)
         for meta in (*header.inputs, *header.outputs)
@@ -334,7 +334,7 @@ def compare_file(task: FileTask, options: CompareOptions) -> FileResult:
 
 
 def _guarded_compare(
-    task: FileTask, header: DumpHeader, meta: TensorMeta, refs: _References, options: CompareOptions
+    task: FileTask, header: DumpHeader, meta: TensorMeta, refs: _Benchmarks, options: CompareOptions
 ) -> ResultRow:
     """One tensor; an unforeseen failure fails its row, never the whole compare."""
     try:
