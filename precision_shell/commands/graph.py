@@ -105,7 +105,7 @@ def ls_command(ctx: ShellContext, args: argparse.Namespace) -> OpListing | TypeC
                     merged[op_type] = merged.get(op_type, 0) + n
             counts[run.name] = dict(sorted(merged.items()))
         return TypeCounts(counts)
-    rows = []
+    rows: list[tuple[str, OpRecord]] = []
     for run in ws.runs:
         for graph in run.graphs:
             found = graph.search(

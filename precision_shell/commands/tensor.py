@@ -6,6 +6,7 @@ import argparse
 import errno
 import os
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import IO
 
@@ -120,7 +121,7 @@ def pt_command(ctx: ShellContext, args: argparse.Namespace) -> TensorSummaries:
             f"source: {h.path}\ntensor: {h.label}\nshape: {list(stats.shape)}\n"
             f"dtype: {stats.dtype}\nlayout: {layout}" + (f"\nstored as: {stored}" if stored else "")
         )
-        replace_output(text_path, lambda fh, v=values, hd=header: _write_text(fh, v, hd))
+        replace_output(text_path, partial(_write_text, values=values, header=header))
         items.append(
             TensorSummary(h.label, h.path, layout, stats, preview, str(text_path), stored, note)
         )
@@ -282,7 +283,7 @@ def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles:
         # two concurrent ones each write a whole file under a temp name first
         path = out_dir / f"{safe_file_stem(name, 240)}.npy"
         data = np.ascontiguousarray(values)
-        replace_output(path, lambda fh, d=data: np.save(fh, d, allow_pickle=False))
+        replace_output(path, partial(np.save, arr=data, allow_pickle=False))
         written.append((h.label, str(path), tuple(values.shape), layout))
     return DecodedFiles(written, str(out_dir), notes)
 

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import numpy as np
 
@@ -355,7 +355,7 @@ def load_benchmark(path: str | Path, mmap: bool = True) -> np.ndarray:
     """Load a benchmark tensor (memory-mapped read-only by default), never unpickling."""
     header = read_npy_header(path)
     # numpy cannot memory-map an empty array; those are tiny anyway.
-    mmap_mode = "r" if mmap and header.data_bytes > 0 else None
+    mmap_mode: Literal["r"] | None = "r" if mmap and header.data_bytes > 0 else None
     try:
         return np.load(path, allow_pickle=False, mmap_mode=mmap_mode)
     except (ValueError, OSError, EOFError) as error:

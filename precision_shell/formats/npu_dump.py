@@ -133,7 +133,7 @@ def _parse_dump_data(data: bytes) -> tuple[Message | None, str]:
     return message, ""
 
 
-def _entries(message: Message) -> list[tuple[str, Sequence[object]]]:
+def _entries(message: Message) -> list[tuple[str, Sequence[Message]]]:
     # Payload order on disk, which is not the proto's field order.
     return [
         ("input", message.input),

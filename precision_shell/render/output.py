@@ -10,7 +10,7 @@ import io
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from rich.console import Console
 from rich.text import Text
@@ -79,7 +79,8 @@ def make_console(
     if color:
         return Console(file=stream, highlight=False, width=width, force_terminal=True)
     return Console(
-        file=TrailingSpaceStripper(stream),
+        # rich only writes and flushes `file`; its IO[str] annotation is narrower than that.
+        file=cast(TextIO, TrailingSpaceStripper(stream)),
         highlight=False,
         color_system=None,
         no_color=True,

@@ -6,12 +6,13 @@ import os
 
 from precision_shell.shell.completer import NameSource
 from precision_shell.shell.context import ShellContext
+from precision_shell.workspace.workspace import Workspace
 
 
 class NameSources:
     def __init__(self, ctx: ShellContext) -> None:
         self.ctx = ctx
-        self._for = None
+        self._for: Workspace | None = None
         self._ops: NameSource | None = None
         self._tensors: NameSource | None = None
 

@@ -175,7 +175,7 @@ class GraphIndex:
         (first, needle), rest = filters[0], filters[1:]
         hits = [i for i, text in enumerate(first) if text is not None and needle in text]
         for column, value in rest:
-            hits = [i for i in hits if column[i] is not None and value in column[i]]
+            hits = [i for i in hits if (cell := column[i]) is not None and value in cell]
         return [self.record(i) for i in hits]
 
     def _lower_names_and_originals(self) -> list[str | None]:
@@ -218,6 +218,7 @@ class GraphIndex:
         needle = text.lower()
         prefix, inner = [], []
         for i, low in enumerate(self._lower_column(0)):
+            assert low is not None  # column 0, the op name, is never None
             pos = low.find(needle)
             if pos == 0:
                 prefix.append(self._rows[i][0])
@@ -245,8 +246,8 @@ class GraphIndex:
             self._by_sanitized = {}
             for i, row in enumerate(self._rows):
                 self._by_sanitized.setdefault(sanitize_dump_name(row[0]), i)
-        i = self._by_sanitized.get(sanitized)
-        return None if i is None else self.record(i)
+        found = self._by_sanitized.get(sanitized)
+        return None if found is None else self.record(found)
 
     def producers(self, name: str) -> list[tuple[str, int]]:
         rec = self.get(name)

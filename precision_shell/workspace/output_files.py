@@ -166,7 +166,11 @@ def replace_output(path: Path, write: Callable[[IO[Any]], None], text: bool = Fa
 
 def write_bytes_output(path: Path, data: bytes) -> Path:
     """`replace_output` for bytes already in memory."""
-    return replace_output(path, lambda fh: fh.write(data))
+
+    def write(fh: IO[Any]) -> None:
+        fh.write(data)
+
+    return replace_output(path, write)
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ import gc
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -296,6 +297,10 @@ def _graph_state(path: Path) -> dict | str:
         return failure_text(path, exc)
 
 
+def _graph_fingerprint(path: Path) -> tuple[int, tuple[int, int] | None]:
+    return (RECORD_VERSION, file_fingerprint(path))
+
+
 def _graph_or_failure(state: dict | str) -> GraphIndex | str:
     return state if isinstance(state, str) else GraphIndex.from_state(state)
 
@@ -316,8 +321,8 @@ def _index_run(run: DeviceRun, pieces: PieceStore, warnings: list[str]) -> RunIn
         graph = pieces.get(
             "graph",
             gf.path,
-            lambda p=gf.path: (RECORD_VERSION, file_fingerprint(p)),
-            lambda p=gf.path: _graph_state(p),
+            partial(_graph_fingerprint, gf.path),
+            partial(_graph_state, gf.path),
             warnings,
             from_state=_graph_or_failure,
         )

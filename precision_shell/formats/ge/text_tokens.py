@@ -118,6 +118,7 @@ class TokenReader:
             self.last_string = None
         for match in _TOKEN.finditer(text):
             kind = match.lastgroup
+            assert kind is not None  # every alternative of _TOKEN is a named group
             if kind != "ws" and kind != "comment":
                 self.token(kind, match.group(), start + match.start())
 
@@ -292,6 +293,7 @@ class TokenReader:
             raise self.error(position, f"bad escape in the string for '{name}'") from exc
 
     def continue_string(self, text: str, position: int) -> None:
+        assert self.last_string is not None  # callers check it
         values, name, field, raw = self.last_string
         raw += self.unquote(text, name, position)
         self.last_string = (values, name, field, raw)
