@@ -194,7 +194,9 @@ def test_a_change_in_the_tick_the_index_was_built_is_not_missed(quiet_demo):
     clock): the index does not trust a fingerprint that recent and reads it again."""
     root, _ = quiet_demo
     bench = _data(root) / "tf" / "dump"
-    now = time.time_ns()
+    # an mtime at or after the moment the fingerprint is taken, whatever the machine's load
+    # (a plain "now" could be more than the racy margin old by the time open() looks)
+    now = time.time_ns() + 2_000_000_000
     os.utime(bench, ns=(now, now))
     ws = Workspace.open(root, use_cache=False)
     np.save(bench / "late_op.0.1795399999999999.npy", np.zeros(2, np.float32))
@@ -208,7 +210,9 @@ def test_a_change_in_the_tick_the_index_was_built_is_not_missed(quiet_demo):
 def test_a_recently_changed_piece_is_not_written_to_the_disk_cache(quiet_demo):
     root, _ = quiet_demo
     bench = _data(root) / "tf" / "dump"
-    now = time.time_ns()
+    # an mtime at or after the moment the fingerprint is taken, whatever the machine's load
+    # (a plain "now" could be more than the racy margin old by the time open() looks)
+    now = time.time_ns() + 2_000_000_000
     os.utime(bench, ns=(now, now))
     Workspace.open(root)
     np.save(bench / "late_op.0.1795399999999999.npy", np.zeros(2, np.float32))
