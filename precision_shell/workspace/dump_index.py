@@ -103,12 +103,13 @@ class DumpIndex:
             total += len(state["rows"])
         self._total = total
         self.warnings: list[str] = [w for state in states for w in state["warnings"]]
+        # before the merge, which reads refs to order files of one op across dirs
+        self._refs: dict[int, DumpFileRef] = {}
+        self._by_file_name: dict[str, int] | None = None
         if len(states) == 1:
             self._by_op: dict[str, list[int]] = states[0]["by_op"]
         else:
             self._by_op = self._merge_by_op()
-        self._refs: dict[int, DumpFileRef] = {}
-        self._by_file_name: dict[str, int] | None = None
 
     def _merge_by_op(self) -> dict[str, list[int]]:
         merged: dict[str, list[int]] = defaultdict(list)
