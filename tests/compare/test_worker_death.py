@@ -7,8 +7,10 @@ long we wait for the processes to go: a liveness bound, not a speed requirement.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -94,6 +96,7 @@ def _start(root: Path) -> tuple[subprocess.Popen, queue.Queue]:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
+        start_new_session=True,  # one process group to end, whatever the test's outcome
     )
     lines: queue.Queue = queue.Queue()
 
@@ -117,10 +120,15 @@ def _wait_for_busy_workers(proc: subprocess.Popen, lines: queue.Queue) -> list[s
             continue
         assert line is not None, f"the compare ended early: {seen}"
         seen.append(line)
-        if sum(s.startswith("busy") for s in seen) == 2:
+        if len(_busy_pids(seen)) == 2:
             return seen
     proc.kill()
     pytest.fail(f"the workers never got busy: {seen}")
+
+
+def _busy_pids(seen: list[str]) -> set[int]:
+    # the two workers share the pipe: their lines can interleave ("busy 1busy 2", then "")
+    return {int(pid) for line in seen for pid in re.findall(r"busy (\d+)", line)}
 
 
 def _reaches_eof(lines: queue.Queue) -> bool:
@@ -149,10 +157,20 @@ def _survivors(procs: dict[int, int]) -> list[int]:
 def test_a_killed_compare_leaves_no_process_and_closes_stdout(tiny_demo, sig):
     root, _ = tiny_demo
     proc, lines = _start(root)
+    try:
+        _kill_and_check(proc, lines, sig)
+    finally:
+        # a failed assertion must not leave the stuck compare running (no test outlives us)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=_LIVENESS_S)
+
+
+def _kill_and_check(proc: subprocess.Popen, lines: queue.Queue, sig: int) -> None:
     seen = _wait_for_busy_workers(proc, lines)
     assert seen[0].startswith("tasks ") and int(seen[0].split()[1]) > 4
     below = _descendants(proc.pid)
-    busy = {int(s.split()[1]) for s in seen if s.startswith("busy")}
+    busy = _busy_pids(seen)
     # the forkserver, both workers, and the resource tracker
     assert busy <= set(below) and len(below) >= 3
     os.kill(proc.pid, sig)
