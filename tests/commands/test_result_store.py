@@ -223,3 +223,20 @@ def test_float_narrowing_casts_are_notes(src, dst, note):
         assert not _float_narrows(src, dst)
     elif note:
         assert src in _FLOAT_BITS and _float_narrows(src, dst)
+
+
+def test_device_vs_device_needs_no_graph(tiny_demo, tmp_path):
+    root, _ = tiny_demo
+    data = root / "precision_data"
+    left = next(p for p in (data / "npu" / "debug_0" / "dump").rglob("*") if p.is_file()).parent
+    right = next(p for p in (data / "npu" / "debug_1" / "dump").rglob("*") if p.is_file()).parent
+    for graph_dir in (data / "npu").glob("debug_*/graph"):
+        shutil.rmtree(graph_dir)
+    shutil.rmtree(data / "tf")
+    shell = open_shell(root)
+    result = run_ok(shell, f"vc -lt {left} -rt {right} -o {tmp_path / 'out'}")
+    assert result.primary.plan_mode == "device"
+    table = read_result_csv(result.primary.csv_path)
+    assert table.rows and all(r.compared for r in table.rows if r.kind == "output")
+    named = run_ok(shell, f"vc -lt debug_0 -rt debug_1 -o {tmp_path / 'named'}")
+    assert named.primary.tally.rows == result.primary.tally.rows
