@@ -68,8 +68,10 @@ def parse_algorithms(text: str | None) -> tuple[str, ...] | None:
     help="worker kind (default from settings: auto)",
 )
 @argument("-j", "--jobs", type=int, metavar="N", help="worker threads (default: one per core)")
+@argument("--rank", metavar="R|all", help="ranks (<device_id> dump dirs) to compare (default: all)")
+@argument("--step", metavar="S|all", help="steps to compare (default: each rank's first step)")
 def vc_command(ctx: ShellContext, args: argparse.Namespace) -> VectorCompareResult:
-    """vc [-lt LEFT_DIR -rt RIGHT_DIR] [-g GRAPH] [--max N] [--alg LIST] [-o OUTDIR]
+    """vc [-lt LEFT -rt RIGHT] [-g GRAPH] [--rank R|all] [--step S|all] [--max N] [--alg LIST] [-o OUTDIR]
 
     Whole-network compare of every dumped tensor; writes result_<ts>.csv and summary.json.
     """
@@ -92,6 +94,8 @@ def vc_command(ctx: ShellContext, args: argparse.Namespace) -> VectorCompareResu
         output=args.output,
         workers=args.jobs or int(ctx.settings.get("parallelism.workers")),
         backend=args.backend or str(ctx.settings.get("parallelism.backend")),
+        rank=args.rank,
+        step=args.step,
     )
     return compare_runner.run(
         ctx.workspace, request, lambda title: ctx.progress(title, "files", "tensors")

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from precision_shell.commands.dump_slice_args import rank_step_arguments
 from precision_shell.errors import PrecisionError
 from precision_shell.explore.node_info import NodeInfo, collect_node_info
 from precision_shell.explore.user_paths import find_user_file
@@ -120,6 +121,7 @@ def ls_command(ctx: ShellContext, args: argparse.Namespace) -> OpListing | TypeC
 
 
 @command("ni")
+@rank_step_arguments
 @argument(
     "name",
     nargs="?",
@@ -142,7 +144,7 @@ def ls_command(ctx: ShellContext, args: argparse.Namespace) -> OpListing | TypeC
 @argument("-a", "--attrs", action="store_true", help="also show every attribute")
 @argument("-s", "--subgraph", type=int, metavar="DEPTH", help="write a subgraph of this depth")
 def ni_command(ctx: ShellContext, args: argparse.Namespace) -> NodeInfoResult:
-    """ni [-n] NAME [-g GRAPH] [-r RUN] [-a] [-s DEPTH]
+    """ni [-n] NAME [-g GRAPH] [-r RUN] [-a] [-s DEPTH] [--rank R] [--step S]
 
     Node info: type, fusion pass, original ops, inputs/outputs with peers, dump and benchmark tensors.
     """
@@ -176,7 +178,9 @@ def ni_command(ctx: ShellContext, args: argparse.Namespace) -> NodeInfoResult:
         for run in runs:
             for graph, rec in found.get(run.name, []) if run.name in chosen else []:
                 result.nodes.append(
-                    collect_node_info(ctx, run, graph, rec, args.attrs, args.subgraph)
+                    collect_node_info(
+                        ctx, run, graph, rec, args.attrs, args.subgraph, args.rank, args.step
+                    )
                 )
         return result
     for run in runs:
@@ -216,7 +220,7 @@ def _dump_file_matches(
     path = find_user_file(text, root)
     real = os.path.realpath(path) if path is not None else None
     for run in runs:
-        ref = run.dumps.by_file_name(path.name if path is not None else text)
+        ref = run.file_by_name(path.name if path is not None else text)
         if ref is None or (real is not None and os.path.realpath(ref.path) != real):
             continue
         for graph in run.graphs:

@@ -12,6 +12,7 @@ from typing import IO
 
 import numpy as np
 
+from precision_shell.commands.dump_slice_args import rank_step_arguments
 from precision_shell.compare.metrics.elementwise import ElementwiseComparison, compare_elements
 from precision_shell.compare.metrics.tolerances import TOLERANCE_TEXT, default_tolerances
 from precision_shell.errors import PrecisionError
@@ -86,6 +87,7 @@ def _output_dir(ctx: ShellContext, *parts: str) -> Path:
 
 
 @command("pt")
+@rank_step_arguments
 @argument(
     "target", nargs="?", complete="tensor", help="dump or .npy file (path or name), or op name"
 )
@@ -98,14 +100,14 @@ def _output_dir(ctx: ShellContext, *parts: str) -> Path:
     help="same as the positional",
 )
 def pt_command(ctx: ShellContext, args: argparse.Namespace) -> TensorSummaries:
-    """pt [-n] NAME_OR_FILE
+    """pt [-n] NAME_OR_FILE [--rank R] [--step S]
 
     Tensor summary (shape, dtype, max/min/mean/std, NaN/inf) and preview; values saved as text under temp/.
     """
     target = args.name_flag or args.target
     if not target:
         raise UsageError("pt: give a dump file, a .npy file or an op name")
-    handles = resolve_tensors(_workspace(ctx), target)
+    handles = resolve_tensors(_workspace(ctx), target, rank=args.rank, step=args.step)
     preview_n = int(ctx.settings.get("display.preview"))
     out_dir = _output_dir(ctx, "pt")
     items = []
@@ -153,6 +155,7 @@ def _round_trip_format(dtype: np.dtype) -> str:
 
 
 @command("cp")
+@rank_step_arguments
 @argument("left", nargs="?", complete="tensor", help="left tensor (device), file or op name")
 @argument("right", nargs="?", complete="tensor", help="right tensor (benchmark), file or op name")
 @argument(
@@ -190,7 +193,7 @@ def _round_trip_format(dtype: np.dtype) -> str:
     help="compare the first min(count) elements when counts differ",
 )
 def cp_command(ctx: ShellContext, args: argparse.Namespace) -> TensorComparison:
-    """cp [-n] LEFT RIGHT [-p N] [-al ATOL] [-rl RTOL] [-s] [--flatten-to-min]
+    """cp [-n] LEFT RIGHT [-p N] [-al ATOL] [-rl RTOL] [-s] [--flatten-to-min] [--rank R] [--step S]
 
     Element-wise compare: worst and first elements, allclose, cosine, error ratio, both sides' stats.
     """
@@ -200,8 +203,9 @@ def cp_command(ctx: ShellContext, args: argparse.Namespace) -> TensorComparison:
     if args.top < 0 or (args.atol or 0) < 0 or (args.rtol or 0) < 0:
         raise UsageError("cp: -p, -al and -rl must not be negative")
     ws = _workspace(ctx)
-    left = _single(resolve_tensors(ws, left_name, default_output=True), left_name)
-    right = _single(resolve_tensors(ws, right_name, default_output=True), right_name)
+    where = {"rank": args.rank, "step": args.step}
+    left = _single(resolve_tensors(ws, left_name, default_output=True, **where), left_name)
+    right = _single(resolve_tensors(ws, right_name, default_output=True, **where), right_name)
     lv, rv = left.load_converted(), right.load_converted()
     left_stats, right_stats = compute_stats(lv, left.path), compute_stats(rv, right.path)
     default_rtol, default_atol = default_tolerances(lv.dtype, rv.dtype)
@@ -241,6 +245,7 @@ def _save_pair(
 
 
 @command("dc")
+@rank_step_arguments
 @argument(
     "target",
     complete="tensor",
@@ -256,7 +261,7 @@ def _save_pair(
     help="output dir (default temp/decode/)",
 )
 def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles:
-    """dc NAME_OR_FILE [-f FORMAT] [-o OUTDIR]
+    """dc NAME_OR_FILE [-f FORMAT] [-o OUTDIR] [--rank R] [--step S]
 
     Decode device dump files to .npy, optionally converted to a layout.
     """
@@ -266,7 +271,7 @@ def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles:
             fmt = format_name(format_code(args.fmt))
         except LayoutError as exc:
             raise UsageError(f"dc: -f: {exc}") from None
-    handles = _dump_targets(ctx, args.target)
+    handles = _dump_targets(ctx, args.target, args.rank, args.step)
     out_dir = _user_dir(args.out_dir) if args.out_dir else _output_dir(ctx, "decode")
     written, notes = [], []
     for h in handles:
@@ -313,14 +318,16 @@ def _dir_targets(ws: Workspace | None, directory: Path) -> list[TensorHandle]:
     return handles
 
 
-def _dump_targets(ctx: ShellContext, target: str) -> list[TensorHandle]:
+def _dump_targets(
+    ctx: ShellContext, target: str, rank: str | None = None, step: str | None = None
+) -> list[TensorHandle]:
     ws = _workspace(ctx)
     if Path(target).is_dir():
         return _dir_targets(ws, Path(target))
     if ws is not None and not Path(target).exists():
         for run in ws.runs:
             if run.find(target) is not None:
-                refs = ws.dump_files(run, target)
+                refs = ws.dump_files(run, target, rank, step)
                 if not refs:
                     raise PrecisionError(f"op {target!r} ({run.name}) has no dump file")
                 handles: list[TensorHandle] = []

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from precision_shell.compare.pipeline.execute import (
     CompareRun,
@@ -27,7 +28,7 @@ from precision_shell.progress import ProgressSink
 from precision_shell.workspace.dump_index import DumpIndex, scan_dump_dir
 from precision_shell.workspace.graph_index import GraphIndex
 from precision_shell.workspace.layout import leaf_dirs
-from precision_shell.workspace.workspace import RunIndex, Workspace
+from precision_shell.workspace.workspace import DumpSlice, RunIndex, Workspace
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class CompareRequest:
     output: Path | None = None  # write into this dir instead of temp/vector_compare/<ts>/
     workers: int = 0
     backend: str = "auto"
+    rank: str | None = None  # a rank (`<device_id>` dir), or None / "all": every rank
+    step: str | None = None  # a step dir, "all", or None: each rank's first step
 
 
 ProgressFor = Callable[[str], ProgressSink]
@@ -52,17 +55,35 @@ ProgressFor = Callable[[str], ProgressSink]
 def run(
     ws: Workspace, request: CompareRequest, progress: ProgressFor | None = None
 ) -> VectorCompareResult:
-    """Compare, write the CSVs and the summary, and return what was found."""
+    """Compare, write the CSVs and the summary, and return what was found.
+
+    A run with several (rank, step) dump dirs gets one compare per selected slice, each its
+    own CSV (the first, `result_<ts>.csv`, is the primary that vcs/report/ni read; the others
+    `result_<ts>_rank<R>_step<S>.csv`), all listed in the summary's `results`.
+    """
     primary, secondary = _plans(ws, request)
+    slices = _slice_plans(ws, request, primary)
     if request.max_files is not None:
-        primary.tasks = primary.tasks[: request.max_files]
+        for _, plan in slices:
+            plan.tasks = plan.tasks[: request.max_files]
         if secondary is not None:
             secondary.tasks = secondary.tasks[: request.max_files]
     out_dir, stamp = _output_dir(ws, request.output)
     sink = progress or (lambda title: ProgressSink())
-    first = _execute(primary, out_dir / f"result_{stamp}.csv", request, sink("vc"))
+    done: list[tuple[DumpSlice | None, CompareRun]] = []
+    for n, (where, plan) in enumerate(slices):
+        if done and done[-1][1].interrupted:
+            break
+        name = f"result_{stamp}.csv"
+        title = "vc"
+        if where is not None and len(slices) > 1:
+            title = f"vc rank {where.rank} step {where.step}"
+            if n:
+                name = f"result_{stamp}_rank{where.rank}_step{where.step}.csv"
+        done.append((where, _execute(plan, out_dir / name, request, sink(title))))
+    first = done[0][1]
     second = None
-    if secondary is not None and not first.interrupted:
+    if secondary is not None and not any(r.interrupted for _, r in done):
         name = f"result_{stamp}_{Path(secondary.left).name}_vs_{Path(secondary.right).name}.csv"
         second = _execute(secondary, out_dir / name, request, sink("vc: device vs device"))
     summary = RunSummary(
@@ -70,9 +91,76 @@ def run(
         rule=request.rule,
         primary=first.record(),
         device_compare=second.record() if second is not None else None,
+        results=[_slice_result(where, run) for where, run in done],
     )
     summary.write(out_dir / SUMMARY_NAME)
-    return VectorCompareResult(out_dir, summary, first, second)
+    return VectorCompareResult(out_dir, summary, first, second, slices=done[1:])
+
+
+def _slice_result(where: DumpSlice | None, run: CompareRun) -> dict[str, Any]:
+    """One entry of the summary's `results`: a (rank, step) compare."""
+    first = run.tally.failing[0].op_name if run.tally.failing else None
+    return {
+        "rank": where.rank if where is not None else None,
+        "step": where.step if where is not None else None,
+        "graph": ",".join(where.graph_names) if where is not None else None,
+        "csv": str(run.csv_path),
+        "rows": run.tally.rows,
+        "failed": len(run.tally.failing),
+        "first_failed_op": first,
+        "partial": run.interrupted,
+    }
+
+
+def _slice_plans(
+    ws: Workspace, request: CompareRequest, primary: ComparePlan
+) -> list[tuple[DumpSlice | None, ComparePlan]]:
+    """The plan of every selected (rank, step) of a device-vs-benchmark compare of the
+    workspace; just the primary plan for the other kinds of compare."""
+    if request.left or primary.mode != "benchmark":
+        if request.rank not in (None, "all") or request.step not in (None, "all"):
+            raise PrecisionError("vc: --rank/--step select dump dirs of the workspace's runs")
+        return [(None, primary)]
+    run = ws.run(request.run)
+    if len(run.slices) <= 1 and request.rank in (None, "all") and request.step in (None, "all"):
+        return [(run.slices[0] if run.slices else None, primary)]
+    chosen = _selected_slices(run, request.rank, request.step)
+    plans: list[tuple[DumpSlice | None, ComparePlan]] = []
+    for where in chosen:
+        graph = _slice_graph(ws, run, where, request.graph)
+        plan = benchmark_plan(ws, run, graph, dumps=where.dumps, left=str(run.run.root))
+        plan.left = f"{run.name} rank {where.rank} step {where.step}"
+        if plan.tasks:
+            plans.append((where, plan))
+        else:
+            ws.warnings.append(
+                f"{run.name} rank {where.rank} step {where.step}: no dump file belongs to an "
+                f"op of graph {graph.root_graph}; not compared"
+            )
+    if not plans:
+        raise PrecisionError(f"{run.name}: no selected rank and step has a dump of its graph")
+    return plans
+
+
+def _selected_slices(run: RunIndex, rank: str | None, step: str | None) -> list[DumpSlice]:
+    ranks = run.ranks() if rank in (None, "all") else [run.slice(rank).rank]
+    chosen: list[DumpSlice] = []
+    for r in ranks:
+        if step == "all":
+            chosen.extend(run.slice(r, s) for s in run.steps(r))
+        else:
+            chosen.append(run.slice(r, step))
+    return chosen
+
+
+def _slice_graph(ws: Workspace, run: RunIndex, where: DumpSlice, name: str | None) -> GraphIndex:
+    """The graph a slice's dump belongs to (by its graph dir names), else the run's."""
+    if name is None:
+        for graph_name in where.graph_names:
+            graph = run.graph_named(graph_name)
+            if graph is not None:
+                return graph
+    return _pick_graph(ws, name, run.name)
 
 
 def _execute(

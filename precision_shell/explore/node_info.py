@@ -54,7 +54,7 @@ class NodeInfo:
     record: OpRecord
     op: OpDef
     ports: list[PortInfo]
-    dump_files: list[str]
+    dump_files: list[str]  # of the (rank, step) shown
     dump_tensors: list[TensorRow]
     benchmarks: list[TensorRow]
     attrs: dict[str, Any] | None = None
@@ -62,6 +62,9 @@ class NodeInfo:
     compare_rows: list[ResultRow] = field(default_factory=list)  # from the newest vc result
     compare_file: str | None = None
     is_root_cause: bool = False
+    dump_slice: str = ""  # "rank 0 step 1" when the run has several dump dirs
+    # every (rank, step) holding the op: ("rank 0 step 1", its file names), when several
+    dump_files_by_slice: list[tuple[str, list[str]]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -116,10 +119,10 @@ def dump_tensor_rows(ws: Workspace, ref: DumpFileRef) -> list[TensorRow]:
 
 
 def _dump_rows(
-    ctx: ShellContext, run: RunIndex, rec: OpRecord
+    ctx: ShellContext, run: RunIndex, rec: OpRecord, rank: str | None, step: str | None
 ) -> tuple[list[str], list[TensorRow]]:
     ws = ctx.workspace
-    refs = ws.dump_files(run, rec.name)
+    refs = ws.dump_files(run, rec.name, rank, step)
     if not refs:
         return [], []
     newest = refs[-1]
@@ -164,11 +167,13 @@ def collect_node_info(
     rec: OpRecord,
     with_attrs: bool,
     depth: int | None,
+    rank: str | None = None,
+    step: str | None = None,
 ) -> NodeInfo:
     op = graph.op(rec.name)
     assert op is not None
     ports = _ports(graph, rec, op)
-    files, dump_rows = _dump_rows(ctx, run, rec)
+    files, dump_rows = _dump_rows(ctx, run, rec, rank, step)
     n_out = sum(1 for p in ports if p.kind == "output")
     info = NodeInfo(
         run=run.name,
@@ -181,6 +186,13 @@ def collect_node_info(
         benchmarks=_benchmark_rows(ctx, graph, rec, n_out),
         attrs=dict(sorted(op.attrs.items())) if with_attrs else None,
     )
+    if len(run.slices) > 1:
+        shown = run.slice(rank, step)
+        info.dump_slice = f"rank {shown.rank} step {shown.step}"
+        info.dump_files_by_slice = [
+            (f"rank {s.rank} step {s.step}", [r.file_name for r in refs])
+            for s, refs in ctx.workspace.dump_files_everywhere(run, rec.name)
+        ]
     latest = latest_compare(ctx.workspace) if run is ctx.workspace.runs[0] else None
     if latest is not None:
         info.compare_rows = latest.rows_by_op.get(rec.name, [])

@@ -91,7 +91,7 @@ def _graph_origins(
     name = os.path.basename(path)
     real = os.path.realpath(path)
     for run in ws.runs:
-        ref = run.dumps.by_file_name(name)
+        ref = run.file_by_name(name)
         if ref is None or os.path.realpath(ref.path) != real:
             continue
         for graph in run.graphs:
@@ -157,9 +157,14 @@ def _file_handles(
 
 
 def resolve_tensors(
-    ws: Workspace | None, text: str, default_output: bool = False
+    ws: Workspace | None,
+    text: str,
+    default_output: bool = False,
+    rank: str | None = None,
+    step: str | None = None,
 ) -> list[TensorHandle]:
-    """Every tensor `text` names; an op name gives its newest dump file's output 0."""
+    """Every tensor `text` names; an op name gives its newest dump file's output 0, in the
+    (rank, step) dump dir given (the lowest rank's first step by default)."""
     kind: str | None = None
     index: int | None = None
     base = text
@@ -173,7 +178,7 @@ def resolve_tensors(
     elif ws is None:
         raise PrecisionError(f"{base}: no such file")
     else:
-        handles = _workspace_handles(ws, base, kind, index)
+        handles = _workspace_handles(ws, base, kind, index, rank, step)
     if default_output and kind is None and len(handles) > 1:
         outputs = [h for h in handles if h.meta is not None and h.meta.kind == "output"]
         handles = outputs[:1] or handles[:1]
@@ -181,10 +186,15 @@ def resolve_tensors(
 
 
 def _workspace_handles(
-    ws: Workspace, name: str, kind: str | None, index: int | None
+    ws: Workspace,
+    name: str,
+    kind: str | None,
+    index: int | None,
+    rank: str | None = None,
+    step: str | None = None,
 ) -> list[TensorHandle]:
     for run in ws.runs:
-        ref = run.dumps.by_file_name(name)
+        ref = run.file_by_name(name)
         if ref is not None:
             return _file_handles(ref.path, kind, index, ws)
     if ws.overflow_dumps is not None:
@@ -200,9 +210,11 @@ def _workspace_handles(
         found = run.find(name)
         if found is None:
             continue
-        refs = ws.dump_files(run, name)
+        refs = ws.dump_files(run, name, rank, step)
         if not refs:
-            raise PrecisionError(f"op {name!r} ({run.name}) has no dump file")
+            where = f", rank {rank}" if rank is not None else ""
+            where += f", step {step}" if step is not None else ""
+            raise PrecisionError(f"op {name!r} ({run.name}{where}) has no dump file")
         handles = _file_handles(refs[-1].path, kind or "output", 0 if index is None else index, ws)
         return handles
     handle = _benchmark_of_op(ws, name, kind, index)

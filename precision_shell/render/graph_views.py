@@ -216,10 +216,19 @@ def node_panel(info: NodeInfo, width: int | None = None) -> Panel:
     elif info.dump_tensors:
         newest = info.dump_files[-1]
         more = f" (+{len(info.dump_files) - 1} older)" if len(info.dump_files) > 1 else ""
-        title = Text(f"device dump {newest}{more}")
+        where = f" ({info.dump_slice})" if info.dump_slice else ""
+        title = Text(f"device dump {newest}{more}{where}")
         parts += [Text(""), tensor_table(title, info.dump_tensors, False, inner)]
     else:
-        parts += [Text(""), Text("device dump: none found for this op", style="yellow")]
+        where = f" in {info.dump_slice}" if info.dump_slice else ""
+        parts += [Text(""), Text(f"device dump: none found for this op{where}", style="yellow")]
+    if len(info.dump_files_by_slice) > 1:
+        slices = Table(show_edge=False, pad_edge=False, title="dump files by rank and step")
+        text_column(slices, "rank, step")
+        text_column(slices, "files (oldest first)")
+        for label, names in info.dump_files_by_slice:
+            slices.add_row(Text(label), Text(", ".join(names)))
+        parts += [Text(""), slices]
     if info.benchmarks:
         parts += [Text(""), tensor_table("benchmark tensors", info.benchmarks, True, inner)]
     else:

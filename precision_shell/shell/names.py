@@ -30,7 +30,7 @@ class NameSources:
                 for names in (g.names(), g.original_names())
                 for n in names
             )
-            files = [n for run in ws.runs for n in run.dumps.file_names()]
+            files = [n for run in ws.runs for n in (run.all_dumps or run.dumps).file_names()]
             if ws.benchmark is not None:
                 files.extend(os.path.basename(g.path) for g in ws.benchmark.newest.values())
             self._tensors = NameSource(files)

@@ -31,7 +31,9 @@ class CommandParser(argparse.ArgumentParser):
     """An argparse parser that never prints and never exits."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message} (usage: {self.format_usage().strip()[7:]})")
+        # argparse wraps a long usage over lines; an error is one line
+        usage = " ".join(self.format_usage().split()[1:])
+        raise UsageError(f"{self.prog}: {message} (usage: {usage})")
 
     def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
         if message:

@@ -53,17 +53,66 @@ from precision_shell.workspace.tensor_stats import StatsCache, TensorStats
 _HEADER_CACHE_SIZE = 4096
 
 
+def number_order(name: str) -> tuple[int, int, str]:
+    """Rank and step dir names in numeric order (`2` before `10`), odd names last."""
+    return (0, int(name), name) if name.isdigit() else (1, 0, name)
+
+
+@dataclass(frozen=True)
+class DumpSlice:
+    """The dump files of one (rank, step) of a run: `<device_id>/<graph>/<model>/<step>/`,
+    every graph of that rank and step together."""
+
+    rank: str
+    step: str
+    graph_names: tuple[str, ...]
+    dumps: DumpIndex
+
+
 @dataclass
 class RunIndex:
-    """One device run: its parsed graphs and the dump files of its newest dump dir."""
+    """One device run: its parsed graphs and the dump files of its newest dump dir, one
+    slice per (rank, step). `dumps` is the default slice (lowest rank, first step);
+    `all_dumps` every file of the run (to find a file by its name)."""
 
     run: DeviceRun
     graphs: list[GraphIndex]
     dumps: DumpIndex
+    slices: list[DumpSlice] = field(default_factory=list)
+    all_dumps: DumpIndex | None = None
 
     @property
     def name(self) -> str:
         return self.run.name
+
+    def ranks(self) -> list[str]:
+        return sorted({s.rank for s in self.slices}, key=number_order)
+
+    def steps(self, rank: str | None = None) -> list[str]:
+        """The steps of one rank (of every rank when None), in numeric order."""
+        found = {s.step for s in self.slices if rank is None or s.rank == rank}
+        return sorted(found, key=number_order)
+
+    def slice(self, rank: str | None = None, step: str | None = None) -> DumpSlice:
+        """The (rank, step) slice; the lowest rank and its first step by default. A rank or
+        step the run does not have is a PrecisionError listing the ones it has."""
+        if not self.slices:
+            raise PrecisionError(f"{self.run.root}: no dump dir in this run")
+        ranks = self.ranks()
+        rank = ranks[0] if rank is None else str(rank)
+        if rank not in ranks:
+            raise PrecisionError(f"{self.name}: no rank {rank}; ranks: {', '.join(ranks)}")
+        steps = self.steps(rank)
+        step = steps[0] if step is None else str(step)
+        if step not in steps:
+            raise PrecisionError(
+                f"{self.name}: rank {rank} has no step {step}; steps: {', '.join(steps)}"
+            )
+        return next(s for s in self.slices if s.rank == rank and s.step == step)
+
+    def file_by_name(self, file_name: str) -> DumpFileRef | None:
+        """A dump file of any rank and step, by its file name."""
+        return (self.all_dumps or self.dumps).by_file_name(file_name)
 
     def dump_graph(self) -> GraphIndex | None:
         """The graph the dump dir belongs to (by graph name), else the newest Build graph."""
@@ -227,7 +276,9 @@ class Workspace:
         raise PrecisionError(f"no device run named {name!r}; runs: {names}")
 
     def summary(self) -> WorkspaceSummary:
-        runs = [(r.name, len(r.graphs), r.op_count(), len(r.dumps)) for r in self.runs]
+        runs = [
+            (r.name, len(r.graphs), r.op_count(), len(r.all_dumps or r.dumps)) for r in self.runs
+        ]
         return WorkspaceSummary(
             root=str(self.root),
             runs=runs,
@@ -242,8 +293,20 @@ class Workspace:
             return []
         return [f for f in self.overflow_dumps.files if f.op_type == "Opdebug"]
 
-    def dump_files(self, run: RunIndex, op_name: str) -> list[DumpFileRef]:
-        return run.dumps.for_op(sanitize_dump_name(op_name))
+    def dump_files(
+        self, run: RunIndex, op_name: str, rank: str | None = None, step: str | None = None
+    ) -> list[DumpFileRef]:
+        """An op's dump files in one (rank, step) slice (the default one when not given)."""
+        dumps = run.dumps if rank is None and step is None else run.slice(rank, step).dumps
+        return dumps.for_op(sanitize_dump_name(op_name))
+
+    def dump_files_everywhere(
+        self, run: RunIndex, op_name: str
+    ) -> list[tuple[DumpSlice, list[DumpFileRef]]]:
+        """An op's dump files in every (rank, step) slice that has one."""
+        name = sanitize_dump_name(op_name)
+        found = [(s, s.dumps.for_op(name)) for s in run.slices]
+        return [(s, refs) for s, refs in found if refs]
 
     def benchmark_file(self, origin_name: str, index: int) -> BenchmarkFile | None:
         if self.benchmark is None:
@@ -330,9 +393,21 @@ def _index_run(run: DeviceRun, pieces: PieceStore, warnings: list[str]) -> RunIn
             warnings.append(graph)
         elif graph is not None:
             graphs.append(graph)
-    states = [_dump_dir_piece(pieces, d.path, warnings) for d in run.graph_dump_dirs]
-    dumps = DumpIndex([s for s in states if s is not None])
-    warnings.extend(dumps.warnings)
+    by_slice: dict[tuple[str, str], list[tuple[str, dict]]] = {}
+    for d in run.graph_dump_dirs:
+        state = _dump_dir_piece(pieces, d.path, warnings)
+        if state is not None:
+            by_slice.setdefault((d.device_id, d.step), []).append((d.graph_name, state))
+    slices = [
+        DumpSlice(rank, step, tuple(g for g, _ in found), DumpIndex([s for _, s in found]))
+        for (rank, step), found in sorted(
+            by_slice.items(), key=lambda kv: (number_order(kv[0][0]), number_order(kv[0][1]))
+        )
+    ]
+    all_states = [s for found in by_slice.values() for _, s in found]
+    all_dumps = DumpIndex(all_states)
+    warnings.extend(all_dumps.warnings)
+    dumps = slices[0].dumps if slices else DumpIndex([])
     for graph in graphs:
         warnings.extend(f"{graph.source}: duplicate op name {n!r}" for n in graph.duplicates)
-    return RunIndex(run, graphs, dumps)
+    return RunIndex(run, graphs, dumps, slices, all_dumps)

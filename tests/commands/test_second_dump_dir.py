@@ -1,15 +1,18 @@
-"""A workspace with a second step dir (or a second device dir) beside the first: every command
-still works (the index once crashed building its merged view). Ranks and steps as such are
-issue 11; this keeps the shape from breaking the shell."""
+"""Several (rank, step) dump dirs in one run: every command works, each reads the slice it is
+given (`--rank`, `--step`; the lowest rank's first step by default), and `vc` compares one
+slice per rank (or every step with `--step all`), each into its own CSV, listed in the
+summary's `results`. The second dir is hard-linked from the first, as a user would try it."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
-from tests.commands.shell_fixture import CONV2, open_shell, run_ok
+from precision_shell.compare.results.schema import read_result_csv
+from tests.commands.shell_fixture import CONV2, open_shell, run_fail, run_ok
 
 
 def _step_dir(root: Path) -> Path:
@@ -25,18 +28,67 @@ def _link_copy(src: Path, dst: Path) -> None:
             os.link(f, dst / f.name)
 
 
-@pytest.mark.parametrize("shape", ["step", "device"])
-def test_a_second_dump_dir_keeps_every_command_working(tiny_demo, shape):
-    root, _ = tiny_demo
+def _add(root: Path, shape: str) -> tuple[str, str]:
+    """A second step or device dir; returns the new (rank, step)."""
     step = _step_dir(root)
     if shape == "step":  # .../<graph>/<model_id>/0 and .../1
-        _link_copy(step, step.parent / str(int(step.name) + 1))
-    else:  # <ts>/0/... and <ts>/1/...
-        device = step.parents[2]
-        _link_copy(step, device.parent / "1" / step.relative_to(device))
+        new = str(int(step.name) + 1)
+        _link_copy(step, step.parent / new)
+        return step.parents[2].name, new
+    device = step.parents[2]  # <ts>/0/... and <ts>/1/...
+    _link_copy(step, device.parent / "1" / step.relative_to(device))
+    return "1", step.name
+
+
+@pytest.mark.parametrize("shape", ["step", "device"])
+def test_every_command_reads_the_rank_and_step_it_is_given(tiny_demo, shape):
+    root, _ = tiny_demo
+    step = _step_dir(root)
+    first = (step.parents[2].name, step.name)
+    rank, new_step = _add(root, shape)
     shell = open_shell(root)
     assert run_ok(shell, "ls") is not None
-    info = run_ok(shell, f"ni {CONV2}")
-    assert len(info.nodes[0].dump_files) >= 2  # the op's file in both dirs
+    info = run_ok(shell, f"ni {CONV2}").nodes[0]
+    assert info.dump_slice == f"rank {first[0]} step {first[1]}"
+    assert [label for label, _ in info.dump_files_by_slice] == [
+        f"rank {first[0]} step {first[1]}",
+        f"rank {rank} step {new_step}",
+    ]
+    other = run_ok(shell, f"ni {CONV2} --rank {rank} --step {new_step}").nodes[0]
+    assert other.dump_slice == f"rank {rank} step {new_step}"
+    picked = run_ok(shell, f"pt {CONV2} --rank {rank} --step {new_step}").items[0]
+    assert f"/{rank}/" in picked.path or f"/{new_step}/" in picked.path
+    assert "ranks: " in run_fail(shell, f"pt {CONV2} --rank 9").error
+
+
+def test_vc_compares_each_rank_into_its_own_csv(tiny_demo):
+    root, _ = tiny_demo
+    _add(root, "device")
+    shell = open_shell(root)
     result = run_ok(shell, "vc")
-    assert result.primary.tally.compared > 0
+    summary = json.loads(result.summary_path.read_text(encoding="utf-8"))
+    results = summary["results"]
+    assert [r["rank"] for r in results] == ["0", "1"]
+    assert results[0]["step"] == results[1]["step"]  # each rank's first step
+    first, second = summary["results"]
+    assert first["csv"] == str(result.primary.csv_path)
+    assert Path(second["csv"]).name.endswith(f"_rank1_step{second['step']}.csv")
+    # the same dump hard-linked: cell for cell the same compare
+    a, b = read_result_csv(first["csv"]), read_result_csv(second["csv"])
+    assert [r.cells(False) for r in a.rows] == [r.cells(False) for r in b.rows]
+    assert first["failed"] == second["failed"] == len(result.primary.tally.failing)
+    assert first["first_failed_op"] == CONV2
+    only = run_ok(shell, "vc --rank 1")
+    assert [r["rank"] for r in only.summary.results] == ["1"]
+    assert "ranks: 0, 1" in run_fail(shell, "vc --rank 9").error
+
+
+def test_vc_step_all_compares_every_step(tiny_demo):
+    root, _ = tiny_demo
+    rank, new_step = _add(root, "step")
+    shell = open_shell(root)
+    default = run_ok(shell, "vc")
+    assert len(default.summary.results) == 1  # each rank's first step
+    every = run_ok(shell, "vc --step all")
+    assert [r["step"] for r in every.summary.results][-1] == new_step
+    assert len(every.summary.results) == 2

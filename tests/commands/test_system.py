@@ -48,7 +48,10 @@ def test_help_lists_every_registered_command(shell):
     assert {"ls", "ni", "pt", "cp", "dc", "run", "help"} <= registered
     assert set(names) == registered | {"exit"} and names == sorted(names)
     by_name = {e.name: e for e in result.entries}
-    assert by_name["ni"].usage == "ni [-n] NAME [-g GRAPH] [-r RUN] [-a] [-s DEPTH]"
+    assert (
+        by_name["ni"].usage
+        == "ni [-n] NAME [-g GRAPH] [-r RUN] [-a] [-s DEPTH] [--rank R] [--step S]"
+    )
     assert by_name["help"].aliases == ("?",)
     assert by_name["exit"].aliases == ("quit",)
     assert all(e.summary for e in result.entries), "every command has a one-line summary"

@@ -206,10 +206,13 @@ def test_dc_view_lists_each_file_and_the_notes(demo):
 def test_help_views(demo):
     _, _, shell = demo
     index = render(run_ok(shell, "help"))
-    assert _grid_row(index, "ni")[1] == "ni [-n] NAME [-g GRAPH] [-r RUN] [-a] [-s DEPTH]"
+    assert (
+        _grid_row(index, "ni")[1]
+        == "ni [-n] NAME [-g GRAPH] [-r RUN] [-a] [-s DEPTH] [--rank R] [--step S]"
+    )
     assert index.splitlines()[-1] == "help CMD shows every flag of CMD."
     one = render(run_ok(shell, "help ni")).splitlines()
-    assert one[0] == "usage: ni [-n] NAME [-g GRAPH] [-r RUN] [-a] [-s DEPTH]"
+    assert one[0] == "usage: ni [-n] NAME [-g GRAPH] [-r RUN] [-a] [-s DEPTH] [--rank R] [--step S]"
     assert one[1] == ""
     assert sum(ln.startswith("usage:") for ln in one) == 1  # argparse's own usage is dropped
     assert any(ln.strip().startswith("-a, --attrs") for ln in one)

@@ -14,6 +14,7 @@ from collections.abc import Generator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from precision_shell.compare.pipeline.engine import choose_backend, default_workers, run_tasks
 from precision_shell.compare.pipeline.plan import ComparePlan
@@ -139,6 +140,8 @@ class VectorCompareResult:
     primary: CompareRun
     secondary: CompareRun | None = None
     notes: list[str] = field(default_factory=list)
+    # the other (rank, step) compares of a run with several dump dirs, in order
+    slices: list[tuple[Any, CompareRun]] = field(default_factory=list)
 
     @property
     def summary_path(self) -> Path:

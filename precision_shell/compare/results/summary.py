@@ -191,6 +191,8 @@ class RunSummary:
     primary: CompareRecord
     device_compare: CompareRecord | None = None
     diagnosis: DiagnosisRecord | None = None  # None: no diagnosis ran on this compare
+    # one entry per (rank, step) compare: rank, step, graph, csv, rows, failed, first_failed_op
+    results: list[dict[str, Any]] = field(default_factory=list)
     created: str = field(
         default_factory=lambda: _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     )
@@ -207,6 +209,7 @@ class RunSummary:
             "thresholds": self.rule.to_json(),
             **self.primary.to_json(),
         }
+        payload["results"] = self.results
         if self.device_compare is not None:
             payload["device_compare"] = self.device_compare.to_json()
         if self.diagnosis is not None:
@@ -227,6 +230,7 @@ class RunSummary:
             primary=CompareRecord.from_json(payload),
             device_compare=CompareRecord.from_json(device) if isinstance(device, dict) else None,
             diagnosis=diagnosis,
+            results=_dicts(payload.get("results")),
             created=_str(payload.get("created")),
             path=path,
         )
