@@ -103,13 +103,16 @@ class DumpIndex:
             total += len(state["rows"])
         self._total = total
         self.warnings: list[str] = [w for state in states for w in state["warnings"]]
-        # before the merge, which reads refs to order files of one op across dirs
         self._refs: dict[int, DumpFileRef] = {}
         self._by_file_name: dict[str, int] | None = None
-        if len(states) == 1:
-            self._by_op: dict[str, list[int]] = states[0]["by_op"]
-        else:
-            self._by_op = self._merge_by_op()
+        # Merged on first use: a run's index of every rank and step is mostly only counted.
+        self._merged: dict[str, list[int]] | None = states[0]["by_op"] if len(states) == 1 else None
+
+    @property
+    def _by_op(self) -> dict[str, list[int]]:
+        if self._merged is None:
+            self._merged = self._merge_by_op()
+        return self._merged
 
     def _merge_by_op(self) -> dict[str, list[int]]:
         merged: dict[str, list[int]] = defaultdict(list)
@@ -118,8 +121,14 @@ class DumpIndex:
                 merged[op].extend(offset + j for j in ids)
         for ids in merged.values():
             if len(ids) > 1:
-                ids.sort(key=lambda i: (self._row(i)[5], self.file(i).path))
+                ids.sort(key=self._age_key)
         return dict(merged)
+
+    def _age_key(self, i: int) -> tuple[int, str]:
+        """Oldest first, then by path: no ref built just to sort."""
+        state, j = self._locate(i)
+        row = state["rows"][j]
+        return (row[5], os.path.join(state["dir"], row[0]))
 
     def _locate(self, i: int) -> tuple[dict, int]:
         s = bisect.bisect_right(self._offsets, i) - 1
