@@ -31,6 +31,7 @@ from precision_shell.formats.dump_names import sanitize_dump_name
 from precision_shell.formats.fusion_result import FusionPass, read_fusion_result
 from precision_shell.formats.ge.graph import load_ge_graph
 from precision_shell.formats.npu_dump import DumpHeader, read_dump_header, read_tensor
+from precision_shell.workspace.dump_checks import dump_dir_warnings, number_order
 from precision_shell.workspace.dump_index import (
     DIR_RECORD_VERSION,
     DumpFileRef,
@@ -42,6 +43,7 @@ from precision_shell.workspace.index_cache import IndexCache, dir_fingerprint, f
 from precision_shell.workspace.layout import (
     DeviceRun,
     DirStamp,
+    GraphDumpDir,
     WorkspaceLayout,
     discover,
     leaf_dirs,
@@ -51,11 +53,6 @@ from precision_shell.workspace.pieces import Freshness, Piece, PieceStore, failu
 from precision_shell.workspace.tensor_stats import StatsCache, TensorStats
 
 _HEADER_CACHE_SIZE = 4096
-
-
-def number_order(name: str) -> tuple[int, int, str]:
-    """Rank and step dir names in numeric order (`2` before `10`), odd names last."""
-    return (0, int(name), name) if name.isdigit() else (1, 0, name)
 
 
 @dataclass(frozen=True)
@@ -151,6 +148,8 @@ class WorkspaceSummary:
     overflow_files: int
     fusion_passes: int
     warnings: int
+    # run -> rank -> its steps, numeric order (runs with no dump dir left out)
+    rank_steps: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -286,6 +285,9 @@ class Workspace:
             overflow_files=len(self.overflow_files()),
             fusion_passes=len(self.fusion),
             warnings=len(self.warnings),
+            rank_steps={
+                r.name: {rank: r.steps(rank) for rank in r.ranks()} for r in self.runs if r.slices
+            },
         )
 
     def overflow_files(self) -> list[DumpFileRef]:
@@ -394,10 +396,12 @@ def _index_run(run: DeviceRun, pieces: PieceStore, warnings: list[str]) -> RunIn
         elif graph is not None:
             graphs.append(graph)
     by_slice: dict[tuple[str, str], list[tuple[str, dict]]] = {}
+    scanned: list[tuple[GraphDumpDir, dict]] = []
     for d in run.graph_dump_dirs:
         state = _dump_dir_piece(pieces, d.path, warnings)
         if state is not None:
             by_slice.setdefault((d.device_id, d.step), []).append((d.graph_name, state))
+            scanned.append((d, state))
     slices = [
         DumpSlice(rank, step, tuple(g for g, _ in found), DumpIndex([s for _, s in found]))
         for (rank, step), found in sorted(
@@ -407,6 +411,7 @@ def _index_run(run: DeviceRun, pieces: PieceStore, warnings: list[str]) -> RunIn
     all_states = [s for found in by_slice.values() for _, s in found]
     all_dumps = DumpIndex(all_states)
     warnings.extend(all_dumps.warnings)
+    warnings.extend(dump_dir_warnings(scanned, graphs))
     dumps = slices[0].dumps if slices else DumpIndex([])
     for graph in graphs:
         warnings.extend(f"{graph.source}: duplicate op name {n!r}" for n in graph.duplicates)
