@@ -9,8 +9,10 @@ from precision_shell.compare import runner as compare_runner
 from precision_shell.compare.metrics.cells import METRIC_ALIASES, METRIC_COLUMNS, metric_column
 from precision_shell.compare.pipeline.execute import VectorCompareResult
 from precision_shell.compare.pipeline.worker import CompareOptions
+from precision_shell.compare.rank_divergence import ACROSS_CHOICES, RankDivergenceResult
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.runner import CompareRequest
+from precision_shell.progress import ProgressSink
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
 
@@ -70,8 +72,16 @@ def parse_algorithms(text: str | None) -> tuple[str, ...] | None:
 @argument("-j", "--jobs", type=int, metavar="N", help="worker threads (default: one per core)")
 @argument("--rank", metavar="R|all", help="ranks (<device_id> dump dirs) to compare (default: all)")
 @argument("--step", metavar="S|all", help="steps to compare (default: each rank's first step)")
-def vc_command(ctx: ShellContext, args: argparse.Namespace) -> VectorCompareResult:
-    """vc [-lt LEFT -rt RIGHT] [-g GRAPH] [--rank R|all] [--step S|all] [--max N] [--alg LIST] [-o OUTDIR]
+@argument(
+    "--across",
+    choices=ACROSS_CHOICES,
+    help="ranks: every rank's dump against the lowest rank's at one step (--step S, default "
+    "its first); the summary's rank_divergence says where each differing rank leaves it",
+)
+def vc_command(
+    ctx: ShellContext, args: argparse.Namespace
+) -> VectorCompareResult | RankDivergenceResult:
+    """vc [-lt LEFT -rt RIGHT] [-g GRAPH] [--rank R|all] [--step S|all] [--across ranks] [--max N] [--alg LIST] [-o OUTDIR]
 
     Whole-network compare of every dumped tensor; writes result_<ts>.csv and summary.json.
     """
@@ -96,7 +106,12 @@ def vc_command(ctx: ShellContext, args: argparse.Namespace) -> VectorCompareResu
         backend=args.backend or str(ctx.settings.get("parallelism.backend")),
         rank=args.rank,
         step=args.step,
+        across=args.across,
     )
-    return compare_runner.run(
-        ctx.workspace, request, lambda title: ctx.progress(title, "files", "tensors")
-    )
+
+    def progress(title: str) -> ProgressSink:
+        return ctx.progress(title, "files", "tensors")
+
+    if args.across == "ranks":
+        return compare_runner.run_across_ranks(ctx.workspace, request, progress)
+    return compare_runner.run(ctx.workspace, request, progress)

@@ -21,6 +21,12 @@ from precision_shell.compare.pipeline.execute import (
 )
 from precision_shell.compare.pipeline.plan import ComparePlan, benchmark_plan, device_plan
 from precision_shell.compare.pipeline.worker import CompareOptions
+from precision_shell.compare.rank_divergence import (
+    RankDivergenceResult,
+    RankPair,
+    divergence_of,
+    rank_pair_plans,
+)
 from precision_shell.compare.results.summary import SUMMARY_NAME, RunSummary
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
@@ -47,6 +53,7 @@ class CompareRequest:
     backend: str = "auto"
     rank: str | None = None  # a rank (`<device_id>` dir), or None / "all": every rank
     step: str | None = None  # a step dir, "all", or None: each rank's first step
+    across: str | None = None  # "ranks": every rank against the lowest rank (run_across_ranks)
 
 
 ProgressFor = Callable[[str], ProgressSink]
@@ -95,6 +102,52 @@ def run(
     )
     summary.write(out_dir / SUMMARY_NAME)
     return VectorCompareResult(out_dir, summary, first, second, slices=done[1:])
+
+
+def run_across_ranks(
+    ws: Workspace, request: CompareRequest, progress: ProgressFor | None = None
+) -> RankDivergenceResult:
+    """`vc --across ranks`: each rank of the run against its lowest rank at one step (device
+    vs device, ops matched by name), one CSV per rank pair
+    (`result_<ts>_rank<R>_vs_rank<L>_step<S>.csv`), listed in the summary's `results` with
+    `against`; `rank_divergence` lists the ranks that leave the reference and where."""
+    if request.left or request.right:
+        raise PrecisionError("vc: --across ranks compares the ranks of a run; drop -lt/-rt")
+    run = ws.run(request.run)
+    graph = _optional_graph(run, request.graph)
+    warnings: list[str] = []
+    pairs = rank_pair_plans(run, request.step, graph, warnings, request.rank)
+    ws.warnings.extend(warnings)
+    if request.max_files is not None:
+        for pair in pairs:
+            pair.plan.tasks = pair.plan.tasks[: request.max_files]
+    out_dir, stamp = _output_dir(ws, request.output)
+    sink = progress or (lambda title: ProgressSink())
+    done: list[tuple[RankPair, CompareRun]] = []
+    for pair in pairs:
+        if done and done[-1][1].interrupted:
+            break
+        name = f"result_{stamp}_rank{pair.rank}_vs_rank{pair.against}_step{pair.step}.csv"
+        title = f"vc rank {pair.rank} vs rank {pair.against}"
+        done.append((pair, _execute(pair.plan, out_dir / name, request, sink(title))))
+    divergence = [d for pair, compare in done if (d := divergence_of(pair, compare)) is not None]
+    results = []
+    for pair, compare in done:
+        entry = _slice_result(None, compare)
+        entry.update(rank=pair.rank, step=pair.step, against=pair.against, graph=pair.plan.graph)
+        results.append(entry)
+    summary = RunSummary(
+        workspace=str(ws.root),
+        rule=request.rule,
+        primary=done[0][1].record(),
+        results=results,
+        rank_divergence=[d.to_json() for d in divergence],
+    )
+    summary.write(out_dir / SUMMARY_NAME)
+    first = pairs[0]
+    return RankDivergenceResult(
+        out_dir, summary, run.name, first.against, first.step, done, divergence, warnings
+    )
 
 
 def _slice_result(where: DumpSlice | None, run: CompareRun) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from precision_shell.render import (  # noqa: F401
     compare_views,
     diagnosis_views,
+    divergence_views,
     graph_views,
     harvest_views,
     report_views,

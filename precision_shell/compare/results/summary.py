@@ -193,6 +193,9 @@ class RunSummary:
     diagnosis: DiagnosisRecord | None = None  # None: no diagnosis ran on this compare
     # one entry per (rank, step) compare: rank, step, graph, csv, rows, failed, first_failed_op
     results: list[dict[str, Any]] = field(default_factory=list)
+    # `vc --across ranks`: per rank that leaves the reference rank, its first failing output
+    # {rank, step, first_op, index, cosine, max_abs_error}; None (not written) for other compares
+    rank_divergence: list[dict[str, Any]] | None = None
     created: str = field(
         default_factory=lambda: _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     )
@@ -210,6 +213,8 @@ class RunSummary:
             **self.primary.to_json(),
         }
         payload["results"] = self.results
+        if self.rank_divergence is not None:
+            payload["rank_divergence"] = self.rank_divergence
         if self.device_compare is not None:
             payload["device_compare"] = self.device_compare.to_json()
         if self.diagnosis is not None:
@@ -231,6 +236,9 @@ class RunSummary:
             device_compare=CompareRecord.from_json(device) if isinstance(device, dict) else None,
             diagnosis=diagnosis,
             results=_dicts(payload.get("results")),
+            rank_divergence=_dicts(payload["rank_divergence"])
+            if "rank_divergence" in payload
+            else None,
             created=_str(payload.get("created")),
             path=path,
         )

@@ -1,0 +1,170 @@
+"""`vc --across ranks`: every rank of a run against its lowest rank at one step. Ranks are
+hard-linked copies of the tiny demo's rank 0 (so they agree), except where a test writes a
+changed dump file for one op on one rank; `rank_divergence` must name that rank and op."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from precision_shell.compare.rank_divergence import rank_list_text
+from precision_shell.compare.results.schema import read_result_csv
+from precision_shell.compare.results.summary import read_summary
+from precision_shell.formats.npu_dump import read_dump_header, read_tensor
+from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
+from precision_shell.render.output import Renderer
+from tests.commands.shell_fixture import CONV2, dump_path, open_shell, run_fail, run_ok
+
+
+def _link_copy(src: Path, dst: Path) -> None:
+    dst.mkdir(parents=True)
+    for f in src.iterdir():
+        if f.is_file():
+            os.link(f, dst / f.name)
+
+
+def _add_ranks(root: Path, manifest, ranks: list[str]) -> tuple[Path, Path]:
+    """Hard-linked copies of rank 0's step dir as more ranks; returns (rank 0 dir, step dir)."""
+    step_dir = dump_path(root, manifest, CONV2).parent
+    device = step_dir.parents[2]  # .../<ts>/<device_id>/<graph>/<model_id>/<step>
+    for rank in ranks:
+        _link_copy(step_dir, device.parent / rank / step_dir.relative_to(device))
+    return device, step_dir
+
+
+def _spec(header, meta, array: np.ndarray) -> TensorSpec:
+    return TensorSpec(
+        array,
+        dtype=meta.dtype,
+        format=meta.format,
+        original_shape=meta.original_shape or None,
+        original_op=meta.original_op if meta.kind == "output" else None,
+        original_format=meta.original_format if meta.kind == "output" else None,
+    )
+
+
+def _negate_outputs(path: Path) -> np.ndarray:
+    """Rewrite a (hard-linked) dump file with its outputs negated; returns output 0 as was."""
+    header = read_dump_header(str(path))
+    inputs = [
+        _spec(header, m, np.array(read_tensor(header, "input", m.index))) for m in header.inputs
+    ]
+    originals = [np.array(read_tensor(header, "output", m.index)) for m in header.outputs]
+    outputs = [_spec(header, m, -a) for m, a in zip(header.outputs, originals, strict=True)]
+    path.unlink()  # a hard link: write a file of its own, not into rank 0's
+    write_dump(path, header.op_name, inputs, outputs, dump_time=header.dump_time)
+    return originals[0]
+
+
+@pytest.fixture
+def three_ranks(tiny_demo):
+    """Ranks 0, 1, 2; rank 2's CONV2 dump has its outputs negated."""
+    root, manifest = tiny_demo
+    device, step_dir = _add_ranks(root, manifest, ["1", "2"])
+    rank2_file = device.parent / "2" / dump_path(root, manifest, CONV2).relative_to(device)
+    original = _negate_outputs(rank2_file)
+    return root, step_dir.name, original
+
+
+def test_rank_divergence_names_the_rank_and_the_op_where_it_leaves(three_ranks):
+    root, step, original = three_ranks
+    result = run_ok(open_shell(root), "vc --across ranks")
+    summary = json.loads(result.summary_path.read_text(encoding="utf-8"))
+    (diverged,) = summary["rank_divergence"]  # rank 1 agrees: not listed
+    assert diverged["rank"] == "2" and diverged["step"] == step
+    assert diverged["first_op"] == CONV2
+    assert diverged["cosine"] == pytest.approx(-1.0, abs=1e-6)
+    # |x - (-x)| = 2|x|, on the values as read (float32 at least)
+    assert diverged["max_abs_error"] == pytest.approx(
+        float(np.max(np.abs(2 * original.astype(np.float64)))), rel=1e-3
+    )
+    assert [(r["rank"], r["against"], r["step"]) for r in summary["results"]] == [
+        ("1", "0", step),
+        ("2", "0", step),
+    ]
+    names = [Path(r["csv"]).name for r in summary["results"]]
+    assert names[0].endswith(f"_rank1_vs_rank0_step{step}.csv")
+    assert names[1].endswith(f"_rank2_vs_rank0_step{step}.csv")
+    rank1, rank2 = (read_result_csv(r["csv"]) for r in summary["results"])
+    # the demo's fp16 overflow: the same inf on every rank fails the rule (NaN cosine), but
+    # the bytes are the same, so rank 1 does not leave rank 0 there
+    assert summary["results"][0]["first_failed_op"] == "l2_loss/Sum"
+    cosines = [r.metrics["CosineSimilarity"] for r in rank1.rows if r.compared]
+    finite = [c for c in cosines if np.isfinite(c)]
+    assert len(finite) > 30 and all(c == pytest.approx(1.0) for c in finite)
+    # the index of the divergence is the row's index in rank 2's CSV
+    first = next(r for r in rank2.rows if r.op_name == CONV2 and r.kind == "output")
+    assert diverged["index"] == first.index
+    assert [d.rank for d in result.divergence] == ["2"] and result.agreeing == ["1"]
+    assert read_summary(result.summary_path).rank_divergence == summary["rank_divergence"]
+
+
+def test_view_shows_the_table_and_the_ranks_that_agree(three_ranks):
+    root, step, _ = three_ranks
+    result = run_ok(open_shell(root), "vc --across ranks")
+    console = Console(record=True, width=200, color_system=None, highlight=False)
+    Renderer(console, console).result(result)
+    text = console.export_text()
+    assert f"step {step}, ranks 1, 2 against rank 0" in text
+    row = next(line for line in text.splitlines() if CONV2 in line)
+    assert row.split()[0] == "2" and "-1" in row.split()
+    assert "rank 1 agrees with rank 0" in text
+
+
+def test_agreeing_ranks_list_no_divergence(tiny_demo):
+    root, manifest = tiny_demo
+    _add_ranks(root, manifest, ["1", "2", "3"])
+    result = run_ok(open_shell(root), "vc --across ranks --rank all")
+    assert result.summary.rank_divergence == []
+    assert result.agreeing == ["1", "2", "3"]
+    assert json.loads(result.summary_path.read_text())["rank_divergence"] == []
+    # a plain vc writes no rank_divergence
+    plain = run_ok(open_shell(root), "vc")
+    assert "rank_divergence" not in json.loads(plain.summary_path.read_text())
+    assert plain.summary.rank_divergence is None
+
+
+def test_one_rank_and_a_rank_without_the_step(tiny_demo):
+    root, manifest = tiny_demo
+    shell = open_shell(root)
+    assert "needs two ranks" in run_fail(shell, "vc --across ranks").error
+    device, step_dir = _add_ranks(root, manifest, ["1", "2"])
+    new_step = str(int(step_dir.name) + 1)
+    for rank in ("0", "1"):  # rank 2 has no second step
+        rank_step = device.parent / rank / step_dir.relative_to(device)
+        _link_copy(rank_step, rank_step.parent / new_step)
+    shell = open_shell(root)
+    result = run_ok(shell, f"vc --across ranks --step {new_step}")
+    assert [pair.rank for pair, _ in result.compares] == ["1"]
+    assert result.warnings == [f"debug_0 rank 2 has no step {new_step}; not compared"]
+    assert [r["step"] for r in result.summary.results] == [new_step]
+    only = run_ok(shell, "vc --across ranks --rank 2")
+    assert [r["rank"] for r in only.summary.results] == ["2"]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("vc --across ranks --step all", "give --step S"),
+        ("vc --across ranks --step 7", "steps: "),
+        ("vc --across ranks --rank 0", "reference rank"),
+        ("vc --across ranks --rank 9", "ranks: 0, 1"),
+        ("vc --across ranks -lt debug_0 -rt debug_1", "drop -lt/-rt"),
+        ("vc --across cards", "--across"),
+    ],
+)
+def test_across_ranks_errors_are_one_line(tiny_demo, line, message):
+    root, manifest = tiny_demo
+    _add_ranks(root, manifest, ["1"])
+    assert message in run_fail(open_shell(root), line).error
+
+
+def test_rank_list_text_joins_consecutive_ranks():
+    assert rank_list_text(["1", "2", "3", "4", "5", "6", "7"]) == "1-7"
+    assert rank_list_text(["1", "3", "4", "5", "7"]) == "1, 3-5, 7"
+    assert rank_list_text(["1", "2"]) == "1, 2"
