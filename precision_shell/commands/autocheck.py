@@ -23,12 +23,16 @@ from precision_shell.compare.diagnosis.graph_checks import (
 from precision_shell.compare.diagnosis.root_cause import RootCause
 from precision_shell.compare.pipeline.execute import VectorCompareResult
 from precision_shell.compare.results.schema import ResultRow, ResultTable, read_result_csv
+from precision_shell.compare.results.slice_results import SliceResult, slice_results
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
+from precision_shell.explore.nonfinite_origin import NonfiniteOrigin, nonfinite_origin
 from precision_shell.explore.overflow_check import OverflowFinding, overflow_findings
 from precision_shell.report.writer import write_report
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import REGISTRY, UsageError, argument, command
-from precision_shell.workspace.graph_index import OpRecord
+from precision_shell.workspace.graph_index import GraphIndex, OpRecord
+from precision_shell.workspace.workspace import RunIndex
 
 
 @dataclass
@@ -40,6 +44,8 @@ class RootCausePanel:
     rows: list[ResultRow]  # its input and output compare rows
     findings: list[Finding]
     next_commands: list[str]
+    where: str | None = None  # "rank 3 step 0" when several ranks/steps were diagnosed
+    cards: str | None = None  # one card only, or every card (the other ranks of that step)
 
 
 @dataclass
@@ -47,6 +53,7 @@ class AutoCheck:
     """What `ac` checked and found; each section says "nothing found" when empty."""
 
     fusion: list[PassUse] = field(default_factory=list)
+    nonfinite: list[NonfiniteOrigin] = field(default_factory=list)  # one per device run
     overflows: list[OverflowFinding] = field(default_factory=list)
     overflow_total: int = 0
     overflow_errors: list[str] = field(default_factory=list)
@@ -68,10 +75,16 @@ class AutoCheck:
         return self.compare.error_message if self.compare is not None else None
 
 
-def _next_commands(ctx: ShellContext, cause: RootCause, rows: list[ResultRow]) -> list[str]:
-    commands = [f"ni {_quote(cause.op)} -s 2"]
+def _next_commands(
+    ctx: ShellContext, cause: RootCause, rows: list[ResultRow], entry: SliceResult | None
+) -> list[str]:
     ws = ctx.workspace
-    refs = ws.dump_files(ws.run(), cause.op)
+    where = f" --rank {entry.rank} --step {entry.step}" if entry is not None else ""
+    commands = [f"ni {_quote(cause.op)} -s 2{where}"]
+    if entry is not None:
+        refs = ws.dump_files(ws.run(), cause.op, entry.rank, entry.step)
+    else:
+        refs = ws.dump_files(ws.run(), cause.op)
     benchmark = None
     graph = ws.run().dump_graph()
     rec = graph.get(cause.op) if graph else None
@@ -88,8 +101,16 @@ def _quote(name: str) -> str:
     return f'"{name}"' if any(c.isspace() for c in name) else name
 
 
-def _static_checks(ctx: ShellContext, check: AutoCheck, limit: int) -> None:
+def _static_checks(
+    ctx: ShellContext, check: AutoCheck, limit: int, rank: str | None, step: str | None
+) -> None:
     ws = ctx.workspace
+    for n, run in enumerate(ws.runs):
+        try:
+            check.nonfinite.append(nonfinite_origin(ws, run, rank, step))
+        except PrecisionError:
+            if not n:
+                raise  # an unknown rank or step of the run compared is the user's error
     graph = ws.run().dump_graph() if ws.runs else None
     check.fusion = fusion_uses(ws.fusion, graph)
     findings, check.overflow_errors = overflow_findings(ws)
@@ -105,22 +126,109 @@ def _static_checks(ctx: ShellContext, check: AutoCheck, limit: int) -> None:
             check.run_diffs = run_differences(lg, rg)
 
 
-def _diagnose(ctx: ShellContext, check: AutoCheck, table: ResultTable) -> None:
-    """Diagnose a complete device-vs-benchmark compare and record it in its summary."""
+def _slice_graph(run: RunIndex, entry: SliceResult | None) -> GraphIndex | None:
+    """The graph a (rank, step) compare was matched with (by its graph dir names)."""
+    if entry is not None:
+        for name in entry.graph.split(","):
+            graph = run.graph_named(name) if name else None
+            if graph is not None:
+                return graph
+    return run.dump_graph()
+
+
+def _slice_tables(
+    check: AutoCheck, primary: ResultTable
+) -> list[tuple[SliceResult | None, ResultTable]]:
+    """Every (rank, step) compare with its rows, in (step, rank) order; the primary alone
+    when the run compared one dump dir."""
+    assert check.compare is not None
+    entries = slice_results(check.compare.summary)
+    if len(entries) <= 1:
+        return [(entries[0] if entries else None, primary)]
+    tables: list[tuple[SliceResult | None, ResultTable]] = []
+    for entry in entries:
+        path = Path(entry.csv)
+        table = primary if path.name == primary.path.name else read_result_csv(path)
+        tables.append((entry, table))
+    return tables
+
+
+def card_scope(
+    rule: ThresholdRule,
+    op: str,
+    entry: SliceResult,
+    tables: list[tuple[SliceResult | None, ResultTable]],
+) -> str | None:
+    """Whether `op` fails on the other cards of the same step: one card's fault or all's."""
+    failing: list[str] = []
+    passing: list[str] = []
+    unseen: list[str] = []
+    for other, table in tables:
+        if other is None or other.step != entry.step or other.rank == entry.rank:
+            continue
+        outputs = [r for r in table.rows if r.op_name == op and r.kind == "output" and r.compared]
+        if not outputs:
+            unseen.append(other.rank)
+        elif any(rule.fails(r) for r in outputs):
+            failing.append(other.rank)
+        else:
+            passing.append(other.rank)
+    others = len(failing) + len(passing) + len(unseen)
+    if not others:
+        return None
+    unseen_text = f"; not compared on rank {', '.join(unseen)}" if unseen else ""
+    if not failing and passing:
+        return (
+            f"rank {entry.rank} only: the other {len(passing)} cards match the benchmark here: "
+            f"suspect that card or its input data{unseen_text}"
+        )
+    if failing and not passing:
+        return (
+            f"on every card: all {len(failing) + 1} cards fail here at step {entry.step}: "
+            f"suspect the op, not one card{unseen_text}"
+        )
+    if failing:
+        ranks = ", ".join([entry.rank, *failing])
+        return (
+            f"ranks {ranks} fail here; the other {len(passing)} cards match the benchmark: "
+            f"suspect those cards or their input data{unseen_text}"
+        )
+    return f"rank {entry.rank}: not compared on the other cards{unseen_text}"
+
+
+def _diagnose(ctx: ShellContext, check: AutoCheck, primary: ResultTable, limit: int) -> None:
+    """Diagnose every (rank, step) compare in (step, rank) order; the first with a root
+    cause is recorded in the summary, its rank and step beside the root causes."""
     compare = check.compare
     assert compare is not None
     if compare.primary.plan_mode != "benchmark":
         check.diagnosis_skipped = "no benchmark: the root cause needs device vs benchmark"
         return
-    graph = ctx.workspace.run().dump_graph()
-    if graph is None:
+    run = ctx.workspace.run()
+    hits = [OverflowHit(f.op, f.texts) for f in check.overflows]
+    tables = _slice_tables(check, primary)
+    chosen: tuple[SliceResult | None, ResultTable, GraphIndex, Diagnosis] | None = None
+    for entry, table in tables:
+        graph = _slice_graph(run, entry)
+        if graph is None:
+            continue
+        diagnosis = diagnose(graph, table.rows, compare.rule, hits)
+        if chosen is None or (diagnosis.causes and not chosen[3].causes):
+            chosen = (entry, table, graph, diagnosis)
+        if diagnosis.causes:
+            break
+    if chosen is None:
         check.diagnosis_skipped = "no parsed graph to walk"
         return
-    hits = [OverflowHit(f.op, f.texts) for f in check.overflows]
-    diagnosis = diagnose(graph, table.rows, compare.rule, hits)
-    compare.summary.diagnosis = diagnosis.record()
+    entry, table, graph, diagnosis = chosen
+    record = diagnosis.record()
+    if entry is not None and len(run.slices) > 1:  # a run of one dump dir keeps the old keys
+        for cause_json in record.root_causes:
+            cause_json["rank"], cause_json["step"] = entry.rank, entry.step
+    compare.summary.diagnosis = record
     compare.summary.write(compare.summary_path)
     check.diagnosis = diagnosis
+    check.summary = summary_of(ctx, table, None, [], limit, compare.summary)
     if diagnosis.causes:
         cause = diagnosis.causes[0]
         rows = [r for r in table.rows if r.op_name == cause.op]
@@ -128,8 +236,17 @@ def _diagnose(ctx: ShellContext, check: AutoCheck, table: ResultTable) -> None:
         readings = diagnosis.findings_for(cause.op) + [
             f for f in diagnosis.findings if f.detection == ACCUMULATED_DRIFT and f.op != cause.op
         ]
+        several = len(tables) > 1 and entry is not None
         check.root_cause = RootCausePanel(
-            cause, graph.get(cause.op), rows, readings, _next_commands(ctx, cause, rows)
+            cause,
+            graph.get(cause.op),
+            rows,
+            readings,
+            _next_commands(ctx, cause, rows, entry if several else None),
+            where=entry.label if several and entry is not None else None,
+            cards=card_scope(compare.rule, cause.op, entry, tables)
+            if several and entry is not None
+            else None,
         )
 
 
@@ -141,19 +258,35 @@ def _diagnose(ctx: ShellContext, check: AutoCheck, table: ResultTable) -> None:
     "-l", "--limit", type=int, default=3, help="overflow ops / failing ops to show (default 3)"
 )
 @argument("--report", action="store_true", help="write the HTML report at the end (implies -c)")
+@argument(
+    "--rank",
+    metavar="R|all",
+    help="ranks to check (as vc: every rank by default; NaN/inf origin: every rank)",
+)
+@argument(
+    "--step",
+    metavar="S|all",
+    help="steps to check (as vc: each rank's first step; NaN/inf origin: every step)",
+)
 def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck:
-    """ac [-c] [-l N] [--report]
+    """ac [-c] [-l N] [--report] [--rank R|all] [--step S|all]
 
-    Auto check: fusion, overflow (first first), casts; with -c compare, advisor and root cause.
+    Auto check: fusion, overflow (first first), casts, first NaN/inf by rank and step;
+    with -c compare, advisor and the root cause (its first step, then rank).
     """
     if args.limit < 0:
         raise UsageError("ac: -l must not be negative")
     check = AutoCheck()
-    _static_checks(ctx, check, args.limit)
+    _static_checks(ctx, check, args.limit, args.rank, args.step)
     if args.compare or args.report:
+        vc_args = ["--overflow"]
+        if args.rank is not None:
+            vc_args += ["--rank", args.rank]
+        if args.step is not None:
+            vc_args += ["--step", args.step]
         try:
             # through vc's own parser, so every vc default applies
-            check.compare = vc_command(ctx, REGISTRY.lookup("vc").parse(["--overflow"]))
+            check.compare = vc_command(ctx, REGISTRY.lookup("vc").parse(vc_args))
         except PrecisionError as exc:
             check.compare_error = str(exc)
             return check
@@ -163,10 +296,11 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck:
             return check
         table = read_result_csv(check.compare.primary.csv_path)
         check.summary = summary_of(ctx, table, None, [], args.limit or 0, check.compare.summary)
-        _diagnose(ctx, check, table)  # the CSV just read, not read again
+        _diagnose(ctx, check, table, args.limit or 0)  # the CSV just read, not read again
         if args.report:
+            shown = check.summary.path if check.summary is not None else None
             written = write_report(
-                ctx.workspace, check.compare.rule, check.compare.primary.csv_path
+                ctx.workspace, check.compare.rule, shown or check.compare.primary.csv_path
             )
             check.report_path = written.path
     return check

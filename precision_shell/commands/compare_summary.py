@@ -14,6 +14,13 @@ from precision_shell.compare.results.schema import (
     find_result_csv,
     read_result_csv,
 )
+from precision_shell.compare.results.slice_results import (
+    RankStepTable,
+    entry_for_csv,
+    rank_step_table,
+    slice_csv,
+    slice_results,
+)
 from precision_shell.compare.results.summary import RunSummary, summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
@@ -52,6 +59,9 @@ class CompareSummary:
     root_cause: str | None = None
     diagnosed: bool = False
     plot: list[OpCosine] | None = None  # `--plot`: worst output cosine per op
+    ranks: RankStepTable | None = None  # several (rank, step) compared: each one's verdict
+    slice_label: str | None = None  # "rank 1 step 0": the compare the op table is of
+    root_cause_slice: str | None = None  # where the diagnosis found its root cause
 
     @property
     def cosine_threshold(self) -> float | None:
@@ -143,16 +153,20 @@ def summarize(table: ResultTable, rule: ThresholdRule, limit: int | None) -> Com
     action="store_true",
     help="also plot the worst output cosine per op, with the threshold and the root cause",
 )
+@argument("--rank", metavar="R", help="the op table of this rank's compare (default: the primary)")
+@argument("--step", metavar="S", help="the op table of this step's compare (default: the primary)")
 def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary:
-    """vcs [-f FILE_OR_DIR] [-c COS] [-l LIMIT] [--metric NAME:THRESHOLD ...] [--plot]
+    """vcs [-f FILE_OR_DIR] [-c COS] [-l LIMIT] [--metric NAME:THRESHOLD ...] [--plot] [--rank R] [--step S]
 
-    Ops whose outputs fall below the thresholds, in execution order, inputs vs outputs.
+    Ops whose outputs fall below the thresholds, in execution order, inputs vs outputs;
+    with several ranks/steps compared, also each one's failing outputs and first failing op.
     """
     if args.limit < 0:
         raise UsageError("vcs: -l must not be negative")
     target = args.file if args.file else ctx.workspace.output_dir("vector_compare")
-    table = read_result_csv(find_result_csv(Path(target)))
-    summary = _summary_of(table.path)
+    csv_path = find_result_csv(Path(target))
+    summary = _summary_of(csv_path)
+    table = read_result_csv(slice_csv(summary, csv_path, args.rank, args.step, "vcs"))
     result = summary_of(ctx, table, args.cosine, args.metric, args.limit, summary)
     if args.plot:
         result.plot = op_cosines(table.rows, result.rule)
@@ -190,5 +204,26 @@ def summary_of(
     if summary is not None:
         result.partial = summary.primary.partial_text
         result.diagnosed = summary.diagnosis is not None
-        result.root_cause = summary.diagnosis.root_cause if summary.diagnosis else None
+        result.ranks = rank_step_table(summary, table.path)
+        shown = entry_for_csv(slice_results(summary), table.path)
+        if result.ranks is not None and shown is not None:
+            result.slice_label = shown.label
+        cause = (
+            summary.diagnosis.root_causes[0]
+            if summary.diagnosis and summary.diagnosis.root_causes
+            else None
+        )
+        where = diagnosed_slice(cause)
+        if where is not None and shown is not None and where != (shown.rank, shown.step):
+            # the root cause belongs to another (rank, step): not to this op table
+            result.root_cause_slice = f"rank {where[0]} step {where[1]}"
+        else:
+            result.root_cause = summary.diagnosis.root_cause if summary.diagnosis else None
     return result
+
+
+def diagnosed_slice(cause: dict | None) -> tuple[str, str] | None:
+    """The (rank, step) a recorded root cause was found in (`ac -c` over several ranks)."""
+    if not cause or cause.get("rank") is None or cause.get("step") is None:
+        return None
+    return str(cause["rank"]), str(cause["step"])

@@ -10,6 +10,7 @@ from rich.text import Text
 from precision_shell.commands.compare_summary import CompareSummary
 from precision_shell.compare.pipeline.execute import CompareRun, VectorCompareResult
 from precision_shell.compare.results.schema import ResultRow
+from precision_shell.compare.results.slice_results import RankStepTable
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.render.columns import number_column, path_text, text_column
 from precision_shell.render.output import renders
@@ -110,8 +111,47 @@ def _metric_cells(row: ResultRow, metrics: list[str], rule: ThresholdRule) -> li
     return cells
 
 
+def rank_step_grid(ranks: RankStepTable) -> Table:
+    """Rank per row, step per column: failing outputs and the first failing op."""
+    table = Table(
+        title="failing outputs per rank and step (first failing op)",
+        title_justify="left",
+        show_edge=False,
+        pad_edge=False,
+    )
+    text_column(table, "rank")
+    for step in ranks.steps:
+        text_column(table, f"step {step}")
+    for rank in ranks.ranks:
+        cells: list[Text] = []
+        for step in ranks.steps:
+            entry = ranks.cell(rank, step)
+            if entry is None:
+                cells.append(Text("-", style="dim"))
+                continue
+            mark = "*" if ranks.shown == (rank, step) else ""
+            if entry.failed:
+                cell = Text(f"{mark}{entry.failed} ({entry.first_failed_op})", style="red")
+            else:
+                cell = Text(f"{mark}0", style="green")
+            if entry.partial:
+                cell.append(" partial", style="yellow")
+            cells.append(cell)
+        table.add_row(Text(rank), *cells)
+    return table
+
+
 @renders(CompareSummary)
 def render_compare_summary(console: Console, result: CompareSummary) -> None:
+    if result.ranks is not None:
+        console.print(rank_step_grid(result.ranks))
+        console.print(
+            Text(
+                f"* the op table below: {result.slice_label or 'the primary compare'}"
+                " (vcs --rank R --step S shows another)"
+            ),
+            style="dim",
+        )
     console.print(
         Text(
             f"{result.path}: {result.failing_total} of {result.compared_ops} ops fail "
@@ -126,6 +166,8 @@ def render_compare_summary(console: Console, result: CompareSummary) -> None:
     console.print(Text(counts), style="dim")
     if result.partial:
         console.print(Text(f"{result.partial}: the compare was interrupted"), style="yellow")
+    if result.root_cause_slice:
+        console.print(Text(f"root cause: found in {result.root_cause_slice}"), style="dim")
     for verdict in result.ops:
         table = Table(show_edge=False, pad_edge=False)
         text_column(table, "tensor")

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from precision_shell.commands.autocheck import AutoCheck, RootCausePanel
+from precision_shell.explore.nonfinite_origin import NonfiniteOrigin
 from precision_shell.render.compare_views import render_compare_summary, render_vector_compare
 from precision_shell.render.graph_views import tensor_table
 from precision_shell.render.output import renders
@@ -46,6 +47,41 @@ def _fusion(console: Console, check: AutoCheck) -> None:
             Text(ops or "-"),
         )
     _panel(console, "Fusion passes", table)
+
+
+def nonfinite_line(origin: NonfiniteOrigin, several_runs: bool) -> Text:
+    """`first NaN/inf: rank R step S op X (output k)`, or that there is none."""
+    prefix = f"{origin.run}: " if several_runs else ""
+    hit = origin.first
+    if hit is None:
+        return Text(f"{prefix}no NaN/inf in any device output", style="green")
+    counts = ", ".join(
+        p for p in (f"{hit.nan} NaN" if hit.nan else "", f"{hit.inf} inf" if hit.inf else "") if p
+    )
+    line = Text(prefix)
+    line.append(
+        f"first NaN/inf: rank {hit.rank} step {hit.step} op {hit.op} (output {hit.output})",
+        style="red",
+    )
+    line.append(f"  {counts}; {hit.file}", style="dim")
+    if origin.also:
+        others = ", ".join(f"rank {h.rank} ({h.op})" for h in origin.also)
+        line.append(f"\nsame step, also: {others}", style="yellow")
+    return line
+
+
+def _nonfinite(console: Console, check: AutoCheck) -> None:
+    if not check.nonfinite:
+        return
+    several = len(check.nonfinite) > 1
+    parts: list[RenderableType] = [nonfinite_line(o, several) for o in check.nonfinite]
+    read = sum(o.files_read for o in check.nonfinite)
+    slices = sum(o.slices_read for o in check.nonfinite)
+    parts.append(Text(f"{read} dump files read over {slices} rank/step dirs", style="dim"))
+    for origin in check.nonfinite:
+        for err in origin.errors[:5]:
+            parts.append(Text(err, style="yellow"))
+    console.print(Panel(Group(*parts), title="NaN/inf origin (device outputs)", title_align="left"))
 
 
 def _overflow(console: Console, check: AutoCheck) -> None:
@@ -126,6 +162,10 @@ def render_root_cause(console: Console, panel: RootCausePanel) -> None:
     head.add_column(style="bold")
     head.add_column()
     head.add_row("op", Text(c.op))
+    if panel.where is not None:
+        head.add_row("where", Text(f"{panel.where} (the first step, then rank, with a root cause)"))
+    if panel.cards is not None:
+        head.add_row("cards", Text(panel.cards, style="bold yellow"))
     head.add_row("type", c.type)
     head.add_row("index", str(c.index) if c.index is not None else "-")
     if panel.record is not None:
@@ -164,6 +204,7 @@ def render_root_cause(console: Console, panel: RootCausePanel) -> None:
 def render_autocheck(console: Console, check: AutoCheck) -> None:
     _fusion(console, check)
     _overflow(console, check)
+    _nonfinite(console, check)
     _casts(console, check)
     _run_diffs(console, check)
     if check.compare is None:

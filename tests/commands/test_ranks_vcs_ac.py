@@ -1,0 +1,182 @@
+"""`vcs`, `ac` and `ac -c` over several ranks and steps: the rank x step table, `--rank/--step`
+picking a compare's CSV, the first (step, rank) with a root cause recorded in summary.json,
+whether the fault is on one card or all, and where NaN/inf first appears (no benchmark)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from precision_shell.demo.builder import build_demo
+from precision_shell.demo.spec import WRONG_CONSTANT, DemoSpec, Fault
+from precision_shell.formats.npu_dump import read_dump_header, read_tensor
+from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
+from tests.commands.shell_fixture import CONV1, CONV2, open_shell, run_fail, run_ok
+from tests.commands.test_second_dump_dir import _add, _link_copy, _step_dir
+
+ONE_FAULT = DemoSpec(size="tiny", faults=(Fault(WRONG_CONSTANT, "bn2/FusedBatchNormV3", 0.5),))
+HEALTHY = DemoSpec(size="tiny", faults=(), second_run=False)
+
+
+@pytest.fixture(scope="module")
+def one_fault_pristine(tmp_path_factory):
+    """debug_0 has a wrong constant in conv2; debug_1 runs without it."""
+    root = tmp_path_factory.mktemp("one_fault")
+    build_demo(root, ONE_FAULT)
+    return root
+
+
+@pytest.fixture(scope="module")
+def healthy_pristine(tmp_path_factory):
+    root = tmp_path_factory.mktemp("healthy")
+    build_demo(root, HEALTHY)
+    return root
+
+
+def _copy(src: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    shutil.copytree(src, root, symlinks=True)
+    return root
+
+
+def _healthy_rank0_faulty_rank1(root: Path) -> None:
+    """debug_0's faulty dump becomes rank 1; rank 0 is debug_1's (healthy) dump."""
+    faulty = _step_dir(root)  # <ts>/0/<graph>/<model>/<step>
+    rank_dir = faulty.parents[2]
+    rank_dir.rename(rank_dir.parent / "1")
+    healthy = next(p for p in (root / "precision_data/npu/debug_1/dump").rglob("*") if p.is_file())
+    _link_copy(healthy.parent, rank_dir / faulty.relative_to(rank_dir))
+    shutil.rmtree(root / "precision_data/npu/debug_1")
+
+
+def test_vcs_shows_the_rank_step_table_and_picks_a_slice(tiny_demo):
+    root, _ = tiny_demo
+    _add(root, "device")
+    shell = open_shell(root)
+    compare = run_ok(shell, "vc")
+    summary = run_ok(shell, "vcs")
+    assert summary.ranks is not None
+    assert [(r.rank, r.step, r.failed, r.first_failed_op) for r in summary.ranks.results] == [
+        ("0", "0", len(compare.primary.tally.failing), CONV2),
+        ("1", "0", len(compare.primary.tally.failing), CONV2),
+    ]
+    assert summary.path == compare.primary.csv_path
+    assert summary.ranks.shown == ("0", "0")
+    other = run_ok(shell, "vcs --rank 1")
+    assert other.path.name.endswith("_rank1_step0.csv")
+    assert (other.slice_label, other.ranks.shown) == ("rank 1 step 0", ("1", "0"))
+    assert other.failing_total == summary.failing_total
+    assert run_ok(shell, "vcs --rank 1 --step 0").path == other.path
+    error = run_fail(shell, "vcs --rank 5").error
+    assert (
+        error == "vcs: rank 5 was not compared in this result; it has rank 0 step 0, rank 1 step 0"
+    )
+
+
+def test_vcs_on_one_dump_dir_has_no_rank_table(tiny_demo_shared):
+    root, _ = tiny_demo_shared
+    shell = open_shell(root)
+    run_ok(shell, "vc")
+    assert run_ok(shell, "vcs").ranks is None
+    error = run_fail(shell, "vcs --rank 1").error
+    assert error == "vcs: rank 1 was not compared in this result; it has rank 0 step 0"
+    assert run_ok(shell, "vcs --rank 0 --step 0").path == run_ok(shell, "vcs").path
+
+
+def test_ac_c_names_the_first_rank_with_a_root_cause_and_says_it_is_that_card_only(
+    one_fault_pristine, tmp_path
+):
+    root = _copy(one_fault_pristine, tmp_path)
+    _healthy_rank0_faulty_rank1(root)
+    shell = open_shell(root)
+    check = run_ok(shell, "ac -c")
+    panel = check.root_cause
+    assert panel is not None
+    assert panel.cause.op == CONV2
+    assert panel.where == "rank 1 step 0"
+    assert panel.cards == (
+        "rank 1 only: the other 1 cards match the benchmark here: "
+        "suspect that card or its input data"
+    )
+    assert panel.next_commands[0] == f"ni {CONV2} -s 2 --rank 1 --step 0"
+    saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
+    first = saved["diagnosis"]["root_causes"][0]
+    assert (first["op"], first["rank"], first["step"]) == (CONV2, "1", "0")
+    # the op table is the slice the root cause is in
+    assert check.summary.path.name.endswith("_rank1_step0.csv")
+    # vcs on the primary (rank 0) says where the root cause was found instead
+    plain = run_ok(shell, "vcs")
+    assert (plain.root_cause, plain.root_cause_slice) == (None, "rank 1 step 0")
+    assert run_ok(shell, "vcs --rank 1").root_cause == CONV2
+
+
+def test_ac_c_on_identical_cards_says_every_card(tiny_demo):
+    root, _ = tiny_demo
+    _add(root, "device")
+    shell = open_shell(root)
+    check = run_ok(shell, "ac -c")
+    assert check.root_cause is not None
+    assert check.root_cause.where == "rank 0 step 0"
+    assert check.root_cause.cards == (
+        "on every card: all 2 cards fail here at step 0: suspect the op, not one card"
+    )
+    saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
+    assert {k: saved["diagnosis"]["root_causes"][0][k] for k in ("rank", "step")} == {
+        "rank": "0",
+        "step": "0",
+    }
+    only = run_ok(shell, "ac -c --rank 1")
+    assert only.root_cause.where is None  # one slice compared: nothing to compare it with
+    assert [r["rank"] for r in only.compare.summary.results] == ["1"]
+    assert only.compare.summary.diagnosis.root_causes[0]["rank"] == "1"
+    assert "ranks: 0, 1" in run_fail(shell, "ac --rank 9").error
+
+
+def _poison(dump: Path, element: int) -> None:
+    """Rewrite a dump file (a hard link: unlinked first) with one NaN in output 0."""
+    header = read_dump_header(str(dump))
+    meta = header.outputs[0]
+    values = np.array(read_tensor(header, "output", 0))
+    values.reshape(-1)[element] = np.nan
+    os.unlink(dump)
+    spec = TensorSpec(
+        values,
+        dtype=meta.dtype,
+        format=meta.format,
+        original_shape=meta.original_shape,
+        original_op=meta.original_op,
+        original_format=meta.original_format,
+    )
+    write_dump(dump, header.op_name, outputs=[spec])
+
+
+def test_ac_finds_the_rank_step_and_op_where_nan_first_appears(healthy_pristine, tmp_path):
+    root = _copy(healthy_pristine, tmp_path)
+    shell = open_shell(root)
+    (clean,) = run_ok(shell, "ac").nonfinite
+    assert clean.first is None and clean.slices_read == 1 and not clean.errors
+    dumped = [p for p in _step_dir(root).iterdir() if p.name != "mapping.csv"]
+    assert clean.files_read == len(dumped)
+    _add(root, "device")  # rank 1
+    _add(root, "step")  # rank 0 step 1
+    step = _step_dir(root)
+    rank1 = step.parents[3] / "1" / step.relative_to(step.parents[3] / "0")
+    # rank 1 step 0: NaN in conv2 and, later in execution order, nothing else matters
+    _poison(next(rank1.glob("Conv2D.conv2_*")), 5)
+    # rank 0 step 1 (a later step) holds NaN earlier in the network: step order wins
+    _poison(next(step.parent.joinpath(str(int(step.name) + 1)).glob("Conv2D.conv1_*")), 0)
+    shell = open_shell(root)
+    (origin,) = run_ok(shell, "ac").nonfinite
+    hit = origin.first
+    assert hit is not None
+    assert (hit.rank, hit.step, hit.op, hit.output, hit.nan, hit.inf) == ("1", "0", CONV2, 0, 1, 0)
+    assert origin.also == []
+    assert origin.slices_read == 2  # step 0's two ranks; step 1 not needed
+    later = run_ok(shell, "ac --step 1").nonfinite[0].first
+    assert (later.rank, later.step, later.op) == ("0", "1", CONV1)
+    assert run_ok(shell, "ac --rank 0 --step 0").nonfinite[0].first is None
