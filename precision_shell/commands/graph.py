@@ -11,6 +11,7 @@ from precision_shell.commands.dump_slice_args import rank_step_arguments
 from precision_shell.errors import PrecisionError
 from precision_shell.explore.node_info import NodeInfo, collect_node_info
 from precision_shell.explore.user_paths import find_user_file
+from precision_shell.formats.dump_names import sanitize_dump_name
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
 from precision_shell.workspace.graph_index import GraphIndex, OpRecord
@@ -27,9 +28,11 @@ class OpListing:
 
 @dataclass(frozen=True)
 class TypeCounts:
-    """`ls` without filters: op-type counts per device run."""
+    """`ls` without filters: op-type counts per device run (of the ops dumped in one rank
+    and step when `dump_slice` says which)."""
 
     runs: dict[str, dict[str, int]]
+    dump_slice: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -72,6 +75,7 @@ def check_graph_filter(ws: Workspace, text: str | None) -> None:
 
 
 @command("ls")
+@rank_step_arguments
 @argument("-n", "--name", complete="op", help="op name substring (original TF names too)")
 @argument("-t", "--type", dest="op_type", metavar="TYPE", help="op type substring (e.g. Conv2D)")
 @argument(
@@ -80,12 +84,15 @@ def check_graph_filter(ws: Workspace, text: str | None) -> None:
 @argument("-k", "--kernel", help="kernel name substring")
 @argument("-g", "--graph", help="graph name substring")
 def ls_command(ctx: ShellContext, args: argparse.Namespace) -> OpListing | TypeCounts:
-    """ls [-n NAME] [-t TYPE] [-f PASS] [-k KERNEL] [-g GRAPH]
+    """ls [-n NAME] [-t TYPE] [-f PASS] [-k KERNEL] [-g GRAPH] [--rank R] [--step S]
 
     List device ops matching every filter; with no filter, op-type counts per device run.
+    With --rank or --step, only the ops with a dump file in that rank and step.
     """
     ws = ctx.workspace
     check_graph_filter(ws, args.graph)
+    dumped = _dumped_ops(ws.runs, args.rank, args.step)
+    runs = [run for run in ws.runs if dumped is None or run.name in dumped]
     filters = {
         k: v
         for k, v in (
@@ -97,17 +104,22 @@ def ls_command(ctx: ShellContext, args: argparse.Namespace) -> OpListing | TypeC
         )
         if v
     }
+    slice_filters = {k: v for k, v in (("rank", args.rank), ("step", args.step)) if v}
     if not filters:
         counts: dict[str, dict[str, int]] = {}
-        for run in ws.runs:
+        for run in runs:
             merged: dict[str, int] = {}
             for graph in run.graphs:
-                for op_type, n in graph.type_counts().items():
+                if dumped is None:
+                    type_counts = graph.type_counts()
+                else:
+                    type_counts = _type_counts(graph, dumped[run.name])
+                for op_type, n in type_counts.items():
                     merged[op_type] = merged.get(op_type, 0) + n
             counts[run.name] = dict(sorted(merged.items()))
-        return TypeCounts(counts)
+        return TypeCounts(counts, slice_filters)
     rows: list[tuple[str, OpRecord]] = []
-    for run in ws.runs:
+    for run in runs:
         for graph in run.graphs:
             found = graph.search(
                 name=args.name,
@@ -116,8 +128,38 @@ def ls_command(ctx: ShellContext, args: argparse.Namespace) -> OpListing | TypeC
                 kernel=args.kernel,
                 graph=args.graph,
             )
+            if dumped is not None:
+                found = [rec for rec in found if sanitize_dump_name(rec.name) in dumped[run.name]]
             rows.extend((run.name, rec) for rec in found)
-    return OpListing(filters, rows)
+    return OpListing({**filters, **slice_filters}, rows)
+
+
+def _dumped_ops(
+    runs: list[RunIndex], rank: str | None, step: str | None
+) -> dict[str, set[str]] | None:
+    """Per run, the (sanitized) names of the ops dumped in that rank and step; None when
+    neither is given. A run without that rank or step is left out; when no run has it,
+    the first run's error says which ranks and steps there are."""
+    if rank is None and step is None:
+        return None
+    dumped: dict[str, set[str]] = {}
+    first_error: PrecisionError | None = None
+    for run in runs:
+        try:
+            dumped[run.name] = set(run.slice(rank, step).dumps.op_names())
+        except PrecisionError as exc:
+            first_error = first_error or exc
+    if not dumped and first_error is not None:
+        raise first_error
+    return dumped
+
+
+def _type_counts(graph: GraphIndex, dumped: set[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for rec in graph.records():
+        if sanitize_dump_name(rec.name) in dumped:
+            counts[rec.type] = counts.get(rec.type, 0) + 1
+    return counts
 
 
 @command("ni")

@@ -40,12 +40,17 @@ def op_line(run: str | None, rec: OpRecord, name_filter: str | None = None) -> T
     return text
 
 
+_EXACT_FILTERS = ("rank", "step")  # `ls --rank/--step`: a dump dir, not a substring
+
+
 @renders(OpListing)
 def render_op_listing(console: Console, result: OpListing) -> None:
     runs = {run for run, _ in result.rows}
     for run, rec in result.rows:
         console.print(op_line(run if len(runs) > 1 else None, rec, result.filters.get("name")))
-    filters = ", ".join(f"{k}~{v!r}" for k, v in result.filters.items())
+    filters = ", ".join(
+        f"{k}={v}" if k in _EXACT_FILTERS else f"{k}~{v!r}" for k, v in result.filters.items()
+    )
     console.print(f"{len(result.rows)} op(s) match {filters}", style="dim", markup=False)
 
 
@@ -64,6 +69,9 @@ def render_type_counts(console: Console, result: TypeCounts) -> None:
         table.add_row(Text(op_type), *(str(result.runs[r].get(op_type, 0)) for r in runs))
     table.add_row("total", *(str(sum(result.runs[r].values())) for r in runs), style="bold")
     console.print(table)
+    if result.dump_slice:
+        where = " ".join(f"{k} {v}" for k, v in result.dump_slice.items())
+        console.print(f"ops with a dump file in {where}", style="dim", markup=False)
 
 
 def _fits(table: Table, width: int | None) -> bool:
