@@ -16,6 +16,7 @@ from precision_shell.compare.results.schema import (
 )
 from precision_shell.compare.results.slice_results import (
     RankStepTable,
+    diagnosed_slice,
     entry_for_csv,
     rank_step_table,
     slice_csv,
@@ -220,10 +221,3 @@ def summary_of(
         else:
             result.root_cause = summary.diagnosis.root_cause if summary.diagnosis else None
     return result
-
-
-def diagnosed_slice(cause: dict | None) -> tuple[str, str] | None:
-    """The (rank, step) a recorded root cause was found in (`ac -c` over several ranks)."""
-    if not cause or cause.get("rank") is None or cause.get("step") is None:
-        return None
-    return str(cause["rank"]), str(cause["step"])

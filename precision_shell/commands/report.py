@@ -9,6 +9,8 @@ import argparse
 from pathlib import Path
 
 from precision_shell.compare.results.schema import find_result_csv
+from precision_shell.compare.results.slice_results import slice_csv
+from precision_shell.compare.results.summary import summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.report.writer import DEFAULT_DEPTH, ReportWritten, write_report
 from precision_shell.shell.context import ShellContext
@@ -37,8 +39,10 @@ from precision_shell.shell.registry import UsageError, argument, command
     default=DEFAULT_DEPTH,
     help=f"hops around the root cause in its subgraph (default {DEFAULT_DEPTH})",
 )
+@argument("--rank", metavar="R", help="report this rank's compare (default: the primary)")
+@argument("--step", metavar="S", help="report this step's compare (default: the primary)")
 def report_command(ctx: ShellContext, args: argparse.Namespace) -> ReportWritten:
-    """report [-f RESULT_CSV_OR_DIR] [-o FILE] [-s DEPTH]
+    """report [-f RESULT_CSV_OR_DIR] [-o FILE] [-s DEPTH] [--rank R] [--step S]
 
     Self-contained HTML report: accuracy plot, results table, advisor, root cause, subgraph.
     """
@@ -46,5 +50,7 @@ def report_command(ctx: ShellContext, args: argparse.Namespace) -> ReportWritten
         raise UsageError("report: -s must not be negative")
     target = args.file if args.file else ctx.workspace.output_dir("vector_compare")
     csv_path = find_result_csv(Path(target))
+    if args.rank is not None or args.step is not None:
+        csv_path = slice_csv(summary_beside(csv_path), csv_path, args.rank, args.step, "report")
     rule = ThresholdRule.from_settings(ctx.settings)
     return write_report(ctx.workspace, rule, csv_path, args.output, args.depth)

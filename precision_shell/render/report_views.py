@@ -35,6 +35,14 @@ def render_report(console: Console, report: ReportWritten) -> None:
     else:
         facts += "diagnosis did not run (ac -c --report adds the root cause and the advisor)"
     console.print(Text(facts), style="dim")
+    if report.slice_label:
+        console.print(
+            Text(
+                f"{report.slice_label}; the page's table has all {report.ranks_compared} "
+                "rank/step compares (report --rank R --step S reports another)"
+            ),
+            style="dim",
+        )
     if report.partial:
         console.print(Text(f"{report.partial}: the compare was interrupted"), style="yellow")
     for note in report.notes:

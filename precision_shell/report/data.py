@@ -14,6 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from precision_shell.compare.results.schema import ResultRow, read_result_csv
+from precision_shell.compare.results.slice_results import (
+    RankStepTable,
+    diagnosed_slice,
+    entry_for_csv,
+    rank_step_table,
+    slice_results,
+)
 from precision_shell.compare.results.summary import RunSummary, summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import FormatError
@@ -39,6 +46,9 @@ class ReportData:
     root_causes: list[dict[str, Any]] = field(default_factory=list)
     advice: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    ranks: RankStepTable | None = None  # several (rank, step) compared: each one's verdict
+    slice_label: str | None = None  # "rank 1 step 0": the compare this page is of
+    root_cause_slice: str | None = None  # the root cause was found in another (rank, step)
 
     @property
     def root_cause(self) -> str | None:
@@ -84,7 +94,15 @@ def gather_report(csv_path: Path, fallback: ThresholdRule) -> ReportData:
     rule = summary.rule if summary is not None else fallback
     diagnosis = summary.diagnosis if summary is not None else None
     causes = diagnosis.root_causes if diagnosis is not None else []
-    root = diagnosis.root_cause if diagnosis is not None else None
+    shown = entry_for_csv(slice_results(summary), csv_path)
+    ranks = rank_step_table(summary, csv_path)
+    where = diagnosed_slice(causes[0] if causes else None)
+    elsewhere = None
+    if where is not None and shown is not None and where != (shown.rank, shown.step):
+        # the diagnosis belongs to another (rank, step) compare, not to these rows
+        elsewhere, causes = f"rank {where[0]} step {where[1]}", []
+    root = causes[0].get("op") if causes else None
+    root = root if isinstance(root, str) else None
     compared = sum(1 for r in table.rows if r.compared)
     constants = sum(1 for r in table.rows if r.constant_input)
     created = summary.created if summary is not None else ""
@@ -109,4 +127,7 @@ def gather_report(csv_path: Path, fallback: ThresholdRule) -> ReportData:
         root_causes=causes,
         advice=diagnosis.advice if diagnosis is not None else [],
         warnings=list(table.warnings),
+        ranks=ranks,
+        slice_label=shown.label if ranks is not None and shown is not None else None,
+        root_cause_slice=elsewhere,
     )

@@ -67,6 +67,8 @@ def _header(data: ReportData, generated: str) -> str:
         ("Failed rows", _e(f"{data.failed}" + (f" ({why})" if why else ""))),
         ("Thresholds", _e(data.rule.describe())),
     ]
+    if data.slice_label:
+        pairs.append(("Rank and step", _e(data.slice_label)))
     if data.partial:
         pairs.append(("Partial", f'<span class="bad">{_e(data.partial)}: interrupted</span>'))
     pairs += [
@@ -91,6 +93,11 @@ def _header(data: ReportData, generated: str) -> str:
 
 
 def _undiagnosed_text(data: ReportData) -> str:
+    if data.root_cause_slice:
+        return (
+            f"found in {data.root_cause_slice}, not in this compare "
+            "(report --rank R --step S reports that one)"
+        )
     if data.diagnosed:
         return "none: no op degrades the signal on its own"
     if data.partial:
@@ -291,13 +298,43 @@ def _warnings(data: ReportData) -> str:
     return f'<section id="warnings"><h2 style="color:{FAIL_COLOR}">CSV warnings</h2><ul>{items}</ul></section>'
 
 
+def _ranks(data: ReportData) -> str:
+    """Rank per row, step per column: failing outputs and the first failing op."""
+    ranks = data.ranks
+    if ranks is None:
+        return ""
+    head = "".join(f"<th>step {_e(s)}</th>" for s in ranks.steps)
+    rows = []
+    for rank in ranks.ranks:
+        cells = []
+        for step in ranks.steps:
+            entry = ranks.cell(rank, step)
+            if entry is None:
+                cells.append('<td class="muted">-</td>')
+                continue
+            shown = " (this page)" if ranks.shown == (rank, step) else ""
+            partial = " partial" if entry.partial else ""
+            if entry.failed:
+                text = f"{entry.failed} failing; first {entry.first_failed_op}{partial}{shown}"
+                cells.append(f'<td class="bad">{_e(text)}</td>')
+            else:
+                cells.append(f'<td class="good">{_e(f"0 failing{partial}{shown}")}</td>')
+        rows.append(f"<tr><td>rank {_e(rank)}</td>{''.join(cells)}</tr>")
+    return (
+        '<section id="ranks"><h2>Ranks and steps</h2><p class="muted">Failing outputs and the'
+        " first failing op of each (rank, step) compared; report --rank R --step S shows"
+        f" another.</p><table><thead><tr><th>rank</th>{head}</tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></section>"
+    )
+
+
 def report_html(data: ReportData, picture: SubgraphPicture | None, generated: str) -> str:
     """The whole page; `generated` is the time shown as when the report was written."""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>Accuracy report: {_e(data.csv_path.name)}</title><style>{STYLE}</style></head>"
-        f"<body>{_header(data, generated)}{_plot(data)}{_root_cause(data, picture)}"
+        f"<body>{_header(data, generated)}{_ranks(data)}{_plot(data)}{_root_cause(data, picture)}"
         f"{_advisor(data)}{_results(data)}{_warnings(data)}"
         f"<script>{SCRIPT}</script></body></html>\n"
     )

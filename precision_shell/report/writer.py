@@ -39,6 +39,8 @@ class ReportWritten:
     diagnosed: bool
     partial: str | None
     subgraph: str | None  # "svg" | "gv" | None (no root cause, or not in the graph)
+    slice_label: str | None = None  # "rank 1 step 0" when the run compared several
+    ranks_compared: int = 0  # (rank, step) compares in the page's rank x step table
     notes: list[str] = field(default_factory=list)
 
 
@@ -134,4 +136,6 @@ def write_report(
         partial=data.partial,
         subgraph=embedded,
         notes=notes,
+        slice_label=data.slice_label,
+        ranks_compared=len(data.ranks.results) if data.ranks is not None else 0,
     )

@@ -17,6 +17,7 @@ from precision_shell.demo.spec import WRONG_CONSTANT, DemoSpec, Fault
 from precision_shell.formats.npu_dump import read_dump_header, read_tensor
 from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
 from tests.commands.shell_fixture import CONV1, CONV2, open_shell, run_fail, run_ok
+from tests.commands.test_compare_views import render
 from tests.commands.test_second_dump_dir import _add, _link_copy, _step_dir
 
 ONE_FAULT = DemoSpec(size="tiny", faults=(Fault(WRONG_CONSTANT, "bn2/FusedBatchNormV3", 0.5),))
@@ -72,6 +73,12 @@ def test_vcs_shows_the_rank_step_table_and_picks_a_slice(tiny_demo):
     assert (other.slice_label, other.ranks.shown) == ("rank 1 step 0", ("1", "0"))
     assert other.failing_total == summary.failing_total
     assert run_ok(shell, "vcs --rank 1 --step 0").path == other.path
+    lines = render(other).splitlines()
+    assert lines[0].startswith("failing outputs per rank and step")
+    rows = [ln.split() for ln in lines if ln[:1] in ("0", "1")]
+    assert rows[:2] == [["0", "│", "10", f"({CONV2})"], ["1", "│", "*10", f"({CONV2})"]]
+    lines = [ln for ln in lines if ln.startswith("* ")]
+    assert lines[0].startswith("* the op table below: rank 1 step 0")
     error = run_fail(shell, "vcs --rank 5").error
     assert (
         error == "vcs: rank 5 was not compared in this result; it has rank 0 step 0, rank 1 step 0"
@@ -104,6 +111,10 @@ def test_ac_c_names_the_first_rank_with_a_root_cause_and_says_it_is_that_card_on
         "suspect that card or its input data"
     )
     assert panel.next_commands[0] == f"ni {CONV2} -s 2 --rank 1 --step 0"
+    text = render(check)
+    assert "where         rank 1 step 0 (the first step, then rank, with a root cause)" in text
+    assert "cards         rank 1 only: the other 1 cards match the benchmark here" in text
+    assert "no NaN/inf in any device output" in text
     saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
     first = saved["diagnosis"]["root_causes"][0]
     assert (first["op"], first["rank"], first["step"]) == (CONV2, "1", "0")
@@ -177,6 +188,47 @@ def test_ac_finds_the_rank_step_and_op_where_nan_first_appears(healthy_pristine,
     assert (hit.rank, hit.step, hit.op, hit.output, hit.nan, hit.inf) == ("1", "0", CONV2, 0, 1, 0)
     assert origin.also == []
     assert origin.slices_read == 2  # step 0's two ranks; step 1 not needed
+    assert f"first NaN/inf: rank 1 step 0 op {CONV2} (output 0)  1 NaN; Conv2D." in render(
+        run_ok(shell, "ac")
+    )
     later = run_ok(shell, "ac --step 1").nonfinite[0].first
     assert (later.rank, later.step, later.op) == ("0", "1", CONV1)
     assert run_ok(shell, "ac --rank 0 --step 0").nonfinite[0].first is None
+
+
+def test_report_has_the_rank_step_table_and_reports_the_slice_asked_for(
+    one_fault_pristine, tmp_path
+):
+    root = _copy(one_fault_pristine, tmp_path)
+    _healthy_rank0_faulty_rank1(root)
+    shell = open_shell(root)
+    check = run_ok(shell, "ac -c --report")
+    assert check.report_path is not None
+    page = check.report_path.read_text(encoding="utf-8")
+    assert '<section id="ranks"><h2>Ranks and steps</h2>' in page
+    assert '<td>rank 0</td><td class="good">0 failing</td>' in page
+    assert f'<td>rank 1</td><td class="bad">{check.summary.failing_total} failing' in page
+    assert f"first {CONV2} (this page)" in page
+    assert "<dt>Rank and step</dt><dd>rank 1 step 0</dd>" in page
+    primary = run_ok(shell, "report")
+    assert (primary.slice_label, primary.ranks_compared) == ("rank 0 step 0", 2)
+    assert primary.root_cause is None
+    text = primary.path.read_text(encoding="utf-8")
+    assert "found in rank 1 step 0, not in this compare" in text
+    faulty = run_ok(shell, "report --rank 1")
+    assert faulty.csv_path.name.endswith("_rank1_step0.csv")
+    assert (faulty.root_cause, faulty.slice_label) == (CONV2, "rank 1 step 0")
+    error = run_fail(shell, "report --step 7").error
+    assert (
+        error
+        == "report: step 7 was not compared in this result; it has rank 0 step 0, rank 1 step 0"
+    )
+
+
+def test_report_of_one_dump_dir_has_no_rank_section(tiny_demo_shared):
+    root, _ = tiny_demo_shared
+    shell = open_shell(root)
+    run_ok(shell, "vc")
+    written = run_ok(shell, "report")
+    assert written.slice_label is None and written.ranks_compared == 0
+    assert 'id="ranks"' not in written.path.read_text(encoding="utf-8")

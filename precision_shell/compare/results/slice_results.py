@@ -123,3 +123,10 @@ def slice_csv(
     if not path.is_file():
         raise PrecisionError(f"{command}: {path}: the CSV of {chosen.label} is missing")
     return path
+
+
+def diagnosed_slice(cause: dict[str, Any] | None) -> tuple[str, str] | None:
+    """The (rank, step) a recorded root cause was found in (`ac -c` over several ranks)."""
+    if not cause or cause.get("rank") is None or cause.get("step") is None:
+        return None
+    return str(cause["rank"]), str(cause["step"])
