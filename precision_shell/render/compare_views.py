@@ -113,8 +113,9 @@ def _metric_cells(row: ResultRow, metrics: list[str], rule: ThresholdRule) -> li
 
 def rank_step_grid(ranks: RankStepTable) -> Table:
     """Rank per row, step per column: failing outputs and the first failing op."""
+    versus = f" against rank {ranks.against}" if ranks.against is not None else ""
     table = Table(
-        title="failing outputs per rank and step (first failing op)",
+        title=f"failing outputs per rank{versus} and step (first failing op)",
         title_justify="left",
         show_edge=False,
         pad_edge=False,

@@ -24,6 +24,7 @@ class SliceResult:
     failed: int  # failing outputs
     first_failed_op: str | None
     partial: bool = False
+    against: str | None = None  # `vc --across ranks`: the reference rank, not the benchmark
 
     @classmethod
     def from_json(cls, entry: dict[str, Any]) -> SliceResult:
@@ -39,11 +40,13 @@ class SliceResult:
             failed=failed if isinstance(failed, int) else 0,
             first_failed_op=first if isinstance(first, str) else None,
             partial=bool(entry.get("partial", False)),
+            against=str(entry["against"]) if entry.get("against") is not None else None,
         )
 
     @property
     def label(self) -> str:
-        return f"rank {self.rank} step {self.step}"
+        versus = f" vs rank {self.against}" if self.against is not None else ""
+        return f"rank {self.rank}{versus} step {self.step}"
 
 
 @dataclass
@@ -60,6 +63,11 @@ class RankStepTable:
     @property
     def steps(self) -> list[str]:
         return sorted({r.step for r in self.results}, key=number_order)
+
+    @property
+    def against(self) -> str | None:
+        """The reference rank of a `vc --across ranks` result (None: against the benchmark)."""
+        return next((r.against for r in self.results if r.against is not None), None)
 
     def cell(self, rank: str, step: str) -> SliceResult | None:
         return next((r for r in self.results if r.rank == rank and r.step == step), None)
