@@ -7,6 +7,7 @@ import importlib.util
 from pathlib import Path
 
 from precision_shell.workspace.workspace import Workspace
+from tests.workspace.file_times import settle
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_index.py"
 
@@ -45,7 +46,16 @@ def test_multi_rank_workspace_has_every_rank_and_step(tmp_path, monkeypatch):
 
 def test_bench_multi_rank_times_a_cold_and_a_warm_open(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    cold, warm = _bench_module().bench_multi_rank(tmp_path, 20, 2, 2)
+    bench = _bench_module()
+    write = bench.write_multi_rank
+
+    def write_aged(root: Path, *args: int) -> int:
+        n = write(root, *args)
+        settle(root)  # files this fresh are not cached (racy mtimes): the warm open would miss
+        return n
+
+    monkeypatch.setattr(bench, "write_multi_rank", write_aged)
+    cold, warm = bench.bench_multi_rank(tmp_path, 20, 2, 2)
     assert cold > 0 and warm > 0
     assert capsys.readouterr().out.startswith(
         "generated 2 ranks x 2 steps x 20 ops (80 dump files)"
