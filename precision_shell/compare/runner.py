@@ -19,6 +19,7 @@ from precision_shell.compare.pipeline.execute import (
     execute_plan,
     result_dir,
 )
+from precision_shell.compare.pipeline.execute_many import execute_plans
 from precision_shell.compare.pipeline.plan import ComparePlan, benchmark_plan, device_plan
 from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.compare.rank_divergence import (
@@ -77,17 +78,13 @@ def run(
             secondary.tasks = secondary.tasks[: request.max_files]
     out_dir, stamp = _output_dir(ws, request.output)
     sink = progress or (lambda title: ProgressSink())
-    done: list[tuple[DumpSlice | None, CompareRun]] = []
-    for n, (where, plan) in enumerate(slices):
-        if done and done[-1][1].interrupted:
-            break
-        name = f"result_{stamp}.csv"
-        title = "vc"
-        if where is not None and len(slices) > 1:
-            title = f"vc rank {where.rank} step {where.step}"
-            if n:
-                name = f"result_{stamp}_rank{where.rank}_step{where.step}.csv"
-        done.append((where, _execute(plan, out_dir / name, request, sink(title))))
+    names = [f"result_{stamp}.csv"]
+    names += [f"result_{stamp}_rank{w.rank}_step{w.step}.csv" for w, _ in slices[1:] if w]
+    title = "vc" if len(slices) == 1 else f"vc: {len(slices)} ranks and steps"
+    runs = _execute_all(
+        [plan for _, plan in slices], [out_dir / n for n in names], request, sink(title)
+    )
+    done = list(zip([where for where, _ in slices], runs, strict=False))
     first = done[0][1]
     second = None
     if secondary is not None and not any(r.interrupted for _, r in done):
@@ -123,13 +120,12 @@ def run_across_ranks(
             pair.plan.tasks = pair.plan.tasks[: request.max_files]
     out_dir, stamp = _output_dir(ws, request.output)
     sink = progress or (lambda title: ProgressSink())
-    done: list[tuple[RankPair, CompareRun]] = []
-    for pair in pairs:
-        if done and done[-1][1].interrupted:
-            break
-        name = f"result_{stamp}_rank{pair.rank}_vs_rank{pair.against}_step{pair.step}.csv"
-        title = f"vc rank {pair.rank} vs rank {pair.against}"
-        done.append((pair, _execute(pair.plan, out_dir / name, request, sink(title))))
+    paths = [
+        out_dir / f"result_{stamp}_rank{p.rank}_vs_rank{p.against}_step{p.step}.csv" for p in pairs
+    ]
+    title = f"vc: {len(pairs)} ranks vs rank {pairs[0].against}"
+    runs = _execute_all([pair.plan for pair in pairs], paths, request, sink(title))
+    done: list[tuple[RankPair, CompareRun]] = list(zip(pairs, runs, strict=False))
     divergence = [d for pair, compare in done if (d := divergence_of(pair, compare)) is not None]
     results = []
     for pair, compare in done:
@@ -228,6 +224,28 @@ def _execute(
         progress,
         backend=request.backend,
     )
+
+
+def _execute_all(
+    plans: list[ComparePlan], csv_paths: list[Path], request: CompareRequest, progress: ProgressSink
+) -> list[CompareRun]:
+    """Every plan in one engine run (ranks are just more tasks); the compares Ctrl-C never
+    reached are dropped with their empty CSVs, so what is listed was (partly) compared."""
+    if len(plans) == 1:
+        return [_execute(plans[0], csv_paths[0], request, progress)]
+    runs = execute_plans(
+        plans,
+        csv_paths,
+        request.options,
+        request.rule,
+        request.workers,
+        progress,
+        backend=request.backend,
+    )
+    cut = next((n for n, r in enumerate(runs) if n and r.tasks and not r.files_done), len(runs))
+    for run in runs[cut:]:
+        run.csv_path.unlink(missing_ok=True)
+    return runs[:cut]
 
 
 def _output_dir(ws: Workspace, output: Path | None) -> tuple[Path, str]:

@@ -168,3 +168,38 @@ def test_rank_list_text_joins_consecutive_ranks():
     assert rank_list_text(["1", "2", "3", "4", "5", "6", "7"]) == "1-7"
     assert rank_list_text(["1", "3", "4", "5", "7"]) == "1, 3-5, 7"
     assert rank_list_text(["1", "2"]) == "1, 2"
+
+
+def _stop_after(monkeypatch, count: int) -> None:
+    from precision_shell.compare.pipeline import execute_many
+
+    real = execute_many.run_tasks
+
+    def stop(tasks, *args, **kwargs):
+        for n, result in enumerate(real(tasks, *args, **kwargs)):
+            if n == count:
+                raise KeyboardInterrupt
+            yield result
+
+    monkeypatch.setattr(execute_many, "run_tasks", stop)
+
+
+def test_ranks_run_as_one_engine_run_and_ctrl_c_keeps_what_was_compared(three_ranks, monkeypatch):
+    root, _, _ = three_ranks
+    whole = run_ok(open_shell(root), "vc --across ranks")
+    per_pair = [run.tasks for _, run in whole.compares]
+    assert per_pair == [14, 14]
+    _stop_after(monkeypatch, 14 + 6)  # inside rank 2's compare, after CONV2 (Index 4)
+    outcome = open_shell(root).execute("vc --across ranks")
+    assert outcome.error == "vc: interrupted (rank 2 partial); the rows written so far are kept"
+    results = outcome.result.summary.results
+    assert [(r["rank"], r["partial"]) for r in results] == [("1", False), ("2", True)]
+    assert read_result_csv(results[1]["csv"]).rows[-1].index == 5  # 6 files: Index 0-5
+    assert [d.first_op for d in outcome.result.divergence] == [CONV2]
+    _stop_after(monkeypatch, 5)  # inside rank 1's: rank 2 never started, its CSV is gone
+    outcome = open_shell(root).execute("vc --across ranks")
+    assert outcome.error == "vc: interrupted (rank 1 partial); the rows written so far are kept"
+    assert [r["rank"] for r in outcome.result.summary.results] == ["1"]
+    assert sorted(p.name for p in outcome.result.out_dir.glob("*.csv")) == [
+        Path(outcome.result.summary.results[0]["csv"]).name
+    ]
