@@ -50,92 +50,10 @@ from precision_shell.workspace.layout import (
 )
 from precision_shell.workspace.output_files import ensure_dir
 from precision_shell.workspace.pieces import Freshness, Piece, PieceStore, failure_text
+from precision_shell.workspace.run_index import DumpSlice, RunIndex
 from precision_shell.workspace.tensor_stats import StatsCache, TensorStats
 
 _HEADER_CACHE_SIZE = 4096
-
-
-@dataclass(frozen=True)
-class DumpSlice:
-    """The dump files of one (rank, step) of a run: `<device_id>/<graph>/<model>/<step>/`,
-    every graph of that rank and step together."""
-
-    rank: str
-    step: str
-    graph_names: tuple[str, ...]
-    dumps: DumpIndex
-
-
-@dataclass
-class RunIndex:
-    """One device run: its parsed graphs and the dump files of its newest dump dir, one
-    slice per (rank, step). `dumps` is the default slice (lowest rank, first step);
-    `all_dumps` every file of the run (to find a file by its name)."""
-
-    run: DeviceRun
-    graphs: list[GraphIndex]
-    dumps: DumpIndex
-    slices: list[DumpSlice] = field(default_factory=list)
-    all_dumps: DumpIndex | None = None
-
-    @property
-    def name(self) -> str:
-        return self.run.name
-
-    def ranks(self) -> list[str]:
-        return sorted({s.rank for s in self.slices}, key=number_order)
-
-    def steps(self, rank: str | None = None) -> list[str]:
-        """The steps of one rank (of every rank when None), in numeric order."""
-        found = {s.step for s in self.slices if rank is None or s.rank == rank}
-        return sorted(found, key=number_order)
-
-    def slice(self, rank: str | None = None, step: str | None = None) -> DumpSlice:
-        """The (rank, step) slice; the lowest rank and its first step by default. A rank or
-        step the run does not have is a PrecisionError listing the ones it has."""
-        if not self.slices:
-            raise PrecisionError(f"{self.run.root}: no dump dir in this run")
-        ranks = self.ranks()
-        rank = ranks[0] if rank is None else str(rank)
-        if rank not in ranks:
-            raise PrecisionError(f"{self.name}: no rank {rank}; ranks: {', '.join(ranks)}")
-        steps = self.steps(rank)
-        step = steps[0] if step is None else str(step)
-        if step not in steps:
-            raise PrecisionError(
-                f"{self.name}: rank {rank} has no step {step}; steps: {', '.join(steps)}"
-            )
-        return next(s for s in self.slices if s.rank == rank and s.step == step)
-
-    def file_by_name(self, file_name: str) -> DumpFileRef | None:
-        """A dump file of any rank and step, by its file name."""
-        return (self.all_dumps or self.dumps).by_file_name(file_name)
-
-    def dump_graph(self) -> GraphIndex | None:
-        """The graph the dump dir belongs to (by graph name), else the newest Build graph."""
-        dumped = {d.graph_name for d in self.run.graph_dump_dirs}
-        for graph in reversed(self.graphs):
-            if dumped.intersection(graph.graph_names):
-                return graph
-        return self.graphs[-1] if self.graphs else None
-
-    def graph_named(self, name: str) -> GraphIndex | None:
-        for graph in self.graphs:
-            if name in graph.graph_names:
-                return graph
-        return None
-
-    def find(self, op_name: str) -> tuple[GraphIndex, OpRecord] | None:
-        preferred = self.dump_graph()
-        ordered = [preferred] + [g for g in self.graphs if g is not preferred] if preferred else []
-        for graph in ordered:
-            rec = graph.get(op_name)
-            if rec is not None:
-                return graph, rec
-        return None
-
-    def op_count(self) -> int:
-        return sum(len(g) for g in self.graphs)
 
 
 @dataclass
