@@ -17,9 +17,9 @@ from precision_shell.compare.pipeline.execute import (
     CompareRun,
     VectorCompareResult,
     execute_plan,
+    execute_plans,
     result_dir,
 )
-from precision_shell.compare.pipeline.execute_many import execute_plans
 from precision_shell.compare.pipeline.plan import ComparePlan, benchmark_plan, device_plan
 from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.compare.rank_divergence import (

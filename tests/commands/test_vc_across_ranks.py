@@ -171,7 +171,7 @@ def test_rank_list_text_joins_consecutive_ranks():
 
 
 def _stop_after(monkeypatch, count: int) -> None:
-    from precision_shell.compare.pipeline import execute_many
+    from precision_shell.compare.pipeline import execute as execute_many
 
     real = execute_many.run_tasks
 

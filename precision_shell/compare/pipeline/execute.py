@@ -1,4 +1,5 @@
-"""One whole-network compare, end to end: plan -> engine -> CSV + summary.json.
+"""Compares run by the engine: each plan's rows stream into its own CSV (several plans, one
+per rank, step or rank pair, go through one worker pool: ranks are just more tasks).
 
 Rows are written as they complete, in execution order; Ctrl-C stops the engine, and what
 was written stays (the summary says the run was interrupted).
@@ -10,8 +11,8 @@ import datetime as _dt
 import os
 import threading
 import time
-from collections.abc import Generator
-from contextlib import closing
+from collections.abc import Generator, Sequence
+from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,44 +85,75 @@ def execute_plan(
 ) -> CompareRun:
     """Run the plan's tasks and stream their rows into a new `csv_path`, in execution order
     (a full disk removes the file and says so; Ctrl-C keeps the rows written)."""
+    (run,) = execute_plans([plan], [csv_path], options, rule, workers, progress, cancel, backend)
+    return run
+
+
+def execute_plans(
+    plans: Sequence[ComparePlan],
+    csv_paths: Sequence[Path],
+    options: CompareOptions,
+    rule: ThresholdRule,
+    workers: int = 0,
+    progress: ProgressSink | None = None,
+    cancel: threading.Event | None = None,
+    backend: str = "auto",
+) -> list[CompareRun]:
+    """Run every plan's tasks in one engine run, plan k's rows into `csv_paths[k]`.
+
+    A plan's `elapsed` is the time from the end of the plan before it to its last row, so the
+    plans' times add up to the whole run. Ctrl-C keeps the rows written; the plans it cut
+    short (and those it never reached: files_done 0) are `interrupted`."""
     progress = progress or ProgressSink()
-    total_bytes = sum(_size(t.device_file) for t in plan.tasks)
+    tasks = [task for plan in plans for task in plan.tasks]
+    owner = [k for k, plan in enumerate(plans) for _ in plan.tasks]
+    total_bytes = sum(_size(t.device_file) for t in tasks)
     backend = choose_backend(backend, default_workers(workers), total_bytes)
-    tally = CompareTally(rule)
-    run = CompareRun(
-        plan.mode,
-        plan.left,
-        plan.right,
-        csv_path,
-        len(plan.tasks),
-        tally,
-        skipped=plan.skipped,
-    )
+    runs = [
+        CompareRun(
+            plan.mode,
+            plan.left,
+            plan.right,
+            path,
+            len(plan.tasks),
+            CompareTally(rule),
+            skipped=plan.skipped,
+        )
+        for plan, path in zip(plans, csv_paths, strict=True)
+    ]
     cancel = cancel or threading.Event()
-    t0 = time.perf_counter()
-    with create_output_file(csv_path) as fh:
-        writer = ResultCsvWriter(fh, csv_path, options.overflow)
-        progress.start(len(plan.tasks), total_bytes)
-        results = run_tasks(plan.tasks, options, workers, cancel, backend=backend)
+    mark = time.perf_counter()
+    with ExitStack() as files:
+        writers = [
+            ResultCsvWriter(files.enter_context(create_output_file(path)), path, options.overflow)
+            for path in csv_paths
+        ]
+        progress.start(len(tasks), total_bytes)
+        results = run_tasks(tasks, options, workers, cancel, backend=backend)
         assert isinstance(results, Generator)  # run_tasks is a generator: closing() needs close()
         try:
-            # closing() stops the engine (and its threads) at once when the loop is left early
             with closing(results):
-                for result in results:
-                    writer.write(result.rows)
-                    tally.add(result.rows)
+                for position, result in enumerate(results):
+                    k = owner[position]
+                    run = runs[k]
+                    writers[k].write(result.rows)
+                    run.tally.add(result.rows)
                     run.bytes_read += result.bytes_read
                     run.files_done += 1
-                    # reported once written, so what the display counts is on disk
                     progress.advance(Tick(bytes=result.bytes_read, items=len(result.rows)))
+                    if run.files_done == run.tasks:
+                        now = time.perf_counter()
+                        run.elapsed, mark = now - mark, now
         except KeyboardInterrupt:
-            run.interrupted = True
+            pass
         finally:
             progress.stop()
-            run.elapsed = time.perf_counter() - t0
-    # a cancel event set from outside ends the engine early without an exception
-    run.interrupted = run.interrupted or run.files_done < len(plan.tasks)
-    return run
+            cut = next((run for run in runs if run.files_done < run.tasks), None)
+            if cut is not None:
+                cut.elapsed = time.perf_counter() - mark
+    for run in runs:
+        run.interrupted = run.files_done < run.tasks
+    return runs
 
 
 def _size(path: str) -> int:
