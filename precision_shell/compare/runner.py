@@ -20,8 +20,9 @@ from precision_shell.compare.pipeline.execute import (
     execute_plans,
     result_dir,
 )
-from precision_shell.compare.pipeline.plan import ComparePlan, benchmark_plan, device_plan
+from precision_shell.compare.pipeline.plan import ComparePlan
 from precision_shell.compare.pipeline.worker import CompareOptions
+from precision_shell.compare.plan_selection import optional_graph, plans_for, slice_plans
 from precision_shell.compare.rank_divergence import (
     RankDivergenceResult,
     RankPair,
@@ -32,10 +33,7 @@ from precision_shell.compare.results.summary import SUMMARY_NAME, RunSummary
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
 from precision_shell.progress import ProgressSink
-from precision_shell.workspace.dump_index import DumpIndex, scan_dump_dir
-from precision_shell.workspace.graph_index import GraphIndex
-from precision_shell.workspace.layout import leaf_dirs
-from precision_shell.workspace.workspace import DumpSlice, RunIndex, Workspace
+from precision_shell.workspace.workspace import DumpSlice, Workspace
 
 
 @dataclass(frozen=True)
@@ -69,8 +67,8 @@ def run(
     own CSV (the first, `result_<ts>.csv`, is the primary that vcs/report/ni read; the others
     `result_<ts>_rank<R>_step<S>.csv`), all listed in the summary's `results`.
     """
-    primary, secondary = _plans(ws, request)
-    slices = _slice_plans(ws, request, primary)
+    primary, secondary = plans_for(ws, request)
+    slices = slice_plans(ws, request, primary)
     if request.max_files is not None:
         for _, plan in slices:
             plan.tasks = plan.tasks[: request.max_files]
@@ -111,7 +109,7 @@ def run_across_ranks(
     if request.left or request.right:
         raise PrecisionError("vc: --across ranks compares the ranks of a run; drop -lt/-rt")
     run = ws.run(request.run)
-    graph = _optional_graph(run, request.graph)
+    graph = optional_graph(run, request.graph)
     warnings: list[str] = []
     pairs = rank_pair_plans(run, request.step, graph, warnings, request.rank)
     ws.warnings.extend(warnings)
@@ -159,57 +157,6 @@ def _slice_result(where: DumpSlice | None, run: CompareRun) -> dict[str, Any]:
         "first_failed_op": first,
         "partial": run.interrupted,
     }
-
-
-def _slice_plans(
-    ws: Workspace, request: CompareRequest, primary: ComparePlan
-) -> list[tuple[DumpSlice | None, ComparePlan]]:
-    """The plan of every selected (rank, step) of a device-vs-benchmark compare of the
-    workspace; just the primary plan for the other kinds of compare."""
-    if request.left or primary.mode != "benchmark":
-        if request.rank not in (None, "all") or request.step not in (None, "all"):
-            raise PrecisionError("vc: --rank/--step select dump dirs of the workspace's runs")
-        return [(None, primary)]
-    run = ws.run(request.run)
-    if len(run.slices) <= 1 and request.rank in (None, "all") and request.step in (None, "all"):
-        return [(run.slices[0] if run.slices else None, primary)]
-    chosen = _selected_slices(run, request.rank, request.step)
-    plans: list[tuple[DumpSlice | None, ComparePlan]] = []
-    for where in chosen:
-        graph = _slice_graph(ws, run, where, request.graph)
-        plan = benchmark_plan(ws, run, graph, dumps=where.dumps, left=str(run.run.root))
-        plan.left = f"{run.name} rank {where.rank} step {where.step}"
-        if plan.tasks:
-            plans.append((where, plan))
-        else:
-            ws.warnings.append(
-                f"{run.name} rank {where.rank} step {where.step}: no dump file belongs to an "
-                f"op of graph {graph.root_graph}; not compared"
-            )
-    if not plans:
-        raise PrecisionError(f"{run.name}: no selected rank and step has a dump of its graph")
-    return plans
-
-
-def _selected_slices(run: RunIndex, rank: str | None, step: str | None) -> list[DumpSlice]:
-    ranks = run.ranks() if rank in (None, "all") else [run.slice(rank).rank]
-    chosen: list[DumpSlice] = []
-    for r in ranks:
-        if step == "all":
-            chosen.extend(run.slice(r, s) for s in run.steps(r))
-        else:
-            chosen.append(run.slice(r, step))
-    return chosen
-
-
-def _slice_graph(ws: Workspace, run: RunIndex, where: DumpSlice, name: str | None) -> GraphIndex:
-    """The graph a slice's dump belongs to (by its graph dir names), else the run's."""
-    if name is None:
-        for graph_name in where.graph_names:
-            graph = run.graph_named(graph_name)
-            if graph is not None:
-                return graph
-    return _pick_graph(ws, name, run.name)
 
 
 def _execute(
@@ -271,121 +218,3 @@ def _output_dir(ws: Workspace, output: Path | None) -> tuple[Path, str]:
             f"{output}: already holds a summary.json; give an empty or new dir for -o"
         )
     return out, stamp
-
-
-def _dump_index_of(directory: Path) -> DumpIndex:
-    if not directory.is_dir():
-        raise PrecisionError(f"{directory}: no such directory")
-    index = DumpIndex([scan_dump_dir(d) for d in leaf_dirs(directory)])
-    if not len(index):
-        raise PrecisionError(f"{directory}: no dump files found (searched its sub-dirs too)")
-    return index
-
-
-def _holds_npy(directory: Path) -> bool:
-    return any(directory.glob("*.npy"))
-
-
-def _run_named(ws: Workspace, name: str) -> RunIndex | None:
-    """A device run given by name (`debug_1`), when `-lt`/`-rt` name one rather than a dir."""
-    if Path(name).is_dir() and not any(r.name == name for r in ws.runs):
-        return None
-    return next((r for r in ws.runs if r.name == name), None)
-
-
-def _side(ws: Workspace | None, text: str) -> tuple[Path, RunIndex | None]:
-    run = _run_named(ws, text) if ws is not None else None
-    if run is not None:
-        return run.run.root, run
-    return Path(text), None
-
-
-def _plans(ws: Workspace, request: CompareRequest) -> tuple[ComparePlan, ComparePlan | None]:
-    if bool(request.left) != bool(request.right):
-        raise PrecisionError("vc: give both -lt LEFT and -rt RIGHT, or neither")
-    if request.left and request.right:
-        (left, left_run), (right, right_run) = _side(ws, request.left), _side(ws, request.right)
-        if right_run is None and right.is_dir() and _holds_npy(right):
-            graph = _pick_graph(ws, request.graph, left_run.name if left_run else None)
-            dumps = left_run.dumps if left_run is not None else _dump_index_of(left)
-            plan = benchmark_plan(
-                ws,
-                left_run or ws.run(),
-                graph,
-                benchmark_dir=right,
-                dumps=dumps,
-                left=str(left),
-            )
-            return _nonempty(plan, graph), None
-        left_dumps = left_run.dumps if left_run is not None else _dump_index_of(left)
-        right_dumps = right_run.dumps if right_run is not None else _dump_index_of(right)
-        device_graph = _optional_graph(left_run, request.graph)
-        return (
-            device_plan(
-                left_dumps,
-                right_dumps,
-                left_run.name if left_run else str(left),
-                right_run.name if right_run else str(right),
-                device_graph,
-            ),
-            None,
-        )
-    run = ws.run(request.run)
-    if ws.benchmark is None:
-        others = [r for r in ws.runs if r is not run]
-        if others:  # no benchmark: the device runs against each other is what can be done
-            device_graph = _optional_graph(run, request.graph)
-            return (
-                device_plan(run.dumps, others[0].dumps, run.name, others[0].name, device_graph),
-                None,
-            )
-        raise PrecisionError(
-            f"{ws.root}: no benchmark dir tf/dump/ to compare against, and one device run only "
-            "(use -lt/-rt)"
-        )
-    graph = _pick_graph(ws, request.graph, run.name)
-    primary = _nonempty(benchmark_plan(ws, run, graph), graph)
-    secondary = None
-    others = [r for r in ws.runs if r is not run]
-    if others and request.run is None:
-        secondary = device_plan(run.dumps, others[0].dumps, run.name, others[0].name, graph)
-    return primary, secondary
-
-
-def _optional_graph(run: RunIndex | None, name: str | None) -> GraphIndex | None:
-    """Device vs device matches by file name; a graph, when there is one, adds op types."""
-    if run is None:
-        return None
-    if name:
-        return _graph_named(run, name)
-    return run.dump_graph()
-
-
-def _nonempty(plan: ComparePlan, graph: GraphIndex) -> ComparePlan:
-    """A plan with nothing to compare means the dump and the graph do not belong together."""
-    if not plan.tasks:
-        example = f", e.g. {plan.skipped[0]}" if plan.skipped else ""
-        raise PrecisionError(
-            f"{plan.left}: no dump file belongs to an op of graph {graph.root_graph} "
-            f"({graph.source}){example}; pick the graph with -g"
-        )
-    return plan
-
-
-def _graph_named(run: RunIndex, name: str) -> GraphIndex:
-    for candidate in run.graphs:
-        if any(name in g for g in candidate.graph_names):
-            return candidate
-    names = sorted({g for c in run.graphs for g in c.graph_names})
-    known = f"; graphs: {', '.join(names)}" if names else "; it has no parsed graph"
-    raise PrecisionError(f"vc: no graph named {name!r} in {run.name}{known}")
-
-
-def _pick_graph(ws: Workspace, name: str | None, run_name: str | None = None) -> GraphIndex:
-    run = ws.run(run_name)
-    if name:
-        return _graph_named(run, name)
-    graph = run.dump_graph()
-    if graph is None:
-        raise PrecisionError(f"{run.run.root}: no parsed Build graph to match the dump with")
-    return graph
