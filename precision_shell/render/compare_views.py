@@ -37,6 +37,15 @@ def _run_table(title: str, run: CompareRun) -> Table:
         table.add_row("not compared", Text(f"{t.constant_inputs} x constant input (no benchmark)"))
     for reason, count in t.failed_reasons.most_common():
         table.add_row("failed", Text(f"{count} x {reason}"))
+    if run.repeated:
+        op, n, name = run.repeated[0]
+        more = f" (+{len(run.repeated) - 1} more ops)" if len(run.repeated) > 1 else ""
+        table.add_row(
+            "dumped several times",
+            Text(
+                f"{len(run.repeated)} ops, the newest file compared: e.g. {op} x{n} -> {name}{more}"
+            ),
+        )
     if run.skipped:
         table.add_row("dump files not matched", Text(f"{len(run.skipped)}, e.g. {run.skipped[0]}"))
     return table

@@ -92,3 +92,19 @@ def test_vc_step_all_compares_every_step(tiny_demo):
     every = run_ok(shell, "vc --step all")
     assert [r["step"] for r in every.summary.results][-1] == new_step
     assert len(every.summary.results) == 2
+
+
+def test_an_op_dumped_several_times_in_a_step_says_which_file_is_compared(tiny_demo):
+    root, _ = tiny_demo
+    step = _step_dir(root)
+    original = next(p for p in step.iterdir() if ".conv2_Conv2Drelu2_Relu." in p.name)
+    # the same op run again in a loop: a later timestamp, same task
+    *head, ts = original.name.rsplit(".", 1)
+    later = step / f"{head[0]}.{int(ts) + 1000}"
+    os.link(original, later)
+    shell = open_shell(root)
+    result = run_ok(shell, "vc")
+    summary = json.loads(result.summary_path.read_text(encoding="utf-8"))
+    assert summary["repeated_dumps"] == [{"op": CONV2, "files": 2, "compared": later.name}]
+    info = run_ok(shell, f"ni {CONV2}").nodes[0]
+    assert info.dump_files == [original.name, later.name]  # oldest first

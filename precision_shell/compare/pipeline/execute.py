@@ -43,6 +43,7 @@ class CompareRun:
     interrupted: bool = False
     files_done: int = 0
     skipped: list[str] = field(default_factory=list)  # dump files the plan could not place
+    repeated: list[tuple[str, int, str]] = field(default_factory=list)  # see ComparePlan
 
     @property
     def mb_per_s(self) -> float:
@@ -61,6 +62,7 @@ class CompareRun:
             interrupted=self.interrupted,
             skipped=self.skipped,
             elapsed_s=self.elapsed,
+            repeated=self.repeated,
         )
 
 
@@ -118,6 +120,7 @@ def execute_plans(
             len(plan.tasks),
             CompareTally(rule),
             skipped=plan.skipped,
+            repeated=plan.repeated,
         )
         for plan, path in zip(plans, csv_paths, strict=True)
     ]

@@ -7,7 +7,7 @@ function of the task (`compare.worker.compare_file`), so any executor can run th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from precision_shell.compare.pipeline.fusion_groups import FusionGroup, fusion_groups
@@ -69,6 +69,20 @@ class ComparePlan:
     right: str
     graph: str | None
     skipped: list[str]  # ops with dump files but no graph op, etc.
+    # ops with several dump files in this dump dir (run in a loop): (op, files, the one
+    # compared: the newest)
+    repeated: list[tuple[str, int, str]] = field(default_factory=list)
+
+
+def repeated_dumps(dumps: DumpIndex, names: list[tuple[str, str]]) -> list[tuple[str, int, str]]:
+    """(op, number of dump files, the newest's name) of each op dumped more than once;
+    `names` are (op name, its name as dump files spell it)."""
+    found = []
+    for op, dump_name in names:
+        refs = dumps.for_op(dump_name)
+        if len(refs) > 1:
+            found.append((op, len(refs), refs[-1].file_name))
+    return found
 
 
 def _dumped_ops(
@@ -170,7 +184,8 @@ def benchmark_plan(
     benchmark_index = (
         scan_benchmark_dir(benchmark_dir) if benchmark_dir is not None else ws.benchmark
     )
-    pairs, skipped = _dumped_ops(graph, dumps if dumps is not None else run.dumps)
+    dump_index = dumps if dumps is not None else run.dumps
+    pairs, skipped = _dumped_ops(graph, dump_index)
     groups = fusion_groups(list(graph.records()))
     origins = _Origins(graph, groups)
     numbers: dict[int, int] = {}
@@ -209,7 +224,8 @@ def benchmark_plan(
         )
     left = left or str(run.run.dump_dir or run.run.root)
     right = str(benchmark_dir or ws.layout.benchmark_dir or "")
-    return ComparePlan(tasks, "benchmark", left, right, graph.root_graph, skipped)
+    repeated = repeated_dumps(dump_index, [(rec.name, ref.op_name) for rec, ref in pairs])
+    return ComparePlan(tasks, "benchmark", left, right, graph.root_graph, skipped, repeated)
 
 
 def device_plan(
@@ -247,5 +263,11 @@ def device_plan(
             row = MappingRow(real_name, rrefs[-1].path, benchmark_kind="dump")
         tasks.append(FileTask(seq, seq, real_name, lref.op_type, lref.path, (), (), row))
     return ComparePlan(
-        tasks, "device", left_name, right_name, graph.root_graph if graph else None, skipped
+        tasks,
+        "device",
+        left_name,
+        right_name,
+        graph.root_graph if graph else None,
+        skipped,
+        repeated_dumps(left, [(e[3], e[2]) for e in entries]),
     )

@@ -55,6 +55,8 @@ class CompareRecord:
     failing: list[dict[str, Any]] = field(default_factory=list)  # first 50 failing outputs
     skipped: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    # ops dumped several times in the step (run in a loop): the newest file is compared
+    repeated_dumps: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def from_tally(
@@ -70,6 +72,7 @@ class CompareRecord:
         interrupted: bool,
         skipped: list[str],
         elapsed_s: float,
+        repeated: list[tuple[str, int, str]] | None = None,
     ) -> CompareRecord:
         return cls(
             mode=mode,
@@ -89,6 +92,9 @@ class CompareRecord:
             failing=[row_json(r) for r in tally.failing[:50]],
             skipped=skipped[:50],
             elapsed_s=round(elapsed_s, 3),
+            repeated_dumps=[
+                {"op": op, "files": n, "compared": name} for op, n, name in (repeated or [])[:50]
+            ],
         )
 
     @property
@@ -119,6 +125,7 @@ class CompareRecord:
             "failing": self.failing,
             "skipped": self.skipped,
             "elapsed_s": self.elapsed_s,
+            "repeated_dumps": self.repeated_dumps,
         }
 
     @classmethod
@@ -144,6 +151,7 @@ class CompareRecord:
             if isinstance(by_reason, dict)
             else {},
             worst=_dicts(payload.get("worst")),
+            repeated_dumps=_dicts(payload.get("repeated_dumps")),
             failing=_dicts(payload.get("failing")),
             skipped=[s for s in payload.get("skipped") or [] if isinstance(s, str)],
             elapsed_s=float(payload.get("elapsed_s") or 0.0)
