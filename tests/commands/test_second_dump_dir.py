@@ -108,3 +108,22 @@ def test_an_op_dumped_several_times_in_a_step_says_which_file_is_compared(tiny_d
     assert summary["repeated_dumps"] == [{"op": CONV2, "files": 2, "compared": later.name}]
     info = run_ok(shell, f"ni {CONV2}").nodes[0]
     assert info.dump_files == [original.name, later.name]  # oldest first
+
+
+def test_one_rank_csv_equals_a_compare_of_that_step_dir_alone(tiny_demo, tmp_path):
+    root, _ = tiny_demo
+    rank, step = _add(root, "device")
+    shell = open_shell(root)
+    ranked = run_ok(shell, f"vc --rank {rank}")
+    step_dir = next(
+        p.parent
+        for p in (root / "precision_data" / "npu" / "debug_0" / "dump").rglob("*")
+        if p.is_file() and p.parent.name == step and p.parents[3].name == rank
+    )
+    alone = run_ok(
+        shell, f"vc -lt {step_dir} -rt {root / 'precision_data' / 'tf' / 'dump'} -o {tmp_path}"
+    )
+    a = read_result_csv(ranked.primary.csv_path)
+    b = read_result_csv(alone.primary.csv_path)
+    assert a.header == b.header
+    assert [r.cells(False) for r in a.rows] == [r.cells(False) for r in b.rows]
