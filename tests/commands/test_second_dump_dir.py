@@ -127,3 +127,13 @@ def test_one_rank_csv_equals_a_compare_of_that_step_dir_alone(tiny_demo, tmp_pat
     b = read_result_csv(alone.primary.csv_path)
     assert a.header == b.header
     assert [r.cells(False) for r in a.rows] == [r.cells(False) for r in b.rows]
+
+
+def test_an_older_dump_session_dir_is_named_in_a_warning(tiny_demo):
+    root, _ = tiny_demo
+    dump = root / "precision_data" / "npu" / "debug_0" / "dump"
+    (dump / "20200101000000").mkdir()
+    shell = open_shell(root)
+    ws = shell.context.workspace
+    assert any("20200101000000" in w and "not indexed" in w and str(dump) in w for w in ws.warnings)
+    assert run_ok(shell, "vc").primary.tally.compared > 0
