@@ -41,15 +41,12 @@ def newest_numbered_dir(parent: Path) -> Path | None:
     return parent / best[1] if best else None
 
 
-def _older_numbered_dirs(parent: Path, newest: Path | None) -> list[str]:
-    """The numbered dirs beside the newest one, newest first."""
-    if newest is None:
-        return []
+def _numbered_dirs(parent: Path) -> list[str]:
+    """The names of the child dirs whose whole name is digits (dump session dirs)."""
     try:
-        names = [e.name for e in os.scandir(parent) if e.name.isdigit() and e.is_dir()]
+        return [e.name for e in os.scandir(parent) if e.name.isdigit() and e.is_dir()]
     except OSError:
         return []
-    return sorted((n for n in names if n != newest.name), key=int, reverse=True)
 
 
 @dataclass(frozen=True)
@@ -74,7 +71,8 @@ class GraphDumpDir:
 
 @dataclass
 class DeviceRun:
-    """One `npu/debug_N` run: its graphs and its newest dump dir."""
+    """One `npu/debug_N` run: its graphs, its newest dump session dir, and the graph dump
+    dirs of every session (`dump/<ts>/...`, oldest session first)."""
 
     name: str
     root: Path
@@ -211,14 +209,14 @@ def _device_runs(root: Path, warnings: list[str], watched: list[DirStamp]) -> li
         run_root = Path(entry.path)
         watched.extend(stamp(d) for d in (run_root, run_root / "dump", run_root / "graph"))
         dump_dir = newest_numbered_dir(run_root / "dump")
-        older = _older_numbered_dirs(run_root / "dump", dump_dir)
-        if older:
-            warnings.append(
-                f"{run_root / 'dump'}: {len(older)} older dump session dir(s) not indexed "
-                f"({', '.join(older[:3])}{', ...' if len(older) > 3 else ''}); "
-                f"only the newest, {dump_dir.name if dump_dir else '-'}, is read"
-            )
-        dirs = graph_dump_dirs(dump_dir, warnings, watched) if dump_dir else []
+        # every dump session, oldest first: a later session's file of the same op and step
+        # sorts after (and is compared before) an earlier one's
+        sessions = sorted(_numbered_dirs(run_root / "dump"), key=int)
+        dirs = [
+            d
+            for session in sessions
+            for d in graph_dump_dirs(run_root / "dump" / session, warnings, watched)
+        ]
         graphs = _graph_files(run_root / "graph", warnings)
         if dump_dir is None:
             warnings.append(f"{run_root}: no dump/<timestamp>/ dir")

@@ -129,11 +129,33 @@ def test_one_rank_csv_equals_a_compare_of_that_step_dir_alone(tiny_demo, tmp_pat
     assert [r.cells(False) for r in a.rows] == [r.cells(False) for r in b.rows]
 
 
-def test_an_older_dump_session_dir_is_named_in_a_warning(tiny_demo):
+def test_every_dump_session_dir_is_indexed(tiny_demo):
+    """A second `<ts>` session beside the first (a later step dumped in another session):
+    its step is one more slice of the run."""
     root, _ = tiny_demo
-    dump = root / "precision_data" / "npu" / "debug_0" / "dump"
-    (dump / "20200101000000").mkdir()
+    step = _step_dir(root)
+    session = step.parents[3]
+    later = session.parent / str(int(session.name) + 1)
+    _link_copy(step, later / step.relative_to(session).parent / "7")
     shell = open_shell(root)
-    ws = shell.context.workspace
-    assert any("20200101000000" in w and "not indexed" in w and str(dump) in w for w in ws.warnings)
-    assert run_ok(shell, "vc").primary.tally.compared > 0
+    run = shell.context.workspace.run()
+    assert run.steps() == [step.name, "7"]
+    every = run_ok(shell, "vc --step all")
+    assert [r["step"] for r in every.summary.results] == [step.name, "7"]
+
+
+def test_a_later_session_of_the_same_step_is_the_one_compared(tiny_demo):
+    root, _ = tiny_demo
+    step = _step_dir(root)
+    session = step.parents[3]
+    later = session.parent / str(int(session.name) + 1)
+    again = later / step.relative_to(session)
+    again.mkdir(parents=True)
+    original = next(p for p in step.iterdir() if ".conv2_Conv2Drelu2_Relu." in p.name)
+    *head, ts = original.name.rsplit(".", 1)
+    rerun = again / f"{head[0]}.{int(ts) + 5000}"
+    os.link(original, rerun)
+    shell = open_shell(root)
+    summary = run_ok(shell, "vc").summary
+    (repeated,) = summary.primary.repeated_dumps
+    assert repeated == {"op": CONV2, "files": 2, "compared": rerun.name}

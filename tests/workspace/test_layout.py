@@ -45,9 +45,11 @@ def test_discover_finds_runs_graphs_and_newest_dump(tmp_path):
     run0 = layout.runs[0]
     assert run0.dump_dir.name == "20230101000000"
     assert [g.number for g in run0.build_graphs] == [1, 2]
-    assert [(d.graph_name, d.device_id, d.model_id, d.step) for d in run0.graph_dump_dirs] == [
-        ("g1", "0", "1", "0")
-    ]
+    # every dump session is walked, oldest first (the newest file of an op wins later)
+    assert [
+        (d.path.parents[3].name, d.graph_name, d.device_id, d.model_id, d.step)
+        for d in run0.graph_dump_dirs
+    ] == [("20220101000000", "g1", "0", "1", "0"), ("20230101000000", "g1", "0", "1", "0")]
     assert layout.benchmark_dir == root.resolve() / "tf" / "dump"
     assert layout.fusion_json is not None and layout.overflow_dir is None
     assert any("debug_1" in w and "no dump" in w for w in layout.warnings)
