@@ -159,3 +159,30 @@ def test_a_later_session_of_the_same_step_is_the_one_compared(tiny_demo):
     summary = run_ok(shell, "vc").summary
     (repeated,) = summary.primary.repeated_dumps
     assert repeated == {"op": CONV2, "files": 2, "compared": rerun.name}
+
+
+def test_cp_and_dc_read_the_rank_they_are_given(tiny_demo, tmp_path):
+    import numpy as np
+
+    from tests.commands.test_vc_across_ranks import _negate_outputs
+
+    root, _ = tiny_demo
+    rank, _ = _add(root, "device")
+    base = root / "precision_data" / "npu" / "debug_0" / "dump"
+    target = next(
+        p
+        for p in base.rglob("*")
+        if p.is_file() and p.parents[3].name == rank and ".conv2_Conv2Drelu2_Relu." in p.name
+    )
+    original = _negate_outputs(target)  # rank 1's conv2 output is now the negative of rank 0's
+    shell = open_shell(root)
+    out0 = run_ok(shell, f"dc {CONV2} -o {tmp_path / 'r0'}")
+    out1 = run_ok(shell, f"dc {CONV2} --rank {rank} -o {tmp_path / 'r1'}")
+    outputs0 = [np.load(path) for label, path, _, _ in out0.files if "output" in path]
+    outputs1 = [np.load(path) for label, path, _, _ in out1.files if "output" in path]
+    assert np.array_equal(outputs0[0].reshape(-1), original.reshape(-1))
+    assert np.array_equal(outputs1[0].reshape(-1), -original.reshape(-1))
+    # cp of the op against the benchmark: rank 0 matches it well, rank 1 is its negative
+    bench = "relu2/Relu"
+    assert run_ok(shell, f"cp {CONV2} {bench}").report.cosine > 0.8
+    assert run_ok(shell, f"cp {CONV2} {bench} --rank {rank}").report.cosine < -0.8
