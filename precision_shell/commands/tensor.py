@@ -26,8 +26,7 @@ from precision_shell.formats.layouts import (
 )
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
-from precision_shell.workspace.dump_index import DumpIndex, scan_dump_dir
-from precision_shell.workspace.layout import leaf_dirs
+from precision_shell.workspace.dump_index import index_dump_tree
 from precision_shell.workspace.output_files import output_error, replace_output
 from precision_shell.workspace.subgraph_files import safe_file_stem
 from precision_shell.workspace.tensor_stats import TensorStats, compute_stats
@@ -308,7 +307,7 @@ def _user_dir(path: Path) -> Path:
 
 def _dir_targets(ws: Workspace | None, directory: Path) -> list[TensorHandle]:
     """Every tensor of every dump file under `directory` (its sub-dirs too)."""
-    index = DumpIndex([scan_dump_dir(d) for d in leaf_dirs(directory)])
+    index = index_dump_tree(directory)
     refs = [r for r in index.files if not r.stats_csv and r.op_type != "Opdebug"]
     if not refs:
         raise PrecisionError(f"{directory}: no dump files found (searched its sub-dirs too)")

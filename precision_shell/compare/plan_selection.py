@@ -4,14 +4,14 @@ the device runs against each other when there is no benchmark."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from precision_shell.compare.pipeline.plan import ComparePlan, benchmark_plan, device_plan
 from precision_shell.errors import PrecisionError
-from precision_shell.workspace.dump_index import DumpIndex, scan_dump_dir
+from precision_shell.workspace.dump_index import index_dump_tree
 from precision_shell.workspace.graph_index import GraphIndex
-from precision_shell.workspace.layout import leaf_dirs
 from precision_shell.workspace.workspace import DumpSlice, RunIndex, Workspace
 
 if TYPE_CHECKING:
@@ -34,8 +34,12 @@ def slice_plans(
     plans: list[tuple[DumpSlice | None, ComparePlan]] = []
     for where in chosen:
         graph = _slice_graph(ws, run, where, request.graph)
-        plan = benchmark_plan(ws, run, graph, dumps=where.dumps, left=str(run.run.root))
-        plan.left = f"{run.name} rank {where.rank} step {where.step}"
+        label = f"{run.name} rank {where.rank} step {where.step}"
+        if where.dumps is run.dumps and graph.root_graph == primary.graph:
+            # the default slice against the same graph: the primary plan, already made
+            plan = replace(primary, left=label)
+        else:
+            plan = benchmark_plan(ws, run, graph, dumps=where.dumps, left=label)
         if plan.tasks:
             plans.append((where, plan))
         else:
@@ -69,15 +73,6 @@ def _slice_graph(ws: Workspace, run: RunIndex, where: DumpSlice, name: str | Non
     return pick_graph(ws, name, run.name)
 
 
-def _dump_index_of(directory: Path) -> DumpIndex:
-    if not directory.is_dir():
-        raise PrecisionError(f"{directory}: no such directory")
-    index = DumpIndex([scan_dump_dir(d) for d in leaf_dirs(directory)])
-    if not len(index):
-        raise PrecisionError(f"{directory}: no dump files found (searched its sub-dirs too)")
-    return index
-
-
 def _holds_npy(directory: Path) -> bool:
     return any(directory.glob("*.npy"))
 
@@ -103,7 +98,7 @@ def plans_for(ws: Workspace, request: CompareRequest) -> tuple[ComparePlan, Comp
         (left, left_run), (right, right_run) = _side(ws, request.left), _side(ws, request.right)
         if right_run is None and right.is_dir() and _holds_npy(right):
             graph = pick_graph(ws, request.graph, left_run.name if left_run else None)
-            dumps = left_run.dumps if left_run is not None else _dump_index_of(left)
+            dumps = left_run.dumps if left_run is not None else index_dump_tree(left)
             plan = benchmark_plan(
                 ws,
                 left_run or ws.run(),
@@ -113,8 +108,8 @@ def plans_for(ws: Workspace, request: CompareRequest) -> tuple[ComparePlan, Comp
                 left=str(left),
             )
             return _nonempty(plan, graph), None
-        left_dumps = left_run.dumps if left_run is not None else _dump_index_of(left)
-        right_dumps = right_run.dumps if right_run is not None else _dump_index_of(right)
+        left_dumps = left_run.dumps if left_run is not None else index_dump_tree(left)
+        right_dumps = right_run.dumps if right_run is not None else index_dump_tree(right)
         device_graph = optional_graph(left_run, request.graph)
         return (
             device_plan(

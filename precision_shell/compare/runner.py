@@ -19,6 +19,7 @@ from precision_shell.compare.pipeline.execute import (
     execute_plan,
     execute_plans,
     result_dir,
+    result_stamp,
 )
 from precision_shell.compare.pipeline.plan import ComparePlan
 from precision_shell.compare.pipeline.worker import CompareOptions
@@ -178,8 +179,6 @@ def _execute_all(
 ) -> list[CompareRun]:
     """Every plan in one engine run (ranks are just more tasks); the compares Ctrl-C never
     reached are dropped with their empty CSVs, so what is listed was (partly) compared."""
-    if len(plans) == 1:
-        return [_execute(plans[0], csv_paths[0], request, progress)]
     runs = execute_plans(
         plans,
         csv_paths,
@@ -198,11 +197,7 @@ def _execute_all(
 def _output_dir(ws: Workspace, output: Path | None) -> tuple[Path, str]:
     """`-o DIR` is the result dir itself (created if missing); else a new timestamped dir."""
     if output is None:
-        base = ws.output_dir("vector_compare")
-        try:
-            return result_dir(base)
-        except OSError as exc:
-            raise PrecisionError(f"{base}: cannot create the result dir: {exc.strerror}") from None
+        return result_dir(ws.output_dir("vector_compare"))  # an OutputError names the dir
     out = output if output.is_absolute() else Path.cwd() / output
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise PrecisionError(f"{output}: not a directory (give a dir for -o)")
@@ -210,11 +205,9 @@ def _output_dir(ws: Workspace, output: Path | None) -> tuple[Path, str]:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise PrecisionError(f"{output}: cannot create: {exc.strerror}") from None
-    # a fresh stamp per run, so a second run into the same dir never overwrites the first
-    probe, stamp = result_dir(out)
-    probe.rmdir()
+    # one result per -o dir: a second run's CSVs (made O_EXCL) could not go beside it anyway
     if (out / SUMMARY_NAME).exists():
         raise PrecisionError(
             f"{output}: already holds a summary.json; give an empty or new dir for -o"
         )
-    return out, stamp
+    return out, result_stamp()

@@ -13,7 +13,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from precision_shell.errors import PrecisionError
 from precision_shell.formats.dump_names import parse_dump_name, read_mapping_csv
+from precision_shell.workspace.layout import leaf_dirs
 
 DIR_RECORD_VERSION = 2
 _SKIP = {"mapping.csv"}
@@ -176,3 +178,14 @@ class DumpIndex:
 
     def file_names(self) -> list[str]:
         return [row[0] for state in self._states for row in state["rows"]]
+
+
+def index_dump_tree(directory: Path) -> DumpIndex:
+    """Every dump file under `directory`, its sub-dirs too (a dir given by the user, not the
+    workspace's); a missing dir or one without dump files is a PrecisionError naming it."""
+    if not directory.is_dir():
+        raise PrecisionError(f"{directory}: no such directory")
+    index = DumpIndex([scan_dump_dir(d) for d in leaf_dirs(directory)])
+    if not len(index):
+        raise PrecisionError(f"{directory}: no dump files found (searched its sub-dirs too)")
+    return index

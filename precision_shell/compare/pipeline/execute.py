@@ -71,8 +71,13 @@ def result_dir(base: Path, now: _dt.datetime | None = None) -> tuple[Path, str]:
 
     Created with one `mkdir` per candidate name, so concurrent runs never share a dir; `base`
     must exist (Workspace.output_dir). Raises OutputError."""
-    stamp = (now or _dt.datetime.now()).strftime("%Y%m%d%H%M%S")
+    stamp = result_stamp(now)
     return create_unique_dir(base, stamp), stamp
+
+
+def result_stamp(now: _dt.datetime | None = None) -> str:
+    """`YYYYmmddHHMMSS`: the name of a result dir and the stamp in its CSV names."""
+    return (now or _dt.datetime.now()).strftime("%Y%m%d%H%M%S")
 
 
 def execute_plan(
