@@ -32,7 +32,6 @@ from precision_shell.report.writer import write_report
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import REGISTRY, UsageError, argument, command
 from precision_shell.workspace.graph_index import GraphIndex, OpRecord
-from precision_shell.workspace.workspace import RunIndex
 
 
 @dataclass
@@ -126,16 +125,6 @@ def _static_checks(
             check.run_diffs = run_differences(lg, rg)
 
 
-def _slice_graph(run: RunIndex, entry: SliceResult | None) -> GraphIndex | None:
-    """The graph a (rank, step) compare was matched with (by its graph dir names)."""
-    if entry is not None:
-        for name in entry.graph.split(","):
-            graph = run.graph_named(name) if name else None
-            if graph is not None:
-                return graph
-    return run.dump_graph()
-
-
 def _slice_tables(
     check: AutoCheck, primary: ResultTable
 ) -> list[tuple[SliceResult | None, ResultTable]]:
@@ -209,7 +198,7 @@ def _diagnose(ctx: ShellContext, check: AutoCheck, primary: ResultTable, limit: 
     tables = _slice_tables(check, primary)
     chosen: tuple[SliceResult | None, ResultTable, GraphIndex, Diagnosis] | None = None
     for entry, table in tables:
-        graph = _slice_graph(run, entry)
+        graph = run.graph_of_dump(entry.graph.split(",") if entry is not None else ())
         if graph is None:
             continue
         diagnosis = diagnose(graph, table.rows, compare.rule, hits)
@@ -295,8 +284,9 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck:
             check.diagnosis_skipped = f"the compare is {check.compare.summary.primary.partial_text}"
             return check
         table = read_result_csv(check.compare.primary.csv_path)
-        check.summary = summary_of(ctx, table, None, [], args.limit or 0, check.compare.summary)
         _diagnose(ctx, check, table, args.limit or 0)  # the CSV just read, not read again
+        if check.summary is None:  # no diagnosis: the primary compare's failing ops
+            check.summary = summary_of(ctx, table, None, [], args.limit or 0, check.compare.summary)
         if args.report:
             shown = check.summary.path if check.summary is not None else None
             written = write_report(

@@ -64,13 +64,10 @@ def selected_slices(run: RunIndex, rank: str | None, step: str | None) -> list[D
 
 
 def _slice_graph(ws: Workspace, run: RunIndex, where: DumpSlice, name: str | None) -> GraphIndex:
-    """The graph a slice's dump belongs to (by its graph dir names), else the run's."""
-    if name is None:
-        for graph_name in where.graph_names:
-            graph = run.graph_named(graph_name)
-            if graph is not None:
-                return graph
-    return pick_graph(ws, name, run.name)
+    """The graph a slice's dump belongs to (by its graph dir names), else the run's; `-g`
+    names one."""
+    graph = run.graph_of_dump(where.graph_names) if name is None else None
+    return graph if graph is not None else pick_graph(ws, name, run.name)
 
 
 def _holds_npy(directory: Path) -> bool:

@@ -46,14 +46,6 @@ class NonfiniteOrigin:
     errors: list[str] = field(default_factory=list)
 
 
-def _graph_of(run: RunIndex, where: DumpSlice) -> GraphIndex | None:
-    for name in where.graph_names:
-        graph = run.graph_named(name)
-        if graph is not None:
-            return graph
-    return run.dump_graph()
-
-
 def _ops_in_order(where: DumpSlice, graph: GraphIndex | None) -> list[tuple[float, str, str]]:
     """(position, op name, sanitized name) of every op dumped in the slice, execution order."""
     ordered: list[tuple[float, str, str]] = []
@@ -73,7 +65,7 @@ def _ops_in_order(where: DumpSlice, graph: GraphIndex | None) -> list[tuple[floa
 def _first_hit(
     ws: Workspace, run: RunIndex, where: DumpSlice, origin: NonfiniteOrigin
 ) -> NonfiniteHit | None:
-    for position, op, sanitized in _ops_in_order(where, _graph_of(run, where)):
+    for position, op, sanitized in _ops_in_order(where, run.graph_of_dump(where.graph_names)):
         for ref in where.dumps.for_op(sanitized):
             hit = _nonfinite_output(ws, ref, origin)
             if hit is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from precision_shell.errors import PrecisionError
@@ -74,6 +75,15 @@ class RunIndex:
             if dumped.intersection(graph.graph_names):
                 return graph
         return self.graphs[-1] if self.graphs else None
+
+    def graph_of_dump(self, graph_names: Iterable[str]) -> GraphIndex | None:
+        """The graph a (rank, step) dump belongs to, by its graph dir names; else the
+        run's `dump_graph()`."""
+        for name in graph_names:
+            graph = self.graph_named(name) if name else None
+            if graph is not None:
+                return graph
+        return self.dump_graph()
 
     def graph_named(self, name: str) -> GraphIndex | None:
         for graph in self.graphs:
