@@ -12,7 +12,6 @@ from pathlib import Path
 
 from precision_shell.compare.pipeline.execute import result_dir
 from precision_shell.compare.results.latest import LatestCompare
-from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
 from precision_shell.report.data import ReportData, gather_report
@@ -74,10 +73,7 @@ def _picture(
         note = f"{op} is not in the device graph of {run.name}: no subgraph"
         return SubgraphPicture(op, depth, None, None, note)
     sub = neighbourhood(graph, op, depth)
-    rows: dict[str, list[ResultRow]] = {}
-    for row in data.rows:
-        rows.setdefault(row.op_name, []).append(row)
-    colors = LatestCompare(data.csv_path, rows, data.summary)
+    colors = LatestCompare.of(data.csv_path, data.rows, data.summary)
     sub.node_colors = {name: colors.color(name, data.rule) for name in sub.nodes}
     sub.node_marks[op] = "root cause"
     files = write_subgraph(sub, out_dir.path(), run.name)

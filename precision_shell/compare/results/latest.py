@@ -6,6 +6,7 @@ Read once per result file (kept while its mtime and size are unchanged)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,16 @@ class LatestCompare:
     csv_path: Path
     rows_by_op: dict[str, list[ResultRow]]
     summary: RunSummary | None
+
+    @classmethod
+    def of(
+        cls, csv_path: Path, rows: Iterable[ResultRow], summary: RunSummary | None
+    ) -> LatestCompare:
+        """A compare's rows grouped by their device op."""
+        by_op: dict[str, list[ResultRow]] = {}
+        for row in rows:
+            by_op.setdefault(row.op_name, []).append(row)
+        return cls(csv_path, by_op, summary)
 
     @property
     def root_cause(self) -> str | None:
@@ -80,13 +91,10 @@ def latest_compare(ws: Workspace) -> LatestCompare | None:
     if hit is not None and hit[0] == key:
         return hit[1]
     table = read_result_csv(path)
-    rows: dict[str, list[ResultRow]] = {}
-    for row in table.rows:
-        rows.setdefault(row.op_name, []).append(row)
     try:
         summary = summary_beside(path)
     except PrecisionError:
         summary = None
-    latest = LatestCompare(path, rows, summary)
+    latest = LatestCompare.of(path, table.rows, summary)
     _CACHE[str(path)] = (key, latest)
     return latest
