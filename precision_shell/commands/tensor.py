@@ -26,7 +26,7 @@ from precision_shell.formats.layouts import (
 )
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
-from precision_shell.workspace.dump_index import index_dump_tree
+from precision_shell.workspace.dump_index import DumpFileRef, index_dump_tree
 from precision_shell.workspace.output_files import output_error, replace_output
 from precision_shell.workspace.subgraph_files import safe_file_stem
 from precision_shell.workspace.tensor_stats import TensorStats, compute_stats
@@ -311,10 +311,12 @@ def _dir_targets(ws: Workspace | None, directory: Path) -> list[TensorHandle]:
     refs = [r for r in index.files if not r.stats_csv and r.op_type != "Opdebug"]
     if not refs:
         raise PrecisionError(f"{directory}: no dump files found (searched its sub-dirs too)")
-    handles: list[TensorHandle] = []
-    for ref in refs:
-        handles.extend(resolve_tensors(ws, ref.path))
-    return handles
+    return _every_tensor(ws, refs)
+
+
+def _every_tensor(ws: Workspace | None, refs: list[DumpFileRef]) -> list[TensorHandle]:
+    """Every input and output tensor of these dump files, file after file."""
+    return [h for ref in refs for h in resolve_tensors(ws, ref.path)]
 
 
 def _dump_targets(
@@ -329,10 +331,7 @@ def _dump_targets(
                 refs = ws.dump_files(run, target, rank, step)
                 if not refs:
                     raise PrecisionError(f"op {target!r} ({run.name}) has no dump file")
-                handles: list[TensorHandle] = []
-                for ref in refs:
-                    handles.extend(resolve_tensors(ws, ref.path))
-                return handles
+                return _every_tensor(ws, refs)
     handles = resolve_tensors(ws, target)
     if any(not h.is_dump for h in handles):
         raise UsageError(f"dc: {target} is a .npy file already; dc decodes device dump files")
