@@ -9,17 +9,16 @@ order that fails the threshold rule. `compare.runner` executes the plans.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from precision_shell.compare.metrics.cells import COSINE, MAX_ABS
 from precision_shell.compare.pipeline.execute import CompareRun
-from precision_shell.compare.pipeline.plan import ComparePlan, FileTask, device_plan
+from precision_shell.compare.pipeline.plan import ComparePlan, device_plan
+from precision_shell.compare.pipeline.worker import SAME_BYTES
 from precision_shell.compare.results.summary import RunSummary
 from precision_shell.errors import PrecisionError
-from precision_shell.formats.npu_dump import read_dump_header, read_tensor
 from precision_shell.workspace.graph_index import GraphIndex
 from precision_shell.workspace.workspace import RunIndex
 
@@ -107,31 +106,12 @@ def rank_pair_plans(
     return pairs
 
 
-def _identical(task: FileTask | None, kind: str, index: int) -> bool:
-    """Whether a tensor holds the same bytes on both ranks."""
-    if task is None or task.fallback is None or task.fallback.benchmark_path is None:
-        return False
-    left, right = task.device_file, task.fallback.benchmark_path
-    try:
-        if os.path.samefile(left, right):
-            return True
-        a = read_tensor(read_dump_header(left), kind, index)
-        b = read_tensor(read_dump_header(right), kind, index)
-    except (PrecisionError, OSError):
-        return False
-    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
-
-
 def divergence_of(pair: RankPair, compare: CompareRun) -> RankDivergence | None:
     """The first output (in execution order) of this rank that fails the rule, or None.
 
     An output that holds the same bytes on both ranks does not leave the reference even when
     the rule fails it: the same inf from an fp16 overflow on every card gives a NaN cosine."""
-    tasks = {task.op_name: task for task in pair.plan.tasks}
-    row = next(
-        (r for r in compare.tally.failing if not _identical(tasks.get(r.op_name), r.kind, r.slot)),
-        None,
-    )
+    row = next((r for r in compare.tally.failing if not r.extras.get(SAME_BYTES)), None)
     if row is None:
         return None
     return RankDivergence(

@@ -153,6 +153,7 @@ def _align(
 
 
 _NOT_COMPARED = dict.fromkeys(METRIC_COLUMNS, NOT_COMPUTED)
+SAME_BYTES = "same_bytes"  # extras key: 1.0 when both dumps hold the tensor byte for byte
 
 
 def _row(
@@ -168,8 +169,11 @@ def _row(
     benchmark_dtype: str = "NaN",
     shape: str = "NaN",
     overflow: str = "NaN",
+    same_bytes: bool = False,
 ) -> ResultRow:
-    """The row as msaccucmp prints it; the metrics become their printed cells here, once."""
+    """The row as msaccucmp prints it; the metrics become their printed cells here, once.
+    `same_bytes`: device vs device, both dumps hold this tensor byte for byte (kept in
+    `extras`, not in the CSV)."""
     texts = (
         dict(zip(METRIC_COLUMNS, csv_values(metrics), strict=True)) if metrics else _NOT_COMPARED
     )
@@ -180,6 +184,8 @@ def _row(
             "rel_err_ratio_0_001": metrics.ratio_rel_err_below_0_001,
             "rel_err_ratio_0_005": metrics.ratio_rel_err_below_0_005,
         }
+        if same_bytes:
+            extras[SAME_BYTES] = 1.0
     return ResultRow(
         index=task.group_index,
         op_type=task.op_type,
@@ -300,6 +306,8 @@ def _compare_tensor(
     except (PrecisionError, KeyError, LayoutError, ValueError) as exc:
         return _row(task, meta.kind, meta.index, mapping, reason=f"benchmark: {exc}", **common)
     common["benchmark_dtype"] = _device_dtype(ref_meta) if ref_meta else _numpy_dt(benchmark)
+    # device vs device: whether both dumps hold the same bytes, while both are in memory
+    same = ref_meta is not None and _same_bytes(raw, benchmark)
     try:
         device, benchmark = _align(raw, meta, benchmark, ref_meta, mapping)
         common["shape"] = _shape_text(benchmark.shape)
@@ -308,7 +316,25 @@ def _compare_tensor(
         return _row(task, meta.kind, meta.index, mapping, reason=str(exc), **common)
     # msaccucmp joins the messages of its algorithms with ","
     reason = ",".join(metrics.reasons)
-    return _row(task, meta.kind, meta.index, mapping, metrics=metrics, reason=reason, **common)
+    return _row(
+        task,
+        meta.kind,
+        meta.index,
+        mapping,
+        metrics=metrics,
+        reason=reason,
+        same_bytes=same,
+        **common,
+    )
+
+
+def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
+    """The same dtype, shape and bytes (NaN payloads included, unlike ==)."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    return np.array_equal(
+        np.ascontiguousarray(a).view(np.uint8), np.ascontiguousarray(b).view(np.uint8)
+    )
 
 
 def compare_file(task: FileTask, options: CompareOptions) -> FileResult:
