@@ -57,6 +57,8 @@ class CompareRecord:
     elapsed_s: float = 0.0
     # ops dumped several times in the step (run in a loop): the newest file is compared
     repeated_dumps: list[dict[str, Any]] = field(default_factory=list)
+    # `vc --resume`: the files the interrupted run had compared (None: not a resumed run)
+    resumed_from_files: int | None = None
 
     @classmethod
     def from_tally(
@@ -73,6 +75,7 @@ class CompareRecord:
         skipped: list[str],
         elapsed_s: float,
         repeated: list[tuple[str, int, str]] | None = None,
+        resumed_from: int | None = None,
     ) -> CompareRecord:
         return cls(
             mode=mode,
@@ -95,6 +98,7 @@ class CompareRecord:
             repeated_dumps=[
                 {"op": op, "files": n, "compared": name} for op, n, name in (repeated or [])[:50]
             ],
+            resumed_from_files=resumed_from,
         )
 
     @property
@@ -105,6 +109,11 @@ class CompareRecord:
         return f"partial: {self.files_done} of {self.files_total} files"
 
     def to_json(self) -> dict[str, Any]:
+        resumed = (
+            {}
+            if self.resumed_from_files is None
+            else {"resumed_from_files": self.resumed_from_files}
+        )
         return {
             "mode": self.mode,
             "left": self.left,
@@ -126,6 +135,7 @@ class CompareRecord:
             "skipped": self.skipped,
             "elapsed_s": self.elapsed_s,
             "repeated_dumps": self.repeated_dumps,
+            **resumed,
         }
 
     @classmethod
@@ -157,6 +167,9 @@ class CompareRecord:
             elapsed_s=float(payload.get("elapsed_s") or 0.0)
             if isinstance(payload.get("elapsed_s"), int | float)
             else 0.0,
+            resumed_from_files=payload["resumed_from_files"]
+            if _int(payload.get("resumed_from_files"), -1) >= 0
+            else None,
         )
 
 
