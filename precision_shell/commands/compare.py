@@ -7,6 +7,7 @@ from pathlib import Path
 
 from precision_shell.compare import runner as compare_runner
 from precision_shell.compare.metrics.cells import METRIC_ALIASES, METRIC_COLUMNS, metric_column
+from precision_shell.compare.pipeline.dask_backend import DaskTarget
 from precision_shell.compare.pipeline.execute import VectorCompareResult
 from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.compare.rank_divergence import ACROSS_CHOICES, RankDivergenceResult
@@ -78,10 +79,21 @@ def parse_algorithms(text: str | None) -> tuple[str, ...] | None:
     help="ranks: every rank's dump against the lowest rank's at one step (--step S, default "
     "its first); the summary's rank_divergence says where each differing rank leaves it",
 )
+@argument(
+    "--scheduler",
+    metavar="tcp://HOST:PORT",
+    help="run the compare on this Dask scheduler's workers, which must see the dump paths "
+    "(default from settings: parallelism.scheduler)",
+)
+@argument(
+    "--cluster",
+    metavar="local[:N]",
+    help="run the compare on a local Dask cluster of N worker processes (default one per core)",
+)
 def vc_command(
     ctx: ShellContext, args: argparse.Namespace
 ) -> VectorCompareResult | RankDivergenceResult:
-    """vc [-lt LEFT -rt RIGHT] [-g GRAPH] [--rank R|all] [--step S|all] [--across ranks] [--max N] [--alg LIST] [-o OUTDIR]
+    """vc [-lt LEFT -rt RIGHT] [-g GRAPH] [--rank R|all] [--step S|all] [--across ranks] [--max N] [--alg LIST] [-o OUTDIR] [--scheduler ADDR | --cluster local[:N]]
 
     Whole-network compare of every dumped tensor; writes result_<ts>.csv and summary.json.
     """
@@ -107,6 +119,7 @@ def vc_command(
         rank=args.rank,
         step=args.step,
         across=args.across,
+        dask=_dask_target(ctx, args),
     )
 
     def progress(title: str) -> ProgressSink:
@@ -115,3 +128,18 @@ def vc_command(
     if args.across == "ranks":
         return compare_runner.run_across_ranks(ctx.workspace, request, progress)
     return compare_runner.run(ctx.workspace, request, progress)
+
+
+def _dask_target(ctx: ShellContext, args: argparse.Namespace) -> DaskTarget | None:
+    """--scheduler / --cluster, else the parallelism.scheduler setting unless --backend or -j
+    asks for a local pool."""
+    if args.scheduler and args.cluster:
+        raise UsageError("vc: give --scheduler or --cluster, not both")
+    if (args.scheduler or args.cluster) and (args.backend or args.jobs):
+        raise UsageError("vc: --backend and -j are for local pools; drop them with a Dask cluster")
+    if args.cluster:
+        return DaskTarget.from_cluster(args.cluster)
+    scheduler = args.scheduler or str(ctx.settings.get("parallelism.scheduler"))
+    if scheduler and not (args.backend or args.jobs):
+        return DaskTarget(scheduler=scheduler)
+    return None

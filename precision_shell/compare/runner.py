@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from precision_shell.compare.pipeline.dask_backend import DaskPool, DaskTarget, open_pool
 from precision_shell.compare.pipeline.execute import (
     CompareRun,
     VectorCompareResult,
@@ -54,6 +55,7 @@ class CompareRequest:
     rank: str | None = None  # a rank (`<device_id>` dir), or None / "all": every rank
     step: str | None = None  # a step dir, "all", or None: each rank's first step
     across: str | None = None  # "ranks": every rank against the lowest rank (run_across_ranks)
+    dask: DaskTarget | None = None  # run the tasks on a Dask cluster (backend, workers unused)
 
 
 ProgressFor = Callable[[str], ProgressSink]
@@ -75,20 +77,22 @@ def run(
             plan.tasks = plan.tasks[: request.max_files]
         if secondary is not None:
             secondary.tasks = secondary.tasks[: request.max_files]
-    out_dir, stamp = _output_dir(ws, request.output)
-    sink = progress or (lambda title: ProgressSink())
-    names = [f"result_{stamp}.csv"]
-    names += [f"result_{stamp}_rank{w.rank}_step{w.step}.csv" for w, _ in slices[1:] if w]
-    title = "vc" if len(slices) == 1 else f"vc: {len(slices)} ranks and steps"
-    runs = _execute_all(
-        [plan for _, plan in slices], [out_dir / n for n in names], request, sink(title)
-    )
-    done = list(zip([where for where, _ in slices], runs, strict=False))
-    first = done[0][1]
-    second = None
-    if secondary is not None and not any(r.interrupted for _, r in done):
-        name = f"result_{stamp}_{Path(secondary.left).name}_vs_{Path(secondary.right).name}.csv"
-        second = _execute(secondary, out_dir / name, request, sink("vc: device vs device"))
+    with open_pool(request.dask) as pool:  # first: a cluster it cannot reach leaves no dir
+        out_dir, stamp = _output_dir(ws, request.output)
+        sink = progress or (lambda title: ProgressSink())
+        names = [f"result_{stamp}.csv"]
+        names += [f"result_{stamp}_rank{w.rank}_step{w.step}.csv" for w, _ in slices[1:] if w]
+        title = "vc" if len(slices) == 1 else f"vc: {len(slices)} ranks and steps"
+        runs = _execute_all(
+            [plan for _, plan in slices], [out_dir / n for n in names], request, sink(title), pool
+        )
+        done = list(zip([where for where, _ in slices], runs, strict=False))
+        first = done[0][1]
+        second = None
+        if secondary is not None and not any(r.interrupted for _, r in done):
+            name = f"result_{stamp}_{Path(secondary.left).name}_vs_{Path(secondary.right).name}.csv"
+            progress_2 = sink("vc: device vs device")
+            second = _execute(secondary, out_dir / name, request, progress_2, pool)
     summary = RunSummary(
         workspace=str(ws.root),
         rule=request.rule,
@@ -97,6 +101,7 @@ def run(
         results=[_slice_result(where, run) for where, run in done],
     )
     summary.write(out_dir / SUMMARY_NAME)
+    _raise_if_lost(pool, [run for _, run in done], out_dir)
     return VectorCompareResult(out_dir, summary, first, second, slices=done[1:])
 
 
@@ -117,13 +122,15 @@ def run_across_ranks(
     if request.max_files is not None:
         for pair in pairs:
             pair.plan.tasks = pair.plan.tasks[: request.max_files]
-    out_dir, stamp = _output_dir(ws, request.output)
-    sink = progress or (lambda title: ProgressSink())
-    paths = [
-        out_dir / f"result_{stamp}_rank{p.rank}_vs_rank{p.against}_step{p.step}.csv" for p in pairs
-    ]
-    title = f"vc: {len(pairs)} ranks vs rank {pairs[0].against}"
-    runs = _execute_all([pair.plan for pair in pairs], paths, request, sink(title))
+    with open_pool(request.dask) as pool:  # first: a cluster it cannot reach leaves no dir
+        out_dir, stamp = _output_dir(ws, request.output)
+        sink = progress or (lambda title: ProgressSink())
+        paths = [
+            out_dir / f"result_{stamp}_rank{p.rank}_vs_rank{p.against}_step{p.step}.csv"
+            for p in pairs
+        ]
+        title = f"vc: {len(pairs)} ranks vs rank {pairs[0].against}"
+        runs = _execute_all([pair.plan for pair in pairs], paths, request, sink(title), pool)
     done: list[tuple[RankPair, CompareRun]] = list(zip(pairs, runs, strict=False))
     divergence = [d for pair, compare in done if (d := divergence_of(pair, compare)) is not None]
     results = []
@@ -139,6 +146,7 @@ def run_across_ranks(
         rank_divergence=[d.to_json() for d in divergence],
     )
     summary.write(out_dir / SUMMARY_NAME)
+    _raise_if_lost(pool, runs, out_dir)
     first = pairs[0]
     return RankDivergenceResult(
         out_dir, summary, run.name, first.against, first.step, done, divergence, warnings
@@ -160,8 +168,23 @@ def _slice_result(where: DumpSlice | None, run: CompareRun) -> dict[str, Any]:
     }
 
 
+def _raise_if_lost(pool: DaskPool | None, runs: list[CompareRun], out_dir: Path) -> None:
+    """A cluster that went away mid-compare: one line, once the partial summary is written."""
+    reason = pool.lost() if pool is not None else None
+    if reason is not None and any(run.interrupted for run in runs):
+        done, total = sum(r.files_done for r in runs), sum(r.tasks for r in runs)
+        raise PrecisionError(
+            f"vc: {reason} (partial: {done} of {total} files); the rows written so far and "
+            f"summary.json are in {out_dir}"
+        )
+
+
 def _execute(
-    plan: ComparePlan, csv_path: Path, request: CompareRequest, progress: ProgressSink
+    plan: ComparePlan,
+    csv_path: Path,
+    request: CompareRequest,
+    progress: ProgressSink,
+    pool: DaskPool | None = None,
 ) -> CompareRun:
     return execute_plan(
         plan,
@@ -171,11 +194,16 @@ def _execute(
         request.workers,
         progress,
         backend=request.backend,
+        pool=pool,
     )
 
 
 def _execute_all(
-    plans: list[ComparePlan], csv_paths: list[Path], request: CompareRequest, progress: ProgressSink
+    plans: list[ComparePlan],
+    csv_paths: list[Path],
+    request: CompareRequest,
+    progress: ProgressSink,
+    pool: DaskPool | None = None,
 ) -> list[CompareRun]:
     """Every plan in one engine run (ranks are just more tasks); the compares Ctrl-C never
     reached are dropped with their empty CSVs, so what is listed was (partly) compared."""
@@ -187,6 +215,7 @@ def _execute_all(
         request.workers,
         progress,
         backend=request.backend,
+        pool=pool,
     )
     cut = next((n for n, r in enumerate(runs) if n and r.tasks and not r.files_done), len(runs))
     for run in runs[cut:]:

@@ -7,6 +7,11 @@ processes when there is enough work to pay for them. Tasks and results are small
 records; tensors never cross process boundaries. At most `window` tasks are in flight, so
 memory stays bounded by a few files whatever the workspace size. A cancelled run (Ctrl-C)
 stops submitting, drops what is queued and returns what is done.
+
+A third kind of pool is opened by the caller and shared by several runs: a Dask cluster
+(`dask_backend.DaskPool`, a `SharedPool`). The same window and ordering apply; its workers
+may live on other machines, and a pool that loses them (the scheduler went away) ends the run
+early, like Ctrl-C, with what is done.
 """
 
 from __future__ import annotations
@@ -24,8 +29,10 @@ from concurrent.futures import (
     ThreadPoolExecutor,
     wait,
 )
+from contextlib import ExitStack, suppress
 from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
+from typing import Protocol
 
 from precision_shell.compare.pipeline.plan import FileTask
 from precision_shell.compare.pipeline.worker import CompareOptions, FileResult, compare_file
@@ -36,6 +43,22 @@ ProgressCallback = Callable[[FileResult], None]
 # Below this much device data a process pool's start-up costs more than the GIL does.
 PROCESS_MIN_BYTES = 64 * 2**20
 BACKENDS = ("auto", "threads", "processes")
+
+
+class SharedPool(Protocol):
+    """A pool its caller opens and closes (a Dask cluster): run_tasks submits to it, sizes its
+    window by it, and stops early when it says it lost its workers."""
+
+    @property
+    def executor(self) -> Executor: ...
+
+    def worker_count(self) -> int:
+        """How many tasks the pool runs at once now."""
+        ...
+
+    def lost(self) -> str | None:
+        """Why the pool can no longer run tasks (one line), or None while it can."""
+        ...
 
 
 def default_workers(configured: int = 0) -> int:
@@ -125,9 +148,13 @@ def run_tasks(
     on_result: ProgressCallback | None = None,
     work: Callable[[FileTask, CompareOptions], FileResult] = compare_file,
     backend: str = "threads",
+    pool: SharedPool | None = None,
 ) -> Iterator[FileResult]:
-    """Yield one FileResult per task, in task order, computing up to `workers` batches at a time."""
-    workers = default_workers(workers)
+    """Yield one FileResult per task, in task order, computing up to `workers` batches at a time.
+
+    With a `pool`, its executor runs the batches (backend and workers are ignored) and stays
+    open; when the pool loses its workers the run ends early with the results in order so far."""
+    workers = max(1, pool.worker_count()) if pool is not None else default_workers(workers)
     cancel = cancel or threading.Event()
     size = batch_size(len(tasks), workers)
     window = workers * 2
@@ -135,7 +162,10 @@ def run_tasks(
     done: dict[int, FileResult] = {}
     next_submit = 0
     next_yield = 0
-    with _make_pool(backend, workers) as pool:
+    with ExitStack() as owned:
+        executor = (
+            pool.executor if pool is not None else owned.enter_context(_make_pool(backend, workers))
+        )
         try:
             while next_yield < len(tasks):
                 while (
@@ -145,7 +175,7 @@ def run_tasks(
                     and not cancel.is_set()
                 ):
                     batch = tasks[next_submit : next_submit + size]
-                    pending[pool.submit(_run_batch, work, batch, options)] = next_submit
+                    pending[executor.submit(_run_batch, work, batch, options)] = next_submit
                     next_submit += len(batch)
                 if cancel.is_set() and not pending:
                     break
@@ -153,15 +183,27 @@ def run_tasks(
                 finished, _ = wait(list(pending), return_when=FIRST_COMPLETED, timeout=0.2)
                 for fut in finished:
                     first = pending.pop(fut)
+                    if fut.cancelled():  # not by us (only on the way out): the pool dropped it
+                        cancel.set()
+                        continue
                     for offset, result in enumerate(fut.result()):
                         done[first + offset] = result
                         if on_result is not None:
                             on_result(result)
+                if pool is not None and pool.lost() is not None:
+                    cancel.set()  # what is in flight will never come back
+                    _cancel(pending)
+                    pending.clear()
                 while next_yield in done:
                     yield done.pop(next_yield)
                     next_yield += 1
         except BaseException:
             cancel.set()
-            for fut in pending:
-                fut.cancel()
+            _cancel(pending)
             raise
+
+
+def _cancel(pending: dict[Future[list[FileResult]], int]) -> None:
+    for fut in pending:
+        with suppress(Exception):  # a pool that lost its workers may fail to cancel
+            fut.cancel()

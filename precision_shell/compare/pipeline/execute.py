@@ -17,7 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from precision_shell.compare.pipeline.engine import choose_backend, default_workers, run_tasks
+from precision_shell.compare.pipeline.engine import (
+    SharedPool,
+    choose_backend,
+    default_workers,
+    run_tasks,
+)
 from precision_shell.compare.pipeline.plan import ComparePlan
 from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.compare.results.schema import ResultCsvWriter, ResultRow
@@ -89,10 +94,13 @@ def execute_plan(
     progress: ProgressSink | None = None,
     cancel: threading.Event | None = None,
     backend: str = "auto",
+    pool: SharedPool | None = None,
 ) -> CompareRun:
     """Run the plan's tasks and stream their rows into a new `csv_path`, in execution order
     (a full disk removes the file and says so; Ctrl-C keeps the rows written)."""
-    (run,) = execute_plans([plan], [csv_path], options, rule, workers, progress, cancel, backend)
+    (run,) = execute_plans(
+        [plan], [csv_path], options, rule, workers, progress, cancel, backend, pool
+    )
     return run
 
 
@@ -105,6 +113,7 @@ def execute_plans(
     progress: ProgressSink | None = None,
     cancel: threading.Event | None = None,
     backend: str = "auto",
+    pool: SharedPool | None = None,
 ) -> list[CompareRun]:
     """Run every plan's tasks in one engine run, plan k's rows into `csv_paths[k]`.
 
@@ -137,7 +146,7 @@ def execute_plans(
             for path in csv_paths
         ]
         progress.start(len(tasks), total_bytes)
-        results = run_tasks(tasks, options, workers, cancel, backend=backend)
+        results = run_tasks(tasks, options, workers, cancel, backend=backend, pool=pool)
         assert isinstance(results, Generator)  # run_tasks is a generator: closing() needs close()
         try:
             with closing(results):
