@@ -7,12 +7,20 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from precision_shell.compare.metrics.cells import COSINE, metric_column
+from precision_shell.compare.results.columns import (
+    KIND_INPUT,
+    ResultColumns,
+    load_result_columns,
+    position,
+)
+from precision_shell.compare.results.columns_cache import CACHE_DIR
 from precision_shell.compare.results.schema import (
     ResultRow,
     ResultTable,
     find_result_csv,
-    read_result_csv,
 )
 from precision_shell.compare.results.slice_results import (
     RankStepTable,
@@ -25,7 +33,8 @@ from precision_shell.compare.results.slice_results import (
 from precision_shell.compare.results.summary import RunSummary, summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
-from precision_shell.report.points import OpCosine, op_cosines
+from precision_shell.report.point_arrays import op_cosines_of_columns
+from precision_shell.report.points import OpCosine
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
 
@@ -63,6 +72,7 @@ class CompareSummary:
     ranks: RankStepTable | None = None  # several (rank, step) compared: each one's verdict
     slice_label: str | None = None  # "rank 1 step 0": the compare the op table is of
     root_cause_slice: str | None = None  # where the diagnosis found its root cause
+    notes: list[str] = field(default_factory=list)  # e.g. why the columns cache was not used
 
     @property
     def cosine_threshold(self) -> float | None:
@@ -89,6 +99,60 @@ def parse_limit(text: str, columns: list[str]) -> tuple[str, float]:
     return column, number
 
 
+def _shown_metrics(rule: ThresholdRule, columns: list[str]) -> list[str]:
+    shown = [m for m, _ in rule.active(columns)]
+    for extra in (COSINE, "MaxAbsoluteError", "RelativeEuclideanDistance"):
+        if extra in columns and extra not in shown:
+            shown.append(extra)
+    return shown
+
+
+def summarize_columns(
+    table: ResultColumns, rule: ThresholdRule, limit: int | None
+) -> CompareSummary:
+    """`summarize` answered from the columns: the rule and the counts run over arrays, and
+    rows are built only for the failing ops shown."""
+    failing_rows = table.crossing(rule) & (table.kind != KIND_INPUT)
+    failing_codes = np.unique(table.op[failing_rows])
+    first = table.op_first_rows()[failing_codes]
+    index_texts = table.index_texts(first)
+    keyed = sorted(
+        zip(first.tolist(), failing_codes.tolist(), index_texts, strict=True),
+        key=lambda f: (position(f[2]), f[0]),
+    )
+    shown = keyed[:limit] if limit else keyed
+    rows_of = table.rows_by_op(code for _, code, _ in shown)
+    verdicts = []
+    for _, code, _ in shown:
+        rows = table.rows_at(rows_of[code])
+        head = rows[0]
+        verdict = OpVerdict(head.index, table.op_names.value(code), head.op_type, head.ground_truth)
+        for row in rows:
+            (verdict.inputs if row.kind == "input" else verdict.outputs).append(row)
+            if row.kind == "input":
+                continue
+            for crossing in rule.crossings(row):
+                verdict.failing.append(f"{row.kind or 'tensor'} {row.slot}: {crossing}")
+        verdicts.append(verdict)
+    rows_total = len(table)
+    compared = int(np.count_nonzero(table.compared))
+    constants = int(np.count_nonzero(table.constant))
+    return CompareSummary(
+        path=table.path,
+        rule=rule,
+        columns=table.metric_columns,
+        shown_metrics=_shown_metrics(rule, table.metric_columns),
+        ops=verdicts,
+        failing_total=len(keyed),
+        compared_ops=table.op_names.distinct,
+        rows=rows_total,
+        compared_rows=compared,
+        constant_inputs=constants,
+        not_compared=rows_total - compared - constants,
+        notes=list(table.notes),
+    )
+
+
 def summarize(table: ResultTable, rule: ThresholdRule, limit: int | None) -> CompareSummary:
     by_op: dict[str, OpVerdict] = {}
     order: list[str] = []
@@ -111,15 +175,11 @@ def summarize(table: ResultTable, rule: ThresholdRule, limit: int | None) -> Com
             verdict.failing.append(f"{row.kind or 'tensor'} {row.slot}: {crossing}")
     order.sort(key=lambda op: _position(by_op[op]))
     failing = [by_op[op] for op in order if by_op[op].failing]
-    shown = [m for m, _ in rule.active(table.metric_columns)]
-    for extra in (COSINE, "MaxAbsoluteError", "RelativeEuclideanDistance"):
-        if extra in table.metric_columns and extra not in shown:
-            shown.append(extra)
     return CompareSummary(
         path=table.path,
         rule=rule,
         columns=table.metric_columns,
-        shown_metrics=shown,
+        shown_metrics=_shown_metrics(rule, table.metric_columns),
         ops=failing[:limit] if limit else failing,
         failing_total=len(failing),
         compared_ops=len(order),
@@ -167,10 +227,11 @@ def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary:
     target = args.file if args.file else ctx.workspace.output_dir("vector_compare")
     csv_path = find_result_csv(Path(target))
     summary = _summary_of(csv_path)
-    table = read_result_csv(slice_csv(summary, csv_path, args.rank, args.step, "vcs"))
+    shown = slice_csv(summary, csv_path, args.rank, args.step, "vcs")
+    table = load_result_columns(shown, lambda: ctx.workspace.output_dir(CACHE_DIR))
     result = summary_of(ctx, table, args.cosine, args.metric, args.limit, summary)
     if args.plot:
-        result.plot = op_cosines(table.rows, result.rule)
+        result.plot = op_cosines_of_columns(table, result.rule)
     return result
 
 
@@ -184,7 +245,7 @@ def _summary_of(csv_path: Path) -> RunSummary | None:
 
 def summary_of(
     ctx: ShellContext,
-    table: ResultTable,
+    table: ResultTable | ResultColumns,
     cosine: float | None,
     metrics: list[str],
     limit: int,
@@ -201,7 +262,10 @@ def summary_of(
         raise UsageError(f"vcs: {exc}") from None
     if not rule.active(table.metric_columns):
         raise UsageError(f"{table.path}: no column the thresholds limit; give --metric NAME:LIMIT")
-    result = summarize(table, rule, limit or None)
+    if isinstance(table, ResultColumns):
+        result = summarize_columns(table, rule, limit or None)
+    else:
+        result = summarize(table, rule, limit or None)
     if summary is not None:
         result.partial = summary.primary.partial_text
         result.diagnosed = summary.diagnosis is not None

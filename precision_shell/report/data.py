@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from precision_shell.compare.results.schema import ResultRow, read_result_csv
+import numpy as np
+
+from precision_shell.compare.results.columns import (
+    KIND_OUTPUT,
+    ResultColumns,
+    load_result_columns,
+)
+from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.slice_results import (
     RankStepTable,
     diagnosed_slice,
@@ -24,7 +33,26 @@ from precision_shell.compare.results.slice_results import (
 from precision_shell.compare.results.summary import RunSummary, summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import FormatError
+from precision_shell.report.point_arrays import PointArrays, op_x, point_arrays
 from precision_shell.report.points import PlotPoint, output_points
+
+# Above this many rows the page carries only the failing outputs' ops and their neighbours
+# (the plot still shows every output); the full table stays in the CSV.
+BIG_ROWS = 100_000
+MAX_CARRIED_ROWS = 30_000  # rows the big page's table carries at most
+ENV_FULL_TABLE = "PRECISION_SHELL_REPORT_FULL_TABLE"  # "1": every row on the page, any size
+
+
+@dataclass
+class BigResult:
+    """A result too big for one page: what the page carries instead of every row."""
+
+    points: PointArrays  # every output point, for the page's script to draw
+    total_rows: int
+    carried_ops: int
+    failing_ops: int
+    neighbours: str  # "graph": neighbours in the device graph; else "execution order"
+    dropped_ops: int = 0  # failing ops' neighbours (or failing ops) past MAX_CARRIED_ROWS
 
 
 @dataclass
@@ -49,6 +77,30 @@ class ReportData:
     ranks: RankStepTable | None = None  # several (rank, step) compared: each one's verdict
     slice_label: str | None = None  # "rank 1 step 0": the compare this page is of
     root_cause_slice: str | None = None  # the root cause was found in another (rank, step)
+    big: BigResult | None = None  # the page carries part of the table (see BigResult)
+    columns: ResultColumns | None = None
+    notes: list[str] = field(default_factory=list)  # why the columns cache was not used
+
+    @property
+    def point_count(self) -> int:
+        return len(self.big.points) if self.big is not None else len(self.points)
+
+    @property
+    def failing_points(self) -> int:
+        if self.big is not None:
+            return int(np.count_nonzero(self.big.points.fails))
+        return sum(1 for p in self.points if p.fails)
+
+    def rows_for_ops(self, ops: Iterable[str]) -> list[ResultRow]:
+        """Every row of these ops (from the whole result, also on a big page)."""
+        wanted = set(ops)
+        if self.big is None or self.columns is None:
+            return [r for r in self.rows if r.op_name in wanted]
+        table = self.columns
+        codes = [k for k in range(table.op_names.distinct) if table.op_names.value(k) in wanted]
+        by_op = table.rows_by_op(codes)
+        rows = sorted(int(i) for c in codes for i in by_op[c])
+        return table.rows_at(rows)
 
     @property
     def root_cause(self) -> str | None:
@@ -87,9 +139,67 @@ def raw_cells(csv_path: Path) -> dict[int, list[str]]:
         raise FormatError(csv_path, f"unreadable CSV: {exc}") from None
 
 
-def gather_report(csv_path: Path, fallback: ThresholdRule) -> ReportData:
-    """Read the CSV and its summary; the summary's rule wins over `fallback` (the settings')."""
-    table = read_result_csv(csv_path)
+def _carried(
+    table: ResultColumns,
+    rule: ThresholdRule,
+    root_cause: str | None,
+    neighbours: Callable[[str], Iterable[str]] | None,
+    max_rows: int,
+) -> tuple[np.ndarray, int, int, str, int]:
+    """The rows a big page carries: every row of the ops with a failing output, of the root
+    cause, and of their neighbours (in the graph when given, else the ops just before and
+    after in execution order), at most `max_rows` (failing ops first).
+
+    Returns (row numbers, carried ops, failing ops, neighbour kind, ops dropped)."""
+    failing = np.unique(table.op[table.crossing(rule) & (table.kind == KIND_OUTPUT)])
+    names = {table.op_names.value(int(c)): int(c) for c in failing}
+    wanted: list[int] = failing.tolist()
+    kind = "execution order"
+    if neighbours is not None or root_cause is not None:
+        all_names = {n: k for k, n in enumerate(table.op_names.values())}
+        if root_cause in all_names:
+            wanted.insert(0, all_names[root_cause])
+    if neighbours is not None:
+        kind = "graph"
+        for name in list(names):
+            wanted += [all_names[n] for n in neighbours(name) if n in all_names]
+    else:
+        xs = op_x(table)
+        order = np.lexsort((table.op_first_rows(), xs))  # op codes in execution order
+        place = np.empty(len(order), dtype=np.int64)
+        place[order] = np.arange(len(order))
+        for c in failing.tolist():
+            at = int(place[c])
+            wanted += [int(order[k]) for k in (at - 1, at + 1) if 0 <= k < len(order)]
+    seen: dict[int, None] = {}
+    for code in wanted:
+        seen.setdefault(code, None)
+    by_op = table.rows_by_op(seen)
+    rows: list[np.ndarray] = []
+    taken = dropped = 0
+    for code in seen:
+        got = by_op[code]
+        if taken + len(got) > max_rows:
+            dropped += 1
+            continue
+        rows.append(got)
+        taken += len(got)
+    picked = np.sort(np.concatenate(rows)) if rows else np.zeros(0, dtype=np.int64)
+    return picked, len(seen) - dropped, len(failing), kind, dropped
+
+
+def gather_report(
+    csv_path: Path,
+    fallback: ThresholdRule,
+    cache_dir: Callable[[], Path] | None = None,
+    big_rows: int = BIG_ROWS,
+    neighbours: Callable[[str], Iterable[str]] | None = None,
+    max_carried_rows: int = MAX_CARRIED_ROWS,
+) -> ReportData:
+    """Read the CSV (through its columns cache when `cache_dir` gives one) and its summary;
+    the summary's rule wins over `fallback` (the settings'). Above `big_rows` rows the page
+    carries the rows `_carried` picks; `neighbours(op)` names an op's graph neighbours."""
+    table = load_result_columns(csv_path, cache_dir)
     summary = summary_beside(csv_path)
     rule = summary.rule if summary is not None else fallback
     diagnosis = summary.diagnosis if summary is not None else None
@@ -103,31 +213,49 @@ def gather_report(csv_path: Path, fallback: ThresholdRule) -> ReportData:
         elsewhere, causes = f"rank {where[0]} step {where[1]}", []
     root = causes[0].get("op") if causes else None
     root = root if isinstance(root, str) else None
-    compared = sum(1 for r in table.rows if r.compared)
-    constants = sum(1 for r in table.rows if r.constant_input)
+    compared = int(np.count_nonzero(table.compared))
+    constants = int(np.count_nonzero(table.constant))
     created = summary.created if summary is not None else ""
     if not created:
         mtime = csv_path.stat().st_mtime
         created = _dt.datetime.fromtimestamp(mtime).astimezone().isoformat(timespec="seconds")
+    big = None
+    if len(table) > big_rows and os.environ.get(ENV_FULL_TABLE, "") in ("", "0"):
+        picked, carried, failing_ops, kind, dropped = _carried(
+            table, rule, root, neighbours, max_carried_rows
+        )
+        big = BigResult(
+            point_arrays(table, rule, root), len(table), carried, failing_ops, kind, dropped
+        )
+        rows = table.rows_at(picked)
+        cells = {int(table.line[i]): table.record(int(i)) for i in picked}
+        points: list[PlotPoint] = []
+    else:
+        rows = table.rows
+        cells = {int(table.line[i]): table.record(i) for i in range(len(table))}
+        points = output_points(rows, rule, root)
     return ReportData(
         csv_path=csv_path,
         header=table.header,
-        rows=table.rows,
-        cells=raw_cells(csv_path),
+        rows=rows,
+        cells=cells,
         metric_columns=table.metric_columns,
         rule=rule,
-        points=output_points(table.rows, rule, root),
+        points=points,
         summary=summary,
         workspace=summary.workspace if summary is not None else "",
         created=created,
-        total_rows=len(table.rows),
+        total_rows=len(table),
         compared=compared,
         constant_inputs=constants,
-        failed=len(table.rows) - compared - constants,
+        failed=len(table) - compared - constants,
         root_causes=causes,
         advice=diagnosis.advice if diagnosis is not None else [],
         warnings=list(table.warnings),
         ranks=ranks,
         slice_label=shown.label if ranks is not None and shown is not None else None,
         root_cause_slice=elsewhere,
+        big=big,
+        columns=table,
+        notes=list(table.notes),
     )

@@ -13,10 +13,12 @@ from typing import Any
 
 from precision_shell.compare.results.schema import HIGHER_IS_BETTER, ResultRow
 from precision_shell.report.assets import SCRIPT, STYLE
+from precision_shell.report.big_plot import big_plot
 from precision_shell.report.data import ReportData
 from precision_shell.report.plot_svg import FAIL_COLOR, accuracy_plot_svg
 from precision_shell.report.points import COSINE, RED, cosine_of
 
+_MAX_WARNINGS = 1_000
 _TEXT_METRICS = frozenset({"StandardDeviation"})
 _NAME_COLUMNS = frozenset({"NPUDump", "GroundTruth", "TensorIndex", "CompareFailReason", "LeftOp"})
 _NODE_COLORS = (  # as `ni -s` colors nodes (commands/latest_compare.py)
@@ -54,7 +56,7 @@ def _facts(pairs: list[tuple[str, str]]) -> str:
 
 
 def _header(data: ReportData, generated: str) -> str:
-    failing = sum(1 for p in data.points if p.fails)
+    failing = data.failing_points
     reasons = data.summary.primary.failed_by_reason if data.summary else {}
     why = ", ".join(f"{n} x {r}" for r, n in reasons.items())
     root = data.root_cause
@@ -75,7 +77,7 @@ def _header(data: ReportData, generated: str) -> str:
         (
             "Outputs failing the thresholds",
             f'<span class="{"bad" if failing else "good"}">{failing}</span>'
-            f" of {len(data.points)} plotted",
+            f" of {data.point_count} plotted",
         ),
         (
             "Root cause",
@@ -106,6 +108,8 @@ def _undiagnosed_text(data: ReportData) -> str:
 
 
 def _plot(data: ReportData) -> str:
+    if data.big is not None:
+        return big_plot(data)
     if not data.points:
         body = '<p class="note">No output has a cosine similarity or a relative Euclidean distance to plot.</p>'
     else:
@@ -284,17 +288,42 @@ def _results(data: ReportData) -> str:
         f'<span><span id="shown">{len(data.rows)}</span> of {len(data.rows)} rows shown'
         " · click a column header to sort</span></div>"
     )
+    title = f"Results ({len(data.rows)} rows)"
+    if data.big is not None:
+        title = f"Results ({len(data.rows)} of {data.big.total_rows} rows)"
+        controls = _big_table_note(data) + controls
     return (
-        f'<section id="results-section"><h2>Results ({len(data.rows)} rows)</h2>{controls}'
+        f'<section id="results-section"><h2>{_e(title)}</h2>{controls}'
         f'<table id="results"><thead><tr>{_column_heads(data)}</tr></thead>'
         f"<tbody>{''.join(body)}</tbody></table></section>"
+    )
+
+
+def _big_table_note(data: ReportData) -> str:
+    big = data.big
+    assert big is not None
+    dropped = (
+        f" {big.dropped_ops} more ops did not fit in {len(data.rows)} rows and are left out."
+        if big.dropped_ops
+        else ""
+    )
+    return (
+        f'<p class="note" id="full-table">This result has {big.total_rows} rows: the page'
+        f" carries the rows of the {big.failing_ops} ops with a failing output, of the root"
+        f" cause, and of their neighbours ({_e(big.neighbours)}): {big.carried_ops} ops."
+        f"{dropped} The full table is the CSV <code>{_e(data.csv_path)}</code>"
+        " (vcs -l 0 lists every failing op; the plot above shows every output).</p>"
     )
 
 
 def _warnings(data: ReportData) -> str:
     if not data.warnings:
         return ""
-    items = "".join(f"<li>{_e(w)}</li>" for w in data.warnings)
+    shown = data.warnings[:_MAX_WARNINGS]
+    more = len(data.warnings) - len(shown)
+    items = "".join(f"<li>{_e(w)}</li>" for w in shown)
+    if more:
+        items += f"<li>... {more} more</li>"
     return f'<section id="warnings"><h2 style="color:{FAIL_COLOR}">CSV warnings</h2><ul>{items}</ul></section>'
 
 

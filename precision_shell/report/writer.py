@@ -7,10 +7,12 @@ page elsewhere but never over an existing file.
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from precision_shell.compare.pipeline.execute import result_dir
+from precision_shell.compare.results.columns_cache import CACHE_DIR
 from precision_shell.compare.results.latest import LatestCompare
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
@@ -73,7 +75,7 @@ def _picture(
         note = f"{op} is not in the device graph of {run.name}: no subgraph"
         return SubgraphPicture(op, depth, None, None, note)
     sub = neighbourhood(graph, op, depth)
-    colors = LatestCompare.of(data.csv_path, data.rows, data.summary)
+    colors = LatestCompare.of(data.csv_path, data.rows_for_ops(sub.nodes), data.summary)
     sub.node_colors = {name: colors.color(name, data.rule) for name in sub.nodes}
     sub.node_marks[op] = "root cause"
     files = write_subgraph(sub, out_dir.path(), run.name)
@@ -84,6 +86,21 @@ def _picture(
     gv = Path(files.gv).read_text(encoding="utf-8")
     note = f"{files.note or 'dot gave no SVG'}; the graphviz source follows"
     return SubgraphPicture(op, depth, None, gv, note)
+
+
+def _graph_neighbours(ws: Workspace) -> Callable[[str], Iterable[str]] | None:
+    """An op's neighbours (one hop, both directions) in the device graph, when there is one."""
+    try:
+        graph = ws.run().dump_graph()
+    except PrecisionError:
+        return None
+    if graph is None:
+        return None
+
+    def neighbours(op: str) -> Iterable[str]:
+        return neighbourhood(graph, op, 1).nodes
+
+    return neighbours
 
 
 def _checked_output(output: Path) -> Path:
@@ -105,7 +122,9 @@ def write_report(
 ) -> ReportWritten:
     """Gather, render and write the report of one result CSV (and its summary.json); a CSV
     without a summary is judged by `fallback` (the settings' rule)."""
-    data = gather_report(csv_path, fallback)
+    data = gather_report(
+        csv_path, fallback, lambda: ws.output_dir(CACHE_DIR), neighbours=_graph_neighbours(ws)
+    )
     target = _checked_output(output) if output is not None else None
     out_dir = _ReportDir(ws)
     picture = _picture(ws, data, out_dir, depth)
@@ -115,7 +134,9 @@ def write_report(
     page = report_html(data, picture, generated)
     with create_output_file(target, keep_on_interrupt=False) as fh:
         fh.write(page)
-    notes = list(data.warnings)
+    notes = list(data.warnings[:20]) + data.notes
+    if len(data.warnings) > 20:
+        notes.append(f"... {len(data.warnings) - 20} more CSV warnings (on the page)")
     if picture is not None and picture.note:
         notes.append(picture.note)
     embedded = None
@@ -125,8 +146,8 @@ def write_report(
         path=target,
         csv_path=csv_path,
         rows=len(data.rows),
-        points=len(data.points),
-        failing_outputs=sum(1 for p in data.points if p.fails),
+        points=data.point_count,
+        failing_outputs=data.failing_points,
         root_cause=data.root_cause,
         diagnosed=data.diagnosed,
         partial=data.partial,

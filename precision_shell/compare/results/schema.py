@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -57,6 +57,16 @@ def _float(text: str) -> float:
         return float(text)
     except ValueError:
         return math.nan
+
+
+def parse_index(text: str) -> int | None:
+    """The Index cell as a number; None when it is not one (`²` passes isdigit, not int)."""
+    if not text.isdigit():
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
 
 
 def _parse_tensor_index(text: str) -> tuple[str, int]:
@@ -169,67 +179,122 @@ class ResultTable:
     warnings: list[str] = field(default_factory=list)
 
 
-def read_result_csv(path: str | Path) -> ResultTable:
-    """Parse one result CSV; a malformed file is a PrecisionError naming it, odd rows warnings."""
-    path = Path(path)
-    try:
-        fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115
-    except OSError as exc:
-        raise PrecisionError(f"{path}: cannot open: {exc.strerror}") from None
-    with fh:
-        reader = csv.reader(fh)
-        try:
-            header = next(reader)
-        except StopIteration:
-            raise PrecisionError(f"{path}: empty file, expected a compare result header") from None
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise PrecisionError(f"{path}: not a CSV file: {exc}") from None
-        header = [h.strip() for h in header]
+@dataclass(frozen=True)
+class RowLayout:
+    """Where a header puts each ResultRow field: the one mapping from a record's cells (stripped,
+    padded to the header's width) to a row, shared by the CSV reader and the columns cache."""
+
+    header: tuple[str, ...]
+    metric_columns: tuple[str, ...]
+    col: dict[str, int]  # name -> first position
+    op_col: int
+    gt_col: int | None
+    dtype_cols: tuple[int, ...]
+    metric_idx: tuple[tuple[str, int], ...]
+
+    @classmethod
+    def of(cls, path: Path, header: list[str]) -> RowLayout:
         col = {name: i for i, name in reversed(list(enumerate(header)))}  # first occurrence wins
         op_col = col.get("NPUDump", col.get("LeftOp"))
         if op_col is None or "TensorIndex" not in col:
             raise PrecisionError(
                 f"{path}: not a compare result (header needs NPUDump or LeftOp, and TensorIndex)"
             )
-        gt_col = col.get("GroundTruth", col.get("RightOp"))
-        dtype_cols = [i for i, name in enumerate(header) if name == "DataType"]
-        metric_columns = [h for h in header if h not in _LEAD]
-        table = ResultTable(path, header, metric_columns=metric_columns)
-        metric_idx = [(name, header.index(name)) for name in metric_columns]
-        try:
-            for line, cells in enumerate(reader, start=2):
-                if not cells or all(not c.strip() for c in cells):
-                    continue
-                if len(cells) < len(header):
-                    table.warnings.append(
-                        f"{path}:{line}: {len(cells)} cells, header has {len(header)}"
-                    )
-                    cells = cells + [""] * (len(header) - len(cells))
+        metric_columns = tuple(h for h in header if h not in _LEAD)
+        return cls(
+            header=tuple(header),
+            metric_columns=metric_columns,
+            col=col,
+            op_col=op_col,
+            gt_col=col.get("GroundTruth", col.get("RightOp")),
+            dtype_cols=tuple(i for i, name in enumerate(header) if name == "DataType"),
+            metric_idx=tuple((name, header.index(name)) for name in metric_columns),
+        )
 
-                def cell(name: str, cells: list[str] = cells) -> str:
-                    i = col.get(name)
-                    return cells[i].strip() if i is not None else ""
+    def row(self, cells: list[str], line: int) -> ResultRow:
+        """The row of one record; `cells` already stripped and as wide as the header."""
+        col, dtypes = self.col, self.dtype_cols
 
-                index_text = cell("Index")
-                table.rows.append(
-                    ResultRow(
-                        index=int(index_text) if index_text.isdigit() else None,
-                        op_type=cell("OpType"),
-                        npu_dump=cells[op_col].strip(),
-                        ground_truth=cells[gt_col].strip() if gt_col is not None else "",
-                        tensor_index=cell("TensorIndex"),
-                        shape=cell("Shape"),
-                        texts={name: cells[i].strip() for name, i in metric_idx},
-                        reason=cell(REASON_COLUMN),
-                        overflow=cell(OVERFLOW_COLUMN),
-                        device_dtype=cells[dtype_cols[0]].strip() if dtype_cols else "",
-                        benchmark_dtype=cells[dtype_cols[1]].strip() if len(dtype_cols) > 1 else "",
-                        address=cell("Address"),
-                        line=line,
-                    )
-                )
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise PrecisionError(f"{path}: unreadable CSV: {exc}") from None
+        def cell(name: str) -> str:
+            i = col.get(name)
+            return cells[i] if i is not None else ""
+
+        return ResultRow(
+            index=parse_index(cell("Index")),
+            op_type=cell("OpType"),
+            npu_dump=cells[self.op_col],
+            ground_truth=cells[self.gt_col] if self.gt_col is not None else "",
+            tensor_index=cell("TensorIndex"),
+            shape=cell("Shape"),
+            texts={name: cells[i] for name, i in self.metric_idx},
+            reason=cell(REASON_COLUMN),
+            overflow=cell(OVERFLOW_COLUMN),
+            device_dtype=cells[dtypes[0]] if dtypes else "",
+            benchmark_dtype=cells[dtypes[1]] if len(dtypes) > 1 else "",
+            address=cell("Address"),
+            line=line,
+        )
+
+
+def op_name_of(tensor_index: str, npu_dump: str) -> str:
+    """`ResultRow.op_name` from the two cells it depends on (for readers that keep no rows)."""
+    parts = tensor_index.rsplit(":", 2)
+    if len(parts) == 3 and parts[1] in ("input", "output") and parts[2].isdigit():
+        return parts[0] or npu_dump
+    return npu_dump
+
+
+def iter_result_records(
+    path: str | Path, warnings: list[str]
+) -> tuple[RowLayout, Generator[tuple[int, list[str]], None, None]]:
+    """The header's layout and (record number, cells) of every non-blank record, each cell
+    stripped and the record padded to the header's width (a short one noted in `warnings`).
+
+    A malformed file is a PrecisionError naming it, raised here or while iterating."""
+    path = Path(path)
+    try:
+        fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115
+    except OSError as exc:
+        raise PrecisionError(f"{path}: cannot open: {exc.strerror}") from None
+    reader = csv.reader(fh)
+    try:
+        header = [h.strip() for h in next(reader)]
+        layout = RowLayout.of(path, header)
+    except StopIteration:
+        fh.close()
+        raise PrecisionError(f"{path}: empty file, expected a compare result header") from None
+    except (csv.Error, UnicodeDecodeError) as exc:
+        fh.close()
+        raise PrecisionError(f"{path}: not a CSV file: {exc}") from None
+    except BaseException:
+        fh.close()
+        raise
+
+    def records() -> Generator[tuple[int, list[str]], None, None]:
+        width = len(header)
+        with fh:
+            try:
+                for line, cells in enumerate(reader, start=2):
+                    if not cells or all(not c.strip() for c in cells):
+                        continue
+                    if len(cells) < width:
+                        warnings.append(f"{path}:{line}: {len(cells)} cells, header has {width}")
+                        cells = cells + [""] * (width - len(cells))
+                    yield line, [c.strip() for c in cells[:width]]
+            except (csv.Error, UnicodeDecodeError) as exc:
+                raise PrecisionError(f"{path}: unreadable CSV: {exc}") from None
+
+    return layout, records()
+
+
+def read_result_csv(path: str | Path) -> ResultTable:
+    """Parse one result CSV; a malformed file is a PrecisionError naming it, odd rows warnings."""
+    path = Path(path)
+    warnings: list[str] = []
+    layout, records = iter_result_records(path, warnings)
+    table = ResultTable(path, list(layout.header), metric_columns=list(layout.metric_columns))
+    table.warnings = warnings
+    table.rows = [layout.row(cells, line) for line, cells in records]
     return table
 
 

@@ -1,0 +1,344 @@
+"""A result CSV as typed columns: read once, then answered from numpy arrays, not from text.
+
+`ResultColumns` holds every header column as strings (one UTF-8 blob and its offsets, or a
+table of distinct values and a code per row when few values repeat) and, derived from them by
+the reader's own rules, what the counts and the threshold rule need for every row: its kind
+(input/output), its op, whether it was compared or is a constant input, each metric's value
+and whether the data held NaN/inf there. `row(i)` rebuilds the very `ResultRow` that
+`read_result_csv` gives (through the same `RowLayout`), so a consumer that wants rows gets
+them only for the rows it shows.
+
+`load_result_columns` keeps the arrays in a cache file (results/columns_cache.py) keyed to the
+CSV, so a 1M-row result is parsed once, not on every `vcs` or `report`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from precision_shell.compare.results.schema import (
+    CONSTANT_INPUT,
+    HIGHER_IS_BETTER,
+    ResultRow,
+    RowLayout,
+    _float,
+    _parse_tensor_index,
+    iter_result_records,
+    op_name_of,
+    parse_index,
+)
+from precision_shell.compare.results.thresholds import ThresholdRule
+
+KIND_NONE, KIND_INPUT, KIND_OUTPUT = 0, 1, 2
+_KIND_CODES = {"": KIND_NONE, "input": KIND_INPUT, "output": KIND_OUTPUT}
+_NONFINITE = ("nan", "inf", "-inf")
+_CHUNK = 65_536  # records parsed and encoded at a time (bounds the strings alive at once)
+_SAMPLE = 1_000  # a column whose first values are mostly distinct is stored plain
+
+
+class StrColumn:
+    """n strings: `values` (UTF-8 `blob` cut at `offsets`), indexed through `codes` if any."""
+
+    __slots__ = ("blob", "offsets", "codes", "_memo")
+
+    def __init__(self, blob: np.ndarray, offsets: np.ndarray, codes: np.ndarray | None) -> None:
+        self.blob = blob
+        self.offsets = offsets
+        self.codes = codes
+        self._memo: dict[int, str] = {}
+
+    @property
+    def distinct(self) -> int:
+        return len(self.offsets) - 1
+
+    def value(self, k: int) -> str:
+        """The k-th stored string (the k-th value of the table when coded)."""
+        hit = self._memo.get(k)
+        if hit is None:
+            lo, hi = int(self.offsets[k]), int(self.offsets[k + 1])
+            hit = self.blob[lo:hi].tobytes().decode("utf-8", "replace")
+            if self.codes is not None:
+                self._memo[k] = hit
+        return hit
+
+    def __getitem__(self, i: int) -> str:
+        return self.value(int(self.codes[i]) if self.codes is not None else i)
+
+    def take(self, rows: Iterable[int]) -> list[str]:
+        return [self[int(i)] for i in rows]
+
+    def values(self) -> list[str]:
+        """Every stored string (the table's values when coded)."""
+        data, cuts = self.blob.tobytes(), self.offsets.tolist()
+        return [
+            data[a:b].decode("utf-8", "replace") for a, b in zip(cuts[:-1], cuts[1:], strict=True)
+        ]
+
+    def all(self) -> list[str]:
+        """Every cell, in row order."""
+        values = self.values()
+        if self.codes is None:
+            return values
+        return [values[c] for c in self.codes.tolist()]
+
+
+def _encode(values: Sequence[str]) -> tuple[bytes, list[int]]:
+    encoded = [v.encode("utf-8", "surrogatepass") for v in values]
+    return b"".join(encoded), [len(b) for b in encoded]
+
+
+class _StrBuilder:
+    """One column's strings as they arrive, chunk by chunk: plain, or coded when the first
+    chunk shows few distinct values."""
+
+    def __init__(self) -> None:
+        self.coded: bool | None = None
+        self.table: dict[str, int] = {}
+        self.codes: list[np.ndarray] = []
+        self.pieces: list[bytes] = []
+        self.lengths: list[int] = []
+
+    def add(self, values: Sequence[str]) -> None:
+        if self.coded is None:
+            sample = values[:_SAMPLE]
+            self.coded = len(set(sample)) * 4 <= max(len(sample), 4)
+        if self.coded:
+            table = self.table
+            codes = [table.setdefault(v, len(table)) for v in values]
+            self.codes.append(np.asarray(codes, dtype=np.int32))
+        else:
+            blob, lengths = _encode(values)
+            self.pieces.append(blob)
+            self.lengths.extend(lengths)
+
+    def arrays(self, name: str) -> dict[str, np.ndarray]:
+        if self.coded:
+            blob, lengths = _encode(list(self.table))
+            codes = np.concatenate(self.codes) if self.codes else np.zeros(0, np.int32)
+            out = {f"{name}.codes": codes}
+        else:
+            blob, lengths = b"".join(self.pieces), self.lengths
+            out = {}
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(np.asarray(lengths, dtype=np.int64), out=offsets[1:])
+        out[f"{name}.blob"] = np.frombuffer(blob, dtype=np.uint8)
+        out[f"{name}.offsets"] = offsets
+        return out
+
+
+def _metric_values(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each cell's value as `ResultRow.metrics` parses it, whether it holds NaN/inf from the
+    data (`ResultRow.nonfinite`), and whether it holds a value at all (not `NaN`/empty)."""
+    cells = np.asarray(texts, dtype=object)
+    try:
+        values = cells.astype(np.float64)  # float() of each cell
+    except (ValueError, TypeError, OverflowError):
+        values = np.fromiter(map(_float, texts), dtype=np.float64, count=len(texts))
+    odd = np.flatnonzero(~np.isfinite(values))
+    nonfinite = np.zeros(len(texts), dtype=bool)
+    nonfinite[odd] = [texts[i] in _NONFINITE for i in odd]
+    computed = (cells != "NaN") & (cells != "")
+    return values, nonfinite, computed.astype(bool)
+
+
+def build_arrays(csv_path: Path) -> tuple[RowLayout, list[str], dict[str, np.ndarray]]:
+    """Parse the CSV once into the arrays `ResultColumns` is made of (CSV warnings aside)."""
+    warnings: list[str] = []
+    layout, records = iter_result_records(csv_path, warnings)
+    width = len(layout.header)
+    strings = [_StrBuilder() for _ in range(width)]
+    ops = _StrBuilder()
+    ops.coded, ops.codes = True, []
+    ti_col, op_col = layout.col["TensorIndex"], layout.op_col
+    reason_col = layout.col.get("CompareFailReason")
+    metric_cols = [i for _, i in layout.metric_idx]
+    lines: list[np.ndarray] = []
+    kinds: list[np.ndarray] = []
+    compared: list[np.ndarray] = []
+    constant: list[np.ndarray] = []
+    values: list[list[np.ndarray]] = [[] for _ in metric_cols]
+    nonfinite: list[list[np.ndarray]] = [[] for _ in metric_cols]
+
+    def flush(chunk: list[tuple[int, list[str]]]) -> None:
+        if not chunk:
+            return
+        lines.append(np.fromiter((line for line, _ in chunk), dtype=np.int64, count=len(chunk)))
+        columns = list(zip(*(cells for _, cells in chunk), strict=True))
+        for builder, column in zip(strings, columns, strict=True):
+            builder.add(column)
+        tensors, npu = columns[ti_col], columns[op_col]
+        ops.add([op_name_of(t, d) for t, d in zip(tensors, npu, strict=True)])
+        kinds.append(
+            np.fromiter(
+                (_KIND_CODES[_parse_tensor_index(t)[0]] for t in tensors),
+                dtype=np.int8,
+                count=len(chunk),
+            )
+        )
+        any_computed = np.zeros(len(chunk), dtype=bool)
+        for k, i in enumerate(metric_cols):
+            v, nf, computed = _metric_values(list(columns[i]))
+            values[k].append(v)
+            nonfinite[k].append(nf)
+            any_computed |= computed
+        compared.append(any_computed)
+        if reason_col is None:
+            constant.append(np.zeros(len(chunk), dtype=bool))
+        else:
+            marked = np.fromiter(
+                (CONSTANT_INPUT in r for r in columns[reason_col]), dtype=bool, count=len(chunk)
+            )
+            constant.append(marked & ~any_computed)
+        chunk.clear()
+
+    chunk: list[tuple[int, list[str]]] = []
+    for record in records:
+        chunk.append(record)
+        if len(chunk) >= _CHUNK:
+            flush(chunk)
+    flush(chunk)
+
+    def joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+    arrays: dict[str, np.ndarray] = {
+        "line": joined(lines, np.int64),
+        "kind": joined(kinds, np.int8),
+        "compared": joined(compared, bool),
+        "constant": joined(constant, bool),
+    }
+    for j, builder in enumerate(strings):
+        if builder.coded is None:  # no records
+            builder.coded = False
+        arrays.update(builder.arrays(f"c{j}"))
+    op_arrays = ops.arrays("op")
+    arrays["op"] = op_arrays.pop("op.codes")
+    arrays.update(op_arrays)
+    for k in range(len(metric_cols)):
+        arrays[f"m{k}.value"] = joined(values[k], np.float64)
+        arrays[f"m{k}.nonfinite"] = joined(nonfinite[k], bool)
+    return layout, warnings, arrays
+
+
+def str_column(arrays: dict[str, np.ndarray], name: str) -> StrColumn:
+    return StrColumn(arrays[f"{name}.blob"], arrays[f"{name}.offsets"], arrays.get(f"{name}.codes"))
+
+
+@dataclass
+class ResultColumns:
+    """A result CSV's rows as columns (see the module doc); `source` says where they came
+    from ("csv": parsed now, "cache": the columns cache), `notes` why a cache was not used."""
+
+    path: Path
+    layout: RowLayout
+    warnings: list[str]
+    arrays: dict[str, np.ndarray]
+    source: str = "csv"
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        a = self.arrays
+        self.line: np.ndarray = a["line"]
+        self.kind: np.ndarray = a["kind"]
+        self.op: np.ndarray = a["op"]
+        self.compared: np.ndarray = a["compared"]
+        self.constant: np.ndarray = a["constant"]
+        self.op_names = str_column(a, "op")
+        self.cells = [str_column(a, f"c{j}") for j in range(len(self.layout.header))]
+        self.values = {m: a[f"m{k}.value"] for k, (m, _) in enumerate(self.layout.metric_idx)}
+        self.nonfinite = {
+            m: a[f"m{k}.nonfinite"] for k, (m, _) in enumerate(self.layout.metric_idx)
+        }
+        self._rows: list[ResultRow] | None = None
+
+    @classmethod
+    def from_csv(cls, csv_path: Path) -> ResultColumns:
+        layout, warnings, arrays = build_arrays(csv_path)
+        return cls(csv_path, layout, warnings, arrays)
+
+    # -- the ResultTable face -------------------------------------------------------------
+    @property
+    def header(self) -> list[str]:
+        return list(self.layout.header)
+
+    @property
+    def metric_columns(self) -> list[str]:
+        return list(self.layout.metric_columns)
+
+    def __len__(self) -> int:
+        return len(self.line)
+
+    def record(self, i: int) -> list[str]:
+        """Row i's cells (stripped), one per header column."""
+        return [c[i] for c in self.cells]
+
+    def row(self, i: int) -> ResultRow:
+        return self.layout.row(self.record(i), int(self.line[i]))
+
+    def rows_at(self, rows: Iterable[int]) -> list[ResultRow]:
+        return [self.row(int(i)) for i in rows]
+
+    @property
+    def rows(self) -> list[ResultRow]:
+        """Every row (built once; what small results and row-wise consumers use)."""
+        if self._rows is None:
+            self._rows = self.rows_at(range(len(self)))
+        return self._rows
+
+    # -- vectorised rule and counts -------------------------------------------------------
+    def crossing(self, rule: ThresholdRule) -> np.ndarray:
+        """Rows whose tensor crosses some limit of `rule` (`rule.fails(row)`, every row)."""
+        out = np.zeros(len(self), dtype=bool)
+        for metric, limit in rule.active():
+            values = self.values.get(metric)
+            if values is None:
+                continue
+            with np.errstate(invalid="ignore"):
+                crossed = values < limit if metric in HIGHER_IS_BETTER else values > limit
+            out |= self.nonfinite[metric] | crossed
+        return out
+
+    def op_first_rows(self) -> np.ndarray:
+        """For each op code, the first row that names it (file order)."""
+        first = np.full(self.op_names.distinct, len(self), dtype=np.int64)
+        np.minimum.at(first, self.op, np.arange(len(self), dtype=np.int64))
+        return first
+
+    def rows_by_op(self, codes: Iterable[int]) -> dict[int, np.ndarray]:
+        """Row numbers (file order) of each op code asked for."""
+        wanted = np.fromiter(codes, dtype=np.int64)
+        if len(wanted) == 0:
+            return {}
+        if len(wanted) <= 8:
+            return {int(c): np.flatnonzero(self.op == c) for c in wanted}
+        order = np.argsort(self.op, kind="stable")
+        sorted_ops = self.op[order]
+        lo = np.searchsorted(sorted_ops, wanted, side="left")
+        hi = np.searchsorted(sorted_ops, wanted, side="right")
+        return {int(c): order[a:b] for c, a, b in zip(wanted, lo, hi, strict=True)}
+
+    def index_texts(self, rows: Iterable[int]) -> list[str]:
+        i = self.layout.col.get("Index")
+        return [self.cells[i][int(r)] if i is not None else "" for r in rows]
+
+
+def load_result_columns(
+    csv_path: Path, cache_dir: Callable[[], Path] | None = None
+) -> ResultColumns:
+    """The columns of a result CSV, from its cache file when one is valid for it (else parsed,
+    and cached when the CSV is big enough to be worth it and `cache_dir` gives a place)."""
+    from precision_shell.compare.results.columns_cache import cached_columns
+
+    return cached_columns(csv_path, cache_dir)
+
+
+def position(index_text: str) -> float:
+    """Where an op sorts by its Index cell (ops without one sort last)."""
+    index = parse_index(index_text)
+    return index if index is not None else math.inf

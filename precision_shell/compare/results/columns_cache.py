@@ -1,0 +1,300 @@
+"""The columns cache of a result CSV: `ResultColumns`' arrays in one file under
+`precision_data/temp/result_columns/`, so `vcs` and `report` on a 1M-row result read typed
+arrays instead of parsing 250 MB of text each time.
+
+The file is ours alone to trust. A workspace may come from someone else, so:
+- it carries an HMAC-SHA256 of everything after it, made with the per-user key the index
+  cache uses (kept outside the workspace): a file we did not write is never read, only rebuilt;
+- it is keyed to its CSV (path, size, mtime_ns, inode, device) and to `SCHEMA`, and holds the
+  CSV's header: any change rebuilds it;
+- it holds no pickle and no Python object: a JSON header and raw little-endian arrays of a few
+  allowed dtypes, each checked (dtype, length, bounds, offsets in order, codes in range)
+  before use. Whatever is wrong, the CSV is parsed instead, with one line saying why.
+
+Layout: MAGIC (8) | HMAC (32) | header length (u64 LE) | JSON header | pad to 64 | arrays,
+each at a 64-byte aligned offset from the start of the array region. Written atomically
+(`replace_output`); read through `mmap`, so only the pages a command touches are loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import mmap
+import os
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from precision_shell.compare.results.columns import ResultColumns, build_arrays
+from precision_shell.compare.results.schema import RowLayout, iter_result_records
+from precision_shell.errors import PrecisionError
+from precision_shell.workspace.index_cache import _user_key
+from precision_shell.workspace.output_files import replace_output
+
+SCHEMA = 1
+MAGIC = b"PSCOLS\x00\x01"
+CACHE_DIR = "result_columns"
+SUFFIX = ".cols"
+MIN_CACHED_BYTES = 2 * 2**20  # smaller CSVs parse in well under a second: not cached
+_MAC_LEN = 32
+_ALIGN = 64
+_HEAD = len(MAGIC) + _MAC_LEN + 8
+_MAX_HEADER = 256 * 2**20
+_CHUNK = 2**20
+_DTYPES = {"<i8", "<i4", "|i1", "|u1", "|b1", "<f8"}
+ENV_DISABLE = "PRECISION_SHELL_NO_RESULT_CACHE"  # "1": parse the CSV every time (benchmarks)
+
+
+class CacheInvalid(Exception):
+    """The cache file cannot be used (why, in one line)."""
+
+
+def cache_path(cache_dir: Path, csv_path: Path) -> Path:
+    """The cache file of one CSV: named by its resolved path."""
+    try:
+        resolved = str(csv_path.resolve())
+    except OSError:
+        resolved = str(csv_path.absolute())
+    digest = hashlib.sha1(resolved.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return cache_dir / f"{csv_path.stem[:40]}-{digest}{SUFFIX}"
+
+
+def source_key(csv_path: Path) -> dict[str, Any]:
+    st = csv_path.stat()
+    try:
+        resolved = str(csv_path.resolve())
+    except OSError:
+        resolved = str(csv_path.absolute())
+    return {
+        "path": resolved,
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "ino": st.st_ino,
+        "dev": st.st_dev,
+    }
+
+
+# -- writing ------------------------------------------------------------------------------
+def _pad(n: int) -> int:
+    return -n % _ALIGN
+
+
+def encode_cache(
+    key: bytes, source: dict[str, Any], layout: RowLayout, warnings: list[str], arrays: dict
+) -> list[bytes | memoryview]:
+    """The file's pieces, in order (MAGIC and HMAC first)."""
+    entries: dict[str, dict[str, Any]] = {}
+    offset = 0
+    for name, array in arrays.items():
+        array = np.ascontiguousarray(array)
+        entries[name] = {"dtype": array.dtype.str, "offset": offset, "count": int(array.size)}
+        offset += array.nbytes + _pad(array.nbytes)
+    header = {
+        "schema": SCHEMA,
+        "source": source,
+        "header": list(layout.header),
+        "rows": int(len(arrays["line"])),
+        "warnings": warnings,
+        "arrays": entries,
+    }
+    head = json.dumps(header, ensure_ascii=True).encode("ascii")
+    body: list[bytes | memoryview] = [struct.pack("<Q", len(head)), head]
+    body.append(b"\x00" * _pad(_HEAD + len(head)))
+    for array in arrays.values():
+        data = np.ascontiguousarray(array).reshape(-1).view(np.uint8).data
+        body.append(data)
+        body.append(b"\x00" * _pad(len(data)))
+    mac = hmac.new(key, digestmod=hashlib.sha256)
+    for piece in body:
+        mac.update(piece)
+    return [MAGIC, mac.digest(), *body]
+
+
+def write_cache(path: Path, pieces: list[bytes | memoryview]) -> None:
+    def write(fh: IO[Any]) -> None:
+        for piece in pieces:
+            fh.write(piece)
+
+    replace_output(path, write)
+
+
+# -- reading ------------------------------------------------------------------------------
+def _expect(ok: bool, why: str) -> None:
+    if not ok:
+        raise CacheInvalid(why)
+
+
+def _mac_of(fd: int, size: int, key: bytes) -> bytes:
+    mac = hmac.new(key, digestmod=hashlib.sha256)
+    pos = len(MAGIC) + _MAC_LEN
+    while pos < size:
+        piece = os.pread(fd, min(_CHUNK, size - pos), pos)
+        if not piece:
+            break
+        mac.update(piece)
+        pos += len(piece)
+    return mac.digest()
+
+
+def _array(region: memoryview, entry: Any, name: str) -> np.ndarray:
+    _expect(isinstance(entry, dict), f"array {name}: not described")
+    dtype, offset, count = entry.get("dtype"), entry.get("offset"), entry.get("count")
+    _expect(dtype in _DTYPES, f"array {name}: dtype {dtype!r} not allowed")
+    _expect(
+        type(offset) is int and type(count) is int and offset >= 0 and count >= 0,
+        f"array {name}: bad offset or length",
+    )
+    dt = np.dtype(dtype)
+    _expect(offset % _ALIGN == 0, f"array {name}: unaligned")
+    _expect(offset + count * dt.itemsize <= len(region), f"array {name}: past the end")
+    return np.frombuffer(region, dtype=dt, count=count, offset=offset)
+
+
+def _check_strings(arrays: dict[str, np.ndarray], name: str, rows: int) -> None:
+    blob, offsets = arrays.get(f"{name}.blob"), arrays.get(f"{name}.offsets")
+    codes = arrays.get(f"{name}.codes")
+    _expect(blob is not None and offsets is not None, f"column {name}: missing")
+    assert blob is not None and offsets is not None
+    _expect(blob.dtype == np.uint8 and offsets.dtype == np.int64, f"column {name}: dtypes")
+    _expect(len(offsets) >= 1, f"column {name}: no offsets")
+    _expect(offsets[0] == 0 and offsets[-1] == len(blob), f"column {name}: offsets out of range")
+    _expect(bool(np.all(offsets[1:] >= offsets[:-1])), f"column {name}: offsets out of order")
+    if codes is None:
+        _expect(len(offsets) == rows + 1, f"column {name}: {len(offsets) - 1} cells, not {rows}")
+        return
+    _expect(codes.dtype == np.int32 and len(codes) == rows, f"column {name}: codes shape")
+    if rows:
+        _expect(
+            int(codes.min()) >= 0 and int(codes.max()) < len(offsets) - 1,
+            f"column {name}: codes out of range",
+        )
+
+
+def _check_arrays(arrays: dict[str, np.ndarray], layout: RowLayout, rows: int) -> None:
+    def typed(name: str, dtype: Any) -> np.ndarray:
+        array = arrays.get(name)
+        _expect(array is not None, f"array {name}: missing")
+        assert array is not None
+        _expect(array.dtype == np.dtype(dtype) and len(array) == rows, f"array {name}: shape")
+        return array
+
+    typed("line", np.int64)
+    kind = typed("kind", np.int8)
+    _expect(not rows or (int(kind.min()) >= 0 and int(kind.max()) <= 2), "kind out of range")
+    for name in ("compared", "constant"):
+        flags = typed(name, bool).view(np.uint8)
+        _expect(not rows or int(flags.max()) <= 1, f"array {name}: not booleans")
+    ops = arrays.get("op")
+    _expect(ops is not None and ops.dtype == np.int32 and len(ops) == rows, "op codes shape")
+    arrays["op.codes"] = arrays.pop("op")
+    _check_strings(arrays, "op", rows)
+    arrays["op"] = arrays.pop("op.codes")
+    for j in range(len(layout.header)):
+        _check_strings(arrays, f"c{j}", rows)
+    for k in range(len(layout.metric_idx)):
+        typed(f"m{k}.value", np.float64)
+        flags = typed(f"m{k}.nonfinite", bool).view(np.uint8)
+        _expect(not rows or int(flags.max()) <= 1, f"m{k}.nonfinite: not booleans")
+
+
+def read_cache(
+    path: Path, key: bytes, source: dict[str, Any], layout: RowLayout
+) -> tuple[list[str], dict[str, np.ndarray]]:
+    """The CSV warnings and arrays of a cache file valid for `source` with `layout`'s header;
+    CacheInvalid (stale, not ours, or malformed) otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise CacheInvalid("missing") from None
+    except OSError as exc:
+        raise CacheInvalid(f"unreadable: {exc.strerror}") from None
+    try:
+        size = os.fstat(fd).st_size
+        head = os.pread(fd, _HEAD, 0)
+        _expect(len(head) == _HEAD and head[: len(MAGIC)] == MAGIC, "not a columns cache")
+        mac = head[len(MAGIC) : len(MAGIC) + _MAC_LEN]
+        _expect(hmac.compare_digest(mac, _mac_of(fd, size, key)), "not written by this user")
+        (head_len,) = struct.unpack("<Q", head[-8:])
+        _expect(head_len <= min(size - _HEAD, _MAX_HEADER), "header past the end")
+        try:
+            meta = json.loads(os.pread(fd, head_len, _HEAD))
+        except (ValueError, UnicodeDecodeError):
+            raise CacheInvalid("header is not JSON") from None
+        _expect(isinstance(meta, dict) and meta.get("schema") == SCHEMA, "stale: an older schema")
+        _expect(meta.get("source") == source, "stale: the CSV changed")
+        _expect(meta.get("header") == list(layout.header), "stale: the CSV header changed")
+        rows, warnings = meta.get("rows"), meta.get("warnings")
+        _expect(type(rows) is int and rows >= 0, "bad row count")
+        _expect(
+            isinstance(warnings, list) and all(isinstance(w, str) for w in warnings),
+            "bad warnings",
+        )
+        entries = meta.get("arrays")
+        _expect(isinstance(entries, dict), "no arrays")
+        start = _HEAD + head_len + _pad(_HEAD + head_len)
+        _expect(start <= size, "arrays past the end")
+        if size == start:
+            region = memoryview(b"")
+        else:
+            mapped = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+            region = memoryview(mapped)[start:]
+        arrays = {str(name): _array(region, e, str(name)) for name, e in entries.items()}
+        _check_arrays(arrays, layout, rows)
+        return list(warnings), arrays
+    except OSError as exc:
+        raise CacheInvalid(f"unreadable: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)  # an mmap keeps its own reference to the file
+
+
+def _header_layout(csv_path: Path) -> RowLayout:
+    """The CSV's header (its first record read too, then the file closed)."""
+    layout, records = iter_result_records(csv_path, [])
+    next(records, None)
+    records.close()
+    return layout
+
+
+def cached_columns(csv_path: Path, cache_dir: Callable[[], Path] | None) -> ResultColumns:
+    """See `columns.load_result_columns`."""
+    csv_path = Path(csv_path)
+    try:
+        size = csv_path.stat().st_size
+    except OSError as exc:
+        raise PrecisionError(f"{csv_path}: cannot open: {exc.strerror}") from None
+    if (
+        cache_dir is None
+        or size < MIN_CACHED_BYTES
+        or os.environ.get(ENV_DISABLE, "") not in ("", "0")
+    ):
+        return ResultColumns.from_csv(csv_path)
+    key = _user_key()
+    if key is None:
+        return ResultColumns.from_csv(csv_path)
+    notes: list[str] = []
+    try:
+        where = cache_path(cache_dir(), csv_path)
+        source = source_key(csv_path)
+    except (PrecisionError, OSError):
+        return ResultColumns.from_csv(csv_path)
+    layout = _header_layout(csv_path)
+    try:
+        warnings, arrays = read_cache(where, key, source, layout)
+        return ResultColumns(csv_path, layout, warnings, arrays, source="cache")
+    except CacheInvalid as exc:
+        why = str(exc)
+        if why != "missing" and not why.startswith("stale"):
+            notes.append(f"{where}: columns cache ignored ({why}); read the CSV instead")
+    layout, warnings, arrays = build_arrays(csv_path)
+    columns = ResultColumns(csv_path, layout, warnings, arrays, notes=notes)
+    try:
+        if source_key(csv_path) == source:  # not rewritten while we read it
+            write_cache(where, encode_cache(key, source, layout, warnings, arrays))
+    except (PrecisionError, OSError) as exc:
+        notes.append(f"columns cache not written: {exc}")
+    return columns
