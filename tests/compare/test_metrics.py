@@ -26,7 +26,7 @@ from precision_shell.compare.metrics.compute import (
     compute_metrics,
     csv_values,
 )
-from precision_shell.compare.metrics.float32 import _float32_at_or_above
+from precision_shell.compare.metrics.totals import _float32_at_or_above
 
 EPS = float(np.finfo(np.float64).eps)
 KL_FLOOR = float(np.finfo(np.float32).eps)

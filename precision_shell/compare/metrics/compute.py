@@ -38,7 +38,6 @@ from precision_shell.compare.metrics.float32 import cosine_norms, float32_metric
 from precision_shell.compare.metrics.stream import (
     CHUNK,
     BlockSums,
-    Float32Pairs,
     chunk_bounds,
     fp16_overflow,
 )
@@ -121,7 +120,7 @@ def compute_metrics(
         if x.dtype == np.bool_ and y.dtype == np.bool_:
             _bool_metrics(x, y, scalar, out)
         else:
-            float32_metrics(Float32Pairs(x, y), scalar, out)
+            float32_metrics(x, y, scalar, out)
     return _row(out, int(x.size), fp16_overflow(x))
 
 

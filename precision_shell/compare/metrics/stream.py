@@ -60,6 +60,10 @@ class Extremes:
     def add(self, value: np.floating) -> None:
         self._seen.append(value)
 
+    @property
+    def seen(self) -> bool:
+        return bool(self._seen)
+
     def max(self) -> np.floating:
         return np.max(np.array(self._seen))
 
@@ -155,7 +159,7 @@ class _Float32Side:
 
 def _converter(dtype: np.dtype) -> _Converter:
     """msaccucmp's `np.array(data).astype("float32")`, as a function filling a float32 chunk."""
-    table = _lookup_table(dtype) if dtype.itemsize <= 2 and dtype != np.bool_ else None
+    table = lookup_table(dtype) if dtype.itemsize <= 2 and dtype != np.bool_ else None
     if table is None:
         return _cast
     index_type = np.uint16 if dtype.itemsize == 2 else np.uint8
@@ -173,7 +177,7 @@ def _cast(src: np.ndarray, out: np.ndarray) -> None:
 
 
 @lru_cache(maxsize=16)
-def _lookup_table(dtype: np.dtype) -> np.ndarray | None:
+def lookup_table(dtype: np.dtype) -> np.ndarray | None:
     """float32 of every bit pattern of a 1- or 2-byte dtype, or None if it has no float cast."""
     patterns = np.arange(
         1 << (8 * dtype.itemsize), dtype=np.uint16 if dtype.itemsize == 2 else np.uint8

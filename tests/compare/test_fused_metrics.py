@@ -1,0 +1,130 @@
+"""The compiled metric passes (metrics/fused.py) equal the numpy passes bit for bit.
+
+Every total each pass yields is compared as bits (NaN with NaN), on data chosen to hit every
+branch of numpy's pairwise summation (leaf sizes around 8 and 128, whole and partial 8192-element
+blocks, several chunks), the widening tables (float16, bfloat16, int8), NaN/inf/-0.0, zero and
+constant tensors; then every printed cell of whole rows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from precision_shell.compare.metrics import float32 as f32path
+from precision_shell.compare.metrics import fused
+from precision_shell.compare.metrics.cells import csv_values
+from precision_shell.compare.metrics.compute import compute_metrics
+from precision_shell.compare.metrics.stream import Float32Pairs
+
+pytestmark = pytest.mark.skipif(not fused.available(), reason="numba is not installed")
+
+SIZES = (0, 1, 7, 8, 9, 15, 127, 128, 129, 136, 1000, 8191, 8192, 8193, 65536 + 8192 + 17, 150001)
+
+
+def _data(kind: str, n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if kind == "normal":
+        return rng.standard_normal(n) * 10.0 ** rng.uniform(-4, 4, n)
+    if kind == "special":
+        values = rng.standard_normal(n)
+        picks = rng.integers(0, n, size=max(1, n // 50)) if n else []
+        for k, i in enumerate(picks):
+            values[i] = (np.nan, np.inf, -np.inf, -0.0, 0.0)[k % 5]
+        return values
+    if kind == "zeros":
+        return np.zeros(n)
+    if kind == "negzero":
+        return np.full(n, -0.0)
+    if kind == "constant":
+        return np.full(n, 3.25)
+    if kind == "positive":
+        return rng.uniform(0, 2, n)
+    raise AssertionError(kind)
+
+
+def _same(a: object, b: object) -> bool:
+    a_arr, b_arr = np.asarray(a), np.asarray(b)
+    if a_arr.dtype != b_arr.dtype:
+        return False
+    if a_arr.dtype.kind == "f" and np.isnan(a_arr) and np.isnan(b_arr):
+        return True
+    return a_arr.tobytes() == b_arr.tobytes()
+
+
+def _all_passes(passes: object, n: int) -> dict[str, object]:
+    first = passes.first(True)  # type: ignore[attr-defined]
+    found: dict[str, object] = {f"first.{k}": v for k, v in vars(first).items()}
+    if n == 0:
+        return found
+    norms = (np.sqrt(first.xx_sum), np.sqrt(first.yy_sum))
+    kl_shape = (
+        f32path._kl_span(first.x_min, first.x_max),
+        f32path._kl_span(first.y_min, first.y_max),
+    )
+    means = (f32path._mean(first.x_wide_sum, n), f32path._mean(first.y_wide_sum, n))
+    second = passes.second(norms, kl_shape, means)  # type: ignore[attr-defined]
+    found.update({f"second.{k}": v for k, v in vars(second).items()})
+    found["kl"] = passes.kl_sum(kl_shape, second.px_sum, second.qy_sum)  # type: ignore[attr-defined]
+    # a pass asked for only part of its work yields the same parts
+    only_std = passes.second(None, None, means)  # type: ignore[attr-defined]
+    found["std_only.x_var"] = only_std.x_var
+    return found
+
+
+CASES = [
+    (np.float16, np.float32, "normal", "normal"),
+    (np.float32, np.float32, "normal", "special"),
+    (np.float16, np.float16, "special", "normal"),
+    (np.float32, np.float16, "zeros", "normal"),
+    (np.float16, np.float32, "negzero", "negzero"),
+    (np.float32, np.float32, "constant", "positive"),
+    (ml_dtypes.bfloat16, np.float32, "normal", "positive"),
+    (np.int8, np.float32, "positive", "normal"),
+    (np.float64, np.int32, "normal", "positive"),
+]
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize(("x_type", "y_type", "x_kind", "y_kind"), CASES)
+def test_fused_totals_equal_numpy_totals_bit_for_bit(
+    n: int, x_type: type, y_type: type, x_kind: str, y_kind: str
+) -> None:
+    with np.errstate(all="ignore"):
+        x = _data(x_kind, n, 1).astype(x_type)
+        y = (_data(y_kind, n, 2) * 0.9).astype(y_type)
+        if x_kind == y_kind == "normal":
+            y = (x.astype(np.float64) * 1.001).astype(y_type)  # close pairs: tiny errors
+        expected = _all_passes(f32path._NumpyPasses(Float32Pairs(x, y)), n)
+        found = _all_passes(fused.FusedPasses(x, y), n)
+    assert expected.keys() == found.keys()
+    wrong = {k: (expected[k], found[k]) for k in expected if not _same(expected[k], found[k])}
+    assert not wrong
+
+
+def test_one_block_sums_like_numpy() -> None:
+    # within one 8192-element block numpy sums a contiguous float32 array pairwise
+    rng = np.random.default_rng(5)
+    for n in (1, 8, 129, 1000, 4097, 8192):
+        x = (rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3, n)).astype(np.float32)
+        pairs = fused.FusedPasses(x, np.ones(n, np.float32))
+        assert _same(pairs.first(True).xx_sum, np.add.reduce(x * x))
+
+
+@pytest.mark.parametrize("n", (3, 1000, 70001))
+def test_printed_rows_equal_with_and_without_numba(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal((n,)).astype(np.float16)
+    y = x.astype(np.float32) + rng.standard_normal(n).astype(np.float32) * 0.01
+    y[::97] = 0.0  # benchmark zeros: KL is inf, relative errors skip them
+    compiled = compute_metrics(x, y)
+    monkeypatch.setattr(fused, "available", lambda: False)
+    plain = compute_metrics(x, y)
+    assert csv_values(compiled) == csv_values(plain)
+    assert compiled.reasons == plain.reasons
+    for name in ("sqnr_db", "ratio_rel_err_below_0_001", "ratio_rel_err_below_0_005"):
+        a, b = getattr(compiled, name), getattr(plain, name)
+        assert a == b or (math.isnan(a) and math.isnan(b))
