@@ -90,12 +90,19 @@ def parse_algorithms(text: str | None) -> tuple[str, ...] | None:
     metavar="local[:N]",
     help="run the compare on a local Dask cluster of N worker processes (default one per core)",
 )
+@argument(
+    "--resume",
+    action="store_true",
+    help="continue the last interrupted or killed vc (or -o DIR's) as it was asked, without "
+    "comparing again the files it finished; takes only -o, -j, --backend, --scheduler, --cluster",
+)
 def vc_command(
     ctx: ShellContext, args: argparse.Namespace
 ) -> VectorCompareResult | RankDivergenceResult:
     """vc [-lt LEFT -rt RIGHT] [-g GRAPH] [--rank R|all] [--step S|all] [--across ranks] [--max N] [--alg LIST] [-o OUTDIR] [--scheduler ADDR | --cluster local[:N]]
 
     Whole-network compare of every dumped tensor; writes result_<ts>.csv and summary.json.
+    `vc --resume` continues the last partial compare (Ctrl-C, killed) where it stopped.
     """
     if args.max is not None and args.max < 1:
         raise UsageError("vc: --max must be at least 1")
@@ -125,6 +132,9 @@ def vc_command(
     def progress(title: str) -> ProgressSink:
         return ctx.progress(title, "files", "tensors")
 
+    if args.resume:
+        _check_resume_args(args)
+        return compare_runner.resume(ctx.workspace, request, progress)
     if args.across == "ranks":
         return compare_runner.run_across_ranks(ctx.workspace, request, progress)
     return compare_runner.run(ctx.workspace, request, progress)
@@ -143,3 +153,26 @@ def _dask_target(ctx: ShellContext, args: argparse.Namespace) -> DaskTarget | No
     if scheduler and not (args.backend or args.jobs):
         return DaskTarget(scheduler=scheduler)
     return None
+
+
+# what decides a compare's plans and rows: a resumed run keeps what it was asked with
+_SELECTION_ARGS = {
+    "left": "-lt",
+    "right": "-rt",
+    "graph": "-g",
+    "run": "-r",
+    "max": "--max",
+    "alg": "--alg",
+    "overflow": "--overflow",
+    "rank": "--rank",
+    "step": "--step",
+    "across": "--across",
+}
+
+
+def _check_resume_args(args: argparse.Namespace) -> None:
+    given = [flag for name, flag in _SELECTION_ARGS.items() if getattr(args, name, None)]
+    if given:
+        raise UsageError(
+            f"vc: --resume continues a compare as it was asked; drop {', '.join(given)}"
+        )

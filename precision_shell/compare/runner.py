@@ -9,7 +9,7 @@ return its result.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from precision_shell.compare.pipeline.execute import (
     result_dir,
     result_stamp,
 )
+from precision_shell.compare.pipeline.journal import RunJournal
 from precision_shell.compare.pipeline.plan import ComparePlan
 from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.compare.plan_selection import optional_graph, plans_for, slice_plans
@@ -33,6 +34,7 @@ from precision_shell.compare.rank_divergence import (
 )
 from precision_shell.compare.results.summary import SUMMARY_NAME, RunSummary
 from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.compare.resume import JournalSlot, partial_run_dir, saved_request
 from precision_shell.errors import PrecisionError
 from precision_shell.progress import ProgressSink
 from precision_shell.workspace.workspace import DumpSlice, Workspace
@@ -62,14 +64,25 @@ ProgressFor = Callable[[str], ProgressSink]
 
 
 def run(
-    ws: Workspace, request: CompareRequest, progress: ProgressFor | None = None
+    ws: Workspace,
+    request: CompareRequest,
+    progress: ProgressFor | None = None,
+    resume: RunJournal | None = None,
 ) -> VectorCompareResult:
     """Compare, write the CSVs and the summary, and return what was found.
 
     A run with several (rank, step) dump dirs gets one compare per selected slice, each its
     own CSV (the first, `result_<ts>.csv`, is the primary that vcs/report/ni read; the others
     `result_<ts>_rank<R>_step<S>.csv`), all listed in the summary's `results`.
+    Each task is journaled as it completes (`vc --resume` continues from there, `resume`).
     """
+    with JournalSlot(resume) as slot:
+        return _run(ws, request, progress, slot)
+
+
+def _run(
+    ws: Workspace, request: CompareRequest, progress: ProgressFor | None, slot: JournalSlot
+) -> VectorCompareResult:
     primary, secondary = plans_for(ws, request)
     slices = slice_plans(ws, request, primary)
     if request.max_files is not None:
@@ -78,21 +91,30 @@ def run(
         if secondary is not None:
             secondary.tasks = secondary.tasks[: request.max_files]
     with open_pool(request.dask) as pool:  # first: a cluster it cannot reach leaves no dir
-        out_dir, stamp = _output_dir(ws, request.output)
+        out_dir, stamp = slot.place() or _output_dir(ws, request.output)
         sink = progress or (lambda title: ProgressSink())
         names = [f"result_{stamp}.csv"]
         names += [f"result_{stamp}_rank{w.rank}_step{w.step}.csv" for w, _ in slices[1:] if w]
         title = "vc" if len(slices) == 1 else f"vc: {len(slices)} ranks and steps"
-        runs = _execute_all(
-            [plan for _, plan in slices], [out_dir / n for n in names], request, sink(title), pool
+        plans, paths = [plan for _, plan in slices], [out_dir / n for n in names]
+        if secondary is not None:
+            left, right = Path(secondary.left).name, Path(secondary.right).name
+            second_csv = out_dir / f"result_{stamp}_{left}_vs_{right}.csv"
+        journal = slot.open(
+            ws,
+            request,
+            out_dir,
+            stamp,
+            [*plans, *([secondary] if secondary else [])],
+            [*paths, *([second_csv] if secondary else [])],
         )
+        runs = _execute_all(plans, paths, request, sink(title), pool, journal)
         done = list(zip([where for where, _ in slices], runs, strict=False))
         first = done[0][1]
         second = None
         if secondary is not None and not any(r.interrupted for _, r in done):
-            name = f"result_{stamp}_{Path(secondary.left).name}_vs_{Path(secondary.right).name}.csv"
             progress_2 = sink("vc: device vs device")
-            second = _execute(secondary, out_dir / name, request, progress_2, pool)
+            second = _execute(secondary, second_csv, request, progress_2, pool, journal, len(plans))
     summary = RunSummary(
         workspace=str(ws.root),
         rule=request.rule,
@@ -101,17 +123,32 @@ def run(
         results=[_slice_result(where, run) for where, run in done],
     )
     summary.write(out_dir / SUMMARY_NAME)
+    slot.finish(
+        len(done) == len(slices)
+        and not any(r.interrupted for _, r in done)
+        and (secondary is None or (second is not None and not second.interrupted))
+    )
     _raise_if_lost(pool, [run for _, run in done], out_dir)
     return VectorCompareResult(out_dir, summary, first, second, slices=done[1:])
 
 
 def run_across_ranks(
-    ws: Workspace, request: CompareRequest, progress: ProgressFor | None = None
+    ws: Workspace,
+    request: CompareRequest,
+    progress: ProgressFor | None = None,
+    resume: RunJournal | None = None,
 ) -> RankDivergenceResult:
     """`vc --across ranks`: each rank of the run against its lowest rank at one step (device
     vs device, ops matched by name), one CSV per rank pair
     (`result_<ts>_rank<R>_vs_rank<L>_step<S>.csv`), listed in the summary's `results` with
     `against`; `rank_divergence` lists the ranks that leave the reference and where."""
+    with JournalSlot(resume) as slot:
+        return _run_across_ranks(ws, request, progress, slot)
+
+
+def _run_across_ranks(
+    ws: Workspace, request: CompareRequest, progress: ProgressFor | None, slot: JournalSlot
+) -> RankDivergenceResult:
     if request.left or request.right:
         raise PrecisionError("vc: --across ranks compares the ranks of a run; drop -lt/-rt")
     run = ws.run(request.run)
@@ -123,14 +160,16 @@ def run_across_ranks(
         for pair in pairs:
             pair.plan.tasks = pair.plan.tasks[: request.max_files]
     with open_pool(request.dask) as pool:  # first: a cluster it cannot reach leaves no dir
-        out_dir, stamp = _output_dir(ws, request.output)
+        out_dir, stamp = slot.place() or _output_dir(ws, request.output)
         sink = progress or (lambda title: ProgressSink())
         paths = [
             out_dir / f"result_{stamp}_rank{p.rank}_vs_rank{p.against}_step{p.step}.csv"
             for p in pairs
         ]
         title = f"vc: {len(pairs)} ranks vs rank {pairs[0].against}"
-        runs = _execute_all([pair.plan for pair in pairs], paths, request, sink(title), pool)
+        plans = [pair.plan for pair in pairs]
+        journal = slot.open(ws, request, out_dir, stamp, plans, paths)
+        runs = _execute_all(plans, paths, request, sink(title), pool, journal)
     done: list[tuple[RankPair, CompareRun]] = list(zip(pairs, runs, strict=False))
     divergence = [d for pair, compare in done if (d := divergence_of(pair, compare)) is not None]
     results = []
@@ -146,6 +185,7 @@ def run_across_ranks(
         rank_divergence=[d.to_json() for d in divergence],
     )
     summary.write(out_dir / SUMMARY_NAME)
+    slot.finish(len(done) == len(pairs) and not any(r.interrupted for _, r in done))
     _raise_if_lost(pool, runs, out_dir)
     first = pairs[0]
     return RankDivergenceResult(
@@ -165,6 +205,7 @@ def _slice_result(where: DumpSlice | None, run: CompareRun) -> dict[str, Any]:
         "failed": len(run.tally.failing),
         "first_failed_op": first,
         "partial": run.interrupted,
+        **({} if run.resumed_from is None else {"resumed_from_files": run.resumed_from}),
     }
 
 
@@ -185,6 +226,8 @@ def _execute(
     request: CompareRequest,
     progress: ProgressSink,
     pool: DaskPool | None = None,
+    journal: RunJournal | None = None,
+    journal_first: int = 0,
 ) -> CompareRun:
     return execute_plan(
         plan,
@@ -195,6 +238,8 @@ def _execute(
         progress,
         backend=request.backend,
         pool=pool,
+        journal=journal,
+        journal_first=journal_first,
     )
 
 
@@ -204,6 +249,7 @@ def _execute_all(
     request: CompareRequest,
     progress: ProgressSink,
     pool: DaskPool | None = None,
+    journal: RunJournal | None = None,
 ) -> list[CompareRun]:
     """Every plan in one engine run (ranks are just more tasks); the compares Ctrl-C never
     reached are dropped with their empty CSVs, so what is listed was (partly) compared."""
@@ -216,11 +262,26 @@ def _execute_all(
         progress,
         backend=request.backend,
         pool=pool,
+        journal=journal,
     )
     cut = next((n for n, r in enumerate(runs) if n and r.tasks and not r.files_done), len(runs))
     for run in runs[cut:]:
         run.csv_path.unlink(missing_ok=True)
     return runs[:cut]
+
+
+def resume(
+    ws: Workspace, execution: CompareRequest, progress: ProgressFor | None = None
+) -> VectorCompareResult | RankDivergenceResult:
+    """`vc --resume`: continue the last partial run (or that of `execution.output`) as it was
+    requested; its journaled files are not compared again. Of `execution` only how the tasks
+    run is used (workers, backend, cluster), never what they compute."""
+    journal = RunJournal.open_existing(partial_run_dir(ws, execution.output))
+    with journal:
+        request = replace(execution, **saved_request(journal, ws))
+        if request.across == "ranks":
+            return run_across_ranks(ws, request, progress, journal)
+        return run(ws, request, progress, journal)
 
 
 def _output_dir(ws: Workspace, output: Path | None) -> tuple[Path, str]:

@@ -23,6 +23,7 @@ from precision_shell.compare.pipeline.engine import (
     default_workers,
     run_tasks,
 )
+from precision_shell.compare.pipeline.journal import RowSink, RunJournal
 from precision_shell.compare.pipeline.plan import ComparePlan
 from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.compare.results.schema import ResultCsvWriter, ResultRow
@@ -49,6 +50,7 @@ class CompareRun:
     files_done: int = 0
     skipped: list[str] = field(default_factory=list)  # dump files the plan could not place
     repeated: list[tuple[str, int, str]] = field(default_factory=list)  # see ComparePlan
+    resumed_from: int | None = None  # `vc --resume`: the files an earlier run had compared
 
     @property
     def mb_per_s(self) -> float:
@@ -68,6 +70,7 @@ class CompareRun:
             skipped=self.skipped,
             elapsed_s=self.elapsed,
             repeated=self.repeated,
+            resumed_from=self.resumed_from,
         )
 
 
@@ -95,11 +98,23 @@ def execute_plan(
     cancel: threading.Event | None = None,
     backend: str = "auto",
     pool: SharedPool | None = None,
+    journal: RunJournal | None = None,
+    journal_first: int = 0,
 ) -> CompareRun:
     """Run the plan's tasks and stream their rows into a new `csv_path`, in execution order
     (a full disk removes the file and says so; Ctrl-C keeps the rows written)."""
     (run,) = execute_plans(
-        [plan], [csv_path], options, rule, workers, progress, cancel, backend, pool
+        [plan],
+        [csv_path],
+        options,
+        rule,
+        workers,
+        progress,
+        cancel,
+        backend,
+        pool,
+        journal=journal,
+        journal_first=journal_first,
     )
     return run
 
@@ -114,17 +129,19 @@ def execute_plans(
     cancel: threading.Event | None = None,
     backend: str = "auto",
     pool: SharedPool | None = None,
+    journal: RunJournal | None = None,
+    journal_first: int = 0,
 ) -> list[CompareRun]:
     """Run every plan's tasks in one engine run, plan k's rows into `csv_paths[k]`.
 
     A plan's `elapsed` is the time from the end of the plan before it to its last row, so the
     plans' times add up to the whole run. Ctrl-C keeps the rows written; the plans it cut
-    short (and those it never reached: files_done 0) are `interrupted`."""
+    short (and those it never reached: files_done 0) are `interrupted`.
+
+    With a `journal` (plan k is its plan `journal_first + k`) each task is journaled once its
+    rows are flushed, and the tasks it already holds are not run again: their rows stay in the
+    CSV (cut back to them) and count in the tally; the other tasks' rows are appended."""
     progress = progress or ProgressSink()
-    tasks = [task for plan in plans for task in plan.tasks]
-    owner = [k for k, plan in enumerate(plans) for _ in plan.tasks]
-    total_bytes = sum(_size(t.device_file) for t in tasks)
-    backend = choose_backend(backend, default_workers(workers), total_bytes)
     runs = [
         CompareRun(
             plan.mode,
@@ -139,12 +156,24 @@ def execute_plans(
         for plan, path in zip(plans, csv_paths, strict=True)
     ]
     cancel = cancel or threading.Event()
-    mark = time.perf_counter()
     with ExitStack() as files:
-        writers = [
-            ResultCsvWriter(files.enter_context(create_output_file(path)), path, options.overflow)
-            for path in csv_paths
-        ]
+        writers: list[RowSink] = []
+        for k, (run, path) in enumerate(zip(runs, csv_paths, strict=True)):
+            if journal is None:
+                fh = files.enter_context(create_output_file(path))
+                writers.append(ResultCsvWriter(fh, path, options.overflow))
+                continue
+            writer, rows = journal.open_csv(journal_first + k, path, options.overflow, files)
+            writers.append(writer)
+            run.tally.add(rows)
+            run.files_done = journal.progress(journal_first + k).done
+            run.resumed_from = run.files_done if journal.resumed else None
+        left = [plan.tasks[run.files_done :] for plan, run in zip(plans, runs, strict=True)]
+        tasks = [task for part in left for task in part]
+        owner = [k for k, part in enumerate(left) for _ in part]
+        total_bytes = sum(_size(t.device_file) for t in tasks)
+        backend = choose_backend(backend, default_workers(workers), total_bytes)
+        mark = time.perf_counter()
         progress.start(len(tasks), total_bytes)
         results = run_tasks(tasks, options, workers, cancel, backend=backend, pool=pool)
         assert isinstance(results, Generator)  # run_tasks is a generator: closing() needs close()
@@ -154,6 +183,8 @@ def execute_plans(
                     k = owner[position]
                     run = runs[k]
                     writers[k].write(result.rows)
+                    if journal is not None:
+                        journal.record(journal_first + k, tasks[position], result.rows)
                     run.tally.add(result.rows)
                     run.bytes_read += result.bytes_read
                     run.files_done += 1
