@@ -15,6 +15,7 @@ ends the compare early, like Ctrl-C: the rows written stay and the summary says 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager, suppress
@@ -118,14 +119,21 @@ def _connect(distributed: Any, target: DaskTarget) -> tuple[Any, Any]:
                 f"(start `dask worker {target.scheduler}` where the dumps are): {exc}"
             ) from None
         return client, None
-    cluster = distributed.LocalCluster(
-        n_workers=target.local_workers,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address="127.0.0.1:0",  # an HTTP server starts anyway: any free port
-        silence_logs=logging.CRITICAL,
-    )
+    import dask
+
+    # The workers run as the process pool's do: no memory limit (they hold no data between
+    # tasks), and none of the nanny's pre-spawn variables (one BLAS thread, an aggressive
+    # malloc trim), which it would also leave in this process's environment.
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": {}}):
+        cluster = distributed.LocalCluster(
+            n_workers=target.local_workers,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=0,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",  # an HTTP server starts anyway: any free port
+            silence_logs=logging.CRITICAL,
+        )
     try:
         client = distributed.Client(cluster, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
         client.wait_for_workers(target.local_workers, timeout=60)
@@ -144,6 +152,7 @@ def open_pool(target: DaskTarget | None) -> Iterator[DaskPool | None]:
         return
     distributed = _import_distributed()
     _quiet()
+    environ = dict(os.environ)  # a local cluster's nanny sets PYTHONHASHSEED in it
     client, cluster = _connect(distributed, target)
     try:
         yield DaskPool(client, target)
@@ -158,6 +167,8 @@ def open_pool(target: DaskTarget | None) -> Iterator[DaskPool | None]:
         ) from None
     finally:
         _close(client, cluster)
+        for name in set(os.environ) - set(environ):
+            del os.environ[name]
 
 
 def _close(client: Any, cluster: Any) -> None:
