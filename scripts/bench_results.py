@@ -52,7 +52,7 @@ def write_result_csv(path: Path, ops: int, rows_per_op: float, failing: int, see
     rng = random.Random(seed)
     inputs_per_op = max(0, round(rows_per_op) - 1)
     failing_ops = set(rng.sample(range(ops), min(failing, ops)))
-    nan_ops = set(rng.sample(range(ops), min(50, ops)))
+    nan_ops = set(rng.sample(range(ops), ops // 5000 + 1))  # NaN/inf from the data
     header = csv_header(overflow=False)
     n = 0
     with open(path, "w", newline="", encoding="utf-8") as fh:
@@ -110,7 +110,7 @@ def write_result_csv(path: Path, ops: int, rows_per_op: float, failing: int, see
 def bench_workspace(ops: int, rows_per_op: float, failing: int) -> tuple[Path, Path]:
     """(workspace root, result CSV), generated once per size."""
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    root = base / "precision_shell" / "bench_results" / f"ops{ops}-r{rows_per_op}-f{failing}"
+    root = base / "precision_shell" / "bench_results" / f"v2-ops{ops}-r{rows_per_op}-f{failing}"
     result_dir = root / "precision_data" / "temp" / "vector_compare" / STAMP
     csv_path = result_dir / f"result_{STAMP}.csv"
     done = root / "complete"

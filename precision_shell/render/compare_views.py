@@ -176,6 +176,8 @@ def render_compare_summary(console: Console, result: CompareSummary) -> None:
     console.print(Text(counts), style="dim")
     if result.partial:
         console.print(Text(f"{result.partial}: the compare was interrupted"), style="yellow")
+    for note in result.notes:
+        console.print(Text(note), style="yellow")
     if result.root_cause_slice:
         console.print(Text(f"root cause: found in {result.root_cause_slice}"), style="dim")
     for verdict in result.ops:

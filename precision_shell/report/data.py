@@ -39,7 +39,7 @@ from precision_shell.report.points import PlotPoint, output_points
 # Above this many rows the page carries only the failing outputs' ops and their neighbours
 # (the plot still shows every output); the full table stays in the CSV.
 BIG_ROWS = 100_000
-MAX_CARRIED_ROWS = 30_000  # rows the big page's table carries at most
+MAX_CARRIED_ROWS = 15_000  # rows the big page's table carries at most (~10 MB of HTML)
 ENV_FULL_TABLE = "PRECISION_SHELL_REPORT_FULL_TABLE"  # "1": every row on the page, any size
 
 

@@ -14,6 +14,7 @@ CSV, so a 1M-row result is parsed once, not on every `vcs` or `report`.
 
 from __future__ import annotations
 
+import gc
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -89,8 +90,13 @@ class StrColumn:
 
 
 def _encode(values: Sequence[str]) -> tuple[bytes, list[int]]:
+    """The UTF-8 of the strings one after another, and each one's length in bytes."""
+    text = "".join(values)
+    blob = text.encode("utf-8", "surrogatepass")
+    if len(blob) == len(text):  # all ASCII: a byte per character
+        return blob, list(map(len, values))
     encoded = [v.encode("utf-8", "surrogatepass") for v in values]
-    return b"".join(encoded), [len(b) for b in encoded]
+    return blob, list(map(len, encoded))
 
 
 class _StrBuilder:
@@ -149,8 +155,20 @@ def _metric_values(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
 def build_arrays(csv_path: Path) -> tuple[RowLayout, list[str], dict[str, np.ndarray]]:
     """Parse the CSV once into the arrays `ResultColumns` is made of (CSV warnings aside)."""
+    # millions of short-lived strings and lists, none in a cycle: the cyclic collector would
+    # rescan them all again and again for nothing
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _build_arrays(csv_path)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _build_arrays(csv_path: Path) -> tuple[RowLayout, list[str], dict[str, np.ndarray]]:
     warnings: list[str] = []
-    layout, records = iter_result_records(csv_path, warnings)
+    layout, records = iter_result_records(csv_path, warnings, strip_cells=False)
     width = len(layout.header)
     strings = [_StrBuilder() for _ in range(width)]
     ops = _StrBuilder()
@@ -169,7 +187,8 @@ def build_arrays(csv_path: Path) -> tuple[RowLayout, list[str], dict[str, np.nda
         if not chunk:
             return
         lines.append(np.fromiter((line for line, _ in chunk), dtype=np.int64, count=len(chunk)))
-        columns = list(zip(*(cells for _, cells in chunk), strict=True))
+        strip = str.strip  # the reader's stripping, a column at a time
+        columns = [list(map(strip, c)) for c in zip(*(cells for _, cells in chunk), strict=True)]
         for builder, column in zip(strings, columns, strict=True):
             builder.add(column)
         tensors, npu = columns[ti_col], columns[op_col]

@@ -245,10 +245,11 @@ def op_name_of(tensor_index: str, npu_dump: str) -> str:
 
 
 def iter_result_records(
-    path: str | Path, warnings: list[str]
+    path: str | Path, warnings: list[str], strip_cells: bool = True
 ) -> tuple[RowLayout, Generator[tuple[int, list[str]], None, None]]:
     """The header's layout and (record number, cells) of every non-blank record, each cell
-    stripped and the record padded to the header's width (a short one noted in `warnings`).
+    stripped (unless `strip_cells` is False: the caller strips) and the record cut or padded
+    to the header's width (a short one noted in `warnings`).
 
     A malformed file is a PrecisionError naming it, raised here or while iterating."""
     path = Path(path)
@@ -274,13 +275,19 @@ def iter_result_records(
         width = len(header)
         with fh:
             try:
+                strip = str.strip
                 for line, cells in enumerate(reader, start=2):
-                    if not cells or all(not c.strip() for c in cells):
+                    if not cells or (not strip(cells[0]) and all(not strip(c) for c in cells)):
                         continue
-                    if len(cells) < width:
-                        warnings.append(f"{path}:{line}: {len(cells)} cells, header has {width}")
-                        cells = cells + [""] * (width - len(cells))
-                    yield line, [c.strip() for c in cells[:width]]
+                    if len(cells) != width:
+                        if len(cells) < width:
+                            warnings.append(
+                                f"{path}:{line}: {len(cells)} cells, header has {width}"
+                            )
+                            cells = cells + [""] * (width - len(cells))
+                        else:
+                            cells = cells[:width]
+                    yield line, list(map(strip, cells)) if strip_cells else cells
             except (csv.Error, UnicodeDecodeError) as exc:
                 raise PrecisionError(f"{path}: unreadable CSV: {exc}") from None
 
