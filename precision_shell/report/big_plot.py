@@ -181,12 +181,15 @@ PLOT_SCRIPT = """
     return p[2] + (db[k] - p[0]) / (p[1] - p[0]) * (p[3] - p[2]);
   }
   var where = [new Float32Array(n), new Float32Array(n), new Float32Array(n)];
+  var drawn = [0, 0];  // points drawn, failing points drawn (read back by the browser test)
   function draw(failing) {
     g.fillStyle = cfg.colors[failing ? 1 : 0]; g.strokeStyle = g.fillStyle;
     for (var k = 0; k < n; k += 1) {
       if (((flags[k] & 1) === 1) !== failing) continue;
       var x = px(xs[k]);
       where[0][k] = x;
+      drawn[0] += 1;
+      if (failing) drawn[1] += 1;
       for (var panel = 0; panel < 2; panel += 1) {
         var y = py(panel, k);
         where[panel + 1][k] = y === null ? -1e9 : y;
@@ -198,6 +201,7 @@ PLOT_SCRIPT = """
     }
   }
   draw(false); draw(true);
+  canvas.setAttribute("data-drawn", drawn[0] + " " + drawn[1]);
   var cell = 8, grid = {};
   for (var k = 0; k < n; k += 1) {
     for (var panel = 1; panel < 3; panel += 1) {

@@ -278,3 +278,33 @@ def test_a_header_only_csv_caches_zero_rows(tmp_path, monkeypatch) -> None:
     columns = _load(csv_path, cache)
     assert columns.source == "cache" and columns.rows == []
     assert summarize_columns(columns, ThresholdRule.default(), None).failing_total == 0
+
+
+def test_vcs_answers_the_same_from_the_cache_as_from_the_csv(tiny_demo, monkeypatch) -> None:
+    from rich.console import Console
+
+    import precision_shell.render.views  # noqa: F401  (registers the views)
+    from precision_shell.render.output import Renderer
+    from tests.commands.shell_fixture import open_shell, run_ok
+
+    root, _ = tiny_demo
+    csv_path = write_odd_csv(root / "result_20261123120000.csv")
+    shell = open_shell(root)
+
+    def vcs(line: str) -> tuple[object, str]:
+        result = run_ok(shell, line)
+        console = Console(record=True, width=200, color_system=None)
+        Renderer(console, console).result(result)
+        return result, console.export_text()
+
+    lines = [f"vcs -f {csv_path} -l 0", f"vcs -f {csv_path} -c 0.95 --metric mae:0.0005 --plot"]
+    parsed = [vcs(line) for line in lines]  # below MIN_CACHED_BYTES: parsed, nothing written
+    cache = shell.context.workspace.layout.temp_dir / cc.CACHE_DIR
+    assert not cache.exists() or list(cache.iterdir()) == []
+    monkeypatch.setattr(cc, "MIN_CACHED_BYTES", 0)
+    first = [vcs(line) for line in lines]  # parsed, cache written
+    assert len(list(cache.iterdir())) == 1
+    assert load_result_columns(csv_path, lambda: cache).source == "cache"
+    cached = [vcs(line) for line in lines]
+    assert parsed == first == cached
+    assert "0.900000" in cached[0][1] and "relu/激活" in cached[0][1]
