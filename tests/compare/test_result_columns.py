@@ -308,3 +308,15 @@ def test_vcs_answers_the_same_from_the_cache_as_from_the_csv(tiny_demo, monkeypa
     cached = [vcs(line) for line in lines]
     assert parsed == first == cached
     assert "0.900000" in cached[0][1] and "relu/激活" in cached[0][1]
+
+
+def test_latest_compare_rows_by_op_from_the_columns(cached) -> None:
+    from precision_shell.compare.results.latest import ColumnRowsByOp, LatestCompare
+
+    csv_path, cache = cached
+    _load(csv_path, cache)
+    lazy = ColumnRowsByOp(_load(csv_path, cache))
+    eager = LatestCompare.of(csv_path, read_result_csv(csv_path).rows, None).rows_by_op
+    assert lazy.get("relu/激活") == eager["relu/激活"]
+    assert lazy.get("no such op") is None
+    assert dict(lazy) == eager and list(lazy) == list(eager)

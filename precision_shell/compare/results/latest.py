@@ -6,12 +6,14 @@ Read once per result file (kept while its mtime and size are unchanged)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from precision_shell.compare.metrics.cells import COSINE
-from precision_shell.compare.results.schema import ResultRow, find_result_csv, read_result_csv
+from precision_shell.compare.results.columns import ResultColumns, load_result_columns
+from precision_shell.compare.results.columns_cache import CACHE_DIR
+from precision_shell.compare.results.schema import ResultRow, find_result_csv
 from precision_shell.compare.results.summary import RunSummary, summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
@@ -21,10 +23,39 @@ GREEN, YELLOW, RED, GREY = "#c8e6c9", "#fff59d", "#ef9a9a", "#eeeeee"
 NEAR_MARGIN = 0.01  # cosine within this above the threshold is "near" it (yellow)
 
 
+class ColumnRowsByOp(Mapping[str, list[ResultRow]]):
+    """Op -> its rows (file order), built from the columns only for the ops asked for."""
+
+    def __init__(self, columns: ResultColumns) -> None:
+        self._columns = columns
+        self._codes: dict[str, int] | None = None
+        self._rows: dict[str, list[ResultRow]] = {}
+
+    def _code_of(self) -> dict[str, int]:
+        if self._codes is None:
+            names = self._columns.op_names.values()
+            self._codes = {name: k for k, name in reversed(list(enumerate(names)))}
+        return self._codes
+
+    def __getitem__(self, op: str) -> list[ResultRow]:
+        hit = self._rows.get(op)
+        if hit is None:
+            code = self._code_of()[op]  # KeyError: not an op of this compare
+            rows = self._columns.rows_by_op([code])[code]
+            hit = self._rows[op] = self._columns.rows_at(rows)
+        return hit
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._code_of())
+
+    def __len__(self) -> int:
+        return len(self._code_of())
+
+
 @dataclass
 class LatestCompare:
     csv_path: Path
-    rows_by_op: dict[str, list[ResultRow]]
+    rows_by_op: Mapping[str, list[ResultRow]]
     summary: RunSummary | None
 
     @classmethod
@@ -90,11 +121,11 @@ def latest_compare(ws: Workspace) -> LatestCompare | None:
     hit = _CACHE.get(str(path))
     if hit is not None and hit[0] == key:
         return hit[1]
-    table = read_result_csv(path)
+    columns = load_result_columns(path, lambda: ws.output_dir(CACHE_DIR))
     try:
         summary = summary_beside(path)
     except PrecisionError:
         summary = None
-    latest = LatestCompare.of(path, table.rows, summary)
+    latest = LatestCompare(path, ColumnRowsByOp(columns), summary)
     _CACHE[str(path)] = (key, latest)
     return latest
