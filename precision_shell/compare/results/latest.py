@@ -33,8 +33,10 @@ class ColumnRowsByOp(Mapping[str, list[ResultRow]]):
 
     def _code_of(self) -> dict[str, int]:
         if self._codes is None:
-            names = self._columns.op_names.values()
-            self._codes = {name: k for k, name in reversed(list(enumerate(names)))}
+            codes: dict[str, int] = {}
+            for k, name in enumerate(self._columns.op_names.values()):
+                codes.setdefault(name, k)  # names are distinct; the first would win
+            self._codes = codes
         return self._codes
 
     def __getitem__(self, op: str) -> list[ResultRow]:
