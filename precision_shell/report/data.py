@@ -3,11 +3,15 @@
 Counts come from the CSV itself (the store's row rules); the summary, optional (an msaccucmp
 CSV has none), gives the threshold rule, whether the run is partial, and the diagnosis when
 one ran: without it the page says the compare was not diagnosed.
+
+The CSV is read through its columns cache (results/columns.py). A result of more than
+`BIG_ROWS` rows keeps every output point as arrays (`BigResult`) but only the rows of the ops
+with a failing output, of the root cause and of their neighbours as rows: the page says where
+the full table is.
 """
 
 from __future__ import annotations
 
-import csv
 import datetime as _dt
 import os
 from collections.abc import Callable, Iterable
@@ -32,7 +36,6 @@ from precision_shell.compare.results.slice_results import (
 )
 from precision_shell.compare.results.summary import RunSummary, summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
-from precision_shell.errors import FormatError
 from precision_shell.report.point_arrays import PointArrays, op_x, point_arrays
 from precision_shell.report.points import PlotPoint, output_points
 
@@ -127,16 +130,6 @@ class ReportData:
 
     def rows_of(self, op: str) -> list[ResultRow]:
         return [r for r in self.rows if r.op_name == op]
-
-
-def raw_cells(csv_path: Path) -> dict[int, list[str]]:
-    """Every record's cells by the record number `read_result_csv` gives it (header = 1), so
-    the table can show the columns ResultRow does not keep (both DataTypes, Address)."""
-    try:
-        with open(csv_path, newline="", encoding="utf-8-sig") as fh:
-            return {n: cells for n, cells in enumerate(csv.reader(fh), start=1) if n > 1}
-    except (OSError, csv.Error, UnicodeDecodeError) as exc:
-        raise FormatError(csv_path, f"unreadable CSV: {exc}") from None
 
 
 def _carried(
