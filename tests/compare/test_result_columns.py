@@ -251,7 +251,7 @@ def test_a_cache_path_that_is_a_link_or_dir_is_not_followed(cached, tmp_path) ->
     columns = _load(csv_path, cache)
     assert columns.source == "csv"
     assert outside.read_bytes() == b"keep"  # never written through the link
-    assert any("not written" in n for n in columns.notes)
+    assert len(columns.notes) == 1 and "columns cache" in columns.notes[0]  # one line
     _assert_same_as_csv(columns, csv_path)
 
 
@@ -320,3 +320,29 @@ def test_latest_compare_rows_by_op_from_the_columns(cached) -> None:
     assert lazy.get("relu/激活") == eager["relu/激活"]
     assert lazy.get("no such op") is None
     assert dict(lazy) == eager and list(lazy) == list(eager)
+
+
+def test_vcs_says_in_one_line_that_it_ignored_a_bad_cache(tiny_demo, monkeypatch) -> None:
+    from rich.console import Console
+
+    import precision_shell.render.views  # noqa: F401  (registers the views)
+    from precision_shell.render.output import Renderer
+    from tests.commands.shell_fixture import open_shell, run_ok
+
+    monkeypatch.setattr(cc, "MIN_CACHED_BYTES", 0)
+    root, _ = tiny_demo
+    csv_path = write_odd_csv(root / "result_20261123120000.csv")
+    shell = open_shell(root)
+    good = run_ok(shell, f"vcs -f {csv_path}")
+    (path,) = list((shell.context.workspace.layout.temp_dir / cc.CACHE_DIR).iterdir())
+    path.write_bytes(path.read_bytes()[:100])
+    bad = run_ok(shell, f"vcs -f {csv_path}")
+    assert (
+        len(bad.notes) == 1 and "columns cache ignored (not written by this user)" in bad.notes[0]
+    )
+    console = Console(record=True, width=300, color_system=None)
+    Renderer(console, console).result(bad)
+    assert bad.notes[0] in console.export_text()
+    bad.notes = []
+    assert bad == good
+    assert run_ok(shell, f"vcs -f {csv_path}").notes == []  # rebuilt

@@ -296,5 +296,6 @@ def cached_columns(csv_path: Path, cache_dir: Callable[[], Path] | None) -> Resu
         if source_key(csv_path) == source:  # not rewritten while we read it
             write_cache(where, encode_cache(key, source, layout, warnings, arrays))
     except (PrecisionError, OSError) as exc:
-        notes.append(f"columns cache not written: {exc}")
+        if not notes:  # one line at most
+            notes.append(f"columns cache not written: {exc}")
     return columns
