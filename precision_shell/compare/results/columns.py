@@ -116,8 +116,11 @@ class _StrBuilder:
             self.coded = len(set(sample)) * 4 <= max(len(sample), 4)
         if self.coded:
             table = self.table
-            codes = [table.setdefault(v, len(table)) for v in values]
-            self.codes.append(np.asarray(codes, dtype=np.int32))
+            for value in dict.fromkeys(values):  # the distinct values, first seen first
+                if value not in table:
+                    table[value] = len(table)
+            codes = np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=len(values))
+            self.codes.append(codes)
         else:
             blob, lengths = _encode(values)
             self.pieces.append(blob)
@@ -144,13 +147,18 @@ def _metric_values(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray
     cells = np.asarray(texts, dtype=object)
     try:
         values = cells.astype(np.float64)  # float() of each cell
-    except (ValueError, TypeError, OverflowError):
-        values = np.fromiter(map(_float, texts), dtype=np.float64, count=len(texts))
+    except (ValueError, TypeError, OverflowError):  # some cell is no number: each distinct once
+        parsed = {text: _float(text) for text in dict.fromkeys(texts)}
+        values = np.fromiter(map(parsed.__getitem__, texts), dtype=np.float64, count=len(texts))
+    # a finite value was computed and is no NaN/inf; only the other cells need their text read
     odd = np.flatnonzero(~np.isfinite(values))
     nonfinite = np.zeros(len(texts), dtype=bool)
-    nonfinite[odd] = [texts[i] in _NONFINITE for i in odd]
-    computed = (cells != "NaN") & (cells != "")
-    return values, nonfinite, computed.astype(bool)
+    computed = np.ones(len(texts), dtype=bool)
+    if len(odd):
+        texts_odd = cells[odd]
+        nonfinite[odd] = np.isin(texts_odd, _NONFINITE)
+        computed[odd] = (texts_odd != "NaN") & (texts_odd != "")
+    return values, nonfinite, computed
 
 
 def build_arrays(csv_path: Path) -> tuple[RowLayout, list[str], dict[str, np.ndarray]]:
