@@ -9,6 +9,7 @@ constant tensors; then every printed cell of whole rows.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import ml_dtypes
 import numpy as np
@@ -20,7 +21,19 @@ from precision_shell.compare.metrics.cells import csv_values
 from precision_shell.compare.metrics.compute import compute_metrics
 from precision_shell.compare.metrics.stream import Float32Pairs
 
-pytestmark = pytest.mark.skipif(not fused.available(), reason="numba is not installed")
+
+@pytest.fixture(autouse=True)
+def _compiled(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The compiled path is opt-in: switch it on for these tests only."""
+    monkeypatch.setenv("PRECISION_SHELL_NUMBA", "1")
+    fused._numba.cache_clear()
+    fused._kernels.cache_clear()
+    if not fused.available():
+        pytest.skip("numba is not installed")
+    yield
+    fused._numba.cache_clear()
+    fused._kernels.cache_clear()
+
 
 SIZES = (0, 1, 7, 8, 9, 15, 127, 128, 129, 136, 1000, 8191, 8192, 8193, 65536 + 8192 + 17, 150001)
 
