@@ -17,7 +17,6 @@ from precision_shell.compare.pipeline.dask_backend import DaskPool, DaskTarget, 
 from precision_shell.compare.pipeline.execute import (
     CompareRun,
     VectorCompareResult,
-    execute_plan,
     execute_plans,
     result_dir,
     result_stamp,
@@ -114,7 +113,9 @@ def _run(
         second = None
         if secondary is not None and not any(r.interrupted for _, r in done):
             progress_2 = sink("vc: device vs device")
-            second = _execute(secondary, second_csv, request, progress_2, pool, journal, len(plans))
+            (second,) = _execute_all(
+                [secondary], [second_csv], request, progress_2, pool, journal, len(plans)
+            )
     summary = RunSummary(
         workspace=str(ws.root),
         rule=request.rule,
@@ -220,29 +221,6 @@ def _raise_if_lost(pool: DaskPool | None, runs: list[CompareRun], out_dir: Path)
         )
 
 
-def _execute(
-    plan: ComparePlan,
-    csv_path: Path,
-    request: CompareRequest,
-    progress: ProgressSink,
-    pool: DaskPool | None = None,
-    journal: RunJournal | None = None,
-    journal_first: int = 0,
-) -> CompareRun:
-    return execute_plan(
-        plan,
-        csv_path,
-        request.options,
-        request.rule,
-        request.workers,
-        progress,
-        backend=request.backend,
-        pool=pool,
-        journal=journal,
-        journal_first=journal_first,
-    )
-
-
 def _execute_all(
     plans: list[ComparePlan],
     csv_paths: list[Path],
@@ -250,9 +228,11 @@ def _execute_all(
     progress: ProgressSink,
     pool: DaskPool | None = None,
     journal: RunJournal | None = None,
+    journal_first: int = 0,
 ) -> list[CompareRun]:
     """Every plan in one engine run (ranks are just more tasks); the compares Ctrl-C never
-    reached are dropped with their empty CSVs, so what is listed was (partly) compared."""
+    reached are dropped with their empty CSVs, so what is listed was (partly) compared (the
+    first always is). `journal_first`: the journal's number of the first plan."""
     runs = execute_plans(
         plans,
         csv_paths,
@@ -263,6 +243,7 @@ def _execute_all(
         backend=request.backend,
         pool=pool,
         journal=journal,
+        journal_first=journal_first,
     )
     cut = next((n for n, r in enumerate(runs) if n and r.tasks and not r.files_done), len(runs))
     for run in runs[cut:]:

@@ -23,7 +23,7 @@ from precision_shell.compare.pipeline.engine import (
     default_workers,
     run_tasks,
 )
-from precision_shell.compare.pipeline.journal import RowSink, RunJournal
+from precision_shell.compare.pipeline.journal import RunJournal
 from precision_shell.compare.pipeline.plan import ComparePlan
 from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.compare.results.schema import ResultCsvWriter, ResultRow
@@ -157,7 +157,7 @@ def execute_plans(
     ]
     cancel = cancel or threading.Event()
     with ExitStack() as files:
-        writers: list[RowSink] = []
+        writers: list[ResultCsvWriter] = []
         for k, (run, path) in enumerate(zip(runs, csv_paths, strict=True)):
             if journal is None:
                 fh = files.enter_context(create_output_file(path))

@@ -31,7 +31,7 @@ import io
 import json
 import os
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,24 +88,6 @@ class CsvOut:
 
     def flush(self) -> None:
         self._fh.flush()
-
-
-class _RowAppender:
-    """Appends rows to a resumed CSV exactly as `ResultCsvWriter` writes them (no header)."""
-
-    def __init__(self, out: CsvOut, path: Path, overflow: bool) -> None:
-        self.path = path
-        self.overflow = overflow
-        self._out = out
-        self._writer = csv.writer(cast(IO[str], out))
-
-    def write(self, rows: Iterable[ResultRow]) -> None:
-        for row in rows:
-            self._writer.writerow(row.cells(self.overflow))
-        self._out.flush()
-
-
-RowSink = ResultCsvWriter | _RowAppender
 
 
 def _stat(path: str | None, memo: dict[str, Any]) -> Any:
@@ -326,7 +308,7 @@ class RunJournal:
 
     def open_csv(
         self, k: int, path: Path, overflow: bool, files: ExitStack
-    ) -> tuple[RowSink, list[ResultRow]]:
+    ) -> tuple[ResultCsvWriter, list[ResultRow]]:
         """Plan k's CSV, ready for its next rows, and the rows it already holds (as journaled).
 
         With nothing journaled the CSV is made anew (a header-only or half-written one from
@@ -348,7 +330,7 @@ class RunJournal:
         rows = _journaled_rows(path, data, overflow, progress)
         out = CsvOut(fh, progress.offset, sha)
         self._outs[k] = out
-        return _RowAppender(out, path, overflow), rows
+        return ResultCsvWriter(cast(IO[str], out), path, overflow, header=False), rows
 
     def record(self, k: int, task: FileTask, rows: Sequence[ResultRow]) -> None:
         """Plan k's next task is in its CSV (written and flushed): say so."""

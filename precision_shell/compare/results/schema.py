@@ -151,14 +151,17 @@ class ResultRow:
 
 
 class ResultCsvWriter:
-    """Writes rows as they arrive and flushes, so an interrupted compare keeps its rows."""
+    """Writes rows as they arrive and flushes, so an interrupted compare keeps its rows.
 
-    def __init__(self, fh: IO[str], path: Path, overflow: bool) -> None:
+    `header=False` appends to a CSV that has its header already (a resumed compare)."""
+
+    def __init__(self, fh: IO[str], path: Path, overflow: bool, header: bool = True) -> None:
         self.path = path
         self.overflow = overflow
         self._fh = fh
         self._writer = csv.writer(fh)
-        self._writer.writerow(csv_header(overflow))
+        if header:
+            self._writer.writerow(csv_header(overflow))
         self.rows = 0
 
     def write(self, rows: Iterable[ResultRow]) -> None:
