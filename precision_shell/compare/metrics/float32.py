@@ -30,7 +30,7 @@ from precision_shell.compare.metrics.cells import (
     STD,
     MetricValues,
 )
-from precision_shell.compare.metrics.stream import BlockSums, Extremes, Float32Pairs
+from precision_shell.compare.metrics.stream import BlockSums, Extremes, Float32Pairs, resident_size
 from precision_shell.compare.metrics.totals import BELOW_1E3, BELOW_5E3, FirstTotals, SecondTotals
 
 EPS = float(np.finfo(np.float64).eps)  # msaccucmp's ConstManager.FLOAT_EPSILON, 2**-52
@@ -104,6 +104,14 @@ class _NumpyPasses:
 
     def __init__(self, pairs: Float32Pairs) -> None:
         self.pairs = pairs
+        # KL's normalised tensors, kept whole from the second pass for the last one when they
+        # fit (resident_size); else the last pass normalises each chunk again.
+        size = resident_size(pairs.n)
+        self._kl_store = (
+            pairs.scratch.get("px", size, np.float32),
+            pairs.scratch.get("qy", size, np.float32),
+        )
+        self._resident = size == pairs.n
 
     def first(self, needed: bool) -> FirstTotals:
         acc = _Accumulators()
@@ -121,8 +129,7 @@ class _NumpyPasses:
         cos_sum, px_sum, qy_sum = (BlockSums(np.float32) for _ in range(3))
         x_var, y_var = BlockSums(np.float64), BlockSums(np.float64)
         if norms or kl_shape or means:
-            px, qy = pairs.a, pairs.b  # scratch, as the products are
-            for _, xc, yc in pairs.chunks():
+            for start, xc, yc in pairs.chunks():
                 m = xc.shape[0]
                 a, b, wide = pairs.a[:m], pairs.b[:m], pairs.wide[:m]
                 if norms:
@@ -131,8 +138,9 @@ class _NumpyPasses:
                     np.multiply(a, b, out=a)
                     cos_sum.add(a)
                 if kl_shape:
-                    px_sum.add(_kl_normalised(xc, *kl_shape[0], out=px[:m]))
-                    qy_sum.add(_kl_normalised(yc, *kl_shape[1], out=qy[:m]))
+                    px, qy = self._kl_slices(start, m)
+                    px_sum.add(_kl_normalised(xc, *kl_shape[0], out=px))
+                    qy_sum.add(_kl_normalised(yc, *kl_shape[1], out=qy))
                 if means:
                     _add_squared_deviation(xc, means[0], wide, x_var)
                     _add_squared_deviation(yc, means[1], wide, y_var)
@@ -143,20 +151,28 @@ class _NumpyPasses:
     def kl_sum(
         self, kl_shape: _KlShape, px_total: np.floating, qy_total: np.floating
     ) -> np.floating:
-        """sum p * log(p / q) of KL's normalised tensors (normalised again, chunk by chunk)."""
+        """sum p * log(p / q) of KL's normalised tensors (kept from the second pass when they
+        fit, else normalised again chunk by chunk)."""
         pairs = self.pairs
         kl_sum = BlockSums(np.float32)
-        for _, xc, yc in pairs.chunks():
+        for start, xc, yc in pairs.chunks():
             m = xc.shape[0]
-            p = _kl_normalised(xc, *kl_shape[0], out=pairs.a[:m])
-            q = _kl_normalised(yc, *kl_shape[1], out=pairs.b[:m])
-            np.divide(p, px_total, out=p)
-            np.divide(q, qy_total, out=q)
+            px, qy = self._kl_slices(start, m)
+            if not self._resident:
+                _kl_normalised(xc, *kl_shape[0], out=px)
+                _kl_normalised(yc, *kl_shape[1], out=qy)
+            p = np.divide(px, px_total, out=pairs.a[:m])
+            q = np.divide(qy, qy_total, out=pairs.b[:m])
             np.divide(p, q, out=q)
             np.log(q, out=q)
             np.multiply(p, q, out=q)
             kl_sum.add(q)
         return kl_sum.total()
+
+    def _kl_slices(self, start: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+        if self._resident:
+            return self._kl_store[0][start : start + m], self._kl_store[1][start : start + m]
+        return self._kl_store[0][:m], self._kl_store[1][:m]
 
 
 class _Accumulators:
