@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -130,37 +131,56 @@ def phase_ranks(workspace: Path, jobs: int) -> dict:
     }
 
 
-def ranks_twin(workspace: Path, twin_root: Path, ranks: int = 8) -> Path:
-    """A twin of `workspace` (hard links, made once) whose dump has `ranks` rank dirs, each a
-    hard-linked copy of rank 0's."""
+def _twin(workspace: Path, twin_root: Path, build: Callable[[Path], None]) -> Path:
+    """`twin_root/<name>`, made once: `build` fills a `.partial` dir, renamed when complete."""
     twin = twin_root / workspace.name
     if twin.is_dir():
         return twin
     partial = twin_root / (workspace.name + ".partial")
     if partial.exists():
         shutil.rmtree(partial)
-    for src in workspace.rglob("*"):
-        rel = src.relative_to(workspace)
-        if rel.parts[0] == "temp" or src.is_symlink():
-            continue
-        if src.is_dir():
-            (partial / rel).mkdir(parents=True, exist_ok=True)
-        else:
-            (partial / rel).parent.mkdir(parents=True, exist_ok=True)
-            os.link(src, partial / rel)
-    dump = partial / "npu" / "debug_0" / "dump"
-    step = next(p for p in sorted(dump.rglob("*")) if p.is_file()).parent
-    device = step.parents[2]  # <ts>/<device_id>/<graph>/<model_id>/<step>
-    for rank in range(1, ranks):
-        for src in device.rglob("*"):
-            dst = device.parent / str(rank) / src.relative_to(device)
-            if src.is_dir():
-                dst.mkdir(parents=True, exist_ok=True)
-            else:
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                os.link(src, dst)
+    build(partial)
     partial.rename(twin)
     return twin
+
+
+def _copy_tree(
+    src_root: Path,
+    dst_root: Path,
+    skip: Callable[[Path], bool] = lambda p: False,
+    copy_file: Callable[[Path, Path], None] = os.link,
+) -> None:
+    """src_root's dirs and files under dst_root, files hard-linked (or `copy_file`); symlinks,
+    `skip`ped paths and a top-level temp/ left out."""
+    for src in src_root.rglob("*"):
+        rel = src.relative_to(src_root)
+        if src.is_symlink() or skip(rel):
+            continue
+        dst = dst_root / rel
+        if src.is_dir():
+            dst.mkdir(parents=True, exist_ok=True)
+        else:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            copy_file(src, dst)
+
+
+def _not_temp(rel: Path) -> bool:
+    return rel.parts[0] == "temp"
+
+
+def ranks_twin(workspace: Path, twin_root: Path, ranks: int = 8) -> Path:
+    """A twin of `workspace` (hard links, made once) whose dump has `ranks` rank dirs, each a
+    hard-linked copy of rank 0's."""
+
+    def build(partial: Path) -> None:
+        _copy_tree(workspace, partial, _not_temp)
+        dump = partial / "npu" / "debug_0" / "dump"
+        step = next(p for p in sorted(dump.rglob("*")) if p.is_file()).parent
+        device = step.parents[2]  # <ts>/<device_id>/<graph>/<model_id>/<step>
+        for rank in range(1, ranks):
+            _copy_tree(device, device.parent / str(rank))
+
+    return _twin(workspace, twin_root, build)
 
 
 def distinct_twin(workspace: Path, twin_root: Path) -> Path:
@@ -172,29 +192,15 @@ def distinct_twin(workspace: Path, twin_root: Path) -> Path:
 
     from precision_shell.formats.npu_dump import read_dump_header
 
-    twin = twin_root / workspace.name
-    if twin.is_dir():
-        return twin
-    partial = twin_root / (workspace.name + ".partial")
-    if partial.exists():
-        shutil.rmtree(partial)
     dump_root = workspace / "npu" / "debug_0" / "dump"
     exponent = {2: (np.uint16, 0x7C00), 4: (np.uint32, 0x7F800000)}
-    for src in workspace.rglob("*"):
-        rel = src.relative_to(workspace)
-        if rel.parts[0] == "temp" or src.is_symlink():
-            continue
-        dst = partial / rel
-        if src.is_dir():
-            dst.mkdir(parents=True, exist_ok=True)
-            continue
-        dst.parent.mkdir(parents=True, exist_ok=True)
+
+    def copy_file(src: Path, dst: Path) -> None:
         if not src.is_relative_to(dump_root) or src.suffix == ".csv":
             os.link(src, dst)
-            continue
+            return
         data = bytearray(src.read_bytes())
-        header = read_dump_header(src)
-        for meta in header.inputs:
+        for meta in read_dump_header(src).inputs:
             width = meta.size // max(1, meta.element_count)
             if meta.offset < 0 or width not in exponent:
                 continue
@@ -203,8 +209,10 @@ def distinct_twin(workspace: Path, twin_root: Path) -> Path:
             finite = (words & kind(mask)) != kind(mask)
             words[finite] ^= kind(1)
         dst.write_bytes(data)
-    partial.rename(twin)
-    return twin
+
+    return _twin(
+        workspace, twin_root, lambda partial: _copy_tree(workspace, partial, _not_temp, copy_file)
+    )
 
 
 def main() -> int:
