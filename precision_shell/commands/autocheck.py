@@ -25,6 +25,9 @@ from precision_shell.compare.pipeline.execute import VectorCompareResult
 from precision_shell.compare.results.schema import ResultRow, ResultTable, read_result_csv
 from precision_shell.compare.results.slice_results import SliceResult, slice_results
 from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.compare.statistics.diagnose import StatisticsDiagnosis, diagnose_statistics
+from precision_shell.compare.statistics.dump_config import DEFAULT_DEPTH, DEFAULT_DUMP_PATH
+from precision_shell.compare.statistics.run import StatisticsCompareResult
 from precision_shell.errors import PrecisionError
 from precision_shell.explore.nonfinite_origin import NonfiniteOrigin, nonfinite_origin
 from precision_shell.explore.overflow_check import OverflowFinding, overflow_findings
@@ -66,11 +69,16 @@ class AutoCheck:
     diagnosis_skipped: str | None = None  # why no diagnosis ran on this compare
     root_cause: RootCausePanel | None = None
     report_path: Path | None = None  # the HTML report (`--report`)
+    # a statistics-only dump: its compare and the suspects it points at (instead of the above)
+    statistics_compare: StatisticsCompareResult | None = None
+    statistics: StatisticsDiagnosis | None = None
 
     @property
     def error_message(self) -> str | None:
         if self.compare_error is not None:
             return f"ac: compare not run: {self.compare_error}"
+        if self.statistics_compare is not None:
+            return self.statistics_compare.error_message
         return self.compare.error_message if self.compare is not None else None
 
 
@@ -257,14 +265,32 @@ def _diagnose(ctx: ShellContext, check: AutoCheck, primary: ResultTable, limit: 
     metavar="S|all",
     help="steps to check (as vc: each rank's first step; NaN/inf origin: every step)",
 )
+@argument(
+    "--depth",
+    type=int,
+    default=DEFAULT_DEPTH,
+    help="statistics dumps: the tensor dump config also names the suspects' producers this "
+    f"many edges back (default {DEFAULT_DEPTH})",
+)
+@argument(
+    "--dump-path",
+    default=DEFAULT_DUMP_PATH,
+    metavar="DIR",
+    help="statistics dumps: dump_path written into the tensor dump config (a dir on the "
+    "training host)",
+)
 def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck:
-    """ac [-c] [-l N] [--report] [--rank R|all] [--step S|all]
+    """ac [-c] [-l N] [--report] [--rank R|all] [--step S|all] [--depth N] [--dump-path DIR]
 
     Auto check: fusion, overflow (first first), casts, first NaN/inf by rank and step;
-    with -c compare, advisor and the root cause (its first step, then rank).
+    with -c compare, advisor and the root cause (its first step, then rank). On a statistics
+    dump (dump_data: stats), -c ranks the suspect ops and writes the tensor dump config
+    (acl.json, TF session options) that dumps exactly them for the next run.
     """
     if args.limit < 0:
         raise UsageError("ac: -l must not be negative")
+    if not 0 <= args.depth <= 20:
+        raise UsageError("ac: --depth must be between 0 and 20")
     check = AutoCheck()
     _static_checks(ctx, check, args.limit, args.rank, args.step)
     if args.compare or args.report:
@@ -275,10 +301,21 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck:
             vc_args += ["--step", args.step]
         try:
             # through vc's own parser, so every vc default applies
-            check.compare = vc_command(ctx, REGISTRY.lookup("vc").parse(vc_args))
+            result = vc_command(ctx, REGISTRY.lookup("vc").parse(vc_args))
         except PrecisionError as exc:
             check.compare_error = str(exc)
             return check
+        if isinstance(result, StatisticsCompareResult):
+            check.statistics_compare = result
+            if result.summary.partial:
+                check.diagnosis_skipped = f"the compare is {result.summary.primary.partial_text}"
+            else:
+                check.statistics = diagnose_statistics(result, args.depth, args.dump_path)
+            if args.report:
+                check.diagnosis_skipped = "the HTML report is for tensor compares"
+            return check
+        assert isinstance(result, VectorCompareResult)
+        check.compare = result
         if check.compare.summary.partial:
             # the interruption is vc's error line; nothing is concluded from part of a run
             check.diagnosis_skipped = f"the compare is {check.compare.summary.primary.partial_text}"

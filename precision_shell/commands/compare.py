@@ -13,6 +13,7 @@ from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.compare.rank_divergence import ACROSS_CHOICES, RankDivergenceResult
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.runner import CompareRequest
+from precision_shell.compare.statistics.run import StatisticsCompareResult
 from precision_shell.progress import ProgressSink
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
@@ -98,7 +99,7 @@ def parse_algorithms(text: str | None) -> tuple[str, ...] | None:
 )
 def vc_command(
     ctx: ShellContext, args: argparse.Namespace
-) -> VectorCompareResult | RankDivergenceResult:
+) -> VectorCompareResult | RankDivergenceResult | StatisticsCompareResult:
     """vc [-lt LEFT -rt RIGHT] [-g GRAPH] [--rank R|all] [--step S|all] [--across ranks] [--max N] [--alg LIST] [-o OUTDIR] [--scheduler ADDR | --cluster local[:N]]
 
     Whole-network compare of every dumped tensor; writes result_<ts>.csv and summary.json.
@@ -135,6 +136,9 @@ def vc_command(
     if args.resume:
         _check_resume_args(args)
         return compare_runner.resume(ctx.workspace, request, progress)
+    statistics = compare_runner.statistics_slices(ctx.workspace, request)
+    if statistics is not None:
+        return compare_runner.run_statistics(ctx.workspace, request, statistics, progress)
     if args.across == "ranks":
         return compare_runner.run_across_ranks(ctx.workspace, request, progress)
     return compare_runner.run(ctx.workspace, request, progress)

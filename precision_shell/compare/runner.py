@@ -24,7 +24,13 @@ from precision_shell.compare.pipeline.execute import (
 from precision_shell.compare.pipeline.journal import RunJournal
 from precision_shell.compare.pipeline.plan import ComparePlan
 from precision_shell.compare.pipeline.worker import CompareOptions
-from precision_shell.compare.plan_selection import optional_graph, plans_for, slice_plans
+from precision_shell.compare.plan_selection import (
+    optional_graph,
+    pick_graph,
+    plans_for,
+    selected_slices,
+    slice_plans,
+)
 from precision_shell.compare.rank_divergence import (
     RankDivergenceResult,
     RankPair,
@@ -34,9 +40,17 @@ from precision_shell.compare.rank_divergence import (
 from precision_shell.compare.results.summary import SUMMARY_NAME, RunSummary
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.resume import JournalSlot, partial_run_dir, saved_request
+from precision_shell.compare.statistics.run import (
+    StatisticsCompare,
+    StatisticsCompareResult,
+    execute_statistics_plan,
+    statistics_plans,
+)
+from precision_shell.compare.statistics.run import summary_of as statistics_summary
 from precision_shell.errors import PrecisionError
 from precision_shell.progress import ProgressSink
-from precision_shell.workspace.workspace import DumpSlice, Workspace
+from precision_shell.workspace.graph_index import GraphIndex
+from precision_shell.workspace.workspace import DumpSlice, RunIndex, Workspace
 
 
 @dataclass(frozen=True)
@@ -77,6 +91,75 @@ def run(
     """
     with JournalSlot(resume) as slot:
         return _run(ws, request, progress, slot)
+
+
+def statistics_slices(ws: Workspace, request: CompareRequest) -> list[DumpSlice] | None:
+    """The selected (rank, step) dumps when they are statistics-only dumps (a statistics
+    compare), else None. A selection mixing both kinds is an error saying which is which."""
+    if request.left or request.right or request.across or ws.benchmark is None:
+        return None
+    run = ws.run(request.run)
+    if not run.slices:
+        return None
+    chosen = selected_slices(run, request.rank, request.step)
+    kinds = [where.dumps.holds_statistics_only() for where in chosen]
+    if not any(kinds):
+        return None
+    if not all(kinds):
+        stats = ", ".join(
+            f"rank {w.rank} step {w.step}" for w, k in zip(chosen, kinds, strict=True) if k
+        )
+        raise PrecisionError(
+            f"vc: {stats} holds statistics dumps and the others tensor dumps; compare them "
+            "apart with --rank/--step"
+        )
+    return chosen
+
+
+def run_statistics(
+    ws: Workspace,
+    request: CompareRequest,
+    slices: list[DumpSlice],
+    progress: ProgressFor | None = None,
+) -> StatisticsCompareResult:
+    """`vc` on statistics-only dumps: one `statistics_<ts>[_rank<R>_step<S>].csv` per selected
+    (rank, step) and a summary with `"mode": "statistics"`."""
+    run = ws.run(request.run)
+    plans = statistics_plans(
+        ws, run, slices, lambda where: _statistics_graph(ws, run, where, request.graph)
+    )
+    if request.max_files is not None:
+        for _, plan, _ in plans:
+            plan.tasks = plan.tasks[: request.max_files]
+    out_dir, stamp = _output_dir(ws, request.output)
+    sink = progress or (lambda title: ProgressSink())
+    compares: list[StatisticsCompare] = []
+    for n, (where, plan, graph) in enumerate(plans):
+        name = (
+            f"statistics_{stamp}.csv"
+            if not n
+            else f"statistics_{stamp}_rank{where.rank}_step{where.step}.csv"
+        )
+        title = (
+            "vc: statistics"
+            if len(plans) == 1
+            else f"vc: statistics, rank {where.rank} step {where.step}"
+        )
+        compare = execute_statistics_plan(plan, out_dir / name, request.workers, sink(title))
+        compare.where, compare.graph = where, graph
+        compares.append(compare)
+        if compare.interrupted:
+            break
+    summary = statistics_summary(ws, request.rule, compares)
+    summary.write(out_dir / SUMMARY_NAME)
+    return StatisticsCompareResult(out_dir, summary, compares)
+
+
+def _statistics_graph(
+    ws: Workspace, run: RunIndex, where: DumpSlice, name: str | None
+) -> GraphIndex:
+    graph = run.graph_of_dump(where.graph_names) if name is None else None
+    return graph if graph is not None else pick_graph(ws, name, run.name)
 
 
 def _run(

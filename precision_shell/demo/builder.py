@@ -85,7 +85,7 @@ def build_demo(root: Path, spec: DemoSpec = DEFAULT_SPEC) -> DemoManifest:
 
     name = graph_name()
     plan = plan_device_graph(net, name)
-    writer = WorkspaceWriter(staging, plan)
+    writer = WorkspaceWriter(staging, plan, statistics=spec.dump_data == "stats")
     writer.write_benchmark(net)
     graph_text = model_to_text(model_def(plan, writer.stream_id))
     runs = ["debug_0", "debug_1"] if spec.second_run else ["debug_0"]

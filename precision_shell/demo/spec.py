@@ -109,6 +109,9 @@ class DemoSpec:
     blocks: int | None = None
     fp32_head: bool = False
     branch_gain: float | None = None
+    # "tensor": device runs dump every tensor; "stats": statistics-only dumps (one `.csv` per
+    # op, as CANN writes with `dump_data: stats`), computed on the tensors as stored
+    dump_data: str = "tensor"
 
     def network_shape(self) -> NetworkShape:
         """The network sizes this spec asks for; raises PrecisionError for impossible ones."""
@@ -125,6 +128,8 @@ class DemoSpec:
             fp32_head=self.fp32_head,
             branch_gain=self.branch_gain,
         )
+        if self.dump_data not in ("tensor", "stats"):
+            raise PrecisionError(f"demo dump_data must be tensor or stats, got {self.dump_data!r}")
         if self.branch_gain is not None and self.branch_gain <= 0:
             raise PrecisionError(f"demo branch_gain must be positive, got {self.branch_gain}")
         if shape.batch < 1 or shape.channels < 1 or shape.blocks < 1:

@@ -11,15 +11,18 @@ from pathlib import Path
 
 import numpy as np
 
+from precision_shell.compare.statistics.values import statistics_of
 from precision_shell.demo.device_ops import SESSION_GRAPH_ID, DevicePlan, TensorPlan
 from precision_shell.demo.device_run import DeviceStep, run_device
 from precision_shell.demo.network import Network
 from precision_shell.formats.benchmark import write_benchmark
+from precision_shell.formats.dtypes import DumpDataType, code_for_numpy, payload_nbytes
 from precision_shell.formats.dump_names import dump_file_name, write_mapping_csv
 from precision_shell.formats.fusion_result import FusionPass, write_fusion_result
-from precision_shell.formats.layouts import format_code, from_origin_layout
+from precision_shell.formats.layouts import format_code, format_name, from_origin_layout
 from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
 from precision_shell.formats.opdebug_writer import write_opdebug_old
+from precision_shell.formats.stats_dump import StatsRow, write_stats_dump
 
 GRAPH_FILE_NAME = "ge_proto_00000001_Build.txt"
 # Start times (UTC) of the runs; dump dirs are named after them, file timestamps count from them.
@@ -61,6 +64,28 @@ def _tensor_spec(value: np.ndarray, desc: TensorPlan, output: bool) -> TensorSpe
     )
 
 
+def statistics_rows(inputs: list[TensorSpec], outputs: list[TensorSpec]) -> list[StatsRow]:
+    """What a statistics dump records of these tensors: taken on them as stored (a padded
+    layout's zeros included), as the device does."""
+    rows = []
+    for kind, specs in (("input", inputs), ("output", outputs)):
+        for index, spec in enumerate(specs):
+            array = np.asarray(spec.array)
+            code = spec.dtype if spec.dtype is not None else code_for_numpy(array.dtype)
+            rows.append(
+                StatsRow(
+                    kind=kind,
+                    index=index,
+                    dtype=DumpDataType(code).name,
+                    format=format_name(spec.format),
+                    shape=tuple(array.shape),
+                    data_size=payload_nbytes(code, array.size),
+                    values=statistics_of(array),
+                )
+            )
+    return rows
+
+
 def _overflowed(step: DeviceStep) -> bool:
     """The op made inf/NaN out of finite inputs: what the AI Core overflow check flags."""
     finite_in = all(np.isfinite(x).all() for x in step.inputs)
@@ -70,9 +95,10 @@ def _overflowed(step: DeviceStep) -> bool:
 class WorkspaceWriter:
     """Writes the files of one demo workspace under `base` (paths kept relative to it)."""
 
-    def __init__(self, base: Path, plan: DevicePlan) -> None:
+    def __init__(self, base: Path, plan: DevicePlan, statistics: bool = False) -> None:
         self.base = base
         self.plan = plan
+        self.statistics = statistics  # device runs write statistics dumps, not tensors
         self.stream_id = STREAM_ID
         self.benchmark_dir = Path("tf", "dump")
         self.fusion_file = Path("fusion", "fusion_result.json")
@@ -132,6 +158,8 @@ class WorkspaceWriter:
                 _tensor_spec(y, d, True) for y, d in zip(step.outputs, op.output_descs, strict=True)
             ]
             file_name = dump_file_name(op.type, op.name, task_id, start + offset, self.stream_id)
+            if self.statistics:
+                file_name += ".csv"
             stored = file_name
             if len(file_name.encode()) > MAX_FILE_NAME_BYTES:
                 # What the dumper does with names the file system refuses.
@@ -139,7 +167,10 @@ class WorkspaceWriter:
                 mapping[stored] = file_name
                 if op.name not in self.long_name_ops:
                     self.long_name_ops.append(op.name)
-            write_dump(directory / stored, op.name, inputs, outputs, dump_time=start + offset)
+            if self.statistics:
+                write_stats_dump(directory / stored, statistics_rows(inputs, outputs))
+            else:
+                write_dump(directory / stored, op.name, inputs, outputs, dump_time=start + offset)
             if run == "debug_0":
                 self.dump_files[op.name] = str(self.dump_dir(run) / stored)
             if faulty and _overflowed(step):

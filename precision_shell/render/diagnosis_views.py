@@ -15,6 +15,10 @@ from precision_shell.explore.nonfinite_origin import NonfiniteOrigin
 from precision_shell.render.compare_views import render_compare_summary, render_vector_compare
 from precision_shell.render.graph_views import tensor_table
 from precision_shell.render.output import renders
+from precision_shell.render.statistics_views import (
+    render_statistics_compare,
+    render_statistics_diagnosis,
+)
 
 
 def _panel(
@@ -207,6 +211,13 @@ def render_autocheck(console: Console, check: AutoCheck) -> None:
     _nonfinite(console, check)
     _casts(console, check)
     _run_diffs(console, check)
+    if check.statistics_compare is not None:
+        render_statistics_compare(console, check.statistics_compare)
+        if check.statistics is not None:
+            render_statistics_diagnosis(console, check.statistics)
+        elif check.diagnosis_skipped:
+            console.print(Text(f"diagnosis did not run: {check.diagnosis_skipped}", style="yellow"))
+        return
     if check.compare is None:
         if check.compare_error is None:  # an error is the command's own error line
             console.print(

@@ -7,6 +7,7 @@ from precision_shell.render import (  # noqa: F401
     graph_views,
     harvest_views,
     report_views,
+    statistics_views,
     system_views,
     tensor_views,
     workspace_views,

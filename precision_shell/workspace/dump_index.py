@@ -164,6 +164,26 @@ class DumpIndex:
         refs = [self.file(i) for i in self._by_op.get(sanitized_name, ())]
         return refs if include_stats else [r for r in refs if not r.stats_csv]
 
+    def stats_for_op(self, sanitized_name: str) -> list[DumpFileRef]:
+        """Statistics dump files (`....csv`) of an op, oldest first."""
+        return [r for r in self.for_op(sanitized_name, include_stats=True) if r.stats_csv]
+
+    def holds_statistics_only(self) -> bool:
+        """True when every dump file here is a statistics dump (`dump_data: stats`): a
+        compare of this dir is a statistics compare. Opdebug files do not count."""
+        found = False
+        for state in self._states:
+            for row in state["rows"]:
+                if row[1] == "Opdebug":
+                    continue
+                if not row[7]:
+                    return False
+                found = True
+        return found
+
+    def statistics_count(self) -> int:
+        return sum(1 for state in self._states for row in state["rows"] if row[7])
+
     def op_names(self) -> list[str]:
         return list(self._by_op)
 

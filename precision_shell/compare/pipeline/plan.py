@@ -64,7 +64,7 @@ class FileTask:
 @dataclass
 class ComparePlan:
     tasks: list[FileTask]
-    mode: str  # "benchmark" | "device"
+    mode: str  # "benchmark" | "device" | "statistics"
     left: str
     right: str
     graph: str | None
@@ -86,15 +86,16 @@ def repeated_dumps(dumps: DumpIndex, names: list[tuple[str, str]]) -> list[tuple
 
 
 def _dumped_ops(
-    graph: GraphIndex, dumps: DumpIndex
+    graph: GraphIndex, dumps: DumpIndex, statistics: bool = False
 ) -> tuple[list[tuple[OpRecord, DumpFileRef]], list[str]]:
-    """Graph ops that have a dump file (the newest), ordered by id then dump timestamp; and
-    the dump files whose op the graph does not have."""
+    """Graph ops that have a dump file (the newest; of statistics dumps with `statistics`),
+    ordered by id then dump timestamp; and the dump files whose op the graph does not have."""
+    files_of = dumps.stats_for_op if statistics else dumps.for_op
     found = []
     matched: set[str] = set()
     for rec in graph.records():
         dump_name = sanitize_dump_name(rec.name)
-        refs = dumps.for_op(dump_name)
+        refs = files_of(dump_name)
         if refs:
             found.append((rec, refs[-1]))
             matched.add(dump_name)
@@ -103,7 +104,7 @@ def _dumped_ops(
         f"{ref.file_name}: no op {ref.op_name} in the graph"
         for name in dumps.op_names()
         if name not in matched
-        for ref in dumps.for_op(name)[-1:]
+        for ref in files_of(name)[-1:]
     ]
     return found, skipped
 
@@ -174,9 +175,11 @@ def benchmark_plan(
     benchmark_dir: Path | None = None,
     dumps: DumpIndex | None = None,
     left: str | None = None,
+    statistics: bool = False,
 ) -> ComparePlan:
     """Device dump of `run` (or `dumps`, e.g. a dir given with -lt) against benchmark tensors
-    (FORMATS.md section 5): the workspace's, or those of `benchmark_dir`.
+    (FORMATS.md section 5): the workspace's, or those of `benchmark_dir`. With `statistics`
+    the tasks are the statistics dump files (`.csv`), matched by the same rules.
 
     Fusion groups are formed over the whole graph (a group's ops need not all be dumped);
     `Index` numbers the groups that have a dump, in execution order.
@@ -185,7 +188,7 @@ def benchmark_plan(
         scan_benchmark_dir(benchmark_dir) if benchmark_dir is not None else ws.benchmark
     )
     dump_index = dumps if dumps is not None else run.dumps
-    pairs, skipped = _dumped_ops(graph, dump_index)
+    pairs, skipped = _dumped_ops(graph, dump_index, statistics)
     groups = fusion_groups(list(graph.records()))
     origins = _Origins(graph, groups)
     numbers: dict[int, int] = {}
@@ -225,7 +228,8 @@ def benchmark_plan(
     left = left or str(run.run.dump_dir or run.run.root)
     right = str(benchmark_dir or ws.layout.benchmark_dir or "")
     repeated = repeated_dumps(dump_index, [(rec.name, ref.op_name) for rec, ref in pairs])
-    return ComparePlan(tasks, "benchmark", left, right, graph.root_graph, skipped, repeated)
+    mode = "statistics" if statistics else "benchmark"
+    return ComparePlan(tasks, mode, left, right, graph.root_graph, skipped, repeated)
 
 
 def device_plan(

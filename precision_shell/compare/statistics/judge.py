@@ -1,0 +1,227 @@
+"""Judging one tensor's device statistics against its benchmark's: the statistics rule.
+
+The rule (also in `help vc` and docs/FORMATS.md section 7):
+
+- Like with like first. Device statistics are taken on the tensor as stored; in a padded
+  layout (NC1HWC0 with C=24 stored as 32, FRACTAL_NZ...) the pads are zeros counted in `Count`.
+  With `n` the real element count (the graph's original shape, else the benchmark's count) and
+  `pad` = stored - n: the device mean is rescaled to the real elements (its sum over n), a
+  device max of 0 is the padding's when the benchmark's max is below 0 (likewise min above 0),
+  and is then not compared. The L2 norm and the NaN/inf counts are not changed by zero pads.
+- NaN or inf the benchmark does not have (a count above the benchmark's): verdict `nonfinite`.
+- Each value statistic is allowed what the device dtype can represent: with `u` the unit
+  roundoff (float16 2^-11, bfloat16 2^-8, float32 2^-24; integer tensors exact) and
+  `K` = `TOLERANCE_UNITS` (8) for rounding and benign drift from earlier ops:
+  L2 norm: K*u*|norm|; mean: K*u*rms (rms = norm/sqrt(n) bounds the mean |x|, so a mean near 0
+  is not judged relative to itself); max and min: `EXTREME_UNITS` (64)*u*max(|max|,|min|),
+  since one element carries the whole drift of the elements it depends on.
+- `deviation` is the largest |device - benchmark| / allowed over the statistics compared; above
+  1 the tensor `deviates`. The L2 norm is the main signal: statistics cannot see a permutation
+  (a wrong layout keeps every statistic), and a zero-mean noise moves the norm by its square.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from precision_shell.formats.layouts import is_plain_format
+from precision_shell.formats.stats_dump import VALUE_KEYS, StatsRow
+
+TOLERANCE_UNITS = 8.0
+EXTREME_UNITS = 64.0
+
+# unit roundoff (half an ULP at 1) of the dtypes a device tensor comes in
+_UNIT_ROUNDOFF = {
+    "FLOAT16": 2.0**-11,
+    "BF16": 2.0**-8,
+    "FLOAT": 2.0**-24,
+    "DOUBLE": 2.0**-53,
+    "HIFLOAT8": 2.0**-4,
+    "FP8_E5M2": 2.0**-3,
+    "FP8_E4M3FN": 2.0**-4,
+}
+_INTEGER_TYPES = frozenset(
+    {"INT8", "UINT8", "INT16", "UINT16", "INT32", "INT64", "UINT32", "UINT64", "BOOL"}
+)
+
+PASS = "pass"
+DEVIATES = "deviates"
+NONFINITE = "nonfinite"
+NOT_COMPARED = "not compared"
+
+
+def unit_roundoff(dtype: str) -> float:
+    """u of a dump dtype name; integers 0 (exact); an unknown float type float16's (the
+    loosest common one: never cry wolf on a type we cannot tell)."""
+    if dtype in _INTEGER_TYPES:
+        return 0.0
+    return _UNIT_ROUNDOFF.get(dtype, _UNIT_ROUNDOFF["FLOAT16"])
+
+
+@dataclass(frozen=True)
+class StatisticDiff:
+    """One statistic on both sides (device value like-with-like: pads accounted for)."""
+
+    key: str
+    device: float | None
+    benchmark: float | None
+    allowed: float | None = None  # absolute difference the dtype allows; None: not compared
+    note: str = ""
+
+    @property
+    def abs_diff(self) -> float | None:
+        if self.device is None or self.benchmark is None:
+            return None
+        if math.isfinite(self.device) and math.isfinite(self.benchmark):
+            return abs(self.device - self.benchmark)
+        return 0.0 if self.device == self.benchmark else math.inf
+
+    @property
+    def rel_diff(self) -> float | None:
+        diff = self.abs_diff
+        if diff is None or self.benchmark is None:
+            return None
+        if diff == 0:
+            return 0.0
+        return diff / abs(self.benchmark) if self.benchmark else math.inf
+
+    @property
+    def ratio(self) -> float | None:
+        """|difference| / allowed: above 1 is a deviation."""
+        diff = self.abs_diff
+        if diff is None or self.allowed is None:
+            return None
+        if diff == 0:
+            return 0.0
+        return diff / self.allowed if self.allowed > 0 else math.inf
+
+
+@dataclass(frozen=True)
+class TensorJudgement:
+    verdict: str
+    deviation: float | None  # max ratio over the statistics compared
+    diffs: dict[str, StatisticDiff]
+    counts: dict[str, tuple[float | None, float | None]]  # nan/inf counts: (device, benchmark)
+    real_count: int | None
+    pad_count: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def deviates(self) -> bool:
+        return self.verdict in (DEVIATES, NONFINITE)
+
+    @property
+    def main(self) -> StatisticDiff | None:
+        """The statistic that decided: the worst compared one."""
+        compared = [d for d in self.diffs.values() if d.ratio is not None]
+        return max(compared, key=lambda d: d.ratio or 0.0) if compared else None
+
+
+def _count(values: dict[str, float], key: str) -> float | None:
+    value = values.get(key)
+    return value if value is not None and math.isfinite(value) else None
+
+
+def judge(
+    device: StatsRow, benchmark: dict[str, float], origin_count: int | None = None
+) -> TensorJudgement:
+    """The verdict on one tensor: `device` as recorded, `benchmark` from `values.statistics_of`
+    (or another statistics row's values); `origin_count` the real element count when the
+    graph knows the original shape."""
+    notes: list[str] = []
+    stored = device.element_count
+    bench_count = _count(benchmark, "count")
+    real = origin_count if origin_count is not None else bench_count
+    pad = 0
+    if stored is not None and real is not None and stored > real:
+        if is_plain_format(device.format):
+            notes.append(f"{stored} elements stored, the benchmark has {int(real)}")
+        else:
+            pad = int(stored - real)
+    counts = {
+        key: (_count(device.values, key), _count(benchmark, key))
+        for key in ("nan_count", "neg_inf_count", "pos_inf_count")
+    }
+    born = [k for k, (d, b) in counts.items() if d is not None and d > (b or 0.0)]
+    if (
+        real is not None
+        and bench_count is not None
+        and stored is not None
+        and stored - pad != bench_count
+    ):
+        notes.append(
+            f"{int(stored - pad)} elements on the device, {int(bench_count)} in the "
+            "benchmark: not the same tensor"
+        )
+        return TensorJudgement(NOT_COMPARED, None, {}, counts, int(real), pad, notes)
+    diffs = _value_diffs(device, benchmark, stored, pad, notes)
+    ratios = [d.ratio for d in diffs.values() if d.ratio is not None]
+    deviation = max(ratios) if ratios else None
+    if born:
+        names = ", ".join(k.removesuffix("_count").replace("_", " ") for k in born)
+        notes.insert(0, f"{names} on the device that the benchmark does not have")
+        verdict = NONFINITE
+    elif deviation is None:
+        verdict = NOT_COMPARED
+        notes.append("no statistic both sides have")
+    else:
+        verdict = DEVIATES if deviation > 1.0 else PASS
+    return TensorJudgement(
+        verdict, deviation, diffs, counts, int(real) if real is not None else None, pad, notes
+    )
+
+
+def _value_diffs(
+    device: StatsRow,
+    benchmark: dict[str, float],
+    stored: int | None,
+    pad: int,
+    notes: list[str],
+) -> dict[str, StatisticDiff]:
+    u = unit_roundoff(device.dtype)
+    values = dict(device.values)
+    if pad and stored is not None and "mean" in values:
+        nonfinite = sum(values.get(k, 0.0) for k in ("nan_count", "neg_inf_count", "pos_inf_count"))
+        finite_stored = stored - nonfinite
+        finite_real = stored - pad - nonfinite
+        if finite_real > 0:
+            values["mean"] = values["mean"] * finite_stored / finite_real
+    norm = benchmark.get("l2norm")
+    n = benchmark.get("count", 0.0) - sum(
+        benchmark.get(k, 0.0) for k in ("nan_count", "neg_inf_count", "pos_inf_count")
+    )
+    rms = norm / math.sqrt(n) if norm is not None and n > 0 else None
+    peak = max(
+        (
+            abs(benchmark[k])
+            for k in ("max", "min")
+            if k in benchmark and math.isfinite(benchmark[k])
+        ),
+        default=None,
+    )
+    # the smallest allowance worth stating: a value that is 0 on both sides passes exactly
+    floor = 1e-30
+    scale = {
+        "l2norm": (TOLERANCE_UNITS, abs(norm) if norm is not None else None),
+        "mean": (TOLERANCE_UNITS, rms),
+        "max": (EXTREME_UNITS, peak),
+        "min": (EXTREME_UNITS, peak),
+    }
+    diffs: dict[str, StatisticDiff] = {}
+    for key in VALUE_KEYS:
+        d, b = values.get(key), benchmark.get(key)
+        if d is None or b is None:
+            continue
+        units, size = scale[key]
+        if pad and key == "max" and d == 0.0 and b < 0.0:
+            diffs[key] = StatisticDiff(key, d, b, None, "the padding's 0")
+            notes.append("device max 0 is the padding's (real values all below 0)")
+            continue
+        if pad and key == "min" and d == 0.0 and b > 0.0:
+            diffs[key] = StatisticDiff(key, d, b, None, "the padding's 0")
+            notes.append("device min 0 is the padding's (real values all above 0)")
+            continue
+        allowed = max(units * u * size, floor) if size is not None else None
+        diffs[key] = StatisticDiff(key, d, b, allowed)
+    return diffs

@@ -1,0 +1,276 @@
+"""`vc` on a statistics-only dump: every statistics file against its benchmark tensors.
+
+The plan is the tensor compare's (`benchmark_plan(statistics=True)`: the same op and tensor
+matching); each task reads one small CSV and the benchmark `.npy` tensors its rows stand for,
+whose statistics are computed once per file (a producer's output is its consumer's input).
+Benchmark reads run on a thread pool (numpy releases the GIL while it reduces). Ctrl-C stops
+at the next file; the rows so far are written and the summary says partial.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from precision_shell.compare.pipeline.plan import ComparePlan, FileTask, benchmark_plan
+from precision_shell.compare.results.summary import CompareRecord, RunSummary
+from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.compare.statistics.judge import judge
+from precision_shell.compare.statistics.table import StatisticsRow, row_of, write_statistics_csv
+from precision_shell.compare.statistics.values import statistics_of
+from precision_shell.errors import PrecisionError
+from precision_shell.formats.benchmark import load_benchmark
+from precision_shell.formats.stats_dump import read_stats_dump
+from precision_shell.progress import ProgressSink, Tick
+from precision_shell.workspace.graph_index import GraphIndex
+from precision_shell.workspace.workspace import DumpSlice, RunIndex, Workspace
+
+STATISTICS_MODE = "statistics"
+
+
+@dataclass
+class StatisticsCompare:
+    """One statistics compare (one CSV): a (rank, step) dump against the benchmark."""
+
+    plan: ComparePlan
+    csv_path: Path
+    rows: list[StatisticsRow]
+    files_done: int
+    interrupted: bool = False
+    elapsed: float = 0.0
+    where: DumpSlice | None = None
+    graph: GraphIndex | None = None
+
+    @property
+    def failing(self) -> list[StatisticsRow]:
+        return [r for r in self.rows if r.kind == "output" and r.deviates]
+
+    def record(self) -> CompareRecord:
+        compared = [r for r in self.rows if r.compared]
+        failing = self.failing
+        reasons: dict[str, int] = {}
+        for row in self.rows:
+            if not row.compared:
+                key = row.reason.split(":")[0] or "not compared"
+                reasons[key] = reasons.get(key, 0) + 1
+        worst = sorted(
+            (r for r in compared if r.deviation is not None and r.kind == "output"),
+            key=lambda r: -(r.deviation or 0.0),
+        )
+        return CompareRecord(
+            mode=STATISTICS_MODE,
+            left=self.plan.left,
+            right=self.plan.right,
+            csv=str(self.csv_path),
+            rows=len(self.rows),
+            compared=len(compared),
+            constant_inputs=0,
+            failed=len(self.rows) - len(compared),
+            failing_outputs=len(failing),
+            files_done=self.files_done,
+            files_total=len(self.plan.tasks),
+            interrupted=self.interrupted,
+            failed_by_reason=reasons,
+            worst=[r.to_json() for r in worst[:10]],
+            failing=[r.to_json() for r in failing[:50]],
+            skipped=self.plan.skipped[:50],
+            elapsed_s=round(self.elapsed, 3),
+        )
+
+
+@dataclass
+class StatisticsCompareResult:
+    """`vc` on statistics dumps: one compare per selected (rank, step)."""
+
+    out_dir: Path
+    summary: RunSummary
+    compares: list[StatisticsCompare]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def primary(self) -> StatisticsCompare:
+        return self.compares[0]
+
+    @property
+    def summary_path(self) -> Path:
+        assert self.summary.path is not None
+        return self.summary.path
+
+    @property
+    def rule(self) -> ThresholdRule:
+        return self.summary.rule
+
+    @property
+    def error_message(self) -> str | None:
+        partial = self.summary.primary.partial_text
+        return f"vc: interrupted ({partial}); the rows written so far are kept" if partial else None
+
+
+class _BenchmarkStatistics:
+    """Statistics of each benchmark file, computed once (threads share it)."""
+
+    def __init__(self) -> None:
+        self._done: dict[str, dict[str, float] | str] = {}
+        self._lock = threading.Lock()
+
+    def of(self, path: str) -> dict[str, float] | str:
+        with self._lock:
+            hit = self._done.get(path)
+        if hit is not None:
+            return hit
+        try:
+            found: dict[str, float] | str = statistics_of(load_benchmark(path), path)
+        except PrecisionError as exc:
+            found = str(exc)
+        with self._lock:
+            self._done[path] = found
+        return found
+
+
+def _origin_count(shape: tuple[int, ...] | None) -> int | None:
+    return math.prod(shape) if shape else None
+
+
+def compare_task(
+    task: FileTask, number: int, benchmarks: _BenchmarkStatistics
+) -> list[StatisticsRow]:
+    """The rows of one statistics dump file (a file that does not read: one row saying why)."""
+    try:
+        dump = read_stats_dump(task.device_file)
+    except PrecisionError as exc:
+        from precision_shell.formats.stats_dump import StatsRow
+
+        empty = StatsRow("output", 0, "", "ND", None)
+        return [row_of(number, task.op_type, task.op_name, "*", "output", 0, empty, None, str(exc))]
+    rows = []
+    for device in (*dump.inputs, *dump.outputs):
+        mapping = task.mapping(device.kind, device.index)
+        truth = mapping.ground_truth
+        if mapping.benchmark_path is None:
+            reason = mapping.reason or "no benchmark for this tensor"
+            rows.append(
+                row_of(
+                    number,
+                    task.op_type,
+                    task.op_name,
+                    truth,
+                    device.kind,
+                    device.index,
+                    device,
+                    None,
+                    reason,
+                )
+            )
+            continue
+        bench = benchmarks.of(mapping.benchmark_path)
+        if isinstance(bench, str):
+            rows.append(
+                row_of(
+                    number,
+                    task.op_type,
+                    task.op_name,
+                    truth,
+                    device.kind,
+                    device.index,
+                    device,
+                    None,
+                    bench,
+                )
+            )
+            continue
+        judgement = judge(device, bench, _origin_count(mapping.origin_shape))
+        rows.append(
+            row_of(
+                number,
+                task.op_type,
+                task.op_name,
+                truth,
+                device.kind,
+                device.index,
+                device,
+                judgement,
+            )
+        )
+    return rows
+
+
+def execute_statistics_plan(
+    plan: ComparePlan, csv_path: Path, workers: int, progress: ProgressSink
+) -> StatisticsCompare:
+    """Compare every task of `plan` (in order), write the CSV, return the compare."""
+    started = time.monotonic()
+    benchmarks = _BenchmarkStatistics()
+    rows: list[StatisticsRow] = []
+    done = 0
+    interrupted = False
+    progress.start(len(plan.tasks), 0)
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            futures = [
+                pool.submit(compare_task, task, task.group_index, benchmarks) for task in plan.tasks
+            ]
+            try:
+                for future in futures:
+                    found = future.result()
+                    rows.extend(found)
+                    done += 1
+                    progress.advance(Tick(1, 0, len(found)))
+            except KeyboardInterrupt:
+                interrupted = True
+                for future in futures:
+                    future.cancel()
+    finally:
+        progress.stop()
+    write_statistics_csv(csv_path, rows)
+    return StatisticsCompare(plan, csv_path, rows, done, interrupted, time.monotonic() - started)
+
+
+def statistics_plans(
+    ws: Workspace,
+    run: RunIndex,
+    slices: list[DumpSlice],
+    graph_of: Callable[[DumpSlice], GraphIndex],
+) -> list[tuple[DumpSlice, ComparePlan, GraphIndex]]:
+    """A statistics plan per selected (rank, step) whose dump belongs to its graph."""
+    plans = []
+    for where in slices:
+        graph = graph_of(where)
+        label = f"{run.name} rank {where.rank} step {where.step}"
+        plan = benchmark_plan(ws, run, graph, dumps=where.dumps, left=label, statistics=True)
+        if plan.tasks:
+            plans.append((where, plan, graph))
+        else:
+            ws.warnings.append(f"{label}: no statistics dump of an op of graph {graph.root_graph}")
+    if not plans:
+        raise PrecisionError(
+            f"{run.name}: no selected rank and step has a statistics dump of its graph"
+        )
+    return plans
+
+
+def summary_of(ws: Workspace, rule: ThresholdRule, compares: list[StatisticsCompare]) -> RunSummary:
+    results: list[dict[str, Any]] = []
+    for compare in compares:
+        where = compare.where
+        failing = compare.failing
+        results.append(
+            {
+                "rank": where.rank if where is not None else None,
+                "step": where.step if where is not None else None,
+                "graph": ",".join(where.graph_names) if where is not None else None,
+                "csv": str(compare.csv_path),
+                "rows": len(compare.rows),
+                "failed": len(failing),
+                "first_failed_op": failing[0].op_name if failing else None,
+                "partial": compare.interrupted,
+            }
+        )
+    return RunSummary(
+        workspace=str(ws.root), rule=rule, primary=compares[0].record(), results=results
+    )

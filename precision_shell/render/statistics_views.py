@@ -1,0 +1,134 @@
+"""Rendering of statistics compares (`vc`, `vcs` on a statistics dump) and their suspects."""
+
+from __future__ import annotations
+
+import math
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from precision_shell.compare.statistics.diagnose import StatisticsDiagnosis
+from precision_shell.compare.statistics.run import StatisticsCompare, StatisticsCompareResult
+from precision_shell.compare.statistics.table import StatisticsRow
+from precision_shell.render.columns import path_text
+from precision_shell.render.output import renders
+
+_SHOWN = 10
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.6g}"
+
+
+def _compare_table(compare: StatisticsCompare, title: str) -> Table:
+    table = Table(title=title, title_justify="left", show_header=False, show_edge=False, box=None)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("left", path_text(compare.plan.left))
+    table.add_row("right", path_text(compare.plan.right))
+    compared = sum(1 for r in compare.rows if r.compared)
+    table.add_row(
+        "tensors compared",
+        f"{compared} of {len(compare.rows)} rows "
+        f"({compare.files_done}/{len(compare.plan.tasks)} statistics files)",
+    )
+    table.add_row("time", f"{compare.elapsed:.2f} s")
+    failing = compare.failing
+    table.add_row("outputs deviating", Text(str(len(failing)), style="red" if failing else "green"))
+    reasons: dict[str, int] = {}
+    for row in compare.rows:
+        if not row.compared:
+            key = row.reason.split(":")[0] or "not compared"
+            reasons[key] = reasons.get(key, 0) + 1
+    for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1]):
+        table.add_row("not compared", f"{count} x {reason}")
+    return table
+
+
+def statistics_rows_table(rows: list[StatisticsRow], title: str) -> Table:
+    """Deviating tensors: the statistic that decided, both sides, and how far past the rule."""
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for name in (
+        "Index",
+        "tensor",
+        "dtype",
+        "statistic",
+        "device",
+        "benchmark",
+        "off",
+        "x allowed",
+        "verdict",
+    ):
+        table.add_column(name, overflow="fold")
+    for row in rows:
+        stat = row.main_statistic
+        device, bench, _ = row.statistic(stat) if stat else (None, None, None)
+        off = "-"
+        if device is not None and bench is not None and math.isfinite(device) and bench:
+            off = f"{abs(device - bench) / abs(bench):.3%}"
+        table.add_row(
+            str(row.index),
+            row.tensor_index,
+            row.dtype,
+            stat or "-",
+            _num(device),
+            _num(bench),
+            off,
+            _num(row.deviation),
+            Text(row.verdict, style="red" if row.deviates else ""),
+        )
+    return table
+
+
+@renders(StatisticsCompareResult)
+def render_statistics_compare(console: Console, result: StatisticsCompareResult) -> None:
+    for n, compare in enumerate(result.compares):
+        where = compare.where
+        title = "vc: device statistics vs benchmark"
+        if len(result.compares) > 1 and where is not None:
+            title += f" (rank {where.rank} step {where.step})"
+        console.print(_compare_table(compare, title))
+        console.print(Text.assemble((" csv ", "bold"), str(compare.csv_path)), soft_wrap=True)
+        failing = compare.failing
+        if failing and n == 0:
+            console.print(statistics_rows_table(failing[:_SHOWN], "first deviating outputs"))
+    console.print(
+        Text(
+            "statistics rule: help vc; ac -c ranks the suspects and writes the tensor dump config",
+            style="dim",
+        )
+    )
+
+
+def render_statistics_diagnosis(console: Console, diagnosis: StatisticsDiagnosis) -> None:
+    title = "Suspects (statistics)" + (f", {diagnosis.where}" if diagnosis.where else "")
+    if not diagnosis.suspects:
+        console.print(Text(f"{title}: no op makes a deviation of its own", style="green"))
+        return
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for name in ("#", "Index", "op", "type", "kind", "evidence"):
+        table.add_column(name, overflow="fold")
+    for n, suspect in enumerate(diagnosis.suspects[:_SHOWN], start=1):
+        table.add_row(
+            str(n), str(suspect.index), suspect.op, suspect.type, suspect.kind, suspect.reason
+        )
+    console.print(table)
+    files = diagnosis.dump_config
+    if files is not None:
+        plan = files.plan
+        console.print(
+            Text(
+                f"tensor dump config: {len(plan.ops)} ops ({len(plan.suspects)} suspects + "
+                f"producers to depth {plan.depth}), ~{plan.tensor_bytes:,} bytes, "
+                f"{plan.ratio:.1f}x less than a full dump of {plan.full_bytes:,} bytes"
+            )
+        )
+        for label, path in (("acl.json", files.acl_json), ("TF session", files.session_options)):
+            console.print(Text.assemble((f" {label} ", "bold"), str(path)), soft_wrap=True)
