@@ -21,6 +21,7 @@ from precision_shell.compare.results.schema import (
     ResultRow,
     ResultTable,
     find_result_csv,
+    is_statistics_csv,
 )
 from precision_shell.compare.results.slice_results import (
     RankStepTable,
@@ -32,6 +33,7 @@ from precision_shell.compare.results.slice_results import (
 )
 from precision_shell.compare.results.summary import RunSummary, summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.compare.statistics.view import StatisticsView, statistics_view
 from precision_shell.errors import PrecisionError
 from precision_shell.report.point_arrays import op_cosines_of_columns
 from precision_shell.report.points import OpCosine
@@ -216,7 +218,7 @@ def summarize(table: ResultTable, rule: ThresholdRule, limit: int | None) -> Com
 )
 @argument("--rank", metavar="R", help="the op table of this rank's compare (default: the primary)")
 @argument("--step", metavar="S", help="the op table of this step's compare (default: the primary)")
-def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary:
+def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary | StatisticsView:
     """vcs [-f FILE_OR_DIR] [-c COS] [-l LIMIT] [--metric NAME:THRESHOLD ...] [--plot] [--rank R] [--step S]
 
     Ops whose outputs fall below the thresholds, in execution order, inputs vs outputs;
@@ -225,7 +227,11 @@ def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary:
     if args.limit < 0:
         raise UsageError("vcs: -l must not be negative")
     target = args.file if args.file else ctx.workspace.output_dir("vector_compare")
-    csv_path = find_result_csv(Path(target))
+    csv_path = find_result_csv(Path(target), statistics=True)
+    if is_statistics_csv(csv_path):
+        if args.metric or args.cosine is not None or args.plot:
+            raise UsageError("vcs: -c, --metric and --plot are for tensor compares")
+        return statistics_view(csv_path, args.limit or None)
     summary = _summary_of(csv_path)
     shown = slice_csv(summary, csv_path, args.rank, args.step, "vcs")
     table = load_result_columns(shown, lambda: ctx.workspace.output_dir(CACHE_DIR))

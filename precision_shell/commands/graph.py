@@ -33,6 +33,8 @@ class TypeCounts:
 
     runs: dict[str, dict[str, int]]
     dump_slice: dict[str, str] = field(default_factory=dict)
+    # per run: (tensor dump files, statistics dump files) of the rank and step shown
+    dump_files: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -117,7 +119,12 @@ def ls_command(ctx: ShellContext, args: argparse.Namespace) -> OpListing | TypeC
                 for op_type, n in type_counts.items():
                     merged[op_type] = merged.get(op_type, 0) + n
             counts[run.name] = dict(sorted(merged.items()))
-        return TypeCounts(counts, slice_filters)
+        files = {}
+        for run in runs:
+            dumps = run.slice(args.rank, args.step).dumps if dumped is not None else run.dumps
+            stats = dumps.statistics_count()
+            files[run.name] = (len(dumps) - stats, stats)
+        return TypeCounts(counts, slice_filters, files)
     rows: list[tuple[str, OpRecord]] = []
     for run in runs:
         for graph in run.graphs:

@@ -16,6 +16,12 @@ from precision_shell.commands.dump_slice_args import rank_step_arguments
 from precision_shell.compare.metrics.elementwise import ElementwiseComparison, compare_elements
 from precision_shell.compare.metrics.tolerances import TOLERANCE_TEXT, default_tolerances
 from precision_shell.errors import PrecisionError
+from precision_shell.explore.statistics_files import (
+    StatisticsFile,
+    find_statistics_file,
+    op_statistics_files,
+    read_statistics_file,
+)
 from precision_shell.explore.tensor_target import TensorHandle, resolve_tensors
 from precision_shell.formats.layouts import (
     LayoutError,
@@ -98,7 +104,7 @@ def _output_dir(ctx: ShellContext, *parts: str) -> Path:
     complete="tensor",
     help="same as the positional",
 )
-def pt_command(ctx: ShellContext, args: argparse.Namespace) -> TensorSummaries:
+def pt_command(ctx: ShellContext, args: argparse.Namespace) -> TensorSummaries | StatisticsFile:
     """pt [-n] NAME_OR_FILE [--rank R] [--step S]
 
     Tensor summary (shape, dtype, max/min/mean/std, NaN/inf) and preview; values saved as text under temp/.
@@ -106,6 +112,9 @@ def pt_command(ctx: ShellContext, args: argparse.Namespace) -> TensorSummaries:
     target = args.name_flag or args.target
     if not target:
         raise UsageError("pt: give a dump file, a .npy file or an op name")
+    statistics = find_statistics_file(_workspace(ctx), target, args.rank, args.step)
+    if statistics is not None:
+        return read_statistics_file(statistics)
     handles = resolve_tensors(_workspace(ctx), target, rank=args.rank, step=args.step)
     preview_n = int(ctx.settings.get("display.preview"))
     out_dir = _output_dir(ctx, "pt")
@@ -329,6 +338,11 @@ def _dump_targets(
         for run in ws.runs:
             if run.find(target) is not None:
                 refs = ws.dump_files(run, target, rank, step)
+                if not refs and op_statistics_files(ws, run, target, rank, step):
+                    raise PrecisionError(
+                        f"op {target!r} ({run.name}) has only a statistics dump (no tensor "
+                        f"values to decode); pt {target} shows its statistics"
+                    )
                 if not refs:
                     raise PrecisionError(f"op {target!r} ({run.name}) has no dump file")
                 return _every_tensor(ws, refs)

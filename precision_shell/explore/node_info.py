@@ -11,6 +11,11 @@ from precision_shell.compare.results.latest import latest_compare
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
+from precision_shell.explore.statistics_files import (
+    StatisticsFile,
+    op_statistics_files,
+    read_statistics_file,
+)
 from precision_shell.explore.tensor_target import tensor_stats_in_benchmark_layout
 from precision_shell.formats.ge.graph import OpDef, TensorDesc
 from precision_shell.shell.context import ShellContext
@@ -63,6 +68,8 @@ class NodeInfo:
     compare_file: str | None = None
     is_root_cause: bool = False
     dump_slice: str = ""  # "rank 0 step 1" when the run has several dump dirs
+    statistics: StatisticsFile | None = None  # its statistics dump, when that is all there is
+    statistics_error: str | None = None
     # every (rank, step) holding the op: ("rank 0 step 1", its file names), when several
     dump_files_by_slice: list[tuple[str, list[str]]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -193,6 +200,14 @@ def collect_node_info(
             (f"rank {s.rank} step {s.step}", [r.file_name for r in refs])
             for s, refs in ctx.workspace.dump_files_everywhere(run, rec.name)
         ]
+    if not files:
+        stats_refs = op_statistics_files(ctx.workspace, run, rec.name, rank, step)
+        if stats_refs:
+            info.dump_files = [r.file_name for r in stats_refs]
+            try:
+                info.statistics = read_statistics_file(stats_refs[-1].path)
+            except PrecisionError as exc:
+                info.statistics_error = str(exc)
     latest = latest_compare(ctx.workspace) if run is ctx.workspace.runs[0] else None
     if latest is not None:
         info.compare_rows = latest.rows_by_op.get(rec.name, [])

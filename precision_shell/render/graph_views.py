@@ -19,6 +19,7 @@ from precision_shell.explore.node_info import NodeInfo, TensorRow
 from precision_shell.render.columns import number_column, path_text, text_column
 from precision_shell.render.numbers import fmt_num
 from precision_shell.render.output import renders
+from precision_shell.render.statistics_views import statistics_table
 from precision_shell.workspace.graph_index import OpRecord
 
 
@@ -68,6 +69,9 @@ def render_type_counts(console: Console, result: TypeCounts) -> None:
     for op_type in types:
         table.add_row(Text(op_type), *(str(result.runs[r].get(op_type, 0)) for r in runs))
     table.add_row("total", *(str(sum(result.runs[r].values())) for r in runs), style="bold")
+    if result.dump_files:
+        table.add_row("tensor dumps", *(str(result.dump_files.get(r, (0, 0))[0]) for r in runs))
+        table.add_row("statistics dumps", *(str(result.dump_files.get(r, (0, 0))[1]) for r in runs))
     console.print(table)
     if result.dump_slice:
         where = " ".join(f"{k} {v}" for k, v in result.dump_slice.items())
@@ -227,6 +231,15 @@ def node_panel(info: NodeInfo, width: int | None = None) -> Panel:
         where = f" ({info.dump_slice})" if info.dump_slice else ""
         title = Text(f"device dump {newest}{more}{where}")
         parts += [Text(""), tensor_table(title, info.dump_tensors, False, inner)]
+    elif info.statistics is not None:
+        newest = info.dump_files[-1]
+        where = f" ({info.dump_slice})" if info.dump_slice else ""
+        parts += [
+            Text(""),
+            statistics_table(Text(f"statistics dump {newest}{where}"), info.statistics),
+        ]
+    elif info.statistics_error is not None:
+        parts += [Text(""), Text(f"statistics dump: {info.statistics_error}", style="red")]
     else:
         where = f" in {info.dump_slice}" if info.dump_slice else ""
         parts += [Text(""), Text(f"device dump: none found for this op{where}", style="yellow")]

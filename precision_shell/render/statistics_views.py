@@ -11,6 +11,8 @@ from rich.text import Text
 from precision_shell.compare.statistics.diagnose import StatisticsDiagnosis
 from precision_shell.compare.statistics.run import StatisticsCompare, StatisticsCompareResult
 from precision_shell.compare.statistics.table import StatisticsRow
+from precision_shell.compare.statistics.view import StatisticsView
+from precision_shell.explore.statistics_files import StatisticsFile
 from precision_shell.render.columns import path_text
 from precision_shell.render.output import renders
 
@@ -132,3 +134,69 @@ def render_statistics_diagnosis(console: Console, diagnosis: StatisticsDiagnosis
         )
         for label, path in (("acl.json", files.acl_json), ("TF session", files.session_options)):
             console.print(Text.assemble((f" {label} ", "bold"), str(path)), soft_wrap=True)
+
+
+@renders(StatisticsView)
+def render_statistics_view(console: Console, view: StatisticsView) -> None:
+    console.print(Text.assemble((" csv ", "bold"), str(view.csv_path)), soft_wrap=True)
+    if view.partial:
+        console.print(Text(f"{view.partial}: only the files compared are judged", style="yellow"))
+    style = "red" if view.deviating_total else "green"
+    console.print(
+        Text(
+            f"{view.deviating_total} of {view.outputs_compared} compared outputs deviate "
+            "(statistics rule: help vc)",
+            style=style,
+        )
+    )
+    if view.deviating:
+        console.print(statistics_rows_table(view.deviating, "deviating outputs, execution order"))
+    if view.suspects:
+        ops = ", ".join(str(s.get("op")) for s in view.suspects[:5])
+        console.print(Text.assemble(("suspects: ", "bold"), ops))
+    elif not view.diagnosed:
+        console.print(
+            Text("ac -c ranks the suspects and writes the tensor dump config", style="dim")
+        )
+
+
+def statistics_table(title: Text | str, stats: StatisticsFile) -> Table:
+    """The rows of a statistics dump file as recorded (pads included)."""
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for name in (
+        "tensor",
+        "dtype",
+        "layout",
+        "shape",
+        "count",
+        "max",
+        "min",
+        "mean",
+        "l2norm",
+        "nan/inf",
+    ):
+        table.add_column(name, overflow="fold")
+    for row in stats.rows:
+        v = row.values
+        nan = v.get("nan_count")
+        inf = (v.get("neg_inf_count") or 0) + (v.get("pos_inf_count") or 0)
+        nonfinite = "-" if nan is None else f"{int(nan)}/{int(inf)}"
+        table.add_row(
+            row.label,
+            row.dtype,
+            row.format,
+            "-" if row.shape is None else str(list(row.shape)),
+            _num(v.get("count")),
+            _num(v.get("max")),
+            _num(v.get("min")),
+            _num(v.get("mean")),
+            _num(v.get("l2norm")),
+            nonfinite,
+        )
+    return table
+
+
+@renders(StatisticsFile)
+def render_statistics_file(console: Console, stats: StatisticsFile) -> None:
+    console.print(statistics_table(Text(stats.path, style="bold"), stats))
+    console.print(Text(stats.note, style="dim"))

@@ -13,7 +13,7 @@ from pathlib import Path
 from precision_shell.compare.metrics.cells import COSINE
 from precision_shell.compare.results.columns import ResultColumns, load_result_columns
 from precision_shell.compare.results.columns_cache import CACHE_DIR
-from precision_shell.compare.results.schema import ResultRow, find_result_csv
+from precision_shell.compare.results.schema import ResultRow, find_result_csv, is_statistics_csv
 from precision_shell.compare.results.summary import RunSummary, summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
@@ -115,10 +115,12 @@ def latest_compare(ws: Workspace) -> LatestCompare | None:
     if not base.is_dir():
         return None
     try:
-        path = find_result_csv(base)
+        path = find_result_csv(base, statistics=True)
         st = path.stat()
     except (PrecisionError, OSError):
         return None
+    if is_statistics_csv(path):
+        return None  # the newest compare is a statistics one: it has no tensor metrics
     key = (st.st_mtime_ns, st.st_size)
     hit = _CACHE.get(str(path))
     if hit is not None and hit[0] == key:

@@ -42,7 +42,7 @@ HIGHER_IS_BETTER = frozenset({COSINE})
 CONSTANT_INPUT = "constant input"
 
 # `result_<YYYYmmddHHMMSS>.csv`: vc's primary compare (and msaccucmp's only CSV)
-_PRIMARY_NAME = re.compile(r"result_\d{14}(_\d+)?\.csv")
+_PRIMARY_NAME = re.compile(r"(result|statistics)_\d{14}(_\d+)?\.csv")
 _NONFINITE_TEXTS = frozenset({"nan", "inf", "-inf"})
 # Every non-metric column: ours, msaccucmp's current and old headers (-r/-s add OpSequence).
 _LEAD = {*LEAD_COLUMNS, REASON_COLUMN, OVERFLOW_COLUMN, "OpSequence", "LeftOp", "RightOp"}
@@ -308,13 +308,17 @@ def read_result_csv(path: str | Path) -> ResultTable:
     return table
 
 
-def find_result_csv(target: Path) -> Path:
-    """A CSV file itself, or the newest `result_*.csv` in a dir (or its newest timestamped subdir)."""
+def find_result_csv(target: Path, statistics: bool = False) -> Path:
+    """A CSV file itself, or the newest `result_*.csv` in a dir (or its newest timestamped subdir).
+
+    With `statistics`, a statistics compare's `statistics_*.csv` counts too (whichever run is
+    newest); callers that read only tensor compares leave it off."""
+    kinds = ("result", "statistics") if statistics else ("result",)
     if target.is_file():
         return target
     if not target.is_dir():
         raise PrecisionError(f"{target}: no such file or directory")
-    direct = sorted(target.glob("result_*.csv"))
+    direct = sorted(p for kind in kinds for p in target.glob(f"{kind}_*.csv"))
     if direct:
         # a vc result dir also holds the device-vs-device CSV, written after the primary one
         primary = [p for p in direct if _PRIMARY_NAME.fullmatch(p.name)] or direct
@@ -323,8 +327,13 @@ def find_result_csv(target: Path) -> Path:
         (d for d in target.iterdir() if d.is_dir() and d.name[:14].isdigit()), key=lambda d: d.name
     )
     for sub in reversed(subdirs):
-        found = sorted(sub.glob("result_*.csv"))
+        found = sorted(p for kind in kinds for p in sub.glob(f"{kind}_*.csv"))
         if found:
             primary = [p for p in found if _PRIMARY_NAME.fullmatch(p.name)] or found
             return primary[0]
     raise PrecisionError(f"{target}: no result_*.csv here; run vc first")
+
+
+def is_statistics_csv(path: Path) -> bool:
+    """A statistics compare's CSV (`statistics_<ts>...csv`), by its name."""
+    return path.name.startswith("statistics_")
