@@ -1,0 +1,121 @@
+"""A kernel's own error: the device output against its float64 replay from the same inputs.
+
+The inputs are shared, so this measures only what the kernel added. It is reported in ULPs
+of the device dtype because that unit says whether the kernel is as good as its dtype allows:
+a correctly rounded kernel stays within 0.5 ULP, a float32-accumulating float16 kernel within
+a few, while a wrong kernel is off by hundreds or more whatever the tensor's magnitude.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from precision_shell.errors import PrecisionError
+
+# dtype -> (explicit mantissa bits, minimum normal exponent, maximum exponent, rounding type)
+_FLOATS: dict[str, tuple[int, int, int, object]] = {
+    "DT_FLOAT16": (10, -14, 15, np.float16),
+    "DT_FLOAT": (23, -126, 127, np.float32),
+    "DT_BF16": (7, -126, 127, ml_dtypes.bfloat16),
+    "DT_BFLOAT16": (7, -126, 127, ml_dtypes.bfloat16),
+    "DT_DOUBLE": (52, -1022, 1023, np.float64),
+}
+_INTS = frozenset(
+    {
+        "DT_BOOL",
+        "DT_INT8",
+        "DT_UINT8",
+        "DT_INT16",
+        "DT_UINT16",
+        "DT_INT32",
+        "DT_UINT32",
+        "DT_INT64",
+        "DT_UINT64",
+    }
+)
+
+
+@dataclass(frozen=True)
+class OwnError:
+    """How far the device output is from the float64 replay (see `own_error` for the rules)."""
+
+    cosine: float
+    max_abs_error: float
+    relative_euclidean_distance: float
+    max_ulp: float
+
+
+def ulp(reference: np.ndarray, device_dtype: str) -> np.ndarray:
+    """The spacing of `device_dtype` at each |reference| rounded to that dtype.
+
+    For a binary float with p explicit mantissa bits and exponent range [emin, emax] the
+    spacing at a value a with 2^e <= a < 2^(e+1) is 2^(e - p) (bfloat16: 2^(e - 7)); below
+    the smallest normal it is the subnormal step 2^(emin - p), and beyond the largest finite
+    value it stays the spacing at the maximum, 2^(emax - p). Integer and bool dtypes: 1."""
+    dtype = device_dtype.upper()
+    ref = np.abs(np.asarray(reference, dtype=np.float64))
+    if dtype in _INTS:
+        return np.ones_like(ref)
+    if dtype not in _FLOATS:
+        raise PrecisionError(f"no ULP rule for device dtype {device_dtype}")
+    bits, emin, emax, kind = _FLOATS[dtype]
+    with np.errstate(over="ignore", invalid="ignore"):
+        rounded = ref.astype(kind).astype(np.float64)  # type: ignore[call-overload]
+    _, exponent = np.frexp(np.where(np.isfinite(rounded), rounded, 0.0))
+    # frexp: a = m * 2^exponent with 0.5 <= m < 1, so floor(log2 a) = exponent - 1.
+    e = np.where(rounded > 0, exponent - 1, emin)
+    e = np.where(np.isfinite(rounded), e, emax)
+    e = np.clip(e, emin, emax)
+    return np.ldexp(1.0, (e - bits).astype(np.int64))
+
+
+def own_error(device: np.ndarray, reference: np.ndarray, device_dtype: str) -> OwnError:
+    """The device output (float64 of the values the device stored) against the replay.
+
+    Rules:
+    - max_ulp = max over elements of |device - reference| / ulp(reference), `ulp` being the
+      spacing of the device dtype at |reference| rounded to it (see `ulp`).
+    - Non-finite values: an element non-finite on one side only, or non-finite on both sides
+      but different (inf vs -inf, NaN vs inf), makes max_ulp and max_abs_error inf. Elements
+      non-finite and equal on both sides (both NaN, or the same inf) are ignored. cosine and
+      relative_euclidean_distance are computed over the elements finite on both sides.
+    - relative_euclidean_distance = ||d - r|| / ||r||; with an all-zero reference it is 0 when
+      the device is all zero too and inf otherwise.
+    - cosine = d.r / (||d|| ||r||); 1 when both are all zero, 0 when only one is.
+    - No element (empty, or all ignored): cosine 1, errors 0.
+    The device array is reshaped to the reference's shape when they have the same size."""
+    ref = np.asarray(reference, dtype=np.float64)
+    dev = np.asarray(device, dtype=np.float64)
+    if dev.shape != ref.shape:
+        if dev.size != ref.size:
+            raise PrecisionError(
+                f"device output has shape {dev.shape}, the replay {ref.shape}: not comparable"
+            )
+        dev = dev.reshape(ref.shape)
+    dev, ref = dev.reshape(-1), ref.reshape(-1)
+    finite = np.isfinite(dev) & np.isfinite(ref)
+    same_special = ~finite & ((dev == ref) | (np.isnan(dev) & np.isnan(ref)))
+    mismatch = bool(np.any(~finite & ~same_special))
+    d, r = dev[finite], ref[finite]
+    if d.size == 0:
+        inf_or_zero = math.inf if mismatch else 0.0
+        return OwnError(1.0, inf_or_zero, 0.0, inf_or_zero)
+    diff = np.abs(d - r)
+    max_abs = math.inf if mismatch else float(diff.max())
+    max_ulp = math.inf if mismatch else float((diff / ulp(r, device_dtype)).max())
+    # Scale before squaring so float16-max-sized or float32-max-sized values cannot overflow.
+    scale = float(max(np.abs(d).max(), np.abs(r).max()))
+    if scale == 0.0:
+        return OwnError(1.0, max_abs, 0.0, max_ulp)
+    ds, rs = d / scale, r / scale
+    norm_d, norm_r = float(np.linalg.norm(ds)), float(np.linalg.norm(rs))
+    red = math.inf if norm_r == 0.0 else float(np.linalg.norm(ds - rs)) / norm_r
+    if norm_d == 0.0 or norm_r == 0.0:
+        cosine = 0.0
+    else:
+        cosine = float(np.clip(np.dot(ds, rs) / (norm_d * norm_r), -1.0, 1.0))
+    return OwnError(cosine, max_abs, red, max_ulp)

@@ -1,0 +1,1 @@
+"""Tests of the replay kernels, fused-chain replay and own-error measurement."""
