@@ -79,7 +79,8 @@ def _resolve_pads(
     """The pads of a conv or pool: from `padding` SAME / VALID when the graph has it (that is
     what GE derives `pads` from), else from the explicit `pads`."""
     choices = ("SAME", "VALID", "EXPLICIT") if allow_explicit else ("SAME", "VALID")
-    if allow_explicit and not attrs.has("padding") and attrs.has(("pads", "explicit_paddings")):
+    if allow_explicit and not attrs.has("padding"):
+        # GE's Conv2D declares `pads` required; `padding` is the TF form it may also keep.
         return _explicit_pads(attrs, layout)
     mode = attrs.str_("padding", choices=choices)
     if mode == "EXPLICIT":
