@@ -4,6 +4,7 @@ from precision_shell.commands import (  # noqa: F401
     autocheck,
     compare,
     compare_summary,
+    dump_config,
     graph,
     harvest,
     report,

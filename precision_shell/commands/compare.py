@@ -104,6 +104,16 @@ def vc_command(
 
     Whole-network compare of every dumped tensor; writes result_<ts>.csv and summary.json.
     `vc --resume` continues the last partial compare (Ctrl-C, killed) where it stopped.
+
+    A statistics-only dump (dump_data: stats) gets a statistics compare instead:
+    statistics_<ts>.csv, summary.json with "mode": "statistics". Rule per tensor: pads of a
+    padded layout (NC1HWC0, FRACTAL_NZ...) are taken out first (mean rescaled to the real
+    elements; a max/min of 0 the benchmark lacks is the padding's); NaN/inf the benchmark has
+    not: "nonfinite"; else each statistic may differ by what the device dtype allows, with u
+    its unit roundoff (float16 2^-11, bfloat16 2^-8, float32 2^-24; integers exact):
+    L2 norm 8*u*|norm| (the main signal), mean 8*u*rms, max/min 64*u*max(|max|,|min|).
+    Deviation = the worst |diff|/allowed; above 1 the tensor deviates. Statistics cannot
+    see a permutation (a wrong layout keeps them all): dump tensors to rule one out.
     """
     if args.max is not None and args.max < 1:
         raise UsageError("vc: --max must be at least 1")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from precision_shell.compare.results.schema import find_result_csv
+from precision_shell.compare.results.schema import find_result_csv, is_statistics_csv
 from precision_shell.compare.results.slice_results import slice_csv
 from precision_shell.compare.results.summary import summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
@@ -49,7 +49,12 @@ def report_command(ctx: ShellContext, args: argparse.Namespace) -> ReportWritten
     if args.depth < 0:
         raise UsageError("report: -s must not be negative")
     target = args.file if args.file else ctx.workspace.output_dir("vector_compare")
-    csv_path = find_result_csv(Path(target))
+    csv_path = find_result_csv(Path(target), statistics=True)
+    if is_statistics_csv(csv_path):
+        raise UsageError(
+            f"report: {csv_path.name} is a statistics compare; the HTML report is for tensor "
+            "compares (vcs shows it, ac -c ranks its suspects)"
+        )
     if args.rank is not None or args.step is not None:
         csv_path = slice_csv(summary_beside(csv_path), csv_path, args.rank, args.step, "report")
     rule = ThresholdRule.from_settings(ctx.settings)

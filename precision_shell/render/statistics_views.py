@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from precision_shell.compare.statistics.diagnose import StatisticsDiagnosis
+from precision_shell.compare.statistics.dump_config import DumpConfigFiles
 from precision_shell.compare.statistics.run import StatisticsCompare, StatisticsCompareResult
 from precision_shell.compare.statistics.table import StatisticsRow
 from precision_shell.compare.statistics.view import StatisticsView
@@ -122,18 +123,8 @@ def render_statistics_diagnosis(console: Console, diagnosis: StatisticsDiagnosis
             str(n), str(suspect.index), suspect.op, suspect.type, suspect.kind, suspect.reason
         )
     console.print(table)
-    files = diagnosis.dump_config
-    if files is not None:
-        plan = files.plan
-        console.print(
-            Text(
-                f"tensor dump config: {len(plan.ops)} ops ({len(plan.suspects)} suspects + "
-                f"producers to depth {plan.depth}), ~{plan.tensor_bytes:,} bytes, "
-                f"{plan.ratio:.1f}x less than a full dump of {plan.full_bytes:,} bytes"
-            )
-        )
-        for label, path in (("acl.json", files.acl_json), ("TF session", files.session_options)):
-            console.print(Text.assemble((f" {label} ", "bold"), str(path)), soft_wrap=True)
+    if diagnosis.dump_config is not None:
+        render_dump_config(console, diagnosis.dump_config)
 
 
 @renders(StatisticsView)
@@ -200,3 +191,21 @@ def statistics_table(title: Text | str, stats: StatisticsFile) -> Table:
 def render_statistics_file(console: Console, stats: StatisticsFile) -> None:
     console.print(statistics_table(Text(stats.path, style="bold"), stats))
     console.print(Text(stats.note, style="dim"))
+
+
+@renders(DumpConfigFiles)
+def render_dump_config(console: Console, files: DumpConfigFiles) -> None:
+    plan = files.plan
+    console.print(
+        Text(
+            f"tensor dump config: {len(plan.ops)} ops ({len(plan.suspects)} suspects + producers "
+            f"to depth {plan.depth}), ~{plan.tensor_bytes:,} bytes, {plan.ratio:.1f}x less than "
+            f"a full dump of {plan.full_bytes:,} bytes"
+        )
+    )
+    for label, path in (
+        ("acl.json", files.acl_json),
+        ("TF session", files.session_options),
+        ("summary", files.summary),
+    ):
+        console.print(Text.assemble((f" {label} ", "bold"), str(path)), soft_wrap=True)

@@ -78,9 +78,23 @@ class Command:
         body = [ln for ln in lines[1:] if ln]
         return body[0] if body else ""
 
+    @property
+    def details(self) -> str | None:
+        """The docstring after its summary line: rules and notes `help CMD` prints last."""
+        lines = [ln.strip() for ln in (self.handler.__doc__ or "").strip().splitlines()[1:]]
+        while lines and not lines[0]:
+            lines.pop(0)
+        text = "\n".join(lines[1:]).strip()
+        return text or None
+
     def parser(self) -> CommandParser:
         parser = CommandParser(
-            prog=self.name, description=self.summary, add_help=True, allow_abbrev=False
+            prog=self.name,
+            description=self.summary,
+            epilog=self.details,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            add_help=True,
+            allow_abbrev=False,
         )
         for arg in self.arguments:
             parser.add_argument(*arg.flags, **arg.options)

@@ -16,8 +16,13 @@ The rule (also in `help vc` and docs/FORMATS.md section 7):
   is not judged relative to itself); max and min: `EXTREME_UNITS` (64)*u*max(|max|,|min|),
   since one element carries the whole drift of the elements it depends on.
 - `deviation` is the largest |device - benchmark| / allowed over the statistics compared; above
-  1 the tensor `deviates`. The L2 norm is the main signal: statistics cannot see a permutation
-  (a wrong layout keeps every statistic), and a zero-mean noise moves the norm by its square.
+  1 the tensor is beyond rounding. The L2 norm is the main signal: statistics cannot see a
+  permutation (a wrong layout keeps every statistic), and a zero-mean noise moves the norm by
+  its square, so a small local error under heavy drift stays invisible (dump tensors for that).
+- Made here or inherited: an output beyond rounding `deviates` only when its deviation is at
+  least `LOCAL_JUMP` (8) times its inputs' (their worst, floored at 1/4: inputs within rounding);
+  else it is `drift`, the accumulated float16 error it received. An input row beyond rounding
+  is `drift` too: it is judged where it is made, at its producer. (`made_here`)
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ from precision_shell.formats.stats_dump import VALUE_KEYS, StatsRow
 
 TOLERANCE_UNITS = 8.0
 EXTREME_UNITS = 64.0
+LOCAL_JUMP = 8.0
+INPUT_FLOOR = 0.25  # inputs within rounding count as this much deviation
 
 # unit roundoff (half an ULP at 1) of the dtypes a device tensor comes in
 _UNIT_ROUNDOFF = {
@@ -47,6 +54,7 @@ _INTEGER_TYPES = frozenset(
 
 PASS = "pass"
 DEVIATES = "deviates"
+DRIFT = "drift"  # beyond rounding, but no more than the op's inputs already carry
 NONFINITE = "nonfinite"
 NOT_COMPARED = "not compared"
 
@@ -124,11 +132,16 @@ def _count(values: dict[str, float], key: str) -> float | None:
 
 
 def judge(
-    device: StatsRow, benchmark: dict[str, float], origin_count: int | None = None
+    device: StatsRow,
+    benchmark: dict[str, float],
+    origin_count: int | None = None,
+    input_unit: float = 0.0,
 ) -> TensorJudgement:
     """The verdict on one tensor: `device` as recorded, `benchmark` from `values.statistics_of`
     (or another statistics row's values); `origin_count` the real element count when the
-    graph knows the original shape."""
+    graph knows the original shape. `input_unit`: the coarsest unit roundoff of the op's
+    inputs; an output carries no more precision than that (a float16 -> float32 Cast keeps
+    float16's error), so it is judged by the coarser of the two."""
     notes: list[str] = []
     stored = device.element_count
     bench_count = _count(benchmark, "count")
@@ -155,7 +168,7 @@ def judge(
             "benchmark: not the same tensor"
         )
         return TensorJudgement(NOT_COMPARED, None, {}, counts, int(real), pad, notes)
-    diffs = _value_diffs(device, benchmark, stored, pad, notes)
+    diffs = _value_diffs(device, benchmark, stored, pad, notes, input_unit)
     ratios = [d.ratio for d in diffs.values() if d.ratio is not None]
     deviation = max(ratios) if ratios else None
     if born:
@@ -178,8 +191,9 @@ def _value_diffs(
     stored: int | None,
     pad: int,
     notes: list[str],
+    input_unit: float = 0.0,
 ) -> dict[str, StatisticDiff]:
-    u = unit_roundoff(device.dtype)
+    u = max(unit_roundoff(device.dtype), input_unit)
     values = dict(device.values)
     if pad and stored is not None and "mean" in values:
         nonfinite = sum(values.get(k, 0.0) for k in ("nan_count", "neg_inf_count", "pos_inf_count"))
@@ -225,3 +239,8 @@ def _value_diffs(
         allowed = max(units * u * size, floor) if size is not None else None
         diffs[key] = StatisticDiff(key, d, b, allowed)
     return diffs
+
+
+def made_here(output_deviation: float, input_deviation: float | None) -> bool:
+    """An output beyond rounding whose deviation its inputs do not explain (see the rule)."""
+    return output_deviation >= LOCAL_JUMP * max(input_deviation or 0.0, INPUT_FLOOR)

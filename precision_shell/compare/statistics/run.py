@@ -21,8 +21,13 @@ from typing import Any
 from precision_shell.compare.pipeline.plan import ComparePlan, FileTask, benchmark_plan
 from precision_shell.compare.results.summary import CompareRecord, RunSummary
 from precision_shell.compare.results.thresholds import ThresholdRule
-from precision_shell.compare.statistics.judge import judge
-from precision_shell.compare.statistics.table import StatisticsRow, row_of, write_statistics_csv
+from precision_shell.compare.statistics.judge import DEVIATES, judge, made_here, unit_roundoff
+from precision_shell.compare.statistics.table import (
+    StatisticsRow,
+    as_drift,
+    row_of,
+    write_statistics_csv,
+)
 from precision_shell.compare.statistics.values import statistics_of
 from precision_shell.errors import PrecisionError
 from precision_shell.formats.benchmark import load_benchmark
@@ -149,6 +154,7 @@ def compare_task(
         empty = StatsRow("output", 0, "", "ND", None)
         return [row_of(number, task.op_type, task.op_name, "*", "output", 0, empty, None, str(exc))]
     rows = []
+    input_unit = max((unit_roundoff(r.dtype) for r in dump.inputs), default=0.0)
     for device in (*dump.inputs, *dump.outputs):
         mapping = task.mapping(device.kind, device.index)
         truth = mapping.ground_truth
@@ -184,7 +190,8 @@ def compare_task(
                 )
             )
             continue
-        judgement = judge(device, bench, _origin_count(mapping.origin_shape))
+        unit = input_unit if device.kind == "output" else 0.0
+        judgement = judge(device, bench, _origin_count(mapping.origin_shape), unit)
         rows.append(
             row_of(
                 number,
@@ -197,7 +204,21 @@ def compare_task(
                 judgement,
             )
         )
-    return rows
+    return _made_here_or_drift(rows)
+
+
+def _made_here_or_drift(rows: list[StatisticsRow]) -> list[StatisticsRow]:
+    """Outputs beyond rounding that their inputs explain, and inputs beyond rounding: drift."""
+    inputs = [r.deviation for r in rows if r.kind == "input" and r.deviation is not None]
+    worst_input = max(inputs) if inputs else None
+    out = []
+    for row in rows:
+        if row.verdict == DEVIATES and (
+            row.kind == "input" or not made_here(row.deviation or 0.0, worst_input)
+        ):
+            row = as_drift(row)
+        out.append(row)
+    return out
 
 
 def execute_statistics_plan(

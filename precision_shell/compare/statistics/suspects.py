@@ -3,9 +3,10 @@
 An op is a suspect when it makes a deviation its inputs do not carry:
 1. NaN/inf birth: an output has NaN or inf the benchmark has not, while no input does (the
    first such op in execution order first);
-2. local deviation: an output deviates (statistics rule, `judge`) while every input passes;
-   the larger the deviation (in units of what the dtype allows) the earlier;
-3. amplification: inputs deviate a little and the output `AMPLIFICATION` times more.
+2. local deviation: an output `deviates` (beyond rounding and `LOCAL_JUMP` times its inputs'
+   deviation: `judge.made_here`); the larger that jump, the earlier;
+3. input data: an op reads a tensor that deviates and that no dumped op produced (the network
+   input, a data pipeline): the data fed to the device differs from the benchmark's.
 The inputs are the device's own input rows of the op's statistics file; when the dump has no
 input rows (`dump_mode: output`), its producers' output rows stand for them.
 """
@@ -15,16 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from precision_shell.compare.statistics.judge import DEVIATES, NONFINITE
+from precision_shell.compare.statistics.judge import DEVIATES, INPUT_FLOOR, NONFINITE
 from precision_shell.compare.statistics.table import StatisticsRow
 from precision_shell.workspace.graph_index import GraphIndex
 
-AMPLIFICATION = 4.0
-
 NAN_BIRTH = "nonfinite birth"
 LOCAL = "local deviation"
-AMPLIFIED = "amplified deviation"
-_ORDER = {NAN_BIRTH: 0, LOCAL: 1, AMPLIFIED: 2}
+INPUT_DATA = "input data"
 
 
 @dataclass(frozen=True)
@@ -32,7 +30,7 @@ class Suspect:
     op: str
     type: str
     index: int
-    kind: str  # NAN_BIRTH | LOCAL | AMPLIFIED
+    kind: str  # NAN_BIRTH | LOCAL | INPUT_DATA
     output: StatisticsRow  # the output that decided
     input_deviation: float | None  # worst input (None: no input compared)
 
@@ -41,6 +39,12 @@ class Suspect:
         out = self.output
         if self.kind == NAN_BIRTH:
             return f"{out.reason or 'NaN/inf on the device'}; its inputs have none"
+        if self.kind == INPUT_DATA:
+            return (
+                f"reads {out.tensor_index} ({out.ground_truth}), {out.deviation or 0:.3g}x the "
+                "allowed deviation, which no dumped op produced: the data fed to the device "
+                "differs from the benchmark's"
+            )
         stat = out.main_statistic or "statistic"
         device, bench, allowed = out.statistic(stat)
         numbers = ""
@@ -114,23 +118,59 @@ def rank_suspects(rows: list[StatisticsRow], graph: GraphIndex | None = None) ->
         if in_nonfinite:
             continue  # NaN/inf came in: inherited
         deviating = [r for r in outputs if r.verdict == DEVIATES]
-        if not deviating:
+        if deviating:
+            worst = max(deviating, key=lambda r: r.deviation or 0.0)
+            jump = (worst.deviation or 0.0) / max(in_dev or 0.0, INPUT_FLOOR)
+            suspect = Suspect(op, first.op_type, first.index, LOCAL, worst, in_dev)
+            found.append(((1, -jump, first.index), suspect))
             continue
-        worst = max(deviating, key=lambda r: r.deviation or 0.0)
-        out_dev = worst.deviation or 0.0
-        if in_dev is None or in_dev <= 1.0:
+        fed = _fed_from_outside(op_rows, outputs_of, graph)
+        if fed is not None:
             found.append(
-                (
-                    (1, -out_dev, first.index),
-                    Suspect(op, first.op_type, first.index, LOCAL, worst, in_dev),
-                )
-            )
-        elif out_dev >= AMPLIFICATION * in_dev:
-            found.append(
-                (
-                    (2, -out_dev / in_dev, first.index),
-                    Suspect(op, first.op_type, first.index, AMPLIFIED, worst, in_dev),
-                )
+                ((2, first.index), Suspect(op, first.op_type, first.index, INPUT_DATA, fed, in_dev))
             )
     found.sort(key=lambda pair: pair[0])
     return [suspect for _, suspect in found]
+
+
+def _fed_from_outside(
+    op_rows: list[StatisticsRow],
+    outputs_of: dict[str, list[StatisticsRow]],
+    graph: GraphIndex | None,
+) -> StatisticsRow | None:
+    """An input row beyond rounding whose producer has no compared output in the dump."""
+    if graph is None:
+        return None
+    rec = graph.get(op_rows[0].op_name)
+    if rec is None:
+        return None
+    for row in op_rows:
+        if row.kind != "input" or not row.compared or (row.deviation or 0.0) <= 1.0:
+            continue
+        if row.slot >= len(rec.data_inputs):
+            continue
+        source = rec.data_inputs[row.slot][0]
+        if not any(r.compared for r in outputs_of.get(source, [])) and not _produced_upstream(
+            graph, source, outputs_of
+        ):
+            return row
+    return None
+
+
+def _produced_upstream(
+    graph: GraphIndex, source: str, outputs_of: dict[str, list[StatisticsRow]]
+) -> bool:
+    """True when some op feeding `source` (through ops without a dump) has compared outputs:
+    then the deviation was made by the dumped ops, not fed from outside."""
+    seen = {source}
+    stack = [source]
+    while stack and len(seen) < 10_000:
+        rec = graph.get(stack.pop())
+        for producer, _k in rec.data_inputs if rec is not None else ():
+            if producer in seen:
+                continue
+            seen.add(producer)
+            if any(r.compared for r in outputs_of.get(producer, [])):
+                return True
+            stack.append(producer)
+    return False

@@ -11,12 +11,13 @@ import csv
 import io
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
 from precision_shell.compare.statistics.judge import (
     DEVIATES,
+    DRIFT,
     NONFINITE,
     NOT_COMPARED,
     StatisticDiff,
@@ -116,6 +117,11 @@ def _json_number(value: float | None) -> float | str | None:
     if value is None:
         return None
     return value if math.isfinite(value) else str(value)
+
+
+def as_drift(row: StatisticsRow) -> StatisticsRow:
+    """The row with its verdict `drift` (beyond rounding, inherited from its inputs)."""
+    return replace(row, verdict=DRIFT)
 
 
 def row_of(
