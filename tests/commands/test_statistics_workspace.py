@@ -1,0 +1,202 @@
+"""Statistics-first, end to end: demo workspaces whose device run dumped statistics only
+(`DemoSpec(dump_data="stats")`), with planted faults, through vc, vcs, ac -c, dump_config, ls,
+ni, pt and dc. A tensor-dump twin of the same spec is the oracle for the recorded statistics
+and for the size estimate of the targeted dump."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from precision_shell.compare.statistics.table import read_statistics_csv
+from precision_shell.demo.builder import build_demo
+from precision_shell.demo.spec import DemoManifest, DemoSpec, Fault
+from precision_shell.formats.benchmark import load_benchmark
+from precision_shell.formats.npu_dump import read_dump_header
+from tests.commands.shell_fixture import decoded, open_shell, run_fail, run_ok
+
+LOCAL_OP = "block1/conv2/Conv2Dblock1/relu2/Relu"
+NAN_OP = "dense/MatMul"
+CONV1 = "conv1/Conv2Drelu1/Relu"
+FAULTS = (Fault("local_error", "block1/conv2/Conv2D", 0.3), Fault("nan_birth", "dense/MatMul", 2))
+
+
+def _spec(dump_data: str, faults: tuple[Fault, ...] = FAULTS, **knobs: object) -> DemoSpec:
+    base: dict = dict(size="small", seed=3, faults=faults, second_run=False)
+    base.update(knobs)
+    return DemoSpec(dump_data=dump_data, **base)
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, DemoManifest, Path, DemoManifest]:
+    """The statistics workspace and its tensor-dump twin (same spec, same values)."""
+    stats_root = tmp_path_factory.mktemp("stats")
+    tensor_root = tmp_path_factory.mktemp("tensor")
+    return (
+        stats_root,
+        build_demo(stats_root, _spec("stats")),
+        tensor_root,
+        build_demo(tensor_root, _spec("tensor")),
+    )
+
+
+def _dump_of(root: Path, manifest: DemoManifest, op: str) -> Path:
+    record = next(o for o in manifest.device_ops if o.name == op)
+    assert record.dump_file is not None
+    return root / "precision_data" / record.dump_file
+
+
+def test_vc_writes_a_statistics_compare_whose_cells_hold_both_sides(pair) -> None:
+    stats_root, _, tensor_root, tensor_manifest = pair
+    shell = open_shell(stats_root)
+    result = run_ok(shell, "vc")
+    summary = json.loads(result.summary_path.read_text())
+    assert summary["mode"] == "statistics"
+    assert summary["files_done"] == summary["files_total"] == 16
+    assert {f["op"] for f in summary["failing"]} == {LOCAL_OP, NAN_OP, "softmax/Softmax"}
+    csv_path = Path(summary["csv"])
+    assert csv_path.name.startswith("statistics_")
+    rows = read_statistics_csv(csv_path)
+    conv1 = next(r for r in rows if r.op_name == CONV1 and r.kind == "output")
+    # the device side: what the device recorded, on the stored NC1HWC0 tensor (pads included)
+    stored = decoded(_dump_of(tensor_root, tensor_manifest, CONV1), "output", 0).astype(np.float64)
+    assert conv1.format == "NC1HWC0" and conv1.shape == stored.shape
+    device_norm, bench_norm, allowed = conv1.statistic("l2norm")
+    assert device_norm == pytest.approx(
+        math.sqrt(float(np.dot(stored.ravel(), stored.ravel()))), rel=1e-12
+    )
+    # the benchmark side: the .npy in float64
+    bench = np.asarray(
+        load_benchmark(next((tensor_root / "precision_data/tf/dump").glob("relu1_Relu.*.npy"))),
+        dtype=np.float64,
+    )
+    assert bench_norm == pytest.approx(float(np.linalg.norm(bench.ravel())), rel=1e-12)
+    assert allowed == pytest.approx(8 * 2.0**-11 * bench_norm, rel=1e-12)
+    # like with like: 24 channels stored as 32, the 8 pad channels are zeros
+    n, c1, h, w, c0 = stored.shape
+    assert conv1.pad_count == n * h * w * (c1 * c0 - 24)
+    assert conv1.real_count == bench.size
+    device_mean, bench_mean, _ = conv1.statistic("mean")
+    assert device_mean == pytest.approx(stored.sum() / bench.size, rel=1e-9)  # rescaled
+    assert abs(device_mean - bench_mean) < 2.0**-11 * 8 * bench_norm / math.sqrt(bench.size)
+    assert conv1.verdict == "pass"
+    local = next(r for r in rows if r.op_name == LOCAL_OP and r.kind == "output")
+    assert local.verdict == "deviates" and local.main_statistic == "l2norm"
+    nan = next(r for r in rows if r.op_name == NAN_OP and r.kind == "output")
+    assert nan.verdict == "nonfinite" and nan.counts["nan_count"][0] >= 1
+    assert nan.counts["nan_count"][1] == 0
+    weights = next(r for r in rows if r.op_name == NAN_OP and r.kind == "input" and r.slot == 1)
+    assert weights.verdict == "not compared" and "constant input" in weights.reason
+
+
+def test_ac_names_the_planted_faults_first_and_writes_their_dump_config(pair) -> None:
+    stats_root, _, tensor_root, tensor_manifest = pair
+    shell = open_shell(stats_root)
+    check = run_ok(shell, "ac -c --depth 0 --dump-path /data/dump")
+    ops = [s.op for s in check.statistics.suspects]
+    assert ops[:2] == [NAN_OP, LOCAL_OP]
+    assert check.statistics.suspects[0].kind == "nonfinite birth"
+    assert check.statistics.suspects[1].kind == "local deviation"
+    assert "softmax/Softmax" not in ops  # its NaN came in through its input
+    summary = json.loads(check.statistics_compare.summary_path.read_text())
+    causes = summary["diagnosis"]["root_causes"]
+    assert [c["op"] for c in causes[:2]] == [NAN_OP, LOCAL_OP]
+    assert causes[1]["evidence"]["statistic"] == "l2norm"
+    files = check.statistics.dump_config
+    acl = json.loads(files.acl_json.read_text())["dump"]
+    assert acl["dump_data"] == "tensor" and acl["dump_mode"] == "all"
+    assert acl["dump_path"] == "/data/dump" and acl["dump_step"] == "0"
+    assert acl["dump_list"][0]["layer"] == [LOCAL_OP, NAN_OP]  # execution order, depth 0
+    session = files.session_options.read_text()
+    assert f"tf.compat.as_bytes({LOCAL_OP + ' ' + NAN_OP!r})" in session
+    assert 'parameter_map["dump_data"].s = tf.compat.as_bytes("tensor")' in session
+    # the estimate against the real tensor bytes of those ops' dump files (inputs + outputs)
+    real = 0
+    for op in (LOCAL_OP, NAN_OP):
+        header = read_dump_header(str(_dump_of(tensor_root, tensor_manifest, op)))
+        real += sum(meta.size for meta in (*header.inputs, *header.outputs))
+    estimate = json.loads(files.summary.read_text())["estimate_bytes"]
+    assert abs(estimate - real) <= 0.01 * real
+    full = sum(
+        sum(m.size for m in (*h.inputs, *h.outputs))
+        for h in (
+            read_dump_header(str(p))
+            for p in (tensor_root / "precision_data/npu/debug_0/dump").rglob("*.*.*")
+        )
+        if h is not None
+    )
+    assert files.plan.full_bytes == pytest.approx(full, rel=0.01)
+
+
+def test_dump_config_from_summary_takes_producers_to_depth(pair) -> None:
+    stats_root, *_ = pair
+    shell = open_shell(stats_root)
+    check = run_ok(shell, "ac -c")
+    result_dir = check.statistics_compare.out_dir
+    out = stats_root / "cfg"
+    files = run_ok(shell, f"dump_config --from-summary {result_dir} --depth 1 -o {out}")
+    layer = json.loads(files.acl_json.read_text())["dump"]["dump_list"][0]["layer"]
+    # each suspect and its nearest dumped producers (through GE's task-less Reshape)
+    assert set(layer) == {LOCAL_OP, "conv3/Conv2Dres/addrelu3/Relu", NAN_OP, "trans_TransData_2"}
+    assert files.acl_json.parent == out
+    outcome = run_fail(shell, "dump_config")
+    assert "--from-summary" in outcome.error
+
+
+def test_healthy_float16_drift_is_not_a_suspect(tmp_path: Path) -> None:
+    """A deep stack whose float16 drift brings the last conv near cosine 0.99: no verdict
+    cries wolf, no suspect, no dump config."""
+    spec = _spec("stats", (), size="tiny", blocks=72, branch_gain=4.0, fp32_head=True, seed=0)
+    build_demo(tmp_path, spec)
+    check = run_ok(open_shell(tmp_path), "ac -c")
+    assert check.statistics.suspects == []
+    assert check.statistics.dump_config is None
+    rows = check.statistics_compare.primary.rows
+    assert not [r for r in rows if r.deviates]
+    # drift is there, and named as such
+    assert any(r.verdict == "drift" for r in rows)
+
+
+def test_a_local_error_under_drift_is_named_first(tmp_path: Path) -> None:
+    spec = _spec(
+        "stats",
+        (Fault("local_error", "block8/conv2/Conv2D", 0.3),),
+        size="tiny",
+        blocks=24,
+        branch_gain=4.0,
+        fp32_head=True,
+        seed=5,
+    )
+    build_demo(tmp_path, spec)
+    check = run_ok(open_shell(tmp_path), "ac -c")
+    assert check.statistics.suspects[0].op == "block8/conv2/Conv2Dblock8/relu2/Relu"
+
+
+def test_every_command_sees_the_statistics_files(pair) -> None:
+    stats_root, *_ = pair
+    shell = open_shell(stats_root)
+    counts = run_ok(shell, "ls")
+    assert counts.dump_files == {"debug_0": (0, 16)}
+    info = run_ok(shell, f"ni {NAN_OP}").nodes[0]
+    assert info.statistics is not None
+    assert [r.label for r in info.statistics.rows] == ["input 0", "input 1", "input 2", "output 0"]
+    assert info.dump_files[-1].endswith(".csv")
+    shown = run_ok(shell, f"pt {NAN_OP}")
+    out = shown.rows[-1]
+    assert out.kind == "output" and out.values["nan_count"] >= 1 and out.shape == (4, 10)
+    outcome = run_fail(shell, f"dc {NAN_OP}")
+    assert "only a statistics dump" in outcome.error
+    outcome = run_fail(
+        shell, f"cp {Path(shown.path).name}:output:0 {Path(shown.path).name}:output:0"
+    )
+    assert "statistics dump" in outcome.error
+    run_ok(shell, "vc")
+    view = run_ok(shell, "vcs")
+    assert view.deviating_total == 3
+    assert [r.op_name for r in view.deviating] == [LOCAL_OP, NAN_OP, "softmax/Softmax"]
+    outcome = run_fail(shell, "report")
+    assert "statistics compare" in outcome.error
