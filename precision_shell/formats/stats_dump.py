@@ -78,6 +78,7 @@ _DTYPE_ALIASES = {
     "BFLOAT16": "BF16",
 }
 _SHAPE_SPLIT = re.compile(r"[\s,x×;]+")
+_DIGITS = re.compile(r"[0-9]{1,19}")  # ASCII digits only (str.isdigit takes "²"), int64-sized
 _MISSING = frozenset({"", "n/a", "na", "null", "none", "-"})
 
 
@@ -145,7 +146,7 @@ def _squeeze(text: str) -> str:
 def dtype_of(text: str) -> str:
     """The dump data type name of a `Data Type` cell: "DT_FLOAT16", "float16", "1"..."""
     cell = text.strip()
-    if cell.isdigit():
+    if _DIGITS.fullmatch(cell):
         try:
             return DumpDataType(int(cell)).name
         except ValueError:
@@ -160,17 +161,25 @@ def _format_of(text: str, where: str) -> str:
     if not cell:
         return "ND"
     try:
-        return format_name(int(cell)) if cell.isdigit() else format_name(format_code(cell))
+        if _DIGITS.fullmatch(cell):
+            code = int(cell)
+            name = format_name(code)
+            if name.startswith("UNKNOWN"):
+                raise LayoutError(name)
+            return name
+        return format_name(format_code(cell))
     except LayoutError:
-        raise ValueError(f"{where}: unknown Format {cell!r}") from None
+        raise ValueError(f"{where}: unknown Format {cell[:40]!r}") from None
 
 
 def _shape_of(text: str, where: str) -> tuple[int, ...] | None:
+    if text.strip().lower() in _MISSING - {""}:
+        return None  # unknown (our writer's "N/A")
     cell = text.strip().strip("[]()").strip()
     if not cell:
         return ()
     parts = [p for p in _SHAPE_SPLIT.split(cell) if p]
-    if len(parts) > 32 or not all(p.isdigit() for p in parts):
+    if len(parts) > 32 or not all(_DIGITS.fullmatch(p) for p in parts):
         raise ValueError(f"{where}: Shape {text.strip()[:40]!r} is not a list of dims")
     dims = tuple(int(p) for p in parts)
     if any(d > 1 << 48 for d in dims):
@@ -213,9 +222,13 @@ def _parse_row(cells: list[str], keys: list[str | None], header: list[str], line
     if kind not in ("input", "output"):
         raise ValueError(f"{where}: Input/Output is {named['kind'].strip()[:20]!r}")
     index_text = named["index"].strip()
-    if not index_text.isdigit() or int(index_text) > 1 << 20:
+    if not _DIGITS.fullmatch(index_text) or int(index_text) > 1 << 20:
         raise ValueError(f"{where}: Index {index_text[:20]!r} is not a slot number")
     size = named.get("data_size", "").strip()
+    if size.lower() in _MISSING:
+        size = ""
+    elif not _DIGITS.fullmatch(size):
+        raise ValueError(f"{where}: Data Size {size[:20]!r} is not a byte count")
     values: dict[str, float] = {}
     for key, cell, column in zip(keys, cells, header, strict=True):
         if key in STATISTIC_HEADERS:
@@ -231,7 +244,7 @@ def _parse_row(cells: list[str], keys: list[str | None], header: list[str], line
         dtype=dtype_of(named.get("dtype", "")),
         format=_format_of(named.get("format", ""), where),
         shape=_shape_of(named["shape"], where) if "shape" in named else None,
-        data_size=int(size) if size.isdigit() else None,
+        data_size=int(size) if size else None,
         values=values,
         md5=md5,
     )
@@ -304,7 +317,7 @@ def write_stats_dump(
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
     for row in rows:
-        shape = "" if row.shape is None else "x".join(str(d) for d in row.shape)
+        shape = "N/A" if row.shape is None else "x".join(str(d) for d in row.shape)
         cells = [
             row.kind.capitalize(),
             str(row.index),

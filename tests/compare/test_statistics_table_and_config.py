@@ -309,11 +309,6 @@ def test_csv_not_utf8(tmp_path: Path) -> None:
     assert str(info.value) == f"{path}: not UTF-8 text"
 
 
-@pytest.mark.xfail(
-    reason="read_statistics_csv lets csv.Error escape (a cell above the csv field limit, "
-    "131072 chars) instead of raising FormatError naming the file",
-    strict=True,
-)
 def test_csv_oversized_cell_raises_format_error(tmp_path: Path) -> None:
     path = tmp_path / "s.csv"
     cells = ["x" * 200_000] * len(STATISTICS_HEADER)

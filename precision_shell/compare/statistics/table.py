@@ -258,7 +258,13 @@ def read_statistics_csv(path: Path) -> list[StatisticsRow]:
         raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise FormatError(path, "not UTF-8 text") from None
-    reader = csv.reader(io.StringIO(text))
+    try:
+        return _parse_rows(path, csv.reader(io.StringIO(text)))
+    except csv.Error as exc:
+        raise FormatError(path, f"not a CSV file: {exc}") from None
+
+
+def _parse_rows(path: Path, reader: Any) -> list[StatisticsRow]:
     header = next(reader, None)
     if header is None or tuple(header) != STATISTICS_HEADER:
         raise FormatError(path, "not a statistics compare CSV (its header differs)")
