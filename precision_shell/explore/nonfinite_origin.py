@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from precision_shell.errors import PrecisionError
+from precision_shell.formats.stats_dump import read_stats_dump
 from precision_shell.workspace.dump_index import DumpFileRef
 from precision_shell.workspace.graph_index import GraphIndex
 from precision_shell.workspace.pieces import failure_text
@@ -66,13 +67,33 @@ def _first_hit(
     ws: Workspace, run: RunIndex, where: DumpSlice, origin: NonfiniteOrigin
 ) -> NonfiniteHit | None:
     for position, op, sanitized in _ops_in_order(where, run.graph_of_dump(where.graph_names)):
-        for ref in where.dumps.for_op(sanitized):
-            hit = _nonfinite_output(ws, ref, origin)
+        refs = where.dumps.for_op(sanitized) or where.dumps.stats_for_op(sanitized)
+        for ref in refs:
+            read = _nonfinite_statistics if ref.stats_csv else _nonfinite_output
+            hit = read(ws, ref, origin)
             if hit is not None:
                 k, nan, inf = hit
                 return NonfiniteHit(
                     where.rank, where.step, op, k, ref.file_name, position, nan, inf
                 )
+    return None
+
+
+def _nonfinite_statistics(
+    ws: Workspace, ref: DumpFileRef, origin: NonfiniteOrigin
+) -> tuple[int, int, int] | None:
+    """The same from a statistics dump (`dump_data: stats`): its outputs' NaN/inf counts."""
+    origin.files_read += 1
+    try:
+        dump = read_stats_dump(ref.path)
+    except PrecisionError as exc:
+        origin.errors.append(str(exc))
+        return None
+    for row in dump.outputs:
+        nan = int(row.values.get("nan_count") or 0)
+        inf = int((row.values.get("neg_inf_count") or 0) + (row.values.get("pos_inf_count") or 0))
+        if nan or inf:
+            return row.index, nan, inf
     return None
 
 

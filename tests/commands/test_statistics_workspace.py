@@ -102,6 +102,10 @@ def test_ac_names_the_planted_faults_first_and_writes_their_dump_config(pair) ->
     assert check.statistics.suspects[0].kind == "nonfinite birth"
     assert check.statistics.suspects[1].kind == "local deviation"
     assert "softmax/Softmax" not in ops  # its NaN came in through its input
+    # ac's NaN/inf origin reads the statistics' counts (there are no tensors to scan)
+    (origin,) = check.nonfinite
+    assert origin.first is not None and origin.first.op == NAN_OP
+    assert origin.first.file.endswith(".csv") and origin.first.nan >= 1
     summary = json.loads(check.statistics_compare.summary_path.read_text())
     causes = summary["diagnosis"]["root_causes"]
     assert [c["op"] for c in causes[:2]] == [NAN_OP, LOCAL_OP]
