@@ -7,6 +7,7 @@ from precision_shell.commands import (  # noqa: F401
     dump_config,
     graph,
     harvest,
+    replay,
     report,
     system,
     tensor,

@@ -1,8 +1,10 @@
 """The Build-stage GE graph dump of the demo: a `DevicePlan` as a `ModelDef`.
 
 Attributes follow what msaccucmp and precision_tool read (FORMATS.md sections 3 and 5): the
-original op names on every op, the origin name / index / format / shape on every output that
-has a benchmark counterpart, kernel names and engines on the ops, the session id on the graph.
+original op names and types on every op, the origin name / index / format / shape on every
+output that has a benchmark counterpart, kernel names and engines on the ops, the session id on
+the graph. Compute ops also carry the kernel attributes GE keeps on them (a Conv2D's strides and
+pads, a pool's window, a reduction's axes), which is what `replay` recomputes them from.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from precision_shell.demo.device_graph import CHAIN_TYPES
 from precision_shell.demo.device_ops import SESSION_GRAPH_ID, DeviceOp, DevicePlan, TensorPlan
 from precision_shell.formats.ge.model import GraphDef, ModelDef, OpDef, TensorDesc
 
@@ -35,10 +38,66 @@ def _desc(plan: TensorPlan, output: bool) -> TensorDesc:
     )
 
 
+# Device op type of a one-member chain -> the benchmark (TF) op type it computes.
+_CHAIN_ORIGINAL_TYPES = {device: original for original, (device, _) in CHAIN_TYPES.items()}
+
+
+def _member_types(op: DeviceOp) -> list[str]:
+    """The TF op types of `op.members`, in order (parallel to its original op names).
+
+    They follow from how `device_graph` groups the benchmark ops: a conv group is Conv2D and
+    its batch norm, then the residual AddV2 when the op reads a shortcut (a 4th input), then
+    Relu; the dense op is MatMul + BiasAdd; a chain repeats the one benchmark type it fuses."""
+    if op.kind == "conv":
+        types = ["Conv2D", "FusedBatchNormV3"]
+        if len(op.data_inputs) > 3:
+            types.append("AddV2")
+        return types + ["Relu"] * (len(op.members) - len(types))
+    if op.kind == "matmul":
+        return ["MatMul", "BiasAdd"]
+    if op.kind == "reshape":
+        return ["Reshape"]
+    original = "Mul" if op.type == "Mul" else _CHAIN_ORIGINAL_TYPES[op.type]
+    return [original] * len(op.members)
+
+
+def _kernel_attrs(op: DeviceOp) -> dict[str, Any]:
+    """The attributes GE keeps on a compute op for its kernel (the demo computes NHWC)."""
+    if op.type == "Conv2D":
+        kh, kw = op.input_descs[1].origin_shape[:2]  # the HWCN filter
+        return {
+            "strides": [1, 1, 1, 1],
+            "pads": [kh // 2, kh - 1 - kh // 2, kw // 2, kw - 1 - kw // 2],
+            "dilations": [1, 1, 1, 1],
+            "groups": 1,
+            "data_format": "NHWC",
+        }
+    if op.type == "MaxPool":
+        return {
+            "ksize": [1, 2, 2, 1],
+            "strides": [1, 2, 2, 1],
+            "padding": "VALID",
+            "data_format": "NHWC",
+        }
+    if op.type == "ReduceSumD":
+        rank = len(op.input_descs[0].origin_shape)
+        return {"axes": list(range(1, rank)), "keep_dims": False}
+    if op.type == "ReduceMeanD":
+        return {"axes": [1, 2], "keep_dims": True}
+    if op.type == "SoftmaxV2":
+        return {"axes": [-1]}
+    if op.type == "MatMulV2":
+        return {"transpose_x1": False, "transpose_x2": False}
+    return {}
+
+
 def _op_def(op: DeviceOp, consumers: dict[str, list[tuple[str, int]]], stream_id: int) -> OpDef:
     attrs: dict[str, Any] = {}
     if op.original_names is not None:
         attrs["_datadump_original_op_names"] = list(op.original_names)
+    if op.members and op.kind != "const":  # a constant's members are the ops it serves
+        attrs["_datadump_original_op_types"] = _member_types(op)
+    attrs.update(_kernel_attrs(op))
     passes = [*op.graph_passes, *([op.ub_pass] if op.ub_pass else [])]
     if passes:
         attrs["pass_name"] = passes

@@ -6,6 +6,7 @@ from precision_shell.render import (  # noqa: F401
     divergence_views,
     graph_views,
     harvest_views,
+    replay_views,
     report_views,
     statistics_views,
     system_views,

@@ -294,7 +294,8 @@ def test_ni_a_holds_every_attribute_of_the_op(demo):
     (info,) = run_ok(shell, f"ni -a {CONV2}").nodes
     text = (root / "precision_data/npu/debug_0/graph/ge_proto_00000001_Build.txt").read_text()
     keys = top_level_attr_keys(op_block(text, CONV2))
-    assert sorted(info.attrs) == sorted(keys) and len(keys) == 5
+    # names, types, pass names, kernel lib, kernel name + the conv's 5 kernel attributes
+    assert sorted(info.attrs) == sorted(keys) and len(keys) == 11
     assert info.attrs["_datadump_original_op_names"] == [
         "conv2/Conv2D",
         "bn2/FusedBatchNormV3",

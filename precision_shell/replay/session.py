@@ -1,0 +1,421 @@
+"""`replay` in a workspace: one device op recomputed in float64 from its own dumped inputs.
+
+The device's inputs are shared by the replay, so the device output against the replay is the
+kernel's OWN error. Where the output has a benchmark tensor, the replay against the benchmark
+is the error the op INHERITED from its inputs, and the device against the benchmark is the
+TOTAL. A total that the inherited part explains points upstream; a large own error points at
+this kernel.
+
+Tensors are read from the op's newest dump file in the (rank, step) asked for and brought to
+their original layout by the rule `vc` uses (formats/benchmark_layout: the dump's original
+layout and shape, else the GE graph desc's), so a kernel sees NHWC activations, HWCN filters
+and ND matrices. TransData is the exception: its job is the device layout, so its tensors are
+handed over as stored, with their device formats.
+
+Verdict per output, from the own error in ULPs of the output's dtype (see `verdict`):
+- max ULP <= 1: the kernel is exact for its dtype (correctly rounded, or nearly);
+- max ULP > 4 and a relative Euclidean distance above twice the dtype's unit roundoff (or a
+  NaN/inf the replay does not have): the kernel itself is wrong;
+- otherwise: within the rounding of a kernel that accumulates in a wider type (a large ULP
+  count at a few elements where values cancel near zero, with a tiny overall distance, is
+  cancellation, not a wrong kernel).
+Anything that cannot be replayed faithfully (no kernel, a missing attribute, a layout that
+does not convert) is a PrecisionError with a one-line reason, never a guess.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from precision_shell.errors import PrecisionError
+from precision_shell.explore.statistics_files import op_statistics_files
+from precision_shell.formats.benchmark import load_benchmark
+from precision_shell.formats.benchmark_layout import origin_layout, to_benchmark_layout
+from precision_shell.formats.ge.model import OpDef, TensorDesc
+from precision_shell.formats.layouts import LayoutError, format_name, is_plain_format
+from precision_shell.formats.npu_dump import DumpHeader, TensorMeta, read_tensor
+from precision_shell.replay.chain import describe_fused, replay_fused
+from precision_shell.replay.kernels.registry import (
+    KernelCall,
+    TensorInfo,
+    describe_attrs,
+    replay_op,
+)
+from precision_shell.replay.measure import OwnError, own_error, ulp
+from precision_shell.workspace.dump_index import DumpFileRef
+from precision_shell.workspace.graph_index import GraphIndex, OpRecord
+from precision_shell.workspace.workspace import RunIndex, Workspace
+
+EXACT_ULP = 1.0  # at most this many ULP: the kernel is exact for its dtype
+WRONG_ULP = 4.0  # beyond this many ULP (and a distance beyond rounding): the kernel is wrong
+WRONG_DISTANCE_ROUNDOFFS = 2.0  # ... a relative distance beyond this many unit roundoffs
+
+_DTYPE_WORDS = {
+    "DT_FLOAT16": "float16",
+    "DT_FLOAT": "float32",
+    "DT_BF16": "bfloat16",
+    "DT_BFLOAT16": "bfloat16",
+    "DT_DOUBLE": "float64",
+}
+
+
+@dataclass(frozen=True)
+class OutputReplay:
+    """One output of the replayed op: the three error measures and the verdict."""
+
+    slot: int
+    dtype: str  # GE name of the device dtype, "DT_FLOAT16"
+    layout: str  # layout the values were compared in
+    shape: tuple[int, ...]
+    own: OwnError  # device vs replay
+    inherited: OwnError | None  # replay vs benchmark
+    total: OwnError | None  # device vs benchmark
+    benchmark: str | None  # the benchmark file compared, when one exists
+    verdict: str
+    note: str | None = None  # why there is no inherited / total although a benchmark exists
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    """`replay OP`: what was replayed, from which file, with which attributes, per output."""
+
+    op: str
+    type: str
+    run: str
+    dump_file: str
+    original_types: list[str]  # the fused members' TF types ([] when not fused)
+    attrs: dict[str, Any]  # describe_attrs, or describe_fused per member
+    outputs: list[OutputReplay]
+    dump_slice: str = ""  # "rank 0 step 1" when the run has several dump dirs
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON-ready data; NaN and inf become the strings "nan", "inf", "-inf"."""
+        return {
+            "op": self.op,
+            "type": self.type,
+            "run": self.run,
+            "dump_file": self.dump_file,
+            "attrs": _json_value(self.attrs),
+            "outputs": [
+                {
+                    "slot": out.slot,
+                    "dtype": out.dtype,
+                    "own": _error_json(out.own),
+                    "inherited": _error_json(out.inherited),
+                    "total": _error_json(out.total),
+                    "benchmark": out.benchmark,
+                    "verdict": out.verdict,
+                }
+                for out in self.outputs
+            ],
+        }
+
+
+def _json_number(value: float) -> float | str:
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
+def _error_json(error: OwnError | None) -> dict[str, float | str] | None:
+    if error is None:
+        return None
+    return {
+        "cosine": _json_number(error.cosine),
+        "max_abs_error": _json_number(error.max_abs_error),
+        "relative_euclidean_distance": _json_number(error.relative_euclidean_distance),
+        "max_ulp": _json_number(error.max_ulp),
+    }
+
+
+def _json_value(value: Any) -> Any:
+    """Attribute values (numpy scalars and arrays, tuples, bytes) as plain JSON data."""
+    if isinstance(value, dict):
+        return {str(k): _json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | np.ndarray):
+        return [
+            _json_value(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)
+        ]
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return _json_number(float(value))
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if value is None or isinstance(value, str):
+        return value
+    return str(value)
+
+
+# --- verdict ---------------------------------------------------------------------------------
+
+
+def dtype_word(dtype: str) -> str:
+    """ "DT_FLOAT16" -> "float16" (other names lower-cased without the prefix)."""
+    return _DTYPE_WORDS.get(dtype.upper(), dtype.upper().removeprefix("DT_").lower())
+
+
+def ulp_text(value: float) -> str:
+    """A ULP count for sentences: two significant digits below 10, whole numbers above."""
+    if not math.isfinite(value):
+        return "inf"
+    return f"{value:.2g}" if value < 10 else f"{value:.0f}"
+
+
+def is_wrong(own: OwnError, dtype: str) -> bool:
+    """True when the own error is beyond what any correct kernel of `dtype` makes.
+
+    Large ULP counts alone are not enough: near zero the ULP is tiny and a wider-type
+    accumulation that cancels leaves many of them at a few elements. The kernel is wrong
+    when, beyond WRONG_ULP, the whole output is also off by more than WRONG_DISTANCE_ROUNDOFFS
+    unit roundoffs of its dtype (or has a NaN/inf the replay does not)."""
+    if not math.isfinite(own.max_ulp):
+        return True
+    if own.max_ulp <= WRONG_ULP:
+        return False
+    roundoff = float(ulp(np.array(1.0), dtype)) / 2  # unit roundoff: half the spacing at 1
+    return own.relative_euclidean_distance > WRONG_DISTANCE_ROUNDOFFS * roundoff
+
+
+def verdict(own: OwnError, dtype: str) -> str:
+    """One sentence on the kernel's own error (thresholds in the module docstring)."""
+    units, word = ulp_text(own.max_ulp), dtype_word(dtype)
+    if own.max_ulp <= EXACT_ULP:
+        return (
+            f"the kernel's own error is {units} ULP: this op is exact for {word}; "
+            "its deviation comes from its inputs"
+        )
+    if is_wrong(own, dtype):
+        return f"own error {units} ULP: the kernel itself is wrong"
+    if own.max_ulp <= WRONG_ULP:
+        return (
+            f"the kernel's own error is {units} ULP: within the rounding of a {word} kernel "
+            "that accumulates in a wider type; its deviation comes from its inputs"
+        )
+    return (
+        f"the kernel's own error is {units} ULP at its worst element but only "
+        f"{own.relative_euclidean_distance:.2g} relative overall: cancellation near zero "
+        f"within {word} rounding, not a wrong kernel; its deviation comes from its inputs"
+    )
+
+
+# --- finding the op and its dump ---------------------------------------------------------------
+
+
+def _find_op(
+    ws: Workspace, run: RunIndex | None, op_name: str
+) -> tuple[RunIndex, GraphIndex, OpRecord, OpDef]:
+    """The op by its exact name, else the one op an original (TF) name was fused into."""
+    runs = [run] if run is not None else ws.runs
+    if not runs:
+        raise PrecisionError(f"{ws.root}: no device run (npu/debug_N/) in this workspace")
+    for candidate in runs:
+        found = candidate.find(op_name)
+        if found is not None:
+            graph, rec = found
+            return candidate, graph, rec, _op_def(graph, rec)
+    for candidate in runs:
+        for graph in candidate.graphs:
+            holders = graph.by_original_name(op_name)
+            if len(holders) == 1:
+                return candidate, graph, holders[0], _op_def(graph, holders[0])
+            if holders:
+                names = ", ".join(rec.name for rec in holders)
+                raise PrecisionError(f"{op_name} is fused into several ops ({names}); name one")
+    where = run.name if run is not None else ", ".join(r.name for r in runs)
+    raise PrecisionError(f"op {op_name!r} is not in the graph of {where}")
+
+
+def _op_def(graph: GraphIndex, rec: OpRecord) -> OpDef:
+    op = graph.op(rec.name)
+    if op is None:
+        raise PrecisionError(f"op {rec.name!r}: its definition is missing from the graph")
+    return op
+
+
+def _newest_dump(
+    ws: Workspace, run: RunIndex, name: str, rank: str | None, step: str | None
+) -> DumpFileRef:
+    refs = ws.dump_files(run, name, rank, step)
+    if refs:
+        return refs[-1]
+    where = f", rank {rank}" if rank is not None else ""
+    where += f", step {step}" if step is not None else ""
+    if op_statistics_files(ws, run, name, rank, step):
+        raise PrecisionError(
+            f"op {name!r} ({run.name}{where}) has only a statistics dump: no tensor values to "
+            "replay"
+        )
+    raise PrecisionError(f"op {name!r} ({run.name}{where}) has no dump file")
+
+
+# --- reading tensors ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Tensor:
+    values: np.ndarray  # float64 for floats; ints and bools keep their dtype
+    info: TensorInfo
+
+
+def _ge_dtype(meta: TensorMeta) -> str:
+    return f"DT_{meta.dtype_name}"
+
+
+def _as_kernel_values(values: np.ndarray) -> np.ndarray:
+    if values.dtype.kind in "iub":
+        return np.asarray(values)
+    return np.asarray(values, dtype=np.float64)
+
+
+def _converted_layout(meta: TensorMeta, values: np.ndarray, desc: TensorDesc | None) -> str:
+    """The layout `to_benchmark_layout` leaves `values` in (its own rule, restated)."""
+    graph_format = desc.origin_format if desc is not None else None
+    graph_shape = desc.origin_shape if desc is not None else None
+    fmt, shape = origin_layout(meta, meta.shape, graph_format, graph_shape)
+    device = format_name(meta.format)
+    if is_plain_format(device):
+        fits = bool(shape) and values.size == math.prod(shape)
+        return fmt if fits and fmt is not None and is_plain_format(fmt) else device
+    return fmt or device
+
+
+def _read(
+    header: DumpHeader, meta: TensorMeta, desc: TensorDesc | None, as_stored: bool, op: str
+) -> _Tensor:
+    stored = read_tensor(header, meta.kind, meta.index)
+    if as_stored:
+        values, layout = stored, meta.format_name
+    else:
+        graph_format = desc.origin_format if desc is not None else None
+        graph_shape = desc.origin_shape if desc is not None else None
+        try:
+            values = to_benchmark_layout(stored, meta, graph_format, graph_shape)
+        except LayoutError as exc:
+            raise PrecisionError(f"{op}: {meta.label} does not convert: {exc}") from None
+        layout = _converted_layout(meta, values, desc)
+    info = TensorInfo(_ge_dtype(meta), layout, tuple(int(d) for d in values.shape))
+    return _Tensor(_as_kernel_values(values), info)
+
+
+def _tensors(
+    header: DumpHeader, metas: Sequence[TensorMeta], descs: Sequence[TensorDesc], as_stored: bool
+) -> list[_Tensor]:
+    return [
+        _read(header, meta, descs[k] if k < len(descs) else None, as_stored, header.op_name)
+        for k, meta in enumerate(metas)
+    ]
+
+
+# --- the replay -----------------------------------------------------------------------------
+
+
+def _original_types(op: OpDef) -> list[str]:
+    value = op.attrs.get("_datadump_original_op_types")
+    if isinstance(value, str):
+        return [value] if value else []
+    if isinstance(value, list):
+        return [str(item) for item in value]
+    return []
+
+
+def _replay(call: KernelCall, op: OpDef) -> tuple[list[np.ndarray], dict[str, Any]]:
+    """(replayed outputs, attributes used): member by member for a fused op."""
+    types, names = _original_types(op), op.original_op_names or []
+    if len(types) > 1:
+        described = describe_fused(call, types, names)
+        return replay_fused(call, types, names), described
+    described = describe_attrs(call)
+    return replay_op(call), described
+
+
+def _benchmark_errors(
+    ws: Workspace, rec: OpRecord, slot: int, device: np.ndarray, replayed: np.ndarray, dtype: str
+) -> tuple[OwnError | None, OwnError | None, str | None, str | None]:
+    """(inherited, total, benchmark file, note) for one output."""
+    benchmark = ws.output_benchmark(rec, slot)
+    if benchmark is None:
+        return None, None, None, None
+    try:
+        reference = np.asarray(load_benchmark(benchmark.path), dtype=np.float64)
+        inherited = own_error(replayed, reference, dtype)
+        total = own_error(device, reference, dtype)
+    except PrecisionError as exc:
+        return None, None, benchmark.path, f"benchmark not compared: {exc}"
+    return inherited, total, benchmark.path, None
+
+
+def replay_op_in_workspace(
+    ws: Workspace,
+    run: RunIndex | None,
+    op_name: str,
+    rank: str | None = None,
+    step: str | None = None,
+) -> ReplayReport:
+    """Replay `op_name` (in `run`, else the first run holding it) from its newest dump file
+    in the (rank, step) given, and measure its own, inherited and total error per output.
+
+    Raises PrecisionError (ReplayUnsupported among them) with a one-line reason when the op
+    is not in the graph, has no tensor dump, or cannot be replayed faithfully."""
+    run, _, rec, op = _find_op(ws, run, op_name)
+    ref = _newest_dump(ws, run, rec.name, rank, step)
+    header = ws.header(ref)
+    if not header.outputs:
+        raise PrecisionError(f"{ref.file_name}: the dump holds no outputs to compare")
+    as_stored = op.type == "TransData"
+    inputs = _tensors(header, header.inputs, op.input_descs, as_stored)
+    outputs = _tensors(header, header.outputs, op.output_descs, as_stored)
+    call = KernelCall(
+        op_type=op.type,
+        attrs=op.attrs,
+        inputs=[t.values for t in inputs],
+        input_info=[t.info for t in inputs],
+        output_info=[t.info for t in outputs],
+        op_name=rec.name,
+    )
+    replayed, described = _replay(call, op)
+    results = []
+    for slot, (device, value) in enumerate(zip(outputs, replayed, strict=False)):
+        dtype = device.info.dtype
+        device_values = np.asarray(device.values, dtype=np.float64)
+        own = own_error(device_values, value, dtype)
+        inherited, total, benchmark, note = _benchmark_errors(
+            ws, rec, slot, device_values, value, dtype
+        )
+        results.append(
+            OutputReplay(
+                slot=slot,
+                dtype=dtype,
+                layout=device.info.format,
+                shape=device.info.shape,
+                own=own,
+                inherited=inherited,
+                total=total,
+                benchmark=benchmark,
+                verdict=verdict(own, dtype),
+                note=note,
+            )
+        )
+    shown = ""
+    if len(run.slices) > 1:
+        chosen = run.slice(rank, step)
+        shown = f"rank {chosen.rank} step {chosen.step}"
+    return ReplayReport(
+        op=rec.name,
+        type=op.type,
+        run=run.name,
+        dump_file=ref.file_name,
+        original_types=_original_types(op) if len(_original_types(op)) > 1 else [],
+        attrs=described,
+        outputs=results,
+        dump_slice=shown,
+    )
