@@ -13,7 +13,7 @@ from precision_shell.commands.replay import JsonText
 from precision_shell.render.numbers import fmt_num
 from precision_shell.render.output import renders
 from precision_shell.replay.measure import OwnError
-from precision_shell.replay.session import OutputReplay, ReplayReport, is_wrong
+from precision_shell.replay.session import OutputReplay, ReplayReport, dtype_word, is_wrong
 
 _ROWS = (
     ("own (device vs replay)", "own"),
@@ -66,6 +66,14 @@ def _attr_lines(attrs: dict[str, Any], indent: str = "  ") -> list[Text]:
 def _output_parts(out: OutputReplay) -> list[Any]:
     style = "bold red" if is_wrong(out.own, out.dtype) else "green"
     parts: list[Any] = [_output_table(out), Text(out.verdict, style=style)]
+    if out.overflow:
+        parts.append(
+            Text(
+                f"{out.overflow} element(s) overflow {dtype_word(out.dtype)}: the exact value "
+                "does not fit, and the device's inf is its correct rounding",
+                style="yellow",
+            )
+        )
     if out.benchmark is None:
         parts.append(Text("no benchmark tensor for this output: own error only", style="dim"))
     elif out.note:

@@ -19,6 +19,9 @@ Verdict per output, from the own error in ULPs of the output's dtype (see `verdi
 - otherwise: within the rounding of a kernel that accumulates in a wider type (a large ULP
   count at a few elements where values cancel near zero, with a tiny overall distance, is
   cancellation, not a wrong kernel).
+An element whose exact value rounds to inf in the dtype, where the device holds that same inf,
+counts as correct (the value does not fit the dtype; the kernel rounded it right) and is
+reported as an overflow count instead.
 Anything that cannot be replayed faithfully (no kernel, a missing attribute, a layout that
 does not convert) is a PrecisionError with a one-line reason, never a guess.
 """
@@ -30,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from precision_shell.errors import PrecisionError
@@ -55,6 +59,12 @@ EXACT_ULP = 1.0  # at most this many ULP: the kernel is exact for its dtype
 WRONG_ULP = 4.0  # beyond this many ULP (and a distance beyond rounding): the kernel is wrong
 WRONG_DISTANCE_ROUNDOFFS = 2.0  # ... a relative distance beyond this many unit roundoffs
 
+_ROUNDING_TYPES: dict[str, Any] = {
+    "DT_FLOAT16": np.float16,
+    "DT_FLOAT": np.float32,
+    "DT_BF16": ml_dtypes.bfloat16,
+    "DT_BFLOAT16": ml_dtypes.bfloat16,
+}
 _DTYPE_WORDS = {
     "DT_FLOAT16": "float16",
     "DT_FLOAT": "float32",
@@ -78,6 +88,7 @@ class OutputReplay:
     benchmark: str | None  # the benchmark file compared, when one exists
     verdict: str
     note: str | None = None  # why there is no inherited / total although a benchmark exists
+    overflow: int = 0  # elements whose exact value overflows the dtype, as the device's does
 
 
 @dataclass(frozen=True)
@@ -110,6 +121,7 @@ class ReplayReport:
                     "total": _error_json(out.total),
                     "benchmark": out.benchmark,
                     "verdict": out.verdict,
+                    "overflow": out.overflow,
                 }
                 for out in self.outputs
             ],
@@ -338,6 +350,23 @@ def _replay(call: KernelCall, op: OpDef) -> tuple[list[np.ndarray], dict[str, An
     return replay_op(call), described
 
 
+def _own(device: np.ndarray, replayed: np.ndarray, dtype: str) -> tuple[OwnError, int]:
+    """The own error, and how many elements overflow `dtype` correctly.
+
+    Where the exact value rounds to inf in `dtype` and the device holds that same inf, the
+    kernel rounded correctly: the value does not fit the dtype, which is its inputs' (or the
+    model's) doing. Those elements are measured as equal instead of as an inf mismatch."""
+    kind = _ROUNDING_TYPES.get(dtype.upper())
+    if kind is None or device.size != replayed.size:
+        return own_error(device, replayed, dtype), 0
+    device = device.reshape(replayed.shape)
+    with np.errstate(over="ignore", invalid="ignore"):
+        rounded = replayed.astype(kind).astype(np.float64)
+    overflow = np.isinf(rounded) & np.isfinite(replayed) & (device == rounded)
+    reference = np.where(overflow, device, replayed)
+    return own_error(device, reference, dtype), int(overflow.sum())
+
+
 def _benchmark_errors(
     ws: Workspace, rec: OpRecord, slot: int, device: np.ndarray, replayed: np.ndarray, dtype: str
 ) -> tuple[OwnError | None, OwnError | None, str | None, str | None]:
@@ -387,7 +416,7 @@ def replay_op_in_workspace(
     for slot, (device, value) in enumerate(zip(outputs, replayed, strict=False)):
         dtype = device.info.dtype
         device_values = np.asarray(device.values, dtype=np.float64)
-        own = own_error(device_values, value, dtype)
+        own, overflow = _own(device_values, value, dtype)
         inherited, total, benchmark, note = _benchmark_errors(
             ws, rec, slot, device_values, value, dtype
         )
@@ -403,6 +432,7 @@ def replay_op_in_workspace(
                 benchmark=benchmark,
                 verdict=verdict(own, dtype),
                 note=note,
+                overflow=overflow,
             )
         )
     shown = ""
