@@ -203,3 +203,23 @@ def test_help_replay_shows_the_usage(healthy):
     printed = _printed(result)
     assert "usage: replay OP [--rank R] [--step S] [--json]" in printed
     assert "--json" in printed and "the kernel itself is" in printed
+
+
+def test_small_fp32_head_demo_no_healthy_op_is_called_wrong(tmp_path):
+    """In the small demo a few conv outputs sit near zero where the float32 accumulation of
+    terms ~20 in size is off by ~1e-6, i.e. up to ~12 float16 ULPs there (the device is still
+    float16(float32 conv) exactly): max ULP alone would cry wolf, the distance check does not.
+    The float32 head covers float32 outputs (Cast to float32, ReduceMeanD, Mul)."""
+    spec = DemoSpec(size="small", faults=(), second_run=False, fp32_head=True)
+    manifest = build_demo(tmp_path, spec)
+    shell = open_shell(tmp_path)
+    dtypes = set()
+    for op in manifest.device_ops:
+        outcome = shell.execute(f"replay {op.name}") if op.dump_file else None
+        if outcome is None or not outcome.ok:
+            continue
+        (out,) = outcome.result.outputs
+        dtypes.add((op.type, out.dtype))
+        assert WRONG not in out.verdict, (op.name, out.own)
+        assert out.own.relative_euclidean_distance < 2**-11, (op.name, out.own)
+    assert {("Mul", "DT_FLOAT"), ("ReduceMeanD", "DT_FLOAT"), ("Cast", "DT_FLOAT")} <= dtypes
