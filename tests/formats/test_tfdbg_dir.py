@@ -64,7 +64,6 @@ def test_reading_a_real_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     from tensorflow.python import debug as tf_debug
 
     monkeypatch.setenv("HOME", str(tmp_path))  # tfdbg writes ~/.tfdbg_config
-    tf.compat.v1.disable_eager_execution()
     graph = tf.Graph()
     with graph.as_default():
         x = tf.compat.v1.placeholder(tf.float32, shape=(2, 3), name="x")
