@@ -15,19 +15,10 @@ from precision_shell.compare.statistics.table import StatisticsRow
 from precision_shell.compare.statistics.view import StatisticsView
 from precision_shell.explore.statistics_files import StatisticsFile
 from precision_shell.render.columns import path_text
+from precision_shell.render.numbers import fmt_num
 from precision_shell.render.output import renders
 
 _SHOWN = 10
-
-
-def _num(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return f"{value:.6g}"
 
 
 def _compare_table(compare: StatisticsCompare, title: str) -> Table:
@@ -81,10 +72,10 @@ def statistics_rows_table(rows: list[StatisticsRow], title: str) -> Table:
             row.tensor_index,
             row.dtype,
             stat or "-",
-            _num(device),
-            _num(bench),
+            fmt_num(device),
+            fmt_num(bench),
             off,
-            _num(row.deviation),
+            fmt_num(row.deviation),
             Text(row.verdict, style="red" if row.deviates else ""),
         )
     return table
@@ -177,11 +168,11 @@ def statistics_table(title: Text | str, stats: StatisticsFile) -> Table:
             row.dtype,
             row.format,
             "-" if row.shape is None else str(list(row.shape)),
-            _num(v.get("count")),
-            _num(v.get("max")),
-            _num(v.get("min")),
-            _num(v.get("mean")),
-            _num(v.get("l2norm")),
+            fmt_num(v.get("count")),
+            fmt_num(v.get("max")),
+            fmt_num(v.get("min")),
+            fmt_num(v.get("mean")),
+            fmt_num(v.get("l2norm")),
             nonfinite,
         )
     return table

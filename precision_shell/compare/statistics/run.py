@@ -157,53 +157,18 @@ def compare_task(
     input_unit = max((unit_roundoff(r.dtype) for r in dump.inputs), default=0.0)
     for device in (*dump.inputs, *dump.outputs):
         mapping = task.mapping(device.kind, device.index)
-        truth = mapping.ground_truth
-        if mapping.benchmark_path is None:
-            reason = mapping.reason or "no benchmark for this tensor"
-            rows.append(
-                row_of(
-                    number,
-                    task.op_type,
-                    task.op_name,
-                    truth,
-                    device.kind,
-                    device.index,
-                    device,
-                    None,
-                    reason,
-                )
-            )
-            continue
-        bench = benchmarks.of(mapping.benchmark_path)
-        if isinstance(bench, str):
-            rows.append(
-                row_of(
-                    number,
-                    task.op_type,
-                    task.op_name,
-                    truth,
-                    device.kind,
-                    device.index,
-                    device,
-                    None,
-                    bench,
-                )
-            )
+        slot = (task.op_type, task.op_name, mapping.ground_truth, device.kind, device.index)
+        bench = (
+            benchmarks.of(mapping.benchmark_path)
+            if mapping.benchmark_path is not None
+            else mapping.reason or "no benchmark for this tensor"
+        )
+        if isinstance(bench, str):  # why there is nothing to judge against
+            rows.append(row_of(number, *slot, device, None, bench))
             continue
         unit = input_unit if device.kind == "output" else 0.0
         judgement = judge(device, bench, _origin_count(mapping.origin_shape), unit)
-        rows.append(
-            row_of(
-                number,
-                task.op_type,
-                task.op_name,
-                truth,
-                device.kind,
-                device.index,
-                device,
-                judgement,
-            )
-        )
+        rows.append(row_of(number, *slot, device, judgement))
     return _made_here_or_drift(rows)
 
 
