@@ -19,7 +19,6 @@ from precision_shell.errors import PrecisionError
 from precision_shell.explore.statistics_files import (
     StatisticsFile,
     find_statistics_file,
-    op_statistics_files,
     read_statistics_file,
 )
 from precision_shell.explore.tensor_target import TensorHandle, resolve_tensors
@@ -338,7 +337,7 @@ def _dump_targets(
         for run in ws.runs:
             if run.find(target) is not None:
                 refs = ws.dump_files(run, target, rank, step)
-                if not refs and op_statistics_files(ws, run, target, rank, step):
+                if not refs and ws.dump_files(run, target, rank, step, statistics=True):
                     raise PrecisionError(
                         f"op {target!r} ({run.name}) has only a statistics dump (no tensor "
                         f"values to decode); pt {target} shows its statistics"

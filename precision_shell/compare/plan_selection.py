@@ -33,7 +33,7 @@ def slice_plans(
     chosen = selected_slices(run, request.rank, request.step)
     plans: list[tuple[DumpSlice | None, ComparePlan]] = []
     for where in chosen:
-        graph = _slice_graph(ws, run, where, request.graph)
+        graph = slice_graph(ws, run, where, request.graph)
         label = f"{run.name} rank {where.rank} step {where.step}"
         if where.dumps is run.dumps and graph.root_graph == primary.graph:
             # the default slice against the same graph: the primary plan, already made
@@ -63,7 +63,7 @@ def selected_slices(run: RunIndex, rank: str | None, step: str | None) -> list[D
     return chosen
 
 
-def _slice_graph(ws: Workspace, run: RunIndex, where: DumpSlice, name: str | None) -> GraphIndex:
+def slice_graph(ws: Workspace, run: RunIndex, where: DumpSlice, name: str | None) -> GraphIndex:
     """The graph a slice's dump belongs to (by its graph dir names), else the run's; `-g`
     names one."""
     graph = run.graph_of_dump(where.graph_names) if name is None else None

@@ -26,9 +26,9 @@ from precision_shell.compare.pipeline.plan import ComparePlan
 from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.compare.plan_selection import (
     optional_graph,
-    pick_graph,
     plans_for,
     selected_slices,
+    slice_graph,
     slice_plans,
 )
 from precision_shell.compare.rank_divergence import (
@@ -49,8 +49,7 @@ from precision_shell.compare.statistics.run import (
 from precision_shell.compare.statistics.run import summary_of as statistics_summary
 from precision_shell.errors import PrecisionError
 from precision_shell.progress import ProgressSink
-from precision_shell.workspace.graph_index import GraphIndex
-from precision_shell.workspace.workspace import DumpSlice, RunIndex, Workspace
+from precision_shell.workspace.workspace import DumpSlice, Workspace
 
 
 @dataclass(frozen=True)
@@ -126,7 +125,7 @@ def run_statistics(
     (rank, step) and a summary with `"mode": "statistics"`."""
     run = ws.run(request.run)
     plans = statistics_plans(
-        ws, run, slices, lambda where: _statistics_graph(ws, run, where, request.graph)
+        ws, run, slices, lambda where: slice_graph(ws, run, where, request.graph)
     )
     if request.max_files is not None:
         for _, plan, _ in plans:
@@ -153,13 +152,6 @@ def run_statistics(
     summary = statistics_summary(ws, request.rule, compares)
     summary.write(out_dir / SUMMARY_NAME)
     return StatisticsCompareResult(out_dir, summary, compares)
-
-
-def _statistics_graph(
-    ws: Workspace, run: RunIndex, where: DumpSlice, name: str | None
-) -> GraphIndex:
-    graph = run.graph_of_dump(where.graph_names) if name is None else None
-    return graph if graph is not None else pick_graph(ws, name, run.name)
 
 
 def _run(

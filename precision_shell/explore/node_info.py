@@ -13,7 +13,6 @@ from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
 from precision_shell.explore.statistics_files import (
     StatisticsFile,
-    op_statistics_files,
     read_statistics_file,
 )
 from precision_shell.explore.tensor_target import tensor_stats_in_benchmark_layout
@@ -201,7 +200,7 @@ def collect_node_info(
             for s, refs in ctx.workspace.dump_files_everywhere(run, rec.name)
         ]
     if not files:
-        stats_refs = op_statistics_files(ctx.workspace, run, rec.name, rank, step)
+        stats_refs = ctx.workspace.dump_files(run, rec.name, rank, step, statistics=True)
         if stats_refs:
             info.dump_files = [r.file_name for r in stats_refs]
             try:

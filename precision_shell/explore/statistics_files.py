@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from precision_shell.errors import PrecisionError
 from precision_shell.explore.user_paths import find_user_file
-from precision_shell.formats.dump_names import STATS_SUFFIX, sanitize_dump_name
+from precision_shell.formats.dump_names import is_statistics_dump_name
 from precision_shell.formats.stats_dump import StatsRow, read_stats_dump
-from precision_shell.workspace.dump_index import DumpFileRef
-from precision_shell.workspace.workspace import RunIndex, Workspace
+from precision_shell.workspace.workspace import Workspace
 
 NOTE = "statistics dump: values the device recorded on the stored layout (pads included)"
 
@@ -25,14 +23,6 @@ class StatisticsFile:
     path: str
     rows: list[StatsRow]
     note: str = NOTE
-
-
-def op_statistics_files(
-    ws: Workspace, run: RunIndex, op_name: str, rank: str | None = None, step: str | None = None
-) -> list[DumpFileRef]:
-    """An op's statistics dump files in one (rank, step), oldest first."""
-    dumps = run.dumps if rank is None and step is None else run.slice(rank, step).dumps
-    return dumps.stats_for_op(sanitize_dump_name(op_name))
 
 
 def _workspace_file(ws: Workspace, name: str) -> str | None:
@@ -50,7 +40,7 @@ def find_statistics_file(
     whose only dumps are statistics; None when it names something else."""
     path = find_user_file(target, ws.root if ws is not None else None)
     if path is not None:
-        return str(path) if path.name.endswith(STATS_SUFFIX) and _looks_like_dump(path) else None
+        return str(path) if is_statistics_dump_name(path.name) else None
     if ws is None:
         return None
     found = _workspace_file(ws, os.path.basename(target))
@@ -61,20 +51,10 @@ def find_statistics_file(
             continue
         if ws.dump_files(run, target, rank, step):
             return None  # a tensor dump exists: pt shows the tensors
-        refs = op_statistics_files(ws, run, target, rank, step)
+        refs = ws.dump_files(run, target, rank, step, statistics=True)
         if refs:
             return refs[-1].path
     return None
-
-
-def _looks_like_dump(path: Path) -> bool:
-    """A `.csv` named like a dump file (`Type.name.task[.stream].timestamp.csv`)."""
-    from precision_shell.formats.dump_names import parse_dump_name
-
-    try:
-        return parse_dump_name(path.name).stats_csv
-    except ValueError:
-        return False
 
 
 def read_statistics_file(path: str) -> StatisticsFile:

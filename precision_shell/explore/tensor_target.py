@@ -17,7 +17,7 @@ from precision_shell.errors import FormatError, PrecisionError
 from precision_shell.explore.user_paths import find_user_file
 from precision_shell.formats.benchmark import load_benchmark
 from precision_shell.formats.benchmark_layout import origin_layout, to_benchmark_layout
-from precision_shell.formats.dump_names import parse_dump_name
+from precision_shell.formats.dump_names import is_statistics_dump_name
 from precision_shell.formats.layouts import LayoutError, is_plain_format
 from precision_shell.formats.npu_dump import DumpHeader, TensorMeta, read_dump_header, read_tensor
 from precision_shell.workspace.index_cache import file_fingerprint
@@ -149,7 +149,7 @@ def _file_handles(
         if kind is not None:
             raise PrecisionError(f"{path}: a .npy file holds one tensor; drop :{kind}:{index}")
         return [TensorHandle(os.path.basename(path), path)]
-    if _is_statistics_dump(path):
+    if is_statistics_dump_name(os.path.basename(path)):
         raise PrecisionError(
             f"{path}: a statistics dump (dump_data: stats) holds no tensor values; pt shows "
             "its statistics, vc compares them"
@@ -160,13 +160,6 @@ def _file_handles(
         raise
     except OSError as exc:
         raise PrecisionError(f"{path}: cannot read: {exc.strerror}") from None
-
-
-def _is_statistics_dump(path: str) -> bool:
-    try:
-        return parse_dump_name(os.path.basename(path)).stats_csv
-    except ValueError:
-        return False
 
 
 def resolve_tensors(

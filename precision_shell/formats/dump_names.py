@@ -179,3 +179,11 @@ def write_mapping_csv(directory: Path, mapping: dict[str, str]) -> Path:
         writer = csv.writer(stream, lineterminator="\n")
         writer.writerows(merged.items())
     return path
+
+
+def is_statistics_dump_name(file_name: str) -> bool:
+    """True for a statistics dump's name (`Type.name.task[.stream].timestamp.csv`)."""
+    try:
+        return parse_dump_name(file_name).stats_csv
+    except ValueError:
+        return False

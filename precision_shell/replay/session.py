@@ -37,7 +37,6 @@ import ml_dtypes
 import numpy as np
 
 from precision_shell.errors import PrecisionError
-from precision_shell.explore.statistics_files import op_statistics_files
 from precision_shell.formats.benchmark import load_benchmark
 from precision_shell.formats.benchmark_layout import origin_layout, to_benchmark_layout
 from precision_shell.formats.ge.model import OpDef, TensorDesc
@@ -262,7 +261,7 @@ def _newest_dump(
         return refs[-1]
     where = f", rank {rank}" if rank is not None else ""
     where += f", step {step}" if step is not None else ""
-    if op_statistics_files(ws, run, name, rank, step):
+    if ws.dump_files(run, name, rank, step, statistics=True):
         raise PrecisionError(
             f"op {name!r} ({run.name}{where}) has only a statistics dump: no tensor values to "
             "replay"

@@ -214,11 +214,18 @@ class Workspace:
         return [f for f in self.overflow_dumps.files if f.op_type == "Opdebug"]
 
     def dump_files(
-        self, run: RunIndex, op_name: str, rank: str | None = None, step: str | None = None
+        self,
+        run: RunIndex,
+        op_name: str,
+        rank: str | None = None,
+        step: str | None = None,
+        statistics: bool = False,
     ) -> list[DumpFileRef]:
-        """An op's dump files in one (rank, step) slice (the default one when not given)."""
+        """An op's dump files in one (rank, step) slice (the default one when not given):
+        tensor dumps, or with `statistics` its statistics dumps (`....csv`)."""
         dumps = run.dumps if rank is None and step is None else run.slice(rank, step).dumps
-        return dumps.for_op(sanitize_dump_name(op_name))
+        name = sanitize_dump_name(op_name)
+        return dumps.stats_for_op(name) if statistics else dumps.for_op(name)
 
     def dump_files_everywhere(
         self, run: RunIndex, op_name: str
