@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import pickle
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 from precision_shell.formats.dump_names import sanitize_dump_name
 from precision_shell.formats.ge.graph import ModelDef, OpDef
+
+# ops an upstream walk visits at most: a bound on a crafted graph, far above real fan-in
+_WALK_LIMIT = 10_000
 
 # Bump when the record layout changes, so old caches are rebuilt rather than misread.
 RECORD_VERSION = 2
@@ -252,6 +255,23 @@ class GraphIndex:
     def producers(self, name: str) -> list[tuple[str, int]]:
         rec = self.get(name)
         return list(rec.data_inputs) if rec else []
+
+    def nearest_producers(self, name: str, among: Collection[str]) -> list[str]:
+        """The ops of `among` nearest upstream of `name`: its producers, and through those not
+        in `among` (a task-less Reshape, a Data op) theirs, to the first ones that are."""
+        found: list[str] = []
+        seen = {name}
+        stack = [name]
+        while stack and len(seen) < _WALK_LIMIT:
+            for source, _k in self.producers(stack.pop()):
+                if source in seen:
+                    continue
+                seen.add(source)
+                if source in among:
+                    found.append(source)
+                else:
+                    stack.append(source)
+        return found
 
     def consumers(self, name: str) -> list[Consumer]:
         if self._consumers is None:

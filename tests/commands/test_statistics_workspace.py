@@ -204,3 +204,13 @@ def test_every_command_sees_the_statistics_files(pair) -> None:
     assert [r.op_name for r in view.deviating] == [LOCAL_OP, NAN_OP, "softmax/Softmax"]
     outcome = run_fail(shell, "report")
     assert "statistics compare" in outcome.error
+
+
+def test_input_data_that_differs_is_named(tmp_path: Path) -> None:
+    """The network input fed to the device is not the benchmark's: no dumped op made it."""
+    fault = Fault("corrupt_input", "input", 0.5, variant="mean")
+    build_demo(tmp_path, _spec("stats", (fault,), size="tiny", seed=25))
+    check = run_ok(open_shell(tmp_path), "ac -c")
+    first = check.statistics.suspects[0]
+    assert (first.op, first.kind) == ("trans_Cast_0", "input data")
+    assert first.output.tensor_index == "trans_Cast_0:input:0"

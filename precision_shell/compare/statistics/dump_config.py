@@ -85,25 +85,6 @@ def row_bytes(row: StatisticsRow) -> int | None:
         return None
 
 
-def _dumped_producers(graph: GraphIndex, op: str, dumped: set[str]) -> list[str]:
-    """The nearest dumped ops feeding `op`: through ops without a dump (a Reshape GE runs
-    without a task, a Data op) to the ones that have one."""
-    found: list[str] = []
-    seen = {op}
-    stack = [op]
-    while stack and len(seen) < 10_000:
-        rec = graph.get(stack.pop())
-        for source, _k in rec.data_inputs if rec is not None else ():
-            if source in seen:
-                continue
-            seen.add(source)
-            if source in dumped:
-                found.append(source)
-            else:
-                stack.append(source)
-    return found
-
-
 def _with_producers(
     suspects: Sequence[str], graph: GraphIndex | None, depth: int, dumped: set[str]
 ) -> set[str]:
@@ -113,7 +94,7 @@ def _with_producers(
         assert graph is not None
         nxt = []
         for op in frontier:
-            for source in _dumped_producers(graph, op, dumped):
+            for source in graph.nearest_producers(op, dumped):
                 if source not in chosen:
                     chosen.add(source)
                     nxt.append(source)

@@ -144,33 +144,13 @@ def _fed_from_outside(
     rec = graph.get(op_rows[0].op_name)
     if rec is None:
         return None
+    compared = {op for op, rows in outputs_of.items() if any(r.compared for r in rows)}
     for row in op_rows:
         if row.kind != "input" or not row.compared or (row.deviation or 0.0) <= 1.0:
             continue
         if row.slot >= len(rec.data_inputs):
             continue
         source = rec.data_inputs[row.slot][0]
-        if not any(r.compared for r in outputs_of.get(source, [])) and not _produced_upstream(
-            graph, source, outputs_of
-        ):
-            return row
+        if source not in compared and not graph.nearest_producers(source, compared):
+            return row  # neither it nor anything feeding it was made by a dumped op
     return None
-
-
-def _produced_upstream(
-    graph: GraphIndex, source: str, outputs_of: dict[str, list[StatisticsRow]]
-) -> bool:
-    """True when some op feeding `source` (through ops without a dump) has compared outputs:
-    then the deviation was made by the dumped ops, not fed from outside."""
-    seen = {source}
-    stack = [source]
-    while stack and len(seen) < 10_000:
-        rec = graph.get(stack.pop())
-        for producer, _k in rec.data_inputs if rec is not None else ():
-            if producer in seen:
-                continue
-            seen.add(producer)
-            if any(r.compared for r in outputs_of.get(producer, [])):
-                return True
-            stack.append(producer)
-    return False
