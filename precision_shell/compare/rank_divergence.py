@@ -17,7 +17,7 @@ from precision_shell.compare.metrics.cells import COSINE, MAX_ABS
 from precision_shell.compare.pipeline.execute import CompareRun
 from precision_shell.compare.pipeline.plan import ComparePlan, device_plan
 from precision_shell.compare.pipeline.worker import SAME_BYTES
-from precision_shell.compare.results.summary import RunSummary
+from precision_shell.compare.results.summary import RunSummary, SummaryBacked
 from precision_shell.errors import PrecisionError
 from precision_shell.workspace.graph_index import GraphIndex
 from precision_shell.workspace.workspace import RunIndex
@@ -126,7 +126,7 @@ def divergence_of(pair: RankPair, compare: CompareRun) -> RankDivergence | None:
 
 
 @dataclass
-class RankDivergenceResult:
+class RankDivergenceResult(SummaryBacked):
     """`vc --across ranks`: each rank's compare against the reference rank, and where the
     ranks that differ leave it."""
 
@@ -138,11 +138,6 @@ class RankDivergenceResult:
     compares: list[tuple[RankPair, CompareRun]]
     divergence: list[RankDivergence]
     warnings: list[str] = field(default_factory=list)
-
-    @property
-    def summary_path(self) -> Path:
-        assert self.summary.path is not None
-        return self.summary.path
 
     @property
     def agreeing(self) -> list[str]:

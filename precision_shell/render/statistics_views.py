@@ -36,11 +36,7 @@ def _compare_table(compare: StatisticsCompare, title: str) -> Table:
     table.add_row("time", f"{compare.elapsed:.2f} s")
     failing = compare.failing
     table.add_row("outputs deviating", Text(str(len(failing)), style="red" if failing else "green"))
-    reasons: dict[str, int] = {}
-    for row in compare.rows:
-        if not row.compared:
-            key = row.reason.split(":")[0] or "not compared"
-            reasons[key] = reasons.get(key, 0) + 1
+    reasons = compare.not_compared_reasons()
     for reason, count in sorted(reasons.items(), key=lambda kv: -kv[1]):
         table.add_row("not compared", f"{count} x {reason}")
     return table

@@ -27,7 +27,7 @@ from precision_shell.compare.pipeline.journal import RunJournal
 from precision_shell.compare.pipeline.plan import ComparePlan
 from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.compare.results.schema import ResultCsvWriter, ResultRow
-from precision_shell.compare.results.summary import CompareRecord, RunSummary
+from precision_shell.compare.results.summary import CompareRecord, RunSummary, SummaryBacked
 from precision_shell.compare.results.tally import CompareTally
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.progress import ProgressSink, Tick
@@ -212,7 +212,7 @@ def _size(path: str) -> int:
 
 
 @dataclass
-class VectorCompareResult:
+class VectorCompareResult(SummaryBacked):
     """`vc`: the primary compare, and the device-vs-device one when a second run exists."""
 
     out_dir: Path
@@ -222,20 +222,6 @@ class VectorCompareResult:
     notes: list[str] = field(default_factory=list)
     # the other (rank, step) compares of a run with several dump dirs, in order
     slices: list[tuple[Any, CompareRun]] = field(default_factory=list)
-
-    @property
-    def summary_path(self) -> Path:
-        assert self.summary.path is not None
-        return self.summary.path
-
-    @property
-    def rule(self) -> ThresholdRule:
-        return self.summary.rule
-
-    @property
-    def error_message(self) -> str | None:
-        partial = self.summary.primary.partial_text
-        return f"vc: interrupted ({partial}); the rows written so far are kept" if partial else None
 
     def first_failing(self, n: int = 10) -> list[ResultRow]:
         return self.primary.tally.failing[:n]

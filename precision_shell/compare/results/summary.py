@@ -291,3 +291,23 @@ def summary_beside(csv_path: Path) -> RunSummary | None:
     """The summary of the run a result CSV belongs to, or None (an msaccucmp CSV has none)."""
     path = csv_path.parent / SUMMARY_NAME
     return read_summary(path) if path.is_file() else None
+
+
+class SummaryBacked:
+    """What a `vc` result says through its written summary (mixed into the result types)."""
+
+    summary: RunSummary
+
+    @property
+    def summary_path(self) -> Path:
+        assert self.summary.path is not None
+        return self.summary.path
+
+    @property
+    def rule(self) -> ThresholdRule:
+        return self.summary.rule
+
+    @property
+    def error_message(self) -> str | None:
+        partial = self.summary.primary.partial_text
+        return f"vc: interrupted ({partial}); the rows written so far are kept" if partial else None

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from precision_shell.compare.pipeline.plan import ComparePlan, FileTask, benchmark_plan
-from precision_shell.compare.results.summary import CompareRecord, RunSummary
+from precision_shell.compare.results.summary import CompareRecord, RunSummary, SummaryBacked
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.statistics.judge import DEVIATES, judge, made_here, unit_roundoff
 from precision_shell.compare.statistics.table import (
@@ -31,7 +31,7 @@ from precision_shell.compare.statistics.table import (
 from precision_shell.compare.statistics.values import statistics_of
 from precision_shell.errors import PrecisionError
 from precision_shell.formats.benchmark import load_benchmark
-from precision_shell.formats.stats_dump import read_stats_dump
+from precision_shell.formats.stats_dump import StatsRow, read_stats_dump
 from precision_shell.progress import ProgressSink, Tick
 from precision_shell.workspace.graph_index import GraphIndex
 from precision_shell.workspace.workspace import DumpSlice, RunIndex, Workspace
@@ -56,14 +56,19 @@ class StatisticsCompare:
     def failing(self) -> list[StatisticsRow]:
         return [r for r in self.rows if r.kind == "output" and r.deviates]
 
-    def record(self) -> CompareRecord:
-        compared = [r for r in self.rows if r.compared]
-        failing = self.failing
+    def not_compared_reasons(self) -> dict[str, int]:
+        """Rows not compared, by the reason before its first colon ("constant input")."""
         reasons: dict[str, int] = {}
         for row in self.rows:
             if not row.compared:
                 key = row.reason.split(":")[0] or "not compared"
                 reasons[key] = reasons.get(key, 0) + 1
+        return reasons
+
+    def record(self) -> CompareRecord:
+        compared = [r for r in self.rows if r.compared]
+        failing = self.failing
+        reasons = self.not_compared_reasons()
         worst = sorted(
             (r for r in compared if r.deviation is not None and r.kind == "output"),
             key=lambda r: -(r.deviation or 0.0),
@@ -90,7 +95,7 @@ class StatisticsCompare:
 
 
 @dataclass
-class StatisticsCompareResult:
+class StatisticsCompareResult(SummaryBacked):
     """`vc` on statistics dumps: one compare per selected (rank, step)."""
 
     out_dir: Path
@@ -101,20 +106,6 @@ class StatisticsCompareResult:
     @property
     def primary(self) -> StatisticsCompare:
         return self.compares[0]
-
-    @property
-    def summary_path(self) -> Path:
-        assert self.summary.path is not None
-        return self.summary.path
-
-    @property
-    def rule(self) -> ThresholdRule:
-        return self.summary.rule
-
-    @property
-    def error_message(self) -> str | None:
-        partial = self.summary.primary.partial_text
-        return f"vc: interrupted ({partial}); the rows written so far are kept" if partial else None
 
 
 class _BenchmarkStatistics:
@@ -149,8 +140,6 @@ def compare_task(
     try:
         dump = read_stats_dump(task.device_file)
     except PrecisionError as exc:
-        from precision_shell.formats.stats_dump import StatsRow
-
         empty = StatsRow("output", 0, "", "ND", None)
         return [row_of(number, task.op_type, task.op_name, "*", "output", 0, empty, None, str(exc))]
     rows = []
