@@ -71,18 +71,29 @@ def to_benchmark_layout(
     (the compare then slices larger dims down; `cp` reports the counts). Raises LayoutError
     when a device layout's original layout is unknown or the conversion does not fit.
     """
+    return to_benchmark_layout_named(values, meta, graph_format, graph_shape)[0]
+
+
+def to_benchmark_layout_named(
+    values: np.ndarray,
+    meta: TensorMeta,
+    graph_format: str | None = None,
+    graph_shape: Sequence[int] | None = None,
+) -> tuple[np.ndarray, str]:
+    """`to_benchmark_layout`, and the name of the layout the values it returns are in (the
+    device's when they are returned as stored)."""
     fmt, shape = origin_layout(meta, values.shape, graph_format, graph_shape)
-    if not shape:
-        return values
     device_fmt = format_name(meta.format)
+    if not shape:
+        return values, device_fmt
     if is_plain_format(device_fmt):
         if values.size != math.prod(shape):
-            return values
+            return values, device_fmt
         target = fmt if fmt is not None and is_plain_format(fmt) else device_fmt
-        return to_origin_layout(values, device_fmt, target, shape)
+        return to_origin_layout(values, device_fmt, target, shape), target
     if fmt is None:
         raise LayoutError(
             f"{device_fmt} tensor {_shape_text(values.shape)}: its original layout is not "
             f"recorded and the original shape {_shape_text(shape)} fits more than one"
         )
-    return to_origin_layout(values, device_fmt, fmt, shape)
+    return to_origin_layout(values, device_fmt, fmt, shape), fmt

@@ -38,9 +38,10 @@ import numpy as np
 
 from precision_shell.errors import PrecisionError
 from precision_shell.formats.benchmark import load_benchmark
-from precision_shell.formats.benchmark_layout import origin_layout, to_benchmark_layout
+from precision_shell.formats.benchmark_layout import to_benchmark_layout_named
 from precision_shell.formats.ge.model import OpDef, TensorDesc
-from precision_shell.formats.layouts import LayoutError, format_name, is_plain_format
+from precision_shell.formats.json_limits import json_number
+from precision_shell.formats.layouts import LayoutError
 from precision_shell.formats.npu_dump import DumpHeader, TensorMeta, read_tensor
 from precision_shell.replay.chain import describe_fused, replay_fused
 from precision_shell.replay.kernels.registry import (
@@ -127,22 +128,14 @@ class ReplayReport:
         }
 
 
-def _json_number(value: float) -> float | str:
-    if math.isnan(value):
-        return "nan"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return value
-
-
 def _error_json(error: OwnError | None) -> dict[str, float | str] | None:
     if error is None:
         return None
     return {
-        "cosine": _json_number(error.cosine),
-        "max_abs_error": _json_number(error.max_abs_error),
-        "relative_euclidean_distance": _json_number(error.relative_euclidean_distance),
-        "max_ulp": _json_number(error.max_ulp),
+        "cosine": json_number(error.cosine),
+        "max_abs_error": json_number(error.max_abs_error),
+        "relative_euclidean_distance": json_number(error.relative_euclidean_distance),
+        "max_ulp": json_number(error.max_ulp),
     }
 
 
@@ -159,7 +152,7 @@ def _json_value(value: Any) -> Any:
     if isinstance(value, int | np.integer):
         return int(value)
     if isinstance(value, float | np.floating):
-        return _json_number(float(value))
+        return json_number(float(value))
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if value is None or isinstance(value, str):
@@ -288,18 +281,6 @@ def _as_kernel_values(values: np.ndarray) -> np.ndarray:
     return np.asarray(values, dtype=np.float64)
 
 
-def _converted_layout(meta: TensorMeta, values: np.ndarray, desc: TensorDesc | None) -> str:
-    """The layout `to_benchmark_layout` leaves `values` in (its own rule, restated)."""
-    graph_format = desc.origin_format if desc is not None else None
-    graph_shape = desc.origin_shape if desc is not None else None
-    fmt, shape = origin_layout(meta, meta.shape, graph_format, graph_shape)
-    device = format_name(meta.format)
-    if is_plain_format(device):
-        fits = bool(shape) and values.size == math.prod(shape)
-        return fmt if fits and fmt is not None and is_plain_format(fmt) else device
-    return fmt or device
-
-
 def _read(
     header: DumpHeader, meta: TensorMeta, desc: TensorDesc | None, as_stored: bool, op: str
 ) -> _Tensor:
@@ -310,10 +291,9 @@ def _read(
         graph_format = desc.origin_format if desc is not None else None
         graph_shape = desc.origin_shape if desc is not None else None
         try:
-            values = to_benchmark_layout(stored, meta, graph_format, graph_shape)
+            values, layout = to_benchmark_layout_named(stored, meta, graph_format, graph_shape)
         except LayoutError as exc:
             raise PrecisionError(f"{op}: {meta.label} does not convert: {exc}") from None
-        layout = _converted_layout(meta, values, desc)
     info = TensorInfo(_ge_dtype(meta), layout, tuple(int(d) for d in values.shape))
     return _Tensor(_as_kernel_values(values), info)
 

@@ -24,6 +24,7 @@ from precision_shell.compare.statistics.judge import (
     TensorJudgement,
 )
 from precision_shell.errors import FormatError
+from precision_shell.formats.json_limits import json_number
 from precision_shell.formats.stats_dump import VALUE_KEYS
 from precision_shell.workspace.output_files import replace_output
 
@@ -107,16 +108,10 @@ class StatisticsRow:
             "index": self.index,
             "tensor": self.tensor_index,
             "verdict": self.verdict,
-            "deviation": _json_number(self.deviation),
+            "deviation": None if self.deviation is None else json_number(self.deviation),
             "statistic": self.main_statistic or None,
             "reason": self.reason or None,
         }
-
-
-def _json_number(value: float | None) -> float | str | None:
-    if value is None:
-        return None
-    return value if math.isfinite(value) else str(value)
 
 
 def as_drift(row: StatisticsRow) -> StatisticsRow:
