@@ -25,7 +25,7 @@ from precision_shell.compare.statistics.judge import (
 )
 from precision_shell.errors import FormatError
 from precision_shell.formats.json_limits import json_number
-from precision_shell.formats.stats_dump import VALUE_KEYS
+from precision_shell.formats.stats_dump import VALUE_KEYS, StatsRow
 from precision_shell.workspace.output_files import replace_output
 
 _VALUE_COLUMNS = {"max": "Max", "min": "Min", "mean": "Avg", "l2norm": "L2Norm"}
@@ -126,12 +126,12 @@ def row_of(
     ground_truth: str,
     kind: str,
     slot: int,
-    device: Any,
+    device: StatsRow,
     judgement: TensorJudgement | None,
     reason: str = "",
 ) -> StatisticsRow:
     """A row from a device `StatsRow` and its judgement (None: not compared, `reason` why)."""
-    common = dict(
+    unjudged = StatisticsRow(
         index=index,
         op_type=op_type,
         op_name=op_name,
@@ -143,20 +143,16 @@ def row_of(
         shape=device.shape,
         data_size=device.data_size,
         count=device.element_count,
+        verdict=NOT_COMPARED,
+        values={k: (device.values.get(k), None, None) for k in VALUE_KEYS},
+        counts={k: (device.values.get(k), None) for k in _COUNT_COLUMNS},
+        reason=reason,
     )
     if judgement is None:
-        counts: dict[str, tuple[float | None, float | None]] = {
-            k: (device.values.get(k), None) for k in _COUNT_COLUMNS
-        }
-        values: dict[str, tuple[float | None, float | None, float | None]] = {
-            k: (device.values.get(k), None, None) for k in VALUE_KEYS
-        }
-        return StatisticsRow(
-            **common, verdict=NOT_COMPARED, reason=reason, values=values, counts=counts
-        )
+        return unjudged
     main = judgement.main
-    return StatisticsRow(
-        **common,
+    return replace(
+        unjudged,
         verdict=judgement.verdict,
         deviation=judgement.deviation,
         main_statistic=main.key if main is not None else "",
