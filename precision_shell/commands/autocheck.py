@@ -11,7 +11,7 @@ from pathlib import Path
 from precision_shell.commands.compare import vc_command
 from precision_shell.commands.compare_summary import CompareSummary, summary_of
 from precision_shell.compare.diagnosis.advisor import ACCUMULATED_DRIFT, Finding, OverflowHit
-from precision_shell.compare.diagnosis.diagnose import Diagnosis, diagnose
+from precision_shell.compare.diagnosis.diagnose import Diagnosis, Replayer, diagnose
 from precision_shell.compare.diagnosis.graph_checks import (
     DangerousCast,
     PassUse,
@@ -20,7 +20,15 @@ from precision_shell.compare.diagnosis.graph_checks import (
     fusion_uses,
     run_differences,
 )
-from precision_shell.compare.diagnosis.root_cause import RootCause
+from precision_shell.compare.diagnosis.replay_evidence import (
+    DEFAULT_BUDGET_S,
+    DEFAULT_REPLAY_MODE,
+    REPLAY_MODES,
+    ReplayPass,
+    replay_pass,
+    replay_targets,
+)
+from precision_shell.compare.diagnosis.root_cause import OpEvidence, RootCause
 from precision_shell.compare.pipeline.execute import VectorCompareResult
 from precision_shell.compare.results.schema import ResultRow, ResultTable, read_result_csv
 from precision_shell.compare.results.slice_results import SliceResult, slice_results
@@ -193,9 +201,46 @@ def card_scope(
     return f"rank {entry.rank}: not compared on the other cards{unseen_text}"
 
 
-def _diagnose(ctx: ShellContext, check: AutoCheck, primary: ResultTable, limit: int) -> None:
+@dataclass(frozen=True)
+class ReplayChoice:
+    """`ac -c --replay MODE --replay-budget S`."""
+
+    mode: str = DEFAULT_REPLAY_MODE
+    budget_s: float = DEFAULT_BUDGET_S
+
+
+def _replayer(ctx: ShellContext, choice: ReplayChoice, entry: SliceResult | None) -> Replayer:
+    """Replays in the (rank, step) `entry` names, with a live progress bar at the prompt."""
+
+    def run_pass(
+        graph: GraphIndex, evidence: dict[str, OpEvidence], causes: list[RootCause]
+    ) -> ReplayPass:
+        targets = replay_targets(graph, evidence, causes, choice.mode)
+        return replay_pass(
+            ctx.workspace,
+            ctx.workspace.run(),
+            graph,
+            targets,
+            choice.mode,
+            rank=entry.rank if entry is not None else None,
+            step=entry.step if entry is not None else None,
+            budget_s=choice.budget_s,
+            progress=ctx.progress(f"ac: replay ({choice.mode})", "ops"),
+        )
+
+    return run_pass
+
+
+def _diagnose(
+    ctx: ShellContext,
+    check: AutoCheck,
+    primary: ResultTable,
+    limit: int,
+    choice: ReplayChoice = ReplayChoice(),
+) -> None:
     """Diagnose every (rank, step) compare in (step, rank) order; the first with a root
-    cause is recorded in the summary, its rank and step beside the root causes."""
+    cause is recorded in the summary, its rank and step beside the root causes. That one is
+    diagnosed again with its replays (`choice`), which re-rank its causes."""
     compare = check.compare
     assert compare is not None
     if compare.primary.plan_mode != "benchmark":
@@ -218,6 +263,9 @@ def _diagnose(ctx: ShellContext, check: AutoCheck, primary: ResultTable, limit: 
         check.diagnosis_skipped = "no parsed graph to walk"
         return
     entry, table, graph, diagnosis = chosen
+    if choice.mode != "none":
+        replayer = _replayer(ctx, choice, entry)
+        diagnosis = diagnose(graph, table.rows, compare.rule, hits, replayer)
     record = diagnosis.record()
     if entry is not None and len(run.slices) > 1:  # a run of one dump dir keeps the old keys
         for cause_json in record.root_causes:
@@ -279,16 +327,42 @@ def _diagnose(ctx: ShellContext, check: AutoCheck, primary: ResultTable, limit: 
     help="statistics dumps: dump_path written into the tensor dump config (a dir on the "
     "training host)",
 )
+@argument(
+    "--replay",
+    choices=REPLAY_MODES,
+    default=DEFAULT_REPLAY_MODE,
+    help="ops to recompute on the CPU from the device's own inputs: the root-cause "
+    "candidates (default), every op with a replay kernel, or none",
+)
+@argument(
+    "--replay-budget",
+    type=float,
+    default=DEFAULT_BUDGET_S,
+    metavar="SECONDS",
+    help=f"stop replaying after this long (default {DEFAULT_BUDGET_S:g}); ops not reached "
+    "are counted",
+)
 def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck:
-    """ac [-c] [-l N] [--report] [--rank R|all] [--step S|all] [--depth N] [--dump-path DIR]
+    """ac [-c] [-l N] [--report] [--rank R|all] [--step S|all] [--replay candidates|all|none] [--replay-budget S] [--depth N] [--dump-path DIR]
 
     Auto check: fusion, overflow (first first), casts, first NaN/inf by rank and step;
     with -c compare, advisor and the root cause (its first step, then rank). On a statistics
     dump (dump_data: stats), -c ranks the suspect ops and writes the tensor dump config
     (acl.json, TF session options) that dumps exactly them for the next run.
+
+    Replay (-c on tensor dumps): each candidate op is recomputed in float64 from the
+    device's own inputs; its own error (device vs replay) says whether the kernel itself is
+    wrong. Kernels proven wrong (beyond 4 ULP and beyond rounding overall, or a NaN/inf the
+    exact result lacks) rank first, by own error; the other causes keep the estimate's order
+    (an exact kernel can still be where the error is born: a wrong weight, a float16
+    overflow). --replay all also replays every other op with a kernel, candidates first,
+    then by the quality each loses, until --replay-budget runs out. summary.json root
+    causes say "evidence": "replay" or "estimate" with their "own_error".
     """
     if args.limit < 0:
         raise UsageError("ac: -l must not be negative")
+    if not (args.replay_budget > 0 and args.replay_budget < float("inf")):
+        raise UsageError("ac: --replay-budget must be a positive number of seconds")
     if not 0 <= args.depth <= 20:
         raise UsageError("ac: --depth must be between 0 and 20")
     check = AutoCheck()
@@ -321,7 +395,8 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck:
             check.diagnosis_skipped = f"the compare is {check.compare.summary.primary.partial_text}"
             return check
         table = read_result_csv(check.compare.primary.csv_path)
-        _diagnose(ctx, check, table, args.limit or 0)  # the CSV just read, not read again
+        choice = ReplayChoice(args.replay, args.replay_budget)
+        _diagnose(ctx, check, table, args.limit or 0, choice)  # the CSV just read, once
         if check.summary is None:  # no diagnosis: the primary compare's failing ops
             check.summary = summary_of(ctx, table, None, [], args.limit or 0, check.compare.summary)
         if args.report:

@@ -11,6 +11,12 @@ from rich.table import Table
 from rich.text import Text
 
 from precision_shell.commands.autocheck import AutoCheck, RootCausePanel
+from precision_shell.compare.diagnosis.replay_evidence import (
+    ReplayPass,
+    proves_wrong,
+    replay_reading,
+)
+from precision_shell.compare.diagnosis.root_cause import RootCause
 from precision_shell.explore.nonfinite_origin import NonfiniteOrigin
 from precision_shell.render.compare_views import render_compare_summary, render_vector_compare
 from precision_shell.render.graph_views import tensor_table
@@ -19,6 +25,8 @@ from precision_shell.render.statistics_views import (
     render_statistics_compare,
     render_statistics_diagnosis,
 )
+from precision_shell.replay.measure import OwnError
+from precision_shell.replay.session import ulp_text
 
 
 def _panel(
@@ -160,6 +168,36 @@ def _num(v: float) -> str:
     return f"{v:.6f}"
 
 
+def _error_text(error: OwnError) -> str:
+    return (
+        f"cosine {_num(error.cosine)}, rel euclid {error.relative_euclidean_distance:.3g}, "
+        f"max abs {error.max_abs_error:.3g}, {ulp_text(error.max_ulp)} ULP"
+    )
+
+
+def _replay_rows(head: Table, cause: RootCause) -> None:
+    """evidence / own / inherited / replay rows: the replay's split of the op's error."""
+    out = cause.replay
+    if out is None:
+        why = f" (no replay: {cause.replay_skipped})" if cause.replay_skipped else ""
+        head.add_row("evidence", Text(f"estimate from the compare{why}"))
+        return
+    head.add_row("evidence", f"replay of output {out.slot} from the device's own inputs")
+    head.add_row("own", Text(_error_text(out.own), style="red" if proves_wrong(out) else ""))
+    if out.inherited is not None:
+        head.add_row("inherited", Text(_error_text(out.inherited)))
+    head.add_row("replay says", Text(replay_reading(cause) or ""))
+
+
+def _candidate(cause: RootCause) -> str:
+    if proves_wrong(cause.replay):
+        assert cause.replay is not None
+        return f"{cause.op} (kernel wrong: {ulp_text(cause.replay.own.max_ulp)} ULP)"
+    if math.isfinite(cause.drop_db):
+        return f"{cause.op} ({cause.drop_db:.1f} dB)"
+    return f"{cause.op} (NaN/inf)" if math.isinf(cause.drop_db) else cause.op
+
+
 def render_root_cause(console: Console, panel: RootCausePanel) -> None:
     c = panel.cause
     head = Table.grid(padding=(0, 2))
@@ -177,11 +215,13 @@ def render_root_cause(console: Console, panel: RootCausePanel) -> None:
         originals = panel.record.original_names
         head.add_row("original ops", Text(", ".join(originals) if originals else "-"))
     head.add_row("why", Text(c.reason))
-    head.add_row(
-        "quality",
-        f"inputs {c.input_quality:.1f} dB (cosine {_num(c.input_cosine)}) -> "
-        f"outputs {c.output_quality:.1f} dB (cosine {_num(c.output_cosine)})",
-    )
+    if math.isfinite(c.input_quality) or math.isfinite(c.output_quality):
+        head.add_row(
+            "quality",
+            f"inputs {c.input_quality:.1f} dB (cosine {_num(c.input_cosine)}) -> "
+            f"outputs {c.output_quality:.1f} dB (cosine {_num(c.output_cosine)})",
+        )
+    _replay_rows(head, c)
     rows = Table(show_edge=False, pad_edge=False, title="compare rows", title_justify="left")
     for col in ("tensor", "ground truth", "cosine", "max abs err", "rel euclid"):
         rows.add_column(col)
@@ -202,6 +242,19 @@ def render_root_cause(console: Console, panel: RootCausePanel) -> None:
     console.print(
         Panel(Group(*parts), title=Text("Root cause", style="bold red"), title_align="left")
     )
+
+
+def replay_pass_line(done: ReplayPass) -> str:
+    """`replay (candidates): 5 ops replayed in 0.02 s, 1 kernel wrong; 2 refused; ...`"""
+    wrong = done.wrong
+    parts = [f"replay ({done.mode}): {len(done.reports)} ops replayed in {done.elapsed_s:.2f} s"]
+    parts[0] += f", {len(wrong)} kernel{'s' if len(wrong) != 1 else ''} wrong"
+    if done.refused:
+        parts.append(f"{len(done.refused)} without a replay (no kernel, attribute or dump)")
+    if done.not_reached:
+        why = "Ctrl-C" if done.interrupted else f"the {done.budget_s:g} s budget ran out"
+        parts.append(f"{done.not_reached} not reached ({why})")
+    return "; ".join(parts)
 
 
 @renders(AutoCheck)
@@ -246,13 +299,10 @@ def render_autocheck(console: Console, check: AutoCheck) -> None:
         if check.root_cause is not None:
             render_root_cause(console, check.root_cause)
             if len(d.causes) > 1:
-                others = ", ".join(
-                    f"{c.op} ({c.drop_db:.1f} dB)"
-                    if math.isfinite(c.drop_db)
-                    else f"{c.op} (NaN/inf)"
-                    for c in d.causes[1:4]
-                )
+                others = ", ".join(_candidate(c) for c in d.causes[1:4])
                 console.print(Text(f"other candidates: {others}", style="dim"))
+        if d.replays is not None:
+            console.print(Text(replay_pass_line(d.replays), style="dim"))
         else:
             _panel(console, "Root cause", None, "no op degrades the signal on its own")
     if check.report_path is not None:

@@ -48,6 +48,7 @@ from precision_shell.replay.kernels.registry import (
     KernelCall,
     TensorInfo,
     describe_attrs,
+    has_kernel,
     replay_op,
 )
 from precision_shell.replay.measure import OwnError, own_error, ulp
@@ -116,9 +117,9 @@ class ReplayReport:
                 {
                     "slot": out.slot,
                     "dtype": out.dtype,
-                    "own": _error_json(out.own),
-                    "inherited": _error_json(out.inherited),
-                    "total": _error_json(out.total),
+                    "own": error_json(out.own),
+                    "inherited": error_json(out.inherited),
+                    "total": error_json(out.total),
                     "benchmark": out.benchmark,
                     "verdict": out.verdict,
                     "overflow": out.overflow,
@@ -128,7 +129,8 @@ class ReplayReport:
         }
 
 
-def _error_json(error: OwnError | None) -> dict[str, float | str] | None:
+def error_json(error: OwnError | None) -> dict[str, float | str] | None:
+    """The four error measures of one comparison; NaN and inf as strings."""
     if error is None:
         return None
     return {
@@ -317,6 +319,21 @@ def _original_types(op: OpDef) -> list[str]:
     if isinstance(value, list):
         return [str(item) for item in value]
     return []
+
+
+def missing_kernel(op: OpDef) -> str | None:
+    """Why `op` has no replay at all (its type, or a fused member's, has no kernel), from
+    the graph alone and without reading a dump; None when a replay may run. A replay that
+    passes this can still refuse for an attribute or a layout."""
+    types = _original_types(op)
+    if len(types) > 1:
+        unknown = sorted({t for t in types if not has_kernel(t)})
+        if unknown:
+            return f"no replay kernel for {', '.join(unknown)} (fused into {op.type})"
+        return None
+    if has_kernel(op.type) or (types and has_kernel(types[0])):
+        return None
+    return f"no replay kernel for op type {op.type}"
 
 
 def _replay(call: KernelCall, op: OpDef) -> tuple[list[np.ndarray], dict[str, Any]]:

@@ -143,6 +143,46 @@ def _rows_table(rows: list[ResultRow]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _error_text(error: Any) -> str:
+    if not isinstance(error, dict):
+        return "-"
+    names = (
+        ("cosine", "cosine"),
+        ("relative_euclidean_distance", "rel. Euclidean"),
+        ("max_abs_error", "max abs"),
+        ("max_ulp", "ULP"),
+    )
+    return ", ".join(f"{label} {error[key]}" for key, label in names if key in error)
+
+
+def _split_facts(cause: dict[str, Any]) -> list[tuple[str, str]]:
+    """Own vs inherited error: measured by a replay, or the compare's estimate. A summary
+    written before replays existed has its numbers under "evidence"."""
+    kind = cause.get("evidence")
+    if isinstance(kind, dict):
+        return [("Evidence", _e(_evidence(kind)))]
+    measures = _e(_evidence(cause.get("measures")))
+    if kind != "replay":
+        own = cause.get("own_error")
+        drop = own.get("drop_db") if isinstance(own, dict) else None
+        skipped = cause.get("replay_skipped")
+        note = f" (no replay: {skipped})" if isinstance(skipped, str) else ""
+        return [
+            ("Evidence", _e(f"estimate from the compare{note}")),
+            ("Own (estimate)", _e(f"loses {drop} dB by itself" if drop is not None else "-")),
+            ("Measures", measures),
+        ]
+    replay = cause.get("replay")
+    verdict = replay.get("verdict", "") if isinstance(replay, dict) else ""
+    return [
+        ("Evidence", "replay from the device's own inputs"),
+        ("Own error", _e(_error_text(cause.get("own_error")))),
+        ("Inherited", _e(_error_text(cause.get("inherited_error")))),
+        ("Replay says", _e(str(verdict))),
+        ("Measures", measures),
+    ]
+
+
 def _evidence(evidence: Any) -> str:
     if not isinstance(evidence, dict) or not evidence:
         return ""
@@ -182,7 +222,7 @@ def _root_cause(data: ReportData, picture: SubgraphPicture | None) -> str:
             ("Type", _e(cause.get("type", ""))),
             ("Index", _e(cause.get("index", "-"))),
             ("Why", _e(cause.get("reason", ""))),
-            ("Evidence", _e(_evidence(cause.get("evidence")))),
+            *_split_facts(cause),
         ]
     )
     parts = [facts, "<h3>Its compare rows</h3>", _rows_table(data.rows_of(op))]

@@ -95,8 +95,33 @@ def test_ac_c_runs_vc_then_vcs(demo):
     assert "Root cause" in text and "NaN/inf born here" in text
     summary = json.loads(check.compare.summary_path.read_text())["diagnosis"]
     assert [c["op"] for c in summary["root_causes"]] == ["l2_loss/Sum", CONV2]
-    assert set(summary["root_causes"][0]) == {"op", "type", "index", "reason", "evidence"}
-    assert summary["root_causes"][1]["evidence"]["output_cosine"] < 0.98
+    first, second = summary["root_causes"]
+    assert set(first) == {
+        "op",
+        "type",
+        "index",
+        "reason",
+        "evidence",
+        "own_error",
+        "inherited_error",
+        "replay",
+        "measures",
+    }
+    assert second["measures"]["output_cosine"] < 0.98
+    # both candidates replayed: exact kernels (the overflow's own error is 0 ULP: the exact
+    # sum exceeds float16; the wrong constant's conv computes exactly what it was given)
+    assert (first["evidence"], second["evidence"]) == ("replay", "replay")
+    assert first["own_error"]["max_ulp"] == 0.0 and first["replay"]["overflow"] > 0
+    assert "the overflow happens here" in first["replay"]["verdict"]
+    assert second["own_error"]["max_ulp"] <= 1.0
+    assert second["inherited_error"]["cosine"] == pytest.approx(
+        second["measures"]["output_cosine"], abs=1e-3
+    )
+    assert "constant inputs (weights, bias, scale) or its attributes" in (
+        second["replay"]["verdict"]
+    )
+    assert summary["replay"]["mode"] == "candidates" and summary["replay"]["kernel_wrong"] == []
+    assert "own error" in text and "replay (candidates):" in text
     assert any(
         a["detection"] == "float16 overflow" and a["op"] == "l2_loss/Sum" for a in summary["advice"]
     )

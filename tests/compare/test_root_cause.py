@@ -225,8 +225,12 @@ def test_diagnosis_record_holds_root_causes_and_advice():
     data = record.to_json()
     (cause,) = data["root_causes"]
     assert (cause["op"], cause["type"], cause["index"]) == ("c", "Op", 2)
-    assert cause["evidence"]["output_cosine"] == pytest.approx(0.8)
-    assert cause["evidence"]["drop_db"] > 10
+    assert cause["measures"]["output_cosine"] == pytest.approx(0.8)
+    assert cause["measures"]["drop_db"] > 10
+    # no replay ran: the own error is the compare's estimate, the drop in dB
+    assert cause["evidence"] == "estimate" and cause["inherited_error"] is None
+    assert cause["own_error"] == {"drop_db": cause["measures"]["drop_db"]}
+    assert "replay" not in data
     assert data["baseline_first_below"] == "c"
     assert record.root_cause == "c"
 

@@ -3,10 +3,16 @@ baseline older tools report. Recorded in the run's summary by the result store."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from precision_shell.compare.diagnosis.advisor import Finding, OverflowHit, advise
+from precision_shell.compare.diagnosis.replay_evidence import (
+    ReplayPass,
+    replay_reading,
+    rerank,
+)
 from precision_shell.compare.diagnosis.root_cause import (
     OpEvidence,
     RootCause,
@@ -17,6 +23,7 @@ from precision_shell.compare.diagnosis.root_cause import (
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.summary import DiagnosisRecord
 from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.replay.session import error_json
 from precision_shell.workspace.graph_index import GraphIndex
 
 
@@ -26,23 +33,57 @@ class Diagnosis:
     findings: list[Finding]
     baseline: str | None  # "first op in execution order whose output cosine < threshold"
     evidence: dict[str, OpEvidence]
+    replays: ReplayPass | None = None  # the replay pass that re-ranked the causes, if one ran
 
     def findings_for(self, op: str) -> list[Finding]:
         return [f for f in self.findings if f.op == op]
 
     def record(self) -> DiagnosisRecord:
         """What the summary keeps of this diagnosis."""
-        causes = [
-            {
-                "op": c.op,
-                "type": c.type,
-                "index": c.index,
-                "reason": c.reason,
-                "evidence": c.evidence(),
-            }
-            for c in self.causes
-        ]
-        return DiagnosisRecord(causes, [f.to_json() for f in self.findings], self.baseline)
+        return DiagnosisRecord(
+            [cause_json(c) for c in self.causes],
+            [f.to_json() for f in self.findings],
+            self.baseline,
+            self.replays.to_json() if self.replays is not None else None,
+        )
+
+
+def cause_json(cause: RootCause) -> dict[str, Any]:
+    """A root cause in summary.json. `evidence` says where its own error comes from:
+    "replay" (own_error measured: device vs the float64 replay from the device's own inputs,
+    inherited_error: that replay vs the benchmark) or "estimate" (own_error: the signal
+    quality in dB the op loses between its worst input and its worst output). `measures` holds
+    the compare's numbers for the op either way."""
+    out = cause.replay
+    payload: dict[str, Any] = {
+        "op": cause.op,
+        "type": cause.type,
+        "index": cause.index,
+        "reason": cause.reason,
+    }
+    measures = cause.evidence()
+    if out is not None:
+        payload["evidence"] = "replay"
+        payload["own_error"] = error_json(out.own)
+        payload["inherited_error"] = error_json(out.inherited)
+        payload["replay"] = {
+            "slot": out.slot,
+            "dtype": out.dtype,
+            "verdict": replay_reading(cause),
+            "overflow": out.overflow,
+        }
+    else:
+        payload["evidence"] = "estimate"
+        payload["own_error"] = {"drop_db": measures["drop_db"]}
+        payload["inherited_error"] = None
+        if cause.replay_skipped is not None:
+            payload["replay_skipped"] = cause.replay_skipped
+    payload["measures"] = measures
+    return payload
+
+
+# Runs the replays for a diagnosis: (graph, evidence, heuristic causes) -> the pass
+Replayer = Callable[[GraphIndex, dict[str, OpEvidence], list[RootCause]], ReplayPass]
 
 
 def diagnose(
@@ -50,9 +91,16 @@ def diagnose(
     rows: Sequence[ResultRow],
     rule: ThresholdRule,
     overflows: Sequence[OverflowHit] = (),
+    replayer: Replayer | None = None,
 ) -> Diagnosis:
+    """Root causes, findings and the baseline of one compare. With a `replayer`, the causes
+    are re-ranked by the replays it runs (replay_evidence) before the advisor reads them."""
     evidence = collect_evidence(graph, rows, rule)
     causes = localise(graph, evidence)
+    replays = None
+    if replayer is not None:
+        replays = replayer(graph, evidence, causes)
+        causes = rerank(causes, replays, graph, evidence)
     findings = advise(graph, rows, evidence, causes, rule, overflows)
     baseline = first_below_baseline(evidence, rule.cosine if rule.cosine is not None else 0.98)
-    return Diagnosis(causes, findings, baseline, evidence)
+    return Diagnosis(causes, findings, baseline, evidence, replays)

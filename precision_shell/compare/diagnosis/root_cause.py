@@ -18,11 +18,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from precision_shell.compare.pipeline.matcher import input_source
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.workspace.graph_index import GraphIndex
+
+if TYPE_CHECKING:
+    from precision_shell.replay.session import OutputReplay
 
 QUALITY_CAP = 60.0  # dB; float16 rounding alone gives ~60-70 dB, so above this is "healthy"
 OUTLIER_DROP = 10.0  # dB an op must lose on its own to be a candidate without crossing a threshold
@@ -88,6 +92,9 @@ class RootCause:
     output_quality: float  # worst output, dB
     input_cosine: float
     output_cosine: float
+    # the replay of this op from the device's own inputs (its worst output), when one ran
+    replay: OutputReplay | None = None
+    replay_skipped: str | None = None  # why a replay was tried and could not run
 
     def evidence(self) -> dict:
         def num(v: float) -> float | str:
@@ -194,12 +201,8 @@ def localise(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> list[RootCau
             continue
         out = min(ev.outputs.values(), key=lambda q: q.sqnr)
         inp = _input_quality(graph, evidence, ev.name, memo)
-        in_q = inp.sqnr if inp is not None else QUALITY_CAP
-        in_cos = inp.cosine if inp is not None else 1.0
+        in_q, in_cos, drop = _drop(inp, out)
         inputs_ok = inp is None or not inp.fails
-        drop = math.inf if out.nonfinite and (inp is None or not inp.nonfinite) else in_q - out.sqnr
-        if out.nonfinite and inp is not None and inp.nonfinite:
-            drop = 0.0  # NaN inherited, not born here
         reason = ""
         if out.nonfinite and drop == math.inf:
             reason = "NaN/inf born here: finite inputs, non-finite output"
@@ -230,6 +233,50 @@ def localise(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> list[RootCau
         key=lambda c: (-round(c.drop_db, 1) if math.isfinite(c.drop_db) else -math.inf, c.position)
     )
     return found
+
+
+def _drop(inp: TensorQuality | None, out: TensorQuality) -> tuple[float, float, float]:
+    """(worst input dB, worst input cosine, the op's own drop in dB) for an op whose worst
+    output is `out`; an unknown input counts as perfect, NaN/inf born here as an infinite
+    drop and NaN/inf inherited as none."""
+    in_q = inp.sqnr if inp is not None else QUALITY_CAP
+    in_cos = inp.cosine if inp is not None else 1.0
+    drop = math.inf if out.nonfinite and (inp is None or not inp.nonfinite) else in_q - out.sqnr
+    if out.nonfinite and inp is not None and inp.nonfinite:
+        drop = 0.0  # NaN inherited, not born here
+    return in_q, in_cos, drop
+
+
+def measured_cause(
+    graph: GraphIndex, evidence: dict[str, OpEvidence], name: str, op_type: str, reason: str
+) -> RootCause | None:
+    """A root cause for `name` found by other means (a replay), with the compare's numbers
+    for it where its outputs were compared; None when the op is not in the graph."""
+    rec = graph.get(name)
+    if rec is None:
+        return None
+    ev = evidence.get(name)
+    if ev is None or not ev.outputs:
+        nan = math.nan
+        index = ev.index if ev is not None else None
+        return RootCause(name, op_type, index, rec.position, reason, nan, nan, nan, nan, nan)
+    out = min(ev.outputs.values(), key=lambda q: q.sqnr)
+    in_q, in_cos, drop = _drop(_input_quality(graph, evidence, name, {}), out)
+    return RootCause(
+        name, op_type, ev.index, rec.position, reason, drop, in_q, out.sqnr, in_cos, out.cosine
+    )
+
+
+def own_drops(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> dict[str, float]:
+    """Each op with compared outputs -> the quality in dB it loses by itself (NaN/inf born
+    here: inf): the order in which a bounded replay of every op goes."""
+    memo: dict[str, TensorQuality | None] = {}
+    drops = {}
+    for ev in evidence.values():
+        if ev.outputs and not ev.inferred_output:
+            out = min(ev.outputs.values(), key=lambda q: q.sqnr)
+            drops[ev.name] = _drop(_input_quality(graph, evidence, ev.name, memo), out)[2]
+    return drops
 
 
 def first_below_baseline(evidence: dict[str, OpEvidence], cosine: float = 0.98) -> str | None:

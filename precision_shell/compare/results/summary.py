@@ -180,6 +180,7 @@ class DiagnosisRecord:
     root_causes: list[dict[str, Any]]
     advice: list[dict[str, Any]]
     baseline_first_below: str | None = None
+    replay: dict[str, Any] | None = None  # the replay pass (ops replayed, budget...), if one ran
 
     @property
     def root_cause(self) -> str | None:
@@ -187,19 +188,24 @@ class DiagnosisRecord:
         return op if isinstance(op, str) else None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        payload: dict[str, Any] = {
             "root_causes": self.root_causes,
             "advice": self.advice,
             "baseline_first_below": self.baseline_first_below,
         }
+        if self.replay is not None:
+            payload["replay"] = self.replay
+        return payload
 
     @classmethod
     def from_json(cls, payload: dict[str, Any]) -> DiagnosisRecord:
         base = payload.get("baseline_first_below")
+        replay = payload.get("replay")
         return cls(
             _dicts(payload.get("root_causes")),
             _dicts(payload.get("advice")),
             base if isinstance(base, str) else None,
+            replay if isinstance(replay, dict) else None,
         )
 
 

@@ -1,0 +1,228 @@
+"""Replay in the diagnosis: ops recomputed from the device's own inputs, and the root causes
+re-ranked by the kernel's measured own error.
+
+Which ops (`ac -c --replay MODE`):
+- "candidates" (default): the heuristic's root causes, then the EXTRA_CANDIDATES ops that
+  lose the most signal quality by themselves;
+- "all": every dumped op whose type (or every fused member's) has a replay kernel: the
+  candidates first, then the others by their own quality drop, largest first;
+- "none": no replay; every cause is an estimate.
+A time budget bounds the pass (checked between ops); ops it did not reach are counted, never
+guessed at. Ctrl-C ends the pass early the same way.
+
+Ranking: a replay that proves the kernel wrong (`replay.session.is_wrong`: beyond 4 ULP and
+beyond rounding over the whole output, or a NaN/inf the exact computation does not have) is
+measured evidence. Those ops come first, by own error (max ULP of their worst output), then by
+execution order; an op the heuristic did not name joins the list this way. Every other cause
+keeps the heuristic's order: an own error within rounding is noise, not a ranking signal, and
+a kernel that computes exactly can still be where the error is born (a wrong constant input,
+a correctly rounded value that overflows float16).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from precision_shell.compare.diagnosis.root_cause import (
+    CONCERN,
+    OpEvidence,
+    RootCause,
+    measured_cause,
+    own_drops,
+)
+from precision_shell.errors import PrecisionError
+from precision_shell.progress import ProgressSink, Tick
+from precision_shell.replay.session import (
+    OutputReplay,
+    ReplayReport,
+    dtype_word,
+    is_wrong,
+    missing_kernel,
+    replay_op_in_workspace,
+    ulp_text,
+)
+from precision_shell.workspace.graph_index import GraphIndex
+from precision_shell.workspace.workspace import RunIndex, Workspace
+
+REPLAY_MODES = ("candidates", "all", "none")
+DEFAULT_REPLAY_MODE = "candidates"
+DEFAULT_BUDGET_S = 60.0
+EXTRA_CANDIDATES = 10  # ops beyond the named causes that "candidates" replays, by own drop
+
+
+@dataclass
+class ReplayPass:
+    """What one replay pass did: the reports by op, why others could not be replayed, and
+    how many the budget (or Ctrl-C) left out."""
+
+    mode: str
+    budget_s: float
+    reports: dict[str, ReplayReport] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)  # op -> one-line reason
+    not_reached: int = 0
+    interrupted: bool = False
+    elapsed_s: float = 0.0
+
+    @property
+    def considered(self) -> int:
+        return len(self.reports) + len(self.refused) + self.not_reached
+
+    def worst(self, op: str) -> OutputReplay | None:
+        """The replayed output of `op` with the largest own error, None when not replayed."""
+        report = self.reports.get(op)
+        if report is None or not report.outputs:
+            return None
+        return max(report.outputs, key=lambda out: _ulp_key(out))
+
+    @property
+    def wrong(self) -> list[str]:
+        """Ops whose replay proves the kernel wrong, in the pass's order."""
+        return [op for op in self.reports if proves_wrong(self.worst(op))]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "mode": self.mode,
+            "budget_s": self.budget_s,
+            "replayed": len(self.reports),
+            "kernel_wrong": self.wrong,
+            "refused": len(self.refused),
+            "not_reached": self.not_reached,
+            "interrupted": self.interrupted,
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
+
+
+def _ulp_key(out: OutputReplay | None) -> float:
+    if out is None:
+        return -math.inf
+    value = out.own.max_ulp
+    return math.inf if math.isnan(value) else value
+
+
+def proves_wrong(out: OutputReplay | None) -> bool:
+    return out is not None and is_wrong(out.own, out.dtype)
+
+
+def replay_targets(
+    graph: GraphIndex,
+    evidence: dict[str, OpEvidence],
+    causes: Sequence[RootCause],
+    mode: str,
+) -> list[str]:
+    """The ops a pass of `mode` replays, in the order it replays them."""
+    if mode == "none":
+        return []
+    named = list(dict.fromkeys(c.op for c in causes))
+    drops = own_drops(graph, evidence)
+    losing = [rec.name for rec in graph.in_order(drops) if rec.name not in named]
+    losing.sort(key=lambda op: -drops[op])  # stable: execution order on equal drops
+    if mode == "candidates":
+        return named + [op for op in losing if drops[op] > 0][:EXTRA_CANDIDATES]
+    chosen = set(named) | set(losing)
+    return named + losing + [name for name in graph.names() if name not in chosen]
+
+
+def replay_pass(
+    ws: Workspace,
+    run: RunIndex,
+    graph: GraphIndex,
+    targets: Sequence[str],
+    mode: str,
+    *,
+    rank: str | None = None,
+    step: str | None = None,
+    budget_s: float = DEFAULT_BUDGET_S,
+    progress: ProgressSink | None = None,
+) -> ReplayPass:
+    """Replay `targets` in the (rank, step) dump given until the budget runs out."""
+    done = ReplayPass(mode, budget_s)
+    sink = progress or ProgressSink()
+    start = time.monotonic()
+    runnable: list[str] = []
+    for name in targets:
+        op = graph.op(name)
+        reason = "not in the graph" if op is None else missing_kernel(op)
+        if reason is not None:
+            done.refused[name] = reason
+        else:
+            runnable.append(name)
+    sink.start(len(runnable), 0)
+    finished = 0
+    try:
+        for name in runnable:
+            if time.monotonic() - start > budget_s:
+                break
+            try:
+                done.reports[name] = replay_op_in_workspace(ws, run, name, rank, step)
+            except PrecisionError as exc:
+                done.refused[name] = str(exc)
+            except (ArithmeticError, IndexError, TypeError, ValueError) as exc:
+                # a kernel meeting data it was not written for: one op lost, not the pass
+                done.refused[name] = f"replay failed: {type(exc).__name__}: {exc}"
+            finished += 1
+            sink.advance(Tick())
+    except KeyboardInterrupt:
+        done.interrupted = True
+    finally:
+        sink.stop()
+        done.not_reached = len(runnable) - finished
+        done.elapsed_s = time.monotonic() - start
+    return done
+
+
+def rerank(
+    causes: Sequence[RootCause],
+    done: ReplayPass,
+    graph: GraphIndex,
+    evidence: dict[str, OpEvidence],
+) -> list[RootCause]:
+    """The causes with their replays attached, proven-wrong kernels first (module rule)."""
+    found = [
+        replace(c, replay=done.worst(c.op), replay_skipped=done.refused.get(c.op)) for c in causes
+    ]
+    named = {c.op for c in causes}
+    for op in done.wrong:
+        if op in named:
+            continue
+        report, out = done.reports[op], done.worst(op)
+        reason = f"replay from the device's own inputs: {out.verdict if out else ''}"
+        cause = measured_cause(graph, evidence, op, report.type, reason)
+        if cause is not None:
+            found.append(replace(cause, replay=out))
+    wrong = sorted(
+        (c for c in found if proves_wrong(c.replay)),
+        key=lambda c: (-_ulp_key(c.replay), c.position),
+    )
+    return wrong + [c for c in found if not proves_wrong(c.replay)]
+
+
+def replay_reading(cause: RootCause) -> str | None:
+    """What the replay says about `cause` in one sentence, None when none ran.
+
+    A wrong kernel is named as such. An exact kernel whose exact value overflows its dtype
+    is where the overflow happens. An exact kernel fed data inputs that still match the
+    benchmark (>= CONCERN dB) computes a wrong output from right data: what differs is what
+    the replay shares with the device, its constant inputs (weights, bias, scale) or its
+    attributes. Otherwise the deviation is inherited from its inputs."""
+    out = cause.replay
+    if out is None:
+        return None
+    if proves_wrong(out):
+        return out.verdict
+    exact = f"the kernel computes what it is given ({ulp_text(out.own.max_ulp)} ULP own error)"
+    word = dtype_word(out.dtype)
+    if out.overflow:
+        return (
+            f"{exact}, but {out.overflow} exact values exceed the {word} range: the overflow "
+            f"happens here; run this op in float32 or rescale its inputs"
+        )
+    if cause.input_quality >= CONCERN:
+        return (
+            f"{exact} and its data inputs match the benchmark ({cause.input_quality:.0f} dB): "
+            "what differs is what the device gave it besides data: its constant inputs "
+            "(weights, bias, scale) or its attributes"
+        )
+    return f"{exact}: its deviation is inherited from its inputs"
