@@ -114,6 +114,10 @@ def vc_command(
     L2 norm 8*u*|norm| (the main signal), mean 8*u*rms, max/min 64*u*max(|max|,|min|).
     Deviation = the worst |diff|/allowed; above 1 the tensor deviates. Statistics cannot
     see a permutation (a wrong layout keeps them all): dump tensors to rule one out.
+    -lt/-rt with a statistics-only dump on either side is a statistics compare too: against a
+    .npy dir, or another dump (statistics, or tensors whose statistics are computed), ops
+    paired by name; u is the coarser of the two dtypes, and rows of another Format/Shape are
+    taken to their real elements first (same Format and Shape: compared as recorded).
     """
     if args.max is not None and args.max < 1:
         raise UsageError("vc: --max must be at least 1")
@@ -146,7 +150,7 @@ def vc_command(
     if args.resume:
         _check_resume_args(args)
         return compare_runner.resume(ctx.workspace, request, progress)
-    statistics = compare_runner.statistics_slices(ctx.workspace, request)
+    statistics = compare_runner.statistics_compares(ctx.workspace, request)
     if statistics is not None:
         return compare_runner.run_statistics(ctx.workspace, request, statistics, progress)
     if args.across == "ranks":

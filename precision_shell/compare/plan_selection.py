@@ -140,6 +140,48 @@ def plans_for(ws: Workspace, request: CompareRequest) -> tuple[ComparePlan, Comp
     return primary, secondary
 
 
+def statistics_pair_plan(
+    ws: Workspace, request: CompareRequest
+) -> tuple[ComparePlan, GraphIndex | None] | None:
+    """`-lt`/`-rt` where a side is a statistics-only dump: the statistics compare's plan (the
+    left statistics dump against a `.npy` dir, by the graph as `benchmark_plan`; or two dumps,
+    paired by op name as `device_plan`, either side a statistics or a tensor dump). None: the
+    tensor compare of `plans_for`."""
+    if not (request.left and request.right):
+        return None
+    (left, left_run), (right, right_run) = _side(ws, request.left), _side(ws, request.right)
+    left_dumps = left_run.dumps if left_run is not None else index_dump_tree(left)
+    if right_run is None and right.is_dir() and _holds_npy(right):
+        if not left_dumps.holds_statistics_only():
+            return None
+        graph = pick_graph(ws, request.graph, left_run.name if left_run else None)
+        plan = benchmark_plan(
+            ws,
+            left_run or ws.run(),
+            graph,
+            benchmark_dir=right,
+            dumps=left_dumps,
+            left=str(left),
+            statistics=True,
+        )
+        return _nonempty(plan, graph), graph
+    right_dumps = right_run.dumps if right_run is not None else index_dump_tree(right)
+    if not (left_dumps.holds_statistics_only() or right_dumps.holds_statistics_only()):
+        return None
+    left_name = left_run.name if left_run else str(left)
+    right_name = right_run.name if right_run else str(right)
+    device_graph = optional_graph(left_run, request.graph)
+    plan = device_plan(
+        left_dumps, right_dumps, left_name, right_name, device_graph, statistics=True
+    )
+    if not any(task.fallback and task.fallback.benchmark_path for task in plan.tasks):
+        raise PrecisionError(
+            f"vc: no op of {left_name} has a dump in {right_name} (ops are paired by the name "
+            "in their dump file names: give two dumps of the same graph)"
+        )
+    return plan, device_graph
+
+
 def optional_graph(run: RunIndex | None, name: str | None) -> GraphIndex | None:
     """Device vs device matches by file name; a graph, when there is one, adds op types."""
     if run is None:

@@ -30,6 +30,7 @@ from precision_shell.compare.plan_selection import (
     selected_slices,
     slice_graph,
     slice_plans,
+    statistics_pair_plan,
 )
 from precision_shell.compare.rank_divergence import (
     RankDivergenceResult,
@@ -49,7 +50,12 @@ from precision_shell.compare.statistics.run import (
 from precision_shell.compare.statistics.run import summary_of as statistics_summary
 from precision_shell.errors import PrecisionError
 from precision_shell.progress import ProgressSink
+from precision_shell.workspace.graph_index import GraphIndex
 from precision_shell.workspace.workspace import DumpSlice, Workspace
+
+# a statistics compare to run: the (rank, step) it compares (None: dirs given by -lt/-rt),
+# its plan and the graph its ops belong to (None: two dumps paired by op name alone)
+StatisticsPlan = tuple[DumpSlice | None, ComparePlan, GraphIndex | None]
 
 
 @dataclass(frozen=True)
@@ -115,18 +121,39 @@ def statistics_slices(ws: Workspace, request: CompareRequest) -> list[DumpSlice]
     return chosen
 
 
-def run_statistics(
-    ws: Workspace,
-    request: CompareRequest,
-    slices: list[DumpSlice],
-    progress: ProgressFor | None = None,
-) -> StatisticsCompareResult:
-    """`vc` on statistics-only dumps: one `statistics_<ts>[_rank<R>_step<S>].csv` per selected
-    (rank, step) and a summary with `"mode": "statistics"`."""
+def statistics_compares(ws: Workspace, request: CompareRequest) -> list[StatisticsPlan] | None:
+    """The statistics compares `request` means, None when it means a tensor compare: the
+    workspace's statistics-only dumps against its benchmark (one per selected rank and step),
+    or `-lt`/`-rt` with a statistics-only dump on either side."""
+    if request.across:
+        return None
+    if request.left or request.right:
+        pair = statistics_pair_plan(ws, request)
+        if pair is None:
+            return None
+        if request.rank not in (None, "all") or request.step not in (None, "all"):
+            raise PrecisionError("vc: --rank/--step select dump dirs of the workspace's runs")
+        plan, graph = pair
+        return [(None, plan, graph)]
+    slices = statistics_slices(ws, request)
+    if slices is None:
+        return None
     run = ws.run(request.run)
     plans = statistics_plans(
         ws, run, slices, lambda where: slice_graph(ws, run, where, request.graph)
     )
+    return [(where, plan, graph) for where, plan, graph in plans]  # as StatisticsPlan
+
+
+def run_statistics(
+    ws: Workspace,
+    request: CompareRequest,
+    plans: list[StatisticsPlan],
+    progress: ProgressFor | None = None,
+) -> StatisticsCompareResult:
+    """`vc` on statistics dumps (`statistics_compares`): one
+    `statistics_<ts>[_rank<R>_step<S>].csv` per compare and a summary with
+    `"mode": "statistics"`."""
     if request.max_files is not None:
         for _, plan, _ in plans:
             plan.tasks = plan.tasks[: request.max_files]
@@ -136,12 +163,12 @@ def run_statistics(
     for n, (where, plan, graph) in enumerate(plans):
         name = (
             f"statistics_{stamp}.csv"
-            if not n
+            if not n or where is None
             else f"statistics_{stamp}_rank{where.rank}_step{where.step}.csv"
         )
         title = (
             "vc: statistics"
-            if len(plans) == 1
+            if len(plans) == 1 or where is None
             else f"vc: statistics, rank {where.rank} step {where.step}"
         )
         compare = execute_statistics_plan(plan, out_dir / name, request.workers, sink(title))

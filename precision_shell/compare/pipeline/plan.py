@@ -30,7 +30,7 @@ class MappingRow:
 
     ground_truth: str  # origin names joined by "," or "*" when there is none
     benchmark_path: str | None  # a benchmark .npy, or another run's dump file
-    benchmark_kind: str = "npy"  # "npy" | "dump"
+    benchmark_kind: str = "npy"  # "npy" | "dump" (a tensor dump) | "stats" (a statistics dump)
     benchmark_slot: tuple[str, int] | None = None  # (kind, index) inside a benchmark dump
     origin_format: str | None = None
     origin_shape: tuple[int, ...] | None = None
@@ -49,6 +49,7 @@ class FileTask:
     fallback: MappingRow | None = None  # device mode: every tensor, same slot in the benchmark
     npu_dump: str = ""  # the CSV `NPUDump` cell ("" = op_name)
     ground_truth: str = ""  # the CSV `GroundTruth` cell ("" = each mapping row's own)
+    device_kind: str = "dump"  # "dump" (a tensor dump) | "stats" (a statistics dump)
 
     def mapping(self, kind: str, index: int) -> MappingRow:
         if self.fallback is not None:
@@ -223,6 +224,7 @@ def benchmark_plan(
                 tuple(outputs),
                 npu_dump=group.npu_dump(rec.name),
                 ground_truth=group.ground_truth,
+                device_kind="stats" if statistics else "dump",
             )
         )
     left = left or str(run.run.dump_dir or run.run.root)
@@ -238,16 +240,23 @@ def device_plan(
     left_name: str,
     right_name: str,
     graph: GraphIndex | None = None,
+    statistics: bool = False,
 ) -> ComparePlan:
     """Two device dumps of the same graph: match by op name and tensor index.
 
     With the graph, ops get their real names (dump file names are sanitized) and graph order.
+    With `statistics` (a statistics compare) a side that holds statistics dumps only is paired
+    by its statistics files, the other by its tensor dumps.
     """
+    left_kind = "stats" if statistics and left.holds_statistics_only() else "dump"
+    right_kind = "stats" if statistics and right.holds_statistics_only() else "dump"
+    left_files = left.stats_for_op if left_kind == "stats" else left.for_op
+    right_files = right.stats_for_op if right_kind == "stats" else right.for_op
     tasks = []
     skipped = []
     entries = []
     for name in left.op_names():
-        lrefs = left.for_op(name)
+        lrefs = left_files(name)
         if not lrefs:
             continue
         rec = graph.by_dump_name(name) if graph is not None else None
@@ -256,19 +265,23 @@ def device_plan(
     entries.sort(key=lambda e: e[:3])
     left_names = set(left.op_names())
     for name in right.op_names():
-        if name not in left_names and right.for_op(name):
-            skipped.append(f"{right.for_op(name)[-1].file_name}: no dump of it in {left_name}")
+        if name not in left_names and right_files(name):
+            skipped.append(f"{right_files(name)[-1].file_name}: no dump of it in {left_name}")
     for seq, (_, _, name, real_name, lref) in enumerate(entries):
-        rrefs = right.for_op(name)
+        rrefs = right_files(name)
         if not rrefs:
             skipped.append(f"{lref.file_name}: no dump of {real_name} in {right_name}")
             row = MappingRow("*", None, reason=f"op not dumped in {right_name}")
         else:
-            row = MappingRow(real_name, rrefs[-1].path, benchmark_kind="dump")
-        tasks.append(FileTask(seq, seq, real_name, lref.op_type, lref.path, (), (), row))
+            row = MappingRow(real_name, rrefs[-1].path, benchmark_kind=right_kind)
+        tasks.append(
+            FileTask(
+                seq, seq, real_name, lref.op_type, lref.path, (), (), row, device_kind=left_kind
+            )
+        )
     return ComparePlan(
         tasks,
-        "device",
+        "statistics" if statistics else "device",
         left_name,
         right_name,
         graph.root_graph if graph else None,

@@ -23,6 +23,9 @@ The rule (also in `help vc` and docs/FORMATS.md section 7):
   least `LOCAL_JUMP` (8) times its inputs' (their worst, floored at 1/4: inputs within rounding);
   else it is `drift`, the accumulated float16 error it received. An input row beyond rounding
   is `drift` too: it is judged where it is made, at its producer. (`made_here`)
+- A statistics benchmark side (`judge_rows`: another dump's statistics): u is the coarser of
+  the two dtypes; rows of the same Format and Shape are compared as recorded (the same pads),
+  others each taken to their real elements by the like-with-like rule above.
 """
 
 from __future__ import annotations
@@ -136,12 +139,15 @@ def judge(
     benchmark: dict[str, float],
     origin_count: int | None = None,
     input_unit: float = 0.0,
+    benchmark_pad: int = 0,
 ) -> TensorJudgement:
     """The verdict on one tensor: `device` as recorded, `benchmark` from `values.statistics_of`
-    (or another statistics row's values); `origin_count` the real element count when the
-    graph knows the original shape. `input_unit`: the coarsest unit roundoff of the op's
-    inputs; an output carries no more precision than that (a float16 -> float32 Cast keeps
-    float16's error), so it is judged by the coarser of the two."""
+    (or another statistics row's values, see `judge_rows`); `origin_count` the real element
+    count when the graph knows the original shape. `input_unit`: the coarsest unit roundoff of
+    the op's inputs; an output carries no more precision than that (a float16 -> float32 Cast
+    keeps float16's error), so it is judged by the coarser of the two. `benchmark_pad`: pad
+    elements a statistics benchmark side was taken over besides its `count` real ones (its
+    mean is rescaled and a max/min that is its padding's 0 is not compared, as the device's)."""
     notes: list[str] = []
     stored = device.element_count
     bench_count = _count(benchmark, "count")
@@ -168,7 +174,7 @@ def judge(
             "benchmark: not the same tensor"
         )
         return TensorJudgement(NOT_COMPARED, None, {}, counts, int(real), pad, notes)
-    diffs = _value_diffs(device, benchmark, stored, pad, notes, input_unit)
+    diffs = _value_diffs(device, benchmark, stored, pad, notes, input_unit, benchmark_pad)
     ratios = [d.ratio for d in diffs.values() if d.ratio is not None]
     deviation = max(ratios) if ratios else None
     if born:
@@ -185,6 +191,34 @@ def judge(
     )
 
 
+def _on_real_elements(values: dict[str, float], stored: int | None, pad: int) -> dict[str, float]:
+    """A side's statistics with its mean over its real elements: a padded layout's zeros,
+    `pad` of the `stored` elements, diluted it (the sum is unchanged)."""
+    values = dict(values)
+    if pad and stored is not None and "mean" in values:
+        nonfinite = sum(values.get(k, 0.0) for k in ("nan_count", "neg_inf_count", "pos_inf_count"))
+        finite_stored = stored - nonfinite
+        finite_real = stored - pad - nonfinite
+        if finite_real > 0:
+            values["mean"] = values["mean"] * finite_stored / finite_real
+    return values
+
+
+def _padding_zero(key: str, device: float, benchmark: float, pad: int, benchmark_pad: int) -> str:
+    """The note when one side's max (min) is a 0 its padding put there: the other side's real
+    values are all below (above) 0. "" otherwise."""
+    if key not in ("max", "min"):
+        return ""
+    where = "below" if key == "max" else "above"
+    for side, own, other, padded in (
+        ("device", device, benchmark, pad),
+        ("benchmark", benchmark, device, benchmark_pad),
+    ):
+        if padded and own == 0.0 and (other < 0.0 if key == "max" else other > 0.0):
+            return f"{side} {key} 0 is the padding's (real values all {where} 0)"
+    return ""
+
+
 def _value_diffs(
     device: StatsRow,
     benchmark: dict[str, float],
@@ -192,15 +226,14 @@ def _value_diffs(
     pad: int,
     notes: list[str],
     input_unit: float = 0.0,
+    benchmark_pad: int = 0,
 ) -> dict[str, StatisticDiff]:
     u = max(unit_roundoff(device.dtype), input_unit)
-    values = dict(device.values)
-    if pad and stored is not None and "mean" in values:
-        nonfinite = sum(values.get(k, 0.0) for k in ("nan_count", "neg_inf_count", "pos_inf_count"))
-        finite_stored = stored - nonfinite
-        finite_real = stored - pad - nonfinite
-        if finite_real > 0:
-            values["mean"] = values["mean"] * finite_stored / finite_real
+    values = _on_real_elements(device.values, stored, pad)
+    if benchmark_pad:
+        real = benchmark.get("count")
+        stored_b = int(real) + benchmark_pad if real is not None else None
+        benchmark = _on_real_elements(benchmark, stored_b, benchmark_pad)
     norm = benchmark.get("l2norm")
     n = benchmark.get("count", 0.0) - sum(
         benchmark.get(k, 0.0) for k in ("nan_count", "neg_inf_count", "pos_inf_count")
@@ -228,17 +261,59 @@ def _value_diffs(
         if d is None or b is None:
             continue
         units, size = scale[key]
-        if pad and key == "max" and d == 0.0 and b < 0.0:
+        padding = _padding_zero(key, d, b, pad, benchmark_pad)
+        if padding:
             diffs[key] = StatisticDiff(key, d, b, None, "the padding's 0")
-            notes.append("device max 0 is the padding's (real values all below 0)")
-            continue
-        if pad and key == "min" and d == 0.0 and b > 0.0:
-            diffs[key] = StatisticDiff(key, d, b, None, "the padding's 0")
-            notes.append("device min 0 is the padding's (real values all above 0)")
+            notes.append(padding)
             continue
         allowed = max(units * u * size, floor) if size is not None else None
         diffs[key] = StatisticDiff(key, d, b, allowed)
     return diffs
+
+
+def judge_rows(
+    device: StatsRow,
+    benchmark: StatsRow,
+    origin_count: int | None = None,
+    input_unit: float = 0.0,
+) -> TensorJudgement:
+    """The verdict on one tensor whose benchmark side is a statistics row too (another run's
+    statistics dump, or a tensor dump's statistics computed in float64). Each statistic may
+    differ by what the coarser of the two dtypes allows. Rows taken on the same Format and
+    Shape carry the same padding: compared as recorded. Otherwise each side is taken to its
+    real elements (`origin_count`, else the count of the side in a plain layout) by `judge`'s
+    rule: a padded side's mean rescaled, a max/min that is its padding's 0 not compared."""
+    unit = max(input_unit, unit_roundoff(benchmark.dtype))
+    values = dict(benchmark.values)
+    stored = benchmark.element_count
+    if stored is not None:
+        values["count"] = float(stored)
+    if device.format == benchmark.format and device.shape == benchmark.shape:
+        return judge(device, values, None, unit)
+    real = origin_count
+    if real is None:
+        plain = [r for r in (device, benchmark) if is_plain_format(r.format)]
+        real = plain[-1].element_count if plain else None
+    if real is None:
+        counts = {
+            key: (_count(device.values, key), _count(values, key))
+            for key in ("nan_count", "neg_inf_count", "pos_inf_count")
+        }
+        note = (
+            f"both sides padded ({device.format} and {benchmark.format}) and the real "
+            "element count is unknown (no graph)"
+        )
+        return TensorJudgement(NOT_COMPARED, None, {}, counts, None, 0, [note])
+    benchmark_pad = 0
+    if stored is not None and stored > real and not is_plain_format(benchmark.format):
+        benchmark_pad = stored - real
+        values["count"] = float(real)
+    judgement = judge(device, values, real, unit, benchmark_pad)
+    if benchmark_pad:
+        judgement.notes.append(
+            f"the benchmark's {benchmark.format} holds {benchmark_pad} pad elements"
+        )
+    return judgement
 
 
 def made_here(output_deviation: float, input_deviation: float | None) -> bool:

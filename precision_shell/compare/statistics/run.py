@@ -3,8 +3,11 @@
 The plan is the tensor compare's (`benchmark_plan(statistics=True)`: the same op and tensor
 matching); each task reads one small CSV and the benchmark `.npy` tensors its rows stand for,
 whose statistics are computed once per file (a producer's output is its consumer's input).
-Benchmark reads run on a thread pool (numpy releases the GIL while it reduces). Ctrl-C stops
-at the next file; the rows so far are written and the summary says partial.
+With `-lt`/`-rt` the benchmark side may be another dump instead (`device_plan(statistics=
+True)`: ops paired by name, rows by slot): a statistics dump, or a tensor dump whose
+statistics are computed (`sides`); either side may be the tensor dump. Benchmark reads run
+on a thread pool (numpy releases the GIL while it reduces). Ctrl-C stops at the next file;
+the rows so far are written and the summary says partial.
 """
 
 from __future__ import annotations
@@ -21,7 +24,14 @@ from typing import Any
 from precision_shell.compare.pipeline.plan import ComparePlan, FileTask, benchmark_plan
 from precision_shell.compare.results.summary import CompareRecord, RunSummary, SummaryBacked
 from precision_shell.compare.results.thresholds import ThresholdRule
-from precision_shell.compare.statistics.judge import DEVIATES, judge, made_here, unit_roundoff
+from precision_shell.compare.statistics.judge import (
+    DEVIATES,
+    judge,
+    judge_rows,
+    made_here,
+    unit_roundoff,
+)
+from precision_shell.compare.statistics.sides import SideStatistics, side_statistics
 from precision_shell.compare.statistics.table import (
     StatisticsRow,
     as_drift,
@@ -31,7 +41,7 @@ from precision_shell.compare.statistics.table import (
 from precision_shell.compare.statistics.values import statistics_of
 from precision_shell.errors import PrecisionError
 from precision_shell.formats.benchmark import load_benchmark
-from precision_shell.formats.stats_dump import StatsRow, read_stats_dump
+from precision_shell.formats.stats_dump import StatsRow
 from precision_shell.progress import ProgressSink, Tick
 from precision_shell.workspace.graph_index import GraphIndex
 from precision_shell.workspace.workspace import DumpSlice, RunIndex, Workspace
@@ -133,30 +143,58 @@ def _origin_count(shape: tuple[int, ...] | None) -> int | None:
     return math.prod(shape) if shape else None
 
 
+def _side(path: str, kind: str) -> SideStatistics | str:
+    try:
+        return side_statistics(path, kind)
+    except PrecisionError as exc:
+        return str(exc)
+
+
 def compare_task(
     task: FileTask, number: int, benchmarks: _BenchmarkStatistics
 ) -> list[StatisticsRow]:
-    """The rows of one statistics dump file (a file that does not read: one row saying why)."""
-    try:
-        dump = read_stats_dump(task.device_file)
-    except PrecisionError as exc:
+    """The rows of one dump file (a file that does not read: one row saying why). Its
+    benchmark is `.npy` tensors, or another dump file's statistics (`MappingRow.benchmark_kind`
+    "stats", or "dump": a tensor dump's, computed here); either side may be a tensor dump."""
+    device_side = _side(task.device_file, task.device_kind)
+    if isinstance(device_side, str):
         empty = StatsRow("output", 0, "", "ND", None)
-        return [row_of(number, task.op_type, task.op_name, "*", "output", 0, empty, None, str(exc))]
+        return [
+            row_of(number, task.op_type, task.op_name, "*", "output", 0, empty, None, device_side)
+        ]
+    dump = device_side.dump
+    other: SideStatistics | str | None = None  # the benchmark dump file's, read once
+    fallback = task.fallback
+    if fallback is not None and fallback.benchmark_path and fallback.benchmark_kind != "npy":
+        other = _side(fallback.benchmark_path, fallback.benchmark_kind)
+    inputs = list(dump.inputs)
+    if isinstance(other, SideStatistics):
+        inputs += other.dump.inputs
+    input_unit = max((unit_roundoff(r.dtype) for r in inputs), default=0.0)
     rows = []
-    input_unit = max((unit_roundoff(r.dtype) for r in dump.inputs), default=0.0)
     for device in (*dump.inputs, *dump.outputs):
         mapping = task.mapping(device.kind, device.index)
         slot = (task.op_type, task.op_name, mapping.ground_truth, device.kind, device.index)
-        bench = (
-            benchmarks.of(mapping.benchmark_path)
-            if mapping.benchmark_path is not None
-            else mapping.reason or "no benchmark for this tensor"
-        )
+        bench: dict[str, float] | StatsRow | str
+        if isinstance(problem := device_side.row(device.kind, device.index), str):
+            bench = problem  # the device tensor does not decode
+        elif mapping.benchmark_path is None:
+            bench = mapping.reason or "no benchmark for this tensor"
+        elif mapping.benchmark_kind == "npy":
+            bench = benchmarks.of(mapping.benchmark_path)
+        elif isinstance(other, SideStatistics):
+            bench = other.row(device.kind, device.index)
+        else:
+            bench = other or f"{mapping.benchmark_path}: not read"
         if isinstance(bench, str):  # why there is nothing to judge against
             rows.append(row_of(number, *slot, device, None, bench))
             continue
         unit = input_unit if device.kind == "output" else 0.0
-        judgement = judge(device, bench, _origin_count(mapping.origin_shape), unit)
+        origin = _origin_count(mapping.origin_shape)
+        if isinstance(bench, StatsRow):
+            judgement = judge_rows(device, bench, origin, unit)
+        else:
+            judgement = judge(device, bench, origin, unit)
         rows.append(row_of(number, *slot, device, judgement))
     return _made_here_or_drift(rows)
 
