@@ -251,6 +251,8 @@ def replay_pass_line(done: ReplayPass) -> str:
     parts[0] += f", {len(wrong)} kernel{'s' if len(wrong) != 1 else ''} wrong"
     if done.refused:
         parts.append(f"{len(done.refused)} without a replay (no kernel, attribute or dump)")
+    if done.undumped:
+        parts.append(f"{done.undumped} not dumped")
     if done.not_reached:
         why = "Ctrl-C" if done.interrupted else f"the {done.budget_s:g} s budget ran out"
         parts.append(f"{done.not_reached} not reached ({why})")

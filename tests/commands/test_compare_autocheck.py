@@ -117,8 +117,8 @@ def test_ac_c_runs_vc_then_vcs(demo):
     assert second["inherited_error"]["cosine"] == pytest.approx(
         second["measures"]["output_cosine"], abs=1e-3
     )
-    assert "constant inputs (weights, bias, scale) or its attributes" in (
-        second["replay"]["verdict"]
+    assert (
+        "constant inputs (weights, bias, scale) or its attributes" in (second["replay"]["verdict"])
     )
     assert summary["replay"]["mode"] == "candidates" and summary["replay"]["kernel_wrong"] == []
     assert "own error" in text and "replay (candidates):" in text

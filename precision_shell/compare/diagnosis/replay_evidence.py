@@ -62,13 +62,23 @@ class ReplayPass:
     budget_s: float
     reports: dict[str, ReplayReport] = field(default_factory=dict)
     refused: dict[str, str] = field(default_factory=dict)  # op -> one-line reason
-    not_reached: int = 0
+    undumped: int = 0  # ops ("all") with no tensor dump in this rank/step: nothing to replay
+    unreached: list[str] = field(default_factory=list)  # left when the budget ran out / Ctrl-C
     interrupted: bool = False
     elapsed_s: float = 0.0
 
     @property
-    def considered(self) -> int:
-        return len(self.reports) + len(self.refused) + self.not_reached
+    def not_reached(self) -> int:
+        return len(self.unreached)
+
+    def skipped(self, op: str) -> str | None:
+        """Why `op` has no replay, when it was a target and has none."""
+        if op in self.refused:
+            return self.refused[op]
+        if op in self.unreached:
+            why = "Ctrl-C" if self.interrupted else f"the {self.budget_s:g} s replay budget ran out"
+            return f"not reached: {why}"
+        return None
 
     def worst(self, op: str) -> OutputReplay | None:
         """The replayed output of `op` with the largest own error, None when not replayed."""
@@ -89,6 +99,7 @@ class ReplayPass:
             "replayed": len(self.reports),
             "kernel_wrong": self.wrong,
             "refused": len(self.refused),
+            "not_dumped": self.undumped,
             "not_reached": self.not_reached,
             "interrupted": self.interrupted,
             "elapsed_s": round(self.elapsed_s, 3),
@@ -144,6 +155,9 @@ def replay_pass(
     runnable: list[str] = []
     for name in targets:
         op = graph.op(name)
+        if mode == "all" and op is not None and not ws.dump_files(run, name, rank, step):
+            done.undumped += 1  # a Const, a Data, a GE-local op: no kernel ran on the device
+            continue
         reason = "not in the graph" if op is None else missing_kernel(op)
         if reason is not None:
             done.refused[name] = reason
@@ -153,7 +167,7 @@ def replay_pass(
     finished = 0
     try:
         for name in runnable:
-            if time.monotonic() - start > budget_s:
+            if time.monotonic() - start >= budget_s:
                 break
             try:
                 done.reports[name] = replay_op_in_workspace(ws, run, name, rank, step)
@@ -168,7 +182,7 @@ def replay_pass(
         done.interrupted = True
     finally:
         sink.stop()
-        done.not_reached = len(runnable) - finished
+        done.unreached = list(runnable[finished:])
         done.elapsed_s = time.monotonic() - start
     return done
 
@@ -180,9 +194,7 @@ def rerank(
     evidence: dict[str, OpEvidence],
 ) -> list[RootCause]:
     """The causes with their replays attached, proven-wrong kernels first (module rule)."""
-    found = [
-        replace(c, replay=done.worst(c.op), replay_skipped=done.refused.get(c.op)) for c in causes
-    ]
+    found = [replace(c, replay=done.worst(c.op), replay_skipped=done.skipped(c.op)) for c in causes]
     named = {c.op for c in causes}
     for op in done.wrong:
         if op in named:

@@ -1,0 +1,171 @@
+"""The replay's ranking rule on hand-built causes and replays: proven-wrong kernels first by own
+error, an op the estimate missed joins that way, exact kernels keep the estimate's order, and
+summary.json says which evidence each cause rests on."""
+
+from __future__ import annotations
+
+import math
+
+from precision_shell.compare.diagnosis.diagnose import cause_json
+from precision_shell.compare.diagnosis.replay_evidence import (
+    ReplayPass,
+    replay_reading,
+    replay_targets,
+    rerank,
+)
+from precision_shell.compare.diagnosis.root_cause import RootCause, collect_evidence
+from precision_shell.replay.measure import OwnError
+from precision_shell.replay.session import OutputReplay, ReplayReport
+from tests.compare.test_root_cause import COSINE_ONLY, graph_of, row
+
+CHAIN = {"a": [], "b": ["a"], "c": ["b"], "d": ["c"], "e": ["d"]}
+EXACT = OwnError(1.0, 1e-4, 1e-4, 0.4)
+
+
+def _cause(op: str, position: int, drop: float = 20.0, in_q: float = 60.0) -> RootCause:
+    return RootCause(op, "Op", position, position, "estimate", drop, in_q, in_q - drop, 1.0, 0.9)
+
+
+def _output(own: OwnError, overflow: int = 0) -> OutputReplay:
+    inherited = OwnError(0.9, 1.0, 0.4, 900.0)
+    return OutputReplay(
+        0,
+        "DT_FLOAT16",
+        "NHWC",
+        (1, 4),
+        own,
+        inherited,
+        inherited,
+        "b.npy",
+        "verdict",
+        None,
+        overflow,
+    )
+
+
+def _pass(outputs: dict[str, OutputReplay], **kw: object) -> ReplayPass:
+    done = ReplayPass("all", 60.0, **kw)  # type: ignore[arg-type]
+    for op, out in outputs.items():
+        done.reports[op] = ReplayReport(op, "Op", "debug_0", f"{op}.dump", [], {}, [out])
+    return done
+
+
+def _evidence():  # noqa: ANN202
+    graph = graph_of(CHAIN)
+    cosines = {"a": 0.99999, "b": 0.9999, "c": 0.999, "d": 0.97, "e": 0.96}
+    rows = []
+    for n, (op, srcs) in enumerate(CHAIN.items()):
+        if srcs:
+            rows.append(row(op, "input", 0, cosines[srcs[0]], index=n))
+        rows.append(row(op, "output", 0, cosines[op], index=n))
+    return graph, collect_evidence(graph, rows, COSINE_ONLY)
+
+
+def test_proven_wrong_kernels_rank_first_by_own_error_and_exact_ones_keep_their_order():
+    graph, evidence = _evidence()
+    causes = [_cause("d", 3, 30.0), _cause("e", 4, 25.0), _cause("b", 1, 10.0)]
+    done = _pass(
+        {
+            "d": _output(EXACT),
+            "e": _output(OwnError(0.99, 0.1, 0.01, 40.0)),  # wrong: 40 ULP, 1% overall
+            "b": _output(OwnError(0.98, 0.2, 0.02, 300.0)),  # wrong, and more so
+        }
+    )
+    ranked = rerank(causes, done, graph, evidence)
+    assert [c.op for c in ranked] == ["b", "e", "d"]
+    assert ranked[2].replay is not None and ranked[2].replay.own.max_ulp == 0.4
+
+
+def test_an_op_the_estimate_missed_joins_when_its_replay_proves_the_kernel_wrong():
+    graph, evidence = _evidence()
+    done = _pass({"c": _output(OwnError(0.999, 0.05, 0.005, 21.0)), "b": _output(EXACT)})
+    ranked = rerank([_cause("d", 3)], done, graph, evidence)
+    assert [c.op for c in ranked] == ["c", "d"]
+    joined = ranked[0]
+    assert joined.reason.startswith("replay from the device's own inputs")
+    assert joined.position == 2 and joined.index == 2
+    # its compare numbers come from its rows: input b (0.9999) -> output c (0.999)
+    assert joined.output_cosine == 0.999 and joined.input_cosine == 0.9999
+    assert joined.drop_db > 0
+
+
+def test_a_rounding_size_error_is_not_proof_even_at_many_ulp():
+    """Cancellation near zero: 30 ULP at one element, 1e-5 overall: not a wrong kernel."""
+    graph, evidence = _evidence()
+    done = _pass({"c": _output(OwnError(1.0, 1e-6, 1e-5, 30.0))})
+    ranked = rerank([_cause("d", 3)], done, graph, evidence)
+    assert [c.op for c in ranked] == ["d"]
+
+
+def test_a_nan_the_replay_lacks_outranks_any_finite_error():
+    graph, evidence = _evidence()
+    done = _pass(
+        {
+            "d": _output(OwnError(0.9, math.inf, 0.1, math.inf)),
+            "b": _output(OwnError(0.9, 1, 1, 9e9)),
+        }
+    )
+    ranked = rerank([_cause("b", 1), _cause("d", 3)], done, graph, evidence)
+    assert [c.op for c in ranked] == ["d", "b"]
+
+
+def test_cause_json_says_replay_or_estimate_with_the_own_error():
+    graph, evidence = _evidence()
+    done = _pass({"d": _output(EXACT)}, refused={"e": "no replay kernel for op type Op"})
+    d, e = rerank([_cause("d", 3), _cause("e", 4, 12.5)], done, graph, evidence)
+    replayed, estimated = cause_json(d), cause_json(e)
+    assert replayed["evidence"] == "replay"
+    assert replayed["own_error"] == {
+        "cosine": 1.0,
+        "max_abs_error": 1e-4,
+        "relative_euclidean_distance": 1e-4,
+        "max_ulp": 0.4,
+    }
+    assert replayed["inherited_error"]["relative_euclidean_distance"] == 0.4
+    assert replayed["measures"]["drop_db"] == 20.0
+    assert estimated["evidence"] == "estimate"
+    assert estimated["own_error"] == {"drop_db": 12.5} and estimated["inherited_error"] is None
+    assert estimated["replay_skipped"] == "no replay kernel for op type Op"
+
+
+def test_unreached_ops_say_why():
+    graph, evidence = _evidence()
+    done = _pass({}, unreached=["d"])
+    (d,) = rerank([_cause("d", 3)], done, graph, evidence)
+    assert d.replay_skipped == "not reached: the 60 s replay budget ran out"
+    done.interrupted = True
+    assert done.skipped("d") == "not reached: Ctrl-C"
+    assert done.to_json()["not_reached"] == 1
+
+
+def test_the_reading_names_overflow_constants_or_inheritance():
+    overflow = replace_cause(_cause("c", 2), _output(EXACT, overflow=3))
+    assert "3 exact values exceed the float16 range" in (replay_reading(overflow) or "")
+    clean_inputs = replace_cause(_cause("c", 2, in_q=60.0), _output(EXACT))
+    assert "constant inputs (weights, bias, scale) or its attributes" in (
+        replay_reading(clean_inputs) or ""
+    )
+    drifting = replace_cause(_cause("c", 2, in_q=20.0), _output(EXACT))
+    assert (replay_reading(drifting) or "").endswith("its deviation is inherited from its inputs")
+    wrong = replace_cause(_cause("c", 2), _output(OwnError(0.9, 1.0, 0.1, 200.0)))
+    assert replay_reading(wrong) == "verdict"
+    assert replay_reading(_cause("c", 2)) is None
+
+
+def replace_cause(cause: RootCause, out: OutputReplay) -> RootCause:
+    from dataclasses import replace
+
+    return replace(cause, replay=out)
+
+
+def test_targets_candidates_then_ops_by_own_drop():
+    graph, evidence = _evidence()
+    causes = [_cause("e", 4)]
+    candidates = replay_targets(graph, evidence, causes, "candidates")
+    # the named cause, then the ops that lose quality by themselves, largest drop first:
+    # d 27 -> 12 dB, a (a source: a perfect input) 60 -> 47, then b and c 10 dB each, in
+    # execution order
+    assert candidates == ["e", "d", "a", "b", "c"]
+    everything = replay_targets(graph, evidence, causes, "all")
+    assert everything == candidates  # every op of the graph, in the same order
+    assert replay_targets(graph, evidence, causes, "none") == []
