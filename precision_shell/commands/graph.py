@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from precision_shell.commands.dump_slice_args import rank_step_arguments
 from precision_shell.errors import PrecisionError
 from precision_shell.explore.node_info import NodeInfo, collect_node_info
-from precision_shell.explore.user_paths import find_user_file
+from precision_shell.explore.op_lookup import lookup_ops
 from precision_shell.formats.dump_names import sanitize_dump_name
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
@@ -206,17 +204,10 @@ def ni_command(ctx: ShellContext, args: argparse.Namespace) -> NodeInfoResult:
     check_graph_filter(ws, args.graph)
     result = NodeInfoResult(query=name)
     runs = ws.runs if args.run in (None, "all") else [ws.run(args.run)]
-    found = _exact_matches(runs, name, args.graph)
-    if not found:
-        found = _fused_matches(runs, name, args.graph)
-        holders = list(dict.fromkeys(rec.name for hits in found.values() for _, rec in hits))
-        if holders:
-            result.notes.append(f"{name} is fused into {', '.join(holders)}")
-    if not found:
-        found = _dump_file_matches(runs, name, ws.root, args.graph)
-        for hits in found.values():
-            result.notes.append(f"{name} is a dump file of {hits[0][1].name}")
-            break
+    lookup = lookup_ops(runs, name, ws.root, args.graph)
+    found = lookup.matches
+    if lookup.note is not None:
+        result.notes.append(lookup.note)
     if found:
         chosen = list(found)
         if args.run is None and len(chosen) > 1:
@@ -240,52 +231,3 @@ def ni_command(ctx: ShellContext, args: argparse.Namespace) -> NodeInfoResult:
     if not result.candidates:
         raise PrecisionError(f"ni: no op named or containing {name!r}; try ls -n PART")
     return result
-
-
-Matches = dict[str, list[tuple[GraphIndex, OpRecord]]]  # run name -> hits, runs in order
-
-
-def _in_graph(rec: OpRecord, graph_filter: str | None) -> bool:
-    # The op's own (sub)graph, case-insensitive, as `ls -g` filters.
-    return not graph_filter or graph_filter.lower() in rec.graph.lower()
-
-
-def _exact_matches(runs: list[RunIndex], name: str, graph_filter: str | None) -> Matches:
-    found: Matches = {}
-    for run in runs:
-        for graph in run.graphs:
-            rec = graph.get(name)
-            if rec is not None and _in_graph(rec, graph_filter):
-                found.setdefault(run.name, []).append((graph, rec))
-    return found
-
-
-def _dump_file_matches(
-    runs: list[RunIndex], text: str, root: Path, graph_filter: str | None
-) -> Matches:
-    """The op that wrote a device dump file: `text` is its path (from the cwd or the
-    workspace) or its bare file name."""
-    found: Matches = {}
-    path = find_user_file(text, root)
-    real = os.path.realpath(path) if path is not None else None
-    for run in runs:
-        ref = run.file_by_name(path.name if path is not None else text)
-        if ref is None or (real is not None and os.path.realpath(ref.path) != real):
-            continue
-        for graph in run.graphs:
-            rec = graph.by_dump_name(ref.op_name)
-            if rec is not None and _in_graph(rec, graph_filter):
-                found[run.name] = [(graph, rec)]
-                break
-    return found
-
-
-def _fused_matches(runs: list[RunIndex], name: str, graph_filter: str | None) -> Matches:
-    """The device ops holding `name` among their original (TF) names."""
-    found: Matches = {}
-    for run in runs:
-        for graph in run.graphs:
-            for rec in graph.by_original_name(name):
-                if _in_graph(rec, graph_filter):
-                    found.setdefault(run.name, []).append((graph, rec))
-    return found

@@ -37,6 +37,7 @@ import ml_dtypes
 import numpy as np
 
 from precision_shell.errors import PrecisionError
+from precision_shell.explore.op_lookup import lookup_ops
 from precision_shell.formats.benchmark import load_benchmark
 from precision_shell.formats.benchmark_layout import to_benchmark_layout_named
 from precision_shell.formats.ge.model import OpDef, TensorDesc
@@ -220,23 +221,22 @@ def verdict(own: OwnError, dtype: str) -> str:
 def _find_op(
     ws: Workspace, run: RunIndex | None, op_name: str
 ) -> tuple[RunIndex, GraphIndex, OpRecord, OpDef]:
-    """The op by its exact name, else the one op an original (TF) name was fused into."""
+    """The op `op_name` means, as `ni` looks it up (explore/op_lookup: its name, an original
+    TF name fused into it, one of its dump files), in `run` or the first run holding it."""
     runs = [run] if run is not None else ws.runs
     if not runs:
         raise PrecisionError(f"{ws.root}: no device run (npu/debug_N/) in this workspace")
+    lookup = lookup_ops(runs, op_name, ws.root)
     for candidate in runs:
-        found = candidate.find(op_name)
-        if found is not None:
-            graph, rec = found
+        hits = lookup.matches.get(candidate.name, [])
+        names = list(dict.fromkeys(rec.name for _, rec in hits))
+        if len(names) > 1:
+            raise PrecisionError(
+                f"{op_name} is fused into several ops ({', '.join(names)}); name one"
+            )
+        if hits:
+            graph, rec = hits[0]
             return candidate, graph, rec, _op_def(graph, rec)
-    for candidate in runs:
-        for graph in candidate.graphs:
-            holders = graph.by_original_name(op_name)
-            if len(holders) == 1:
-                return candidate, graph, holders[0], _op_def(graph, holders[0])
-            if holders:
-                names = ", ".join(rec.name for rec in holders)
-                raise PrecisionError(f"{op_name} is fused into several ops ({names}); name one")
     where = run.name if run is not None else ", ".join(r.name for r in runs)
     raise PrecisionError(f"op {op_name!r} is not in the graph of {where}")
 

@@ -118,6 +118,12 @@ def test_ac_c_names_the_first_rank_with_a_root_cause_and_says_it_is_that_card_on
     saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
     first = saved["diagnosis"]["root_causes"][0]
     assert (first["op"], first["rank"], first["step"]) == (CONV2, "1", "0")
+    # the replay read that card's dump: the wrong constant is there (rank 0's conv2 matches
+    # the benchmark), so the replay from its inputs is far from the benchmark: inherited
+    report = check.diagnosis.replays.reports[CONV2]
+    assert report.dump_slice == "rank 1 step 0"
+    assert first["evidence"] == "replay" and first["own_error"]["max_ulp"] <= 1.0
+    assert first["inherited_error"]["relative_euclidean_distance"] > 0.1
     # the op table is the slice the root cause is in
     assert check.summary.path.name.endswith("_rank1_step0.csv")
     # vcs on the primary (rank 0) says where the root cause was found instead

@@ -173,6 +173,10 @@ def test_names_that_cannot_be_replayed(healthy):
     assert "usage: replay" in run_fail(shell, "replay").error
     # an original TF name fused into one device op names that op
     assert run_ok(shell, "replay relu2/Relu").op == CONV2
+    # as does one of its dump files, by name (ni's lookup)
+    dump_name = run_ok(shell, f"replay {DENSE}").dump_file
+    by_file = run_ok(shell, f"replay {dump_name}")
+    assert (by_file.op, by_file.dump_file) == (DENSE, dump_name)
 
 
 def test_nan_birth_is_wrong_and_the_json_stays_valid(tmp_path):

@@ -178,6 +178,22 @@ def test_root_cause_panel_advisor_and_dot_subgraph(ac_report) -> None:
     section = next(e for e in page.elements if e.attrs.get("id") == "root-cause")
     assert "NaN/inf born here: finite inputs, non-finite output" in section.text
     assert "Other candidates" in section.text and f"[4] {CONV2}" in section.text
+    # own vs inherited, from the replay ac -c ran on the candidates: the reduce is exact
+    # (0 ULP own) and its exact sum exceeds float16; the inherited part is its input's drift
+    summary = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
+    cause = summary["diagnosis"]["root_causes"][0]
+    inherited = cause["inherited_error"]
+    text = section.text
+    assert "Evidencereplay from the device's own inputs" in text
+    assert "Own errorcosine 1.0, rel. Euclidean 0.0, max abs 0.0, ULP 0.0" in text
+    assert (
+        f"Inheritedcosine {inherited['cosine']}, rel. Euclidean "
+        f"{inherited['relative_euclidean_distance']}, max abs {inherited['max_abs_error']}, "
+        f"ULP {inherited['max_ulp']}"
+    ) in text
+    assert inherited["relative_euclidean_distance"] > 0.01  # the input's drift, not rounding
+    assert "Replay saysthe kernel computes what it is given" in text
+    assert "the overflow happens here" in text
     advisor = next(e for e in page.elements if e.attrs.get("id") == "advisor")
     assert "float16 overflow" in advisor.text and f"[8] {ROOT}" in advisor.text
     if shutil.which("dot") is None:
