@@ -81,7 +81,11 @@ def statistics_rows_table(rows: list[StatisticsRow], title: str) -> Table:
 def render_statistics_compare(console: Console, result: StatisticsCompareResult) -> None:
     for n, compare in enumerate(result.compares):
         where = compare.where
-        title = "vc: device statistics vs benchmark"
+        title = (
+            "vc: device statistics vs another device dump"
+            if compare.against_device
+            else "vc: device statistics vs benchmark"
+        )
         if len(result.compares) > 1 and where is not None:
             title += f" (rank {where.rank} step {where.step})"
         console.print(_compare_table(compare, title))

@@ -216,6 +216,23 @@ def test_two_statistics_runs_same_layout_and_made_here(tmp_path: Path) -> None:
     assert {r.verdict for r in beyond} == {"drift"}
     # ops before the fault: bit for bit the same statistics
     assert _output(rows, CONV1).deviation == 0.0
+    # the printed title says what the right side is
+    assert result.primary.against_device
+    assert "vc: device statistics vs another device dump" in _rendered(result)
+
+
+def _rendered(result: object) -> str:
+    import io
+
+    from rich.console import Console
+
+    import precision_shell.render.views  # noqa: F401  (registers the views)
+    from precision_shell.render.output import Renderer
+
+    out = io.StringIO()
+    console = Console(file=out, width=200, color_system=None)
+    Renderer(console, console).result(result)
+    return out.getvalue()
 
 
 def test_a_healthy_pair_of_runs_deviates_nowhere(healthy) -> None:

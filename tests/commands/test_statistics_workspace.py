@@ -54,6 +54,7 @@ def test_vc_writes_a_statistics_compare_whose_cells_hold_both_sides(pair) -> Non
     stats_root, _, tensor_root, tensor_manifest = pair
     shell = open_shell(stats_root)
     result = run_ok(shell, "vc")
+    assert not result.primary.against_device  # .npy benchmark tensors on the right
     summary = json.loads(result.summary_path.read_text())
     assert summary["mode"] == "statistics"
     assert summary["files_done"] == summary["files_total"] == 16

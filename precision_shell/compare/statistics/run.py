@@ -63,6 +63,14 @@ class StatisticsCompare:
     graph: GraphIndex | None = None
 
     @property
+    def against_device(self) -> bool:
+        """True when the right side is another device dump (statistics or tensors), not
+        benchmark `.npy` tensors."""
+        return any(
+            t.fallback is not None and t.fallback.benchmark_kind != "npy" for t in self.plan.tasks
+        )
+
+    @property
     def failing(self) -> list[StatisticsRow]:
         return [r for r in self.rows if r.kind == "output" and r.deviates]
 
