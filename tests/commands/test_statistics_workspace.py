@@ -110,7 +110,7 @@ def test_ac_names_the_planted_faults_first_and_writes_their_dump_config(pair) ->
     summary = json.loads(check.statistics_compare.summary_path.read_text())
     causes = summary["diagnosis"]["root_causes"]
     assert [c["op"] for c in causes[:2]] == [NAN_OP, LOCAL_OP]
-    assert causes[1]["evidence"]["statistic"] == "l2norm"
+    assert causes[1]["evidence"] == "statistics" and causes[1]["measures"]["statistic"] == "l2norm"
     files = check.statistics.dump_config
     acl = json.loads(files.acl_json.read_text())["dump"]
     assert acl["dump_data"] == "tensor" and acl["dump_mode"] == "all"

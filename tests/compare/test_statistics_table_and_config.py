@@ -365,7 +365,8 @@ def test_rank_suspects() -> None:
         "output 0 is 5x the allowed deviation (l2norm 1.05 vs 1, 5.00% off); "
         "its inputs match the benchmark"
     )
-    evidence = a.to_json()["evidence"]
+    assert a.to_json()["evidence"] == "statistics"
+    evidence = a.to_json()["measures"]
     assert (evidence["device"], evidence["benchmark"], evidence["allowed_abs_diff"]) == (
         1.05,
         1.0,

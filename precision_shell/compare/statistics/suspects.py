@@ -68,8 +68,9 @@ class Suspect:
             "index": self.index,
             "reason": self.reason,
             "kind": self.kind,
-            "evidence": {
-                "source": "statistics",
+            # what the claim rests on, as for tensor root causes ("replay" / "estimate")
+            "evidence": "statistics",
+            "measures": {
                 "tensor": out.tensor_index,
                 "verdict": out.verdict,
                 "statistic": stat,
