@@ -12,7 +12,16 @@ the command, peak RSS of the process):
 - `report` (warm), with the size of the page it writes,
 and prints the ratios against the baseline.
 
-Usage: scripts/bench_results.py [--ops N] [--rows-per-op R] [--failing N] [--old-report]
+Then `vc`'s side (skip with --no-vc): the same rows written again through `vc`'s own writing
+loop (`execute_plans`, its engine replaced by one that hands back the rows of each op, ~3 per
+dump file, made from the CSV as they are asked for; the time that takes is measured apart and
+taken off: vc's workers make them), once without and once with the columns cache gathered
+from the rows written, into a second workspace; then the first `vcs` on that result with the
+cache `vc` wrote, and with none (built on demand, what the first `vcs` cost before). vc's
+added time is printed as a ratio of its writing loop and of a whole compare of that many dump
+files (an estimate: ~19 ms per file per worker, docs/SCALING.md, on 2 workers).
+
+Usage: scripts/bench_results.py [--ops N] [--rows-per-op R] [--failing N] [--old-report] [--no-vc]
 """
 
 from __future__ import annotations
@@ -34,6 +43,8 @@ sys.path.insert(0, str(ROOT))
 from precision_shell.compare.results.schema import csv_header  # noqa: E402
 
 STAMP = "20261123120000"
+VC_STAMP = "20261124120000"
+FILE_COMPARE_S = 0.019  # one dump file compared on one worker (docs/SCALING.md, measured)
 _TYPES = ("Conv2D", "BatchNorm", "Relu", "MatMul", "Add", "Mul", "Cast", "Transpose", "Softmax")
 _BLOCKS = ("attention", "mlp", "norm1", "norm2", "proj", "embed")
 
@@ -170,6 +181,86 @@ print(json.dumps({{"seconds": elapsed, "peak_rss": peak, **extra}}))
 """
 
 
+_VC_CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from precision_shell.compare.pipeline import execute
+from precision_shell.compare.pipeline.plan import ComparePlan, FileTask
+from precision_shell.compare.pipeline.worker import CompareOptions, FileResult
+from precision_shell.compare.results.schema import iter_result_records
+from precision_shell.compare.results.thresholds import ThresholdRule
+
+source, out_csv, cache_dir, cached = {source!r}, {out_csv!r}, {cache_dir!r}, {cached!r}
+def files():
+    # the rows of each "dump file" (one per op), made from the CSV as the engine asks: only
+    # a few are alive at once, as in vc (whose workers send them)
+    layout, records = iter_result_records(source, [])
+    rows, last, seq = [], None, 0
+    for line, cells in records:
+        row = layout.row(cells, 0)
+        if last is not None and row.op_name != last:
+            yield FileResult(seq, rows, 0)
+            rows, seq = [], seq + 1
+        rows.append(row)
+        last = row.op_name
+    yield FileResult(seq, rows, 0)
+
+count = sum(1 for _ in files())
+tasks = [FileTask(n, n, "op", "Relu", "/nonexistent", (), ()) for n in range(count)]
+t0 = time.perf_counter()
+for _ in files():  # what making the rows costs (taken off below: vc's workers do it)
+    pass
+making = time.perf_counter() - t0
+def engine(*args, **kwargs):
+    yield from files()
+execute.run_tasks = engine
+plan = ComparePlan(tasks, "benchmark", "left", "right", None, [])
+t0 = time.perf_counter()
+(run,) = execute.execute_plans(
+    [plan], [Path(out_csv)], CompareOptions(), ThresholdRule.default(),
+    columns_cache=(lambda: Path(cache_dir)) if cached else None,
+)
+elapsed = time.perf_counter() - t0 - making
+assert run.files_done == len(tasks)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({{"seconds": elapsed, "peak_rss": peak, "files": len(tasks)}}))
+"""
+
+
+def measure_vc(source: Path, workspace: Path, cached: bool, env: dict[str, str]) -> dict:
+    """vc's writing loop over the rows of `source` into a fresh result of `workspace`."""
+    temp = workspace / "precision_data" / "temp"
+    shutil.rmtree(temp, ignore_errors=True)
+    out_dir = temp / "vector_compare" / VC_STAMP
+    out_dir.mkdir(parents=True)
+    cache_dir = temp / "result_columns"
+    cache_dir.mkdir()
+    out_csv = out_dir / f"result_{VC_STAMP}.csv"
+    code = _VC_CHILD.format(
+        root=str(ROOT),
+        source=str(source),
+        out_csv=str(out_csv),
+        cache_dir=str(cache_dir),
+        cached=cached,
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"vc ({cached=}) failed:\n{done.stderr[-3000:]}")
+    summary = {
+        "created": "2026-11-23T12:00:00+00:00",
+        "workspace": str(workspace),
+        "thresholds": {"cosine": 0.98, "relative_euclidean_distance": 0.05},
+        "csv": str(out_csv),
+    }
+    (out_dir / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result["cache_files"] = len(list(cache_dir.glob("*.cols")))
+    return result
+
+
 def measure(workspace: Path, mode: str, line: str, env: dict[str, str]) -> dict:
     code = _CHILD.format(root=str(ROOT), workspace=str(workspace), mode=mode, line=line)
     done = subprocess.run(
@@ -188,6 +279,7 @@ def main() -> None:
     parser.add_argument(
         "--old-report", action="store_true", help="also time the old full-table page (slow)"
     )
+    parser.add_argument("--no-vc", action="store_true", help="skip vc's side")
     args = parser.parse_args()
     workspace, csv_path = bench_workspace(args.ops, args.rows_per_op, args.failing)
     rows = int((workspace / "complete").read_text())
@@ -206,12 +298,33 @@ def main() -> None:
         if args.old_report:
             old_env = dict(env, PRECISION_SHELL_REPORT_FULL_TABLE="1")
             results["report old (full table)"] = measure(workspace, "report", "report", old_env)
+        vc: dict[str, dict] = {}
+        if not args.no_vc:
+            with tempfile.TemporaryDirectory(dir=workspace.parent) as vc_root:
+                vc_ws = Path(vc_root)
+                vc["vc writing, no cache"] = measure_vc(csv_path, vc_ws, False, env)
+                vc["vc writing + columns cache"] = measure_vc(csv_path, vc_ws, True, env)
+                assert vc["vc writing + columns cache"]["cache_files"] == 1
+                results["first vcs after vc (vc's cache)"] = measure(vc_ws, "vcs", "vcs", env)
+                shutil.rmtree(vc_ws / "precision_data" / "temp" / "result_columns")
+                results["first vcs, cache on demand"] = measure(vc_ws, "vcs", "vcs", env)
     base = results["vcs old (parse every row)"]["seconds"]
     for name, r in results.items():
         page = f"  page {r['page_bytes'] / 2**20:7.1f} MB" if "page_bytes" in r else ""
         print(
-            f"{name:28s} {r['seconds']:7.2f} s  peak RSS {r['peak_rss'] / 2**20:7.0f} MB"
+            f"{name:32s} {r['seconds']:7.2f} s  peak RSS {r['peak_rss'] / 2**20:7.0f} MB"
             f"  x{base / r['seconds']:6.1f} vs old vcs{page}"
+        )
+    if vc:
+        for name, r in vc.items():
+            print(f"{name:32s} {r['seconds']:7.2f} s  peak RSS {r['peak_rss'] / 2**20:7.0f} MB")
+        plain = vc["vc writing, no cache"]
+        added = vc["vc writing + columns cache"]["seconds"] - plain["seconds"]
+        compare = plain["files"] * FILE_COMPARE_S / 2
+        print(
+            f"vc's added time {added:.2f} s: x{(plain['seconds'] + added) / plain['seconds']:.2f}"
+            f" its writing loop; {100 * added / compare:.1f}% of a compare of {plain['files']}"
+            f" dump files (~{compare / 60:.0f} min on 2 workers, estimate)"
         )
 
 

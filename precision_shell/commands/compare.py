@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from precision_shell.compare import runner as compare_runner
@@ -160,17 +161,24 @@ def vc_command(
 
 def _dask_target(ctx: ShellContext, args: argparse.Namespace) -> DaskTarget | None:
     """--scheduler / --cluster, else the parallelism.scheduler setting unless --backend or -j
-    asks for a local pool."""
+    asks for a local pool; with parallelism.no_worker_wait_s."""
     if args.scheduler and args.cluster:
         raise UsageError("vc: give --scheduler or --cluster, not both")
     if (args.scheduler or args.cluster) and (args.backend or args.jobs):
         raise UsageError("vc: --backend and -j are for local pools; drop them with a Dask cluster")
+    wait = float(ctx.settings.get("parallelism.no_worker_wait_s"))
+    target = None
     if args.cluster:
-        return DaskTarget.from_cluster(args.cluster)
-    scheduler = args.scheduler or str(ctx.settings.get("parallelism.scheduler"))
-    if scheduler and not (args.backend or args.jobs):
-        return DaskTarget(scheduler=scheduler)
-    return None
+        target = DaskTarget.from_cluster(args.cluster)
+    else:
+        scheduler = args.scheduler or str(ctx.settings.get("parallelism.scheduler"))
+        if scheduler and not (args.backend or args.jobs):
+            target = DaskTarget(scheduler=scheduler)
+    if target is None:
+        return None
+    if not wait > 0:
+        raise UsageError(f"vc: parallelism.no_worker_wait_s must be above 0 seconds, not {wait:g}")
+    return replace(target, no_worker_wait_s=wait)
 
 
 # what decides a compare's plans and rows: a resumed run keeps what it was asked with

@@ -38,6 +38,7 @@ from precision_shell.compare.rank_divergence import (
     divergence_of,
     rank_pair_plans,
 )
+from precision_shell.compare.results.columns_cache import CACHE_DIR as COLUMNS_CACHE_DIR
 from precision_shell.compare.results.summary import SUMMARY_NAME, RunSummary
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.resume import JournalSlot, partial_run_dir, saved_request
@@ -209,14 +210,14 @@ def _run(
             [*plans, *([secondary] if secondary else [])],
             [*paths, *([second_csv] if secondary else [])],
         )
-        runs = _execute_all(plans, paths, request, sink(title), pool, journal)
+        runs = _execute_all(ws, plans, paths, request, sink(title), pool, journal)
         done = list(zip([where for where, _ in slices], runs, strict=False))
         first = done[0][1]
         second = None
         if secondary is not None and not any(r.interrupted for _, r in done):
             progress_2 = sink("vc: device vs device")
             (second,) = _execute_all(
-                [secondary], [second_csv], request, progress_2, pool, journal, len(plans)
+                ws, [secondary], [second_csv], request, progress_2, pool, journal, len(plans)
             )
     summary = RunSummary(
         workspace=str(ws.root),
@@ -272,7 +273,7 @@ def _run_across_ranks(
         title = f"vc: {len(pairs)} ranks vs rank {pairs[0].against}"
         plans = [pair.plan for pair in pairs]
         journal = slot.open(ws, request, out_dir, stamp, plans, paths)
-        runs = _execute_all(plans, paths, request, sink(title), pool, journal)
+        runs = _execute_all(ws, plans, paths, request, sink(title), pool, journal)
     done: list[tuple[RankPair, CompareRun]] = list(zip(pairs, runs, strict=False))
     divergence = [d for pair, compare in done if (d := divergence_of(pair, compare)) is not None]
     results = []
@@ -324,6 +325,7 @@ def _raise_if_lost(pool: DaskPool | None, runs: list[CompareRun], out_dir: Path)
 
 
 def _execute_all(
+    ws: Workspace,
     plans: list[ComparePlan],
     csv_paths: list[Path],
     request: CompareRequest,
@@ -334,7 +336,8 @@ def _execute_all(
 ) -> list[CompareRun]:
     """Every plan in one engine run (ranks are just more tasks); the compares Ctrl-C never
     reached are dropped with their empty CSVs, so what is listed was (partly) compared (the
-    first always is). `journal_first`: the journal's number of the first plan."""
+    first always is). `journal_first`: the journal's number of the first plan. The CSVs'
+    columns caches are written from the rows as they are written (`execute_plans`)."""
     runs = execute_plans(
         plans,
         csv_paths,
@@ -346,6 +349,7 @@ def _execute_all(
         pool=pool,
         journal=journal,
         journal_first=journal_first,
+        columns_cache=lambda: ws.output_dir(COLUMNS_CACHE_DIR),
     )
     cut = next((n for n, r in enumerate(runs) if n and r.tasks and not r.files_done), len(runs))
     for run in runs[cut:]:

@@ -10,10 +10,12 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -259,3 +261,125 @@ def test_the_shell_does_not_import_distributed_until_a_cluster_is_asked_for():
     code = "import sys, precision_shell.commands; print('distributed' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.fixture
+def scheduler_and_workers(tmp_path) -> Iterator[tuple[str, list[subprocess.Popen]]]:
+    """A `dask scheduler` and two one-thread `dask worker`s without a nanny (a killed worker
+    never comes back), each in its own process."""
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    scheduler = _start(
+        ["distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", address.rsplit(":")[-1],
+         "--no-dashboard"],
+        tmp_path / "scheduler.log",
+    )  # fmt: skip
+    workers: list[subprocess.Popen] = []
+    try:
+        for n in range(2):
+            workers.append(
+                _start(
+                    [
+                        "distributed.cli.dask_worker",
+                        address,
+                        "--nthreads",
+                        "1",
+                        "--no-nanny",
+                        "--no-dashboard",
+                        "--death-timeout",
+                        "20",
+                    ],
+                    tmp_path / f"worker{n}.log",
+                )  # fmt: skip
+            )
+        yield address, workers
+    finally:
+        for proc in (*workers, scheduler):
+            _stop(proc)
+
+
+def _kill_workers_on_first_row(workers: list[subprocess.Popen]) -> ProgressSink:
+    """A progress sink that kills every worker when the compare's first row arrives."""
+
+    def advance(tick: Tick) -> None:
+        for worker in workers:
+            if worker.poll() is None:
+                os.killpg(worker.pid, signal.SIGKILL)
+                worker.wait(timeout=30)
+
+    return ProgressSink(advance=advance)
+
+
+def test_a_cluster_whose_workers_all_die_stops_after_the_wait_with_a_partial_summary(
+    tiny_demo, scheduler_and_workers, tmp_path
+):
+    root, _ = tiny_demo
+    address, workers = scheduler_and_workers
+    shell = open_shell(root)
+    out = tmp_path / "out"
+    target = DaskTarget(scheduler=address, no_worker_wait_s=1.0)
+    request = compare_runner.CompareRequest(rule=ThresholdRule.default(), output=out, dask=target)
+    with open_pool(target) as pool:  # both workers up before the compare starts
+        assert pool is not None
+        pool.client.wait_for_workers(2, timeout=60)
+    outcome: dict[str, BaseException | object] = {}
+
+    def compare() -> None:
+        try:
+            outcome["result"] = compare_runner.run(
+                shell.context.workspace, request, lambda title: _kill_workers_on_first_row(workers)
+            )
+        except BaseException as exc:  # noqa: BLE001 - checked below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=compare, daemon=True)  # a hang must not hold pytest up
+    thread.start()
+    thread.join(timeout=120)
+    assert not thread.is_alive(), "the compare hung with no worker left"
+    error = outcome.get("error")
+    assert isinstance(error, PrecisionError), outcome
+    message = str(error)
+    assert "\n" not in message
+    assert message.startswith(
+        f"vc: the Dask scheduler {address} has no workers left (none for 1 s) (partial: "
+    )
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["partial"] is True and 1 <= summary["files_done"] < summary["files_total"]
+    assert f"(partial: {summary['files_done']} of " in message
+    # the rows written are those of the files done: their rows, in task order
+    with open(out / Path(summary["csv"]).name, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))[1:]
+    assert len(rows) == summary["rows"] > 0
+    files_rows = _rows_per_file(shell, summary["files_done"])
+    assert [r[7] for r in rows] == files_rows
+
+
+def _rows_per_file(shell: Any, files: int) -> list[str]:
+    """The TensorIndex cells of the first `files` files' rows, as a local compare writes them."""
+    request = compare_runner.CompareRequest(
+        rule=ThresholdRule.default(), max_files=files, backend="threads"
+    )
+    result = compare_runner.run(shell.context.workspace, request)
+    with open(result.primary.csv_path, newline="", encoding="utf-8") as fh:
+        return [r[7] for r in list(csv.reader(fh))[1:]]
+
+
+def test_the_no_worker_wait_comes_from_the_settings_and_must_be_positive(
+    tiny_demo_shared, monkeypatch
+):
+    shell = open_shell(tiny_demo_shared[0])
+    seen: list[DaskTarget] = []
+
+    def no_pool(target: DaskTarget | None) -> Any:
+        if target is None:  # a local pool
+            return open_pool(None)
+        seen.append(target)
+        raise PrecisionError("vc: stop here")
+
+    monkeypatch.setattr(compare_runner, "open_pool", no_pool)
+    shell.context.settings.override("parallelism.no_worker_wait_s", 2.5)
+    assert run_fail(shell, "vc --scheduler tcp://127.0.0.1:1").error == "vc: stop here"
+    assert seen == [DaskTarget(scheduler="tcp://127.0.0.1:1", no_worker_wait_s=2.5)]
+    shell.context.settings.override("parallelism.no_worker_wait_s", 0.0)
+    error = run_fail(shell, "vc --cluster local:1").error
+    assert error == "vc: parallelism.no_worker_wait_s must be above 0 seconds, not 0"
+    assert run_ok(shell, "vc --max 1 --backend threads").primary.files_done == 1  # local: unused

@@ -7,7 +7,9 @@ the same (`engine.run_tasks(pool=...)`). A task names its dump files by path, so
 must see the same files (a shared filesystem); what comes back is the small result record.
 A worker that dies mid-compare costs nothing but time: the scheduler runs its tasks again
 elsewhere, and each task's rows are taken once, at its position. A scheduler that goes away
-ends the compare early, like Ctrl-C: the rows written stay and the summary says partial.
+ends the compare early, like Ctrl-C: the rows written stay and the summary says partial. So
+does a cluster left with no worker at all for `no_worker_wait_s` (every worker died and none
+came back): its tasks would wait for one forever.
 
 `distributed` is an optional extra, imported here and only when a compare asks for a cluster.
 """
@@ -15,7 +17,9 @@ ends the compare early, like Ctrl-C: the rows written stay and the summary says 
 from __future__ import annotations
 
 import logging
+import math
 import os
+import time
 from collections.abc import Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager, suppress
@@ -32,6 +36,10 @@ CONNECT_TIMEOUT_S = 5.0
 WORKER_WAIT_S = 10.0
 # Closing the client and a local cluster; a dead scheduler must not hold `vc` up.
 CLOSE_TIMEOUT_S = 10.0
+# Mid-compare, a cluster with no worker for this long is given up (the setting
+# parallelism.no_worker_wait_s); its worker count is asked at most once per poll interval.
+NO_WORKER_WAIT_S = 30.0
+_WORKER_POLL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,7 @@ class DaskTarget:
 
     scheduler: str = ""
     local_workers: int = 0  # with no scheduler: the LocalCluster's worker processes
+    no_worker_wait_s: float = NO_WORKER_WAIT_S  # see DaskPool.lost
 
     @classmethod
     def from_cluster(cls, text: str) -> DaskTarget:
@@ -64,6 +73,8 @@ class DaskPool:
         self.target = target
         self._executor: Executor = client.get_executor(pure=False)  # a vc's tasks never repeat
         self._lost: str | None = None
+        self._polled = -math.inf  # when the worker count was last asked
+        self._no_worker_since: float | None = None
 
     @property
     def executor(self) -> Executor:
@@ -76,10 +87,32 @@ class DaskPool:
             return 1
 
     def lost(self) -> str | None:
-        """Set for good once the client has lost the scheduler (it cancels every task then)."""
+        """Set for good once the client has lost the scheduler (it cancels every task then), or
+        once the cluster has had no worker for `target.no_worker_wait_s` (its tasks wait)."""
         if self._lost is None and self.client.status not in ("running", "newly-created"):
             self._lost = f"lost the {self.target.label} mid-compare"
+        if self._lost is None:
+            self._check_workers()
         return self._lost
+
+    def _check_workers(self) -> None:
+        now = time.monotonic()
+        if now - self._polled < _WORKER_POLL_S:
+            return
+        self._polled = now
+        try:
+            workers = len(self.client.nthreads(callback_timeout=CONNECT_TIMEOUT_S))
+        except Exception:  # noqa: BLE001 - a scheduler gone right now: the status says so next
+            return
+        if workers:
+            self._no_worker_since = None
+        elif self._no_worker_since is None:
+            self._no_worker_since = now
+        elif now - self._no_worker_since >= self.target.no_worker_wait_s:
+            self._lost = (
+                f"the {self.target.label} has no workers left (none for "
+                f"{self.target.no_worker_wait_s:g} s)"
+            )
 
 
 def _import_distributed() -> Any:

@@ -3,6 +3,11 @@ per rank, step or rank pair, go through one worker pool: ranks are just more tas
 
 Rows are written as they complete, in execution order; Ctrl-C stops the engine, and what
 was written stays (the summary says the run was interrupted).
+
+Given a place for it (`columns_cache`), the rows written are also gathered as typed columns
+(`ColumnsBuilder`, a few thousand rows at a time while the workers compute), and once a
+plan's CSV is closed for good, whole or partial, they become its columns cache: the first
+`vcs` or `report` on the result then reads arrays instead of parsing the CSV.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import datetime as _dt
 import os
 import threading
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,12 +31,19 @@ from precision_shell.compare.pipeline.engine import (
 from precision_shell.compare.pipeline.journal import RunJournal
 from precision_shell.compare.pipeline.plan import ComparePlan
 from precision_shell.compare.pipeline.worker import CompareOptions
-from precision_shell.compare.results.schema import ResultCsvWriter, ResultRow
+from precision_shell.compare.results.columns import ColumnsBuilder
+from precision_shell.compare.results.columns_cache import caching_enabled, store_columns
+from precision_shell.compare.results.schema import ResultCsvWriter, ResultRow, RowLayout, csv_header
 from precision_shell.compare.results.summary import CompareRecord, RunSummary, SummaryBacked
 from precision_shell.compare.results.tally import CompareTally
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.progress import ProgressSink, Tick
 from precision_shell.workspace.output_files import create_output_file, create_unique_dir
+
+# vc caches the columns of at most this many CSVs per run (the primary first): the cache dir
+# keeps the newest files only, and the first slices are those read most
+CACHED_PLANS = 8
+_CACHE_CHUNK = 8_192  # rows gathered between two encodings (a short pause of the writer)
 
 
 @dataclass
@@ -131,6 +143,7 @@ def execute_plans(
     pool: SharedPool | None = None,
     journal: RunJournal | None = None,
     journal_first: int = 0,
+    columns_cache: Callable[[], Path] | None = None,
 ) -> list[CompareRun]:
     """Run every plan's tasks in one engine run, plan k's rows into `csv_paths[k]`.
 
@@ -140,7 +153,12 @@ def execute_plans(
 
     With a `journal` (plan k is its plan `journal_first + k`) each task is journaled once its
     rows are flushed, and the tasks it already holds are not run again: their rows stay in the
-    CSV (cut back to them) and count in the tally; the other tasks' rows are appended."""
+    CSV (cut back to them) and count in the tally; the other tasks' rows are appended.
+
+    With `columns_cache` (the cache dir), each of the first `CACHED_PLANS` CSVs made anew gets
+    its columns cache from the rows written, once it is closed: when its plan is done, or at
+    the end of a partial run (a row Ctrl-C cut in the middle of its writing leaves that CSV to
+    be cached by its first reader)."""
     progress = progress or ProgressSink()
     runs = [
         CompareRun(
@@ -156,18 +174,31 @@ def execute_plans(
         for plan, path in zip(plans, csv_paths, strict=True)
     ]
     cancel = cancel or threading.Event()
+    if columns_cache is not None and not caching_enabled():
+        columns_cache = None
+    columns: list[ColumnsBuilder | None] = [None] * len(runs)
+    writing: int | None = None  # the plan whose rows are being written (Ctrl-C's victim)
     with ExitStack() as files:
         writers: list[ResultCsvWriter] = []
+        plan_files = [files.enter_context(ExitStack()) for _ in runs]  # closed when done
         for k, (run, path) in enumerate(zip(runs, csv_paths, strict=True)):
             if journal is None:
-                fh = files.enter_context(create_output_file(path))
+                fh = plan_files[k].enter_context(create_output_file(path))
                 writers.append(ResultCsvWriter(fh, path, options.overflow))
-                continue
-            writer, rows = journal.open_csv(journal_first + k, path, options.overflow, files)
-            writers.append(writer)
-            run.tally.add(rows)
-            run.files_done = journal.progress(journal_first + k).done
-            run.resumed_from = run.files_done if journal.resumed else None
+                rows: list[ResultRow] = []
+            else:
+                writer, rows = journal.open_csv(
+                    journal_first + k, path, options.overflow, plan_files[k]
+                )
+                writers.append(writer)
+                run.tally.add(rows)
+                run.files_done = journal.progress(journal_first + k).done
+                run.resumed_from = run.files_done if journal.resumed else None
+            if columns_cache is not None and k < CACHED_PLANS and not rows:
+                layout = RowLayout.of(path, csv_header(options.overflow))
+                builder = ColumnsBuilder(layout, chunk=_CACHE_CHUNK)
+                columns[k] = builder
+                writers[k].on_written = builder.add_written
         left = [plan.tasks[run.files_done :] for plan, run in zip(plans, runs, strict=True)]
         tasks = [task for part in left for task in part]
         owner = [k for k, part in enumerate(left) for _ in part]
@@ -182,7 +213,9 @@ def execute_plans(
                 for position, result in enumerate(results):
                     k = owner[position]
                     run = runs[k]
+                    writing = k
                     writers[k].write(result.rows)
+                    writing = None
                     if journal is not None:
                         journal.record(journal_first + k, tasks[position], result.rows)
                     run.tally.add(result.rows)
@@ -192,8 +225,11 @@ def execute_plans(
                     if run.files_done == run.tasks:
                         now = time.perf_counter()
                         run.elapsed, mark = now - mark, now
+                        plan_files[k].close()  # the CSV is whole: cache its columns now
+                        _cache_columns(run.csv_path, columns, k, columns_cache)
         except KeyboardInterrupt:
-            pass
+            if writing is not None:  # its CSV may hold rows its columns lack
+                columns[writing] = None
         finally:
             progress.stop()
             cut = next((run for run in runs if run.files_done < run.tasks), None)
@@ -201,7 +237,25 @@ def execute_plans(
                 cut.elapsed = time.perf_counter() - mark
     for run in runs:
         run.interrupted = run.files_done < run.tasks
+    try:  # the CSVs are closed: those not done yet are as partial as they stay
+        for k, run in enumerate(runs):
+            _cache_columns(run.csv_path, columns, k, columns_cache)
+    except KeyboardInterrupt:
+        pass  # a second Ctrl-C: their first reader caches them
     return runs
+
+
+def _cache_columns(
+    csv_path: Path,
+    columns: list[ColumnsBuilder | None],
+    k: int,
+    cache_dir: Callable[[], Path] | None,
+) -> None:
+    """Plan k's columns (if gathered) into the columns cache of its closed CSV."""
+    builder, columns[k] = columns[k], None
+    if builder is None or cache_dir is None:
+        return
+    store_columns(csv_path, cache_dir, builder.layout, [], builder.arrays())
 
 
 def _size(path: str) -> int:

@@ -163,94 +163,130 @@ def _metric_values(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
 def build_arrays(csv_path: Path) -> tuple[RowLayout, list[str], dict[str, np.ndarray]]:
     """Parse the CSV once into the arrays `ResultColumns` is made of (CSV warnings aside)."""
+    warnings: list[str] = []
+    layout, records = iter_result_records(csv_path, warnings, strip_cells=False)
+    builder = ColumnsBuilder(layout)
     # millions of short-lived strings and lists, none in a cycle: the cyclic collector would
     # rescan them all again and again for nothing
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _build_arrays(csv_path)
+        for record in records:
+            builder.add(record)
+        return layout, warnings, builder.arrays()
     finally:
         if enabled:
             gc.enable()
 
 
-def _build_arrays(csv_path: Path) -> tuple[RowLayout, list[str], dict[str, np.ndarray]]:
-    warnings: list[str] = []
-    layout, records = iter_result_records(csv_path, warnings, strip_cells=False)
-    width = len(layout.header)
-    strings = [_StrBuilder() for _ in range(width)]
-    ops = _StrBuilder()
-    ops.coded, ops.codes = True, []
-    ti_col, op_col = layout.col["TensorIndex"], layout.op_col
-    reason_col = layout.col.get("CompareFailReason")
-    metric_cols = [i for _, i in layout.metric_idx]
-    lines: list[np.ndarray] = []
-    kinds: list[np.ndarray] = []
-    compared: list[np.ndarray] = []
-    constant: list[np.ndarray] = []
-    values: list[list[np.ndarray]] = [[] for _ in metric_cols]
-    nonfinite: list[list[np.ndarray]] = [[] for _ in metric_cols]
+class ColumnsBuilder:
+    """The arrays `ResultColumns` is made of, from records (line, cells not yet stripped) as
+    they come, `chunk` records encoded at a time: what `build_arrays` makes of a CSV's records,
+    and what `vc` makes of the rows it writes (`add_written`), without reading them back."""
 
-    def flush(chunk: list[tuple[int, list[str]]]) -> None:
+    def __init__(self, layout: RowLayout, chunk: int = _CHUNK) -> None:
+        self.layout = layout
+        self.chunk_rows = max(chunk, _SAMPLE)  # the first chunk decides coded or plain
+        self.rows = 0
+        self._next_line = 2  # the record number of the next written row (header = 1)
+        self._chunk: list[tuple[int, list[str]]] = []
+        width = len(layout.header)
+        self._strings = [_StrBuilder() for _ in range(width)]
+        self._ops = _StrBuilder()
+        self._ops.coded = True
+        self._ti_col, self._op_col = layout.col["TensorIndex"], layout.op_col
+        self._reason_col = layout.col.get("CompareFailReason")
+        self._metric_cols = [i for _, i in layout.metric_idx]
+        self._lines: list[np.ndarray] = []
+        self._kinds: list[np.ndarray] = []
+        self._compared: list[np.ndarray] = []
+        self._constant: list[np.ndarray] = []
+        self._values: list[list[np.ndarray]] = [[] for _ in self._metric_cols]
+        self._nonfinite: list[list[np.ndarray]] = [[] for _ in self._metric_cols]
+
+    def add(self, record: tuple[int, list[str]]) -> None:
+        """One record as the reader yields it (cut or padded to the header's width)."""
+        self._chunk.append(record)
+        self.rows += 1
+        if len(self._chunk) >= self.chunk_rows:
+            self.flush()
+
+    def add_written(self, records: Iterable[list[str]]) -> None:
+        """Records as `csv.writer` wrote them after the header, one after another: numbered
+        and skipped (all cells blank) as the reader will number and skip them."""
+        strip = str.strip
+        for cells in records:
+            line = self._next_line
+            self._next_line += 1
+            if cells and any(map(strip, cells)):
+                self.add((line, cells))
+
+    def flush(self) -> None:
+        chunk = self._chunk
         if not chunk:
             return
-        lines.append(np.fromiter((line for line, _ in chunk), dtype=np.int64, count=len(chunk)))
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._encode(chunk)
+        finally:
+            if enabled:
+                gc.enable()
+        self._chunk = []
+
+    def _encode(self, chunk: list[tuple[int, list[str]]]) -> None:
+        n = len(chunk)
+        self._lines.append(np.fromiter((line for line, _ in chunk), dtype=np.int64, count=n))
         strip = str.strip  # the reader's stripping, a column at a time
         columns = [list(map(strip, c)) for c in zip(*(cells for _, cells in chunk), strict=True)]
-        for builder, column in zip(strings, columns, strict=True):
+        for builder, column in zip(self._strings, columns, strict=True):
             builder.add(column)
-        tensors, npu = columns[ti_col], columns[op_col]
-        ops.add([op_name_of(t, d) for t, d in zip(tensors, npu, strict=True)])
-        kinds.append(
+        tensors, npu = columns[self._ti_col], columns[self._op_col]
+        self._ops.add([op_name_of(t, d) for t, d in zip(tensors, npu, strict=True)])
+        self._kinds.append(
             np.fromiter(
-                (_KIND_CODES[_parse_tensor_index(t)[0]] for t in tensors),
-                dtype=np.int8,
-                count=len(chunk),
+                (_KIND_CODES[_parse_tensor_index(t)[0]] for t in tensors), dtype=np.int8, count=n
             )
         )
-        any_computed = np.zeros(len(chunk), dtype=bool)
-        for k, i in enumerate(metric_cols):
+        any_computed = np.zeros(n, dtype=bool)
+        for k, i in enumerate(self._metric_cols):
             v, nf, computed = _metric_values(list(columns[i]))
-            values[k].append(v)
-            nonfinite[k].append(nf)
+            self._values[k].append(v)
+            self._nonfinite[k].append(nf)
             any_computed |= computed
-        compared.append(any_computed)
-        if reason_col is None:
-            constant.append(np.zeros(len(chunk), dtype=bool))
+        self._compared.append(any_computed)
+        if self._reason_col is None:
+            self._constant.append(np.zeros(n, dtype=bool))
         else:
             marked = np.fromiter(
-                (CONSTANT_INPUT in r for r in columns[reason_col]), dtype=bool, count=len(chunk)
+                (CONSTANT_INPUT in r for r in columns[self._reason_col]), dtype=bool, count=n
             )
-            constant.append(marked & ~any_computed)
-        chunk.clear()
+            self._constant.append(marked & ~any_computed)
 
-    chunk: list[tuple[int, list[str]]] = []
-    for record in records:
-        chunk.append(record)
-        if len(chunk) >= _CHUNK:
-            flush(chunk)
-    flush(chunk)
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays of every record added so far."""
+        self.flush()
 
-    def joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+        def joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+            return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
-    arrays: dict[str, np.ndarray] = {
-        "line": joined(lines, np.int64),
-        "kind": joined(kinds, np.int8),
-        "compared": joined(compared, bool),
-        "constant": joined(constant, bool),
-    }
-    for j, builder in enumerate(strings):
-        if builder.coded is None:  # no records
-            builder.coded = False
-        arrays.update(builder.arrays(f"c{j}"))
-    op_arrays = ops.arrays("op")
-    arrays["op"] = op_arrays.pop("op.codes")
-    arrays.update(op_arrays)
-    for k in range(len(metric_cols)):
-        arrays[f"m{k}.value"] = joined(values[k], np.float64)
-        arrays[f"m{k}.nonfinite"] = joined(nonfinite[k], bool)
-    return layout, warnings, arrays
+        arrays: dict[str, np.ndarray] = {
+            "line": joined(self._lines, np.int64),
+            "kind": joined(self._kinds, np.int8),
+            "compared": joined(self._compared, bool),
+            "constant": joined(self._constant, bool),
+        }
+        for j, builder in enumerate(self._strings):
+            if builder.coded is None:  # no records
+                builder.coded = False
+            arrays.update(builder.arrays(f"c{j}"))
+        op_arrays = self._ops.arrays("op")
+        arrays["op"] = op_arrays.pop("op.codes")
+        arrays.update(op_arrays)
+        for k in range(len(self._metric_cols)):
+            arrays[f"m{k}.value"] = joined(self._values[k], np.float64)
+            arrays[f"m{k}.nonfinite"] = joined(self._nonfinite[k], bool)
+        return arrays
 
 
 def str_column(arrays: dict[str, np.ndarray], name: str) -> StrColumn:

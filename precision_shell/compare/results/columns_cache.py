@@ -14,6 +14,11 @@ The file is ours alone to trust. A workspace may come from someone else, so:
 Layout: MAGIC (8) | HMAC (32) | header length (u64 LE) | JSON header | pad to 64 | arrays,
 each at a 64-byte aligned offset from the start of the array region. Written atomically
 (`replace_output`); read through `mmap`, so only the pages a command touches are loaded.
+
+Written by the first reader of a big CSV, or by `vc` itself from the rows it wrote
+(`store_columns`), so the first `vcs` after a compare reads arrays too. Every write prunes the
+dir (`prune_cache`): a file whose CSV is gone or changed goes, and of the rest only the newest
+`MAX_CACHE_FILES`, at most `MAX_CACHE_BYTES` together, stay.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import hmac
 import json
 import mmap
 import os
+import stat
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -46,8 +52,13 @@ _ALIGN = 64
 _HEAD = len(MAGIC) + _MAC_LEN + 8
 _MAX_HEADER = 256 * 2**20
 _CHUNK = 2**20
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DTYPES = {"<i8", "<i4", "|i1", "|u1", "|b1", "<f8"}
 ENV_DISABLE = "PRECISION_SHELL_NO_RESULT_CACHE"  # "1": parse the CSV every time (benchmarks)
+# What the dir keeps after a write: the newest files, at most this many and this many bytes
+# together (a 1M-row result's file is ~0.7 GB); the file just written always stays.
+MAX_CACHE_FILES = 32
+MAX_CACHE_BYTES = 4 * 2**30
 
 
 class CacheInvalid(Exception):
@@ -295,7 +306,135 @@ def cached_columns(csv_path: Path, cache_dir: Callable[[], Path] | None) -> Resu
     try:
         if source_key(csv_path) == source:  # not rewritten while we read it
             write_cache(where, encode_cache(key, source, layout, warnings, arrays))
+            prune_cache(where.parent, keep=where)
     except (PrecisionError, OSError) as exc:
         if not notes:  # one line at most
             notes.append(f"columns cache not written: {exc}")
     return columns
+
+
+def caching_enabled() -> bool:
+    return os.environ.get(ENV_DISABLE, "") in ("", "0") and _user_key() is not None
+
+
+def store_columns(
+    csv_path: Path,
+    cache_dir: Callable[[], Path],
+    layout: RowLayout,
+    warnings: list[str],
+    arrays: dict[str, np.ndarray],
+) -> Path | None:
+    """Cache `arrays`, built from the very records of `csv_path` (`vc`: from the rows it
+    wrote), keyed to the CSV as it is now: the writer must have closed it for good. Returns the
+    cache file, or None when the CSV is too small to be worth one, caching is off, or the file
+    could not be written (the first reader builds it then)."""
+    try:
+        if csv_path.stat().st_size < MIN_CACHED_BYTES or not caching_enabled():
+            return None
+        key = _user_key()
+        assert key is not None
+        where = cache_path(cache_dir(), csv_path)
+        source = source_key(csv_path)
+        write_cache(where, encode_cache(key, source, layout, warnings, arrays))
+        prune_cache(where.parent, keep=where)
+    except (PrecisionError, OSError):
+        return None
+    return where
+
+
+# -- pruning ------------------------------------------------------------------------------
+def _header_of(fd: int, size: int) -> dict[str, Any] | None:
+    """The JSON header of an open cache file (not authenticated: pruning only reads where it
+    says its CSV is, never trusts its arrays), or None when it has none."""
+    head = os.pread(fd, _HEAD, 0)
+    if len(head) != _HEAD or head[: len(MAGIC)] != MAGIC:
+        return None
+    (head_len,) = struct.unpack("<Q", head[-8:])
+    if head_len > min(size - _HEAD, _MAX_HEADER):
+        return None
+    try:
+        meta = json.loads(os.pread(fd, head_len, _HEAD))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def _still_valid(cache_dir: Path, name: str, meta: dict[str, Any] | None) -> bool:
+    """The file is named for its CSV, of this schema, and that CSV is still what it cached."""
+    if meta is None or meta.get("schema") != SCHEMA:
+        return False
+    source = meta.get("source")
+    if not isinstance(source, dict) or not isinstance(source.get("path"), str):
+        return False
+    csv_path = Path(source["path"])
+    try:
+        return cache_path(cache_dir, csv_path).name == name and source_key(csv_path) == source
+    except (OSError, ValueError):  # the CSV is gone (or its path is no path)
+        return False
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    # an inode number is reused at once: a file written since has another mtime or ctime
+    return (st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _remove(path: Path, checked: os.stat_result) -> None:
+    """Unlink `path` if it is still the file that was checked (another shell may have just
+    replaced it with a fresh one); a file already gone is fine."""
+    try:
+        if _identity(os.lstat(path)) == _identity(checked):
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def prune_cache(
+    cache_dir: Path,
+    keep: Path | None = None,
+    max_files: int | None = None,
+    max_bytes: int | None = None,
+) -> list[Path]:
+    """Drop the cache files of `cache_dir` whose CSV is gone or changed (or that are no cache
+    file of this schema), then the oldest (mtime) beyond `max_files` files or `max_bytes`
+    bytes together; `keep` (the file just written) always stays. Only regular `*.cols` files
+    directly in `cache_dir` are looked at (links and temp files of a writer never: nothing is
+    followed, nothing else removed); a file that goes away meanwhile (another shell pruning)
+    is skipped. Returns what was removed."""
+    max_files = MAX_CACHE_FILES if max_files is None else max_files
+    max_bytes = MAX_CACHE_BYTES if max_bytes is None else max_bytes
+    removed: list[Path] = []
+    live: list[tuple[Path, os.stat_result]] = []
+    try:
+        names = os.listdir(cache_dir)
+    except OSError:
+        return removed
+    for name in names:
+        if not name.endswith(SUFFIX) or name.startswith("."):
+            continue
+        path = cache_dir / name
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC)
+        except OSError:  # gone, a link (ELOOP), unreadable: not ours to judge
+            continue
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            meta = _header_of(fd, st.st_size)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        if keep is not None and path == keep or _still_valid(cache_dir, name, meta):
+            live.append((path, st))
+        else:
+            _remove(path, st)
+            removed.append(path)
+    live.sort(key=lambda item: (item[0] != keep, -item[1].st_mtime_ns, item[0].name))
+    total = 0
+    for n, (path, st) in enumerate(live):
+        total += st.st_size
+        if path != keep and (n >= max_files or total > max_bytes):
+            _remove(path, st)
+            removed.append(path)
+    return removed

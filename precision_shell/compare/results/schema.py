@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import math
 import re
-from collections.abc import Generator, Iterable
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -163,14 +163,16 @@ class ResultCsvWriter:
         if header:
             self._writer.writerow(csv_header(overflow))
         self.rows = 0
+        # given the cells of each write's rows once they are written (vc's columns cache)
+        self.on_written: Callable[[list[list[str]]], None] | None = None
 
     def write(self, rows: Iterable[ResultRow]) -> None:
-        n = 0
-        for row in rows:
-            self._writer.writerow(row.cells(self.overflow))
-            n += 1
-        self.rows += n
+        records = [row.cells(self.overflow) for row in rows]
+        self._writer.writerows(records)
+        self.rows += len(records)
         self._fh.flush()
+        if self.on_written is not None:
+            self.on_written(records)
 
 
 @dataclass
