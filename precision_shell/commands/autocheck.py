@@ -39,6 +39,7 @@ from precision_shell.compare.statistics.run import StatisticsCompareResult
 from precision_shell.errors import PrecisionError
 from precision_shell.explore.nonfinite_origin import NonfiniteOrigin, nonfinite_origin
 from precision_shell.explore.overflow_check import OverflowFinding, overflow_findings
+from precision_shell.foreign.run import ForeignCompareResult, run_foreign_compare
 from precision_shell.report.writer import write_report
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import REGISTRY, UsageError, argument, command
@@ -342,8 +343,27 @@ def _diagnose(
     help=f"stop replaying after this long (default {DEFAULT_BUDGET_S:g}); ops not reached "
     "are counted",
 )
-def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck:
-    """ac [-c] [-l N] [--report] [--rank R|all] [--step S|all] [--replay candidates|all|none] [--replay-budget S] [--depth N] [--dump-path DIR]
+@argument(
+    "-lt",
+    "--left",
+    complete="path",
+    help="with -c: a MegEngine io dump or SigmaStar DumpDebug dump (device / fixed run)",
+)
+@argument(
+    "-rt",
+    "--right",
+    complete="path",
+    help="with -c: the dump of the same kind to compare with (benchmark / float run)",
+)
+@argument(
+    "-o",
+    "--output",
+    type=Path,
+    complete="path",
+    help="with -lt/-rt: write the CSV and summary.json into this dir",
+)
+def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | ForeignCompareResult:
+    """ac [-c] [-l N] [--report] [--rank R|all] [--step S|all] [--replay candidates|all|none] [--replay-budget S] [--depth N] [--dump-path DIR] [-lt DUMP -rt DUMP [-o DIR]]
 
     Auto check: fusion, overflow (first first), casts, first NaN/inf by rank and step;
     with -c compare, advisor and the root cause (its first step, then rank). On a statistics
@@ -358,7 +378,20 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck:
     overflow). --replay all also replays every other op with a kernel, candidates first,
     then by the quality each loses, until --replay-budget runs out. summary.json root
     causes say "evidence": "replay" or "estimate" with their "own_error".
+
+    ac -c -lt A -rt B on two MegEngine io dumps (or two SigmaStar DumpDebug dumps): vc's
+    compare of the pair, then the root cause: MegEngine, a failing var none of whose inputs
+    fail (on the dump's graph); SigmaStar, the first failing layer in layer order.
     """
+    if args.left is not None or args.right is not None:
+        if args.report:
+            raise UsageError("ac: --report is for workspace compares, not -lt/-rt dump pairs")
+        # -lt/-rt are for foreign dump pairs only; check_pair names a path of neither kind
+        return run_foreign_compare(
+            ctx.workspace_path, args.left, args.right, args.output, diagnose=True, command="ac"
+        )
+    if args.output is not None:
+        raise UsageError("ac: -o is for -lt/-rt dump pairs")
     if args.limit < 0:
         raise UsageError("ac: -l must not be negative")
     if not (args.replay_budget > 0 and args.replay_budget < float("inf")):

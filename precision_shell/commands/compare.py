@@ -15,6 +15,7 @@ from precision_shell.compare.rank_divergence import ACROSS_CHOICES, RankDivergen
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.runner import CompareRequest
 from precision_shell.compare.statistics.run import StatisticsCompareResult
+from precision_shell.foreign.run import ForeignCompareResult, is_foreign_pair, run_foreign_compare
 from precision_shell.progress import ProgressSink
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
@@ -100,7 +101,7 @@ def parse_algorithms(text: str | None) -> tuple[str, ...] | None:
 )
 def vc_command(
     ctx: ShellContext, args: argparse.Namespace
-) -> VectorCompareResult | RankDivergenceResult | StatisticsCompareResult:
+) -> VectorCompareResult | RankDivergenceResult | StatisticsCompareResult | ForeignCompareResult:
     """vc [-lt LEFT -rt RIGHT] [-g GRAPH] [--rank R|all] [--step S|all] [--across ranks] [--max N] [--alg LIST] [-o OUTDIR] [--scheduler ADDR | --cluster local[:N]]
 
     Whole-network compare of every dumped tensor; writes result_<ts>.csv and summary.json.
@@ -119,7 +120,16 @@ def vc_command(
     .npy dir, or another dump (statistics, or tensors whose statistics are computed), ops
     paired by name; u is the coarser of the two dtypes, and rows of another Format/Shape are
     taken to their real elements first (same Format and Shape: compared as recorded).
+
+    -lt/-rt on two MegEngine io dumps (--bin-io-dump dirs, --io-dump text) or two SigmaStar
+    DumpDebug dumps: every tensor paired (MegEngine by var id, else op name + slot;
+    SigmaStar by tensor name, slot as tie-breaker) and compared in float64: CosineSimilarity,
+    MaxAbsoluteError, MegEngineRelativeError, MeanSquaredError, SigmaStarRMSE; "mode":
+    "megengine" / "sigmastar". Fails: MegEngine relative error > 1e-3; SigmaStar cosine
+    < 0.99 or RMSE > 0.1. `ac -c -lt A -rt B` adds the root cause.
     """
+    if not args.resume and is_foreign_pair(args.left, args.right):
+        return run_foreign_compare(ctx.workspace_path, args.left, args.right, args.output)
     if args.max is not None and args.max < 1:
         raise UsageError("vc: --max must be at least 1")
     if args.jobs is not None and args.jobs < 1:

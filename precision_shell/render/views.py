@@ -4,6 +4,7 @@ from precision_shell.render import (  # noqa: F401
     compare_views,
     diagnosis_views,
     divergence_views,
+    foreign_views,
     graph_views,
     harvest_views,
     replay_views,

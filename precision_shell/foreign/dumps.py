@@ -1,0 +1,254 @@
+"""One neutral form for a foreign dump: tensors in execution order, each with its pairing
+keys, owner op, slot, dtype, shape, a float64 value loader and (MegEngine) its input edges.
+
+A path is recognised by the readers' own `detect` functions (contents, never the name):
+a MegEngine `--bin-io-dump` dir (or one var file of it), a MegEngine `--io-dump` text file,
+a SigmaStar DumpDebug file (binary or string form) or a dir of per-tensor DumpDebug files.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from precision_shell.errors import PrecisionError
+from precision_shell.formats import megengine_dump as meg
+from precision_shell.formats import sigmastar_dump as sigma
+
+MEGENGINE = "megengine"
+SIGMASTAR = "sigmastar"
+FAMILIES = (MEGENGINE, SIGMASTAR)
+
+_LAYOUT_DIM = re.compile(r"(-?[0-9]{1,15})(?:\([0-9-]+\))?")
+
+
+class ValuesUnavailable(PrecisionError):
+    """A tensor whose values the dump does not hold (a text dump prints only the first few)."""
+
+
+@dataclass(frozen=True)
+class ForeignTensor:
+    """One dumped tensor of a foreign run, in the neutral form the compare reads."""
+
+    order: int  # execution order (0 first)
+    key: str  # the primary pairing key: the var id (MegEngine) or the tensor name (SigmaStar)
+    name: str  # var name / tensor name
+    op_name: str  # owner op (SigmaStar: the tensor name, the layer's output)
+    op_type: str
+    slot: int
+    dtype: str
+    shape: tuple[int, ...]
+    load: Callable[[], np.ndarray] = field(repr=False, compare=False)
+    inputs: tuple[str, ...] = ()  # keys of the owner op's input tensors, in input order
+    var_id: int | None = None  # MegEngine
+    detail: str = ""  # what the dtype means for the values ("dequantized s=0.05 z=3")
+
+    @property
+    def count(self) -> int:
+        return math.prod(self.shape)
+
+    def values(self) -> np.ndarray:
+        """The values as float64 (quantized SigmaStar tensors dequantized)."""
+        return np.asarray(self.load(), dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class ForeignDump:
+    family: str  # MEGENGINE | SIGMASTAR
+    kind: str  # the reader's detect() kind
+    path: str
+    tensors: tuple[ForeignTensor, ...]
+    # MegEngine: var id -> the op's dumped inputs (`-inp` files), as tensors keyed `<id>-inp<i>`
+    input_dumps: dict[str, tuple[ForeignTensor, ...]] = field(default_factory=dict)
+
+    def by_key(self) -> dict[str, ForeignTensor]:
+        return {t.key: t for t in self.tensors}
+
+
+def detect_foreign(path: str | Path) -> tuple[str, str] | None:
+    """(family, kind) of a foreign dump at `path`, or None (never raises)."""
+    kind = meg.detect(path)
+    if kind is not None:
+        return MEGENGINE, kind
+    kind = sigma.detect(path)
+    if kind is not None:
+        return SIGMASTAR, kind
+    return None
+
+
+def open_foreign(path: str | Path) -> ForeignDump:
+    """The dump at `path` in the neutral form; a PrecisionError (one line) when it is neither
+    a MegEngine nor a SigmaStar dump, or is malformed."""
+    found = detect_foreign(path)
+    if found is None:
+        raise PrecisionError(
+            f"{path}: not a MegEngine io dump (--bin-io-dump dir, --io-dump text) "
+            "nor a SigmaStar DumpDebug dump"
+        )
+    family, kind = found
+    if kind == meg.KIND_BIN_DIR:
+        return _megengine_bin(meg.read_bin_io_dump(path), kind)
+    if kind == meg.KIND_BIN_FILE:
+        var = meg.read_var_file(path)
+        run = meg.MegRun(str(path), {var.var_id: var} if var.consumer_id is None else {}, {})
+        return _megengine_bin(run, kind)
+    if kind == meg.KIND_TEXT:
+        return _megengine_text(meg.read_io_dump_text(path), kind)
+    if kind == sigma.KIND_DIR:
+        files = sorted(
+            e.path for e in os.scandir(path) if e.is_file() and sigma.detect(e.path) is not None
+        )
+        records = [t for f in files for t in sigma.read_sigmastar_dump(f).tensors]
+        return _sigmastar(str(path), kind, records)
+    return _sigmastar(str(path), kind, list(sigma.read_sigmastar_dump(path).tensors))
+
+
+# ---------------------------------------------------------------------------- MegEngine
+
+
+def _meg_loader(var: meg.MegVar) -> Callable[[], np.ndarray]:
+    return lambda: meg.read_values(var)
+
+
+def _meg_tensor(var: meg.MegVar, order: int, key: str) -> ForeignTensor:
+    return ForeignTensor(
+        order=order,
+        key=key,
+        name=var.name,
+        op_name=var.op_name,
+        op_type=var.op_type,
+        slot=var.slot,
+        dtype=var.dtype_name,
+        shape=var.shape,
+        load=_meg_loader(var),
+        inputs=tuple(str(i) for i in var.input_ids),
+        var_id=var.var_id,
+    )
+
+
+def _topological(ids: list[int], inputs: dict[int, tuple[int, ...]]) -> list[int]:
+    """Var ids so that each comes after its dumped inputs; ties (and cycles) by id."""
+    known = set(ids)
+    done: set[int] = set()
+    out: list[int] = []
+    for start in sorted(ids):
+        stack = [(start, iter(inputs.get(start, ())))]
+        if start in done:
+            continue
+        done.add(start)
+        while stack:
+            node, pending = stack[-1]
+            nxt = next((i for i in pending if i in known and i not in done), None)
+            if nxt is None:
+                stack.pop()
+                out.append(node)
+                continue
+            done.add(nxt)
+            stack.append((nxt, iter(sorted(inputs.get(nxt, ())))))
+    return out
+
+
+def _megengine_bin(run: meg.MegRun, kind: str) -> ForeignDump:
+    ids = list(run.vars)
+    order = _topological(ids, {i: run.vars[i].input_ids for i in ids})
+    tensors = tuple(_meg_tensor(run.vars[i], n, str(i)) for n, i in enumerate(order))
+    input_dumps: dict[str, tuple[ForeignTensor, ...]] = {}
+    for var_id in ids:
+        dumped = run.op_inputs(var_id)
+        if dumped:
+            input_dumps[str(var_id)] = tuple(
+                _meg_tensor(v, -1, f"{var_id}-inp{v.input_index}") for v in dumped
+            )
+    return ForeignDump(MEGENGINE, kind, run.path, tensors, input_dumps)
+
+
+def _layout_shape(layout: str) -> tuple[int, ...] | None:
+    """`{1(18),2(9) Float32}` -> (1, 2); None for `<invalid>` or an unreadable layout."""
+    text = layout.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return None
+    body = text[1:-1].rsplit(" ", 1)[0] if " " in text else text[1:-1]
+    dims = []
+    for part in body.split(","):
+        m = _LAYOUT_DIM.fullmatch(part.strip())
+        if m is None:
+            return None
+        dims.append(int(m.group(1)))
+    return tuple(dims)
+
+
+def _layout_dtype(layout: str) -> str:
+    text = layout.strip().rstrip("}")
+    return text.rsplit(" ", 1)[1] if " " in text else "?"
+
+
+def _text_loader(var: meg.TextVar, shape: tuple[int, ...] | None) -> Callable[[], np.ndarray]:
+    def load() -> np.ndarray:
+        if shape is None:
+            raise ValuesUnavailable(f"var {var.var_id}: the text dump has no valid layout")
+        if var.truncated or len(var.values) != math.prod(shape):
+            raise ValuesUnavailable(
+                f"var {var.var_id}: the --io-dump text prints only the first "
+                f"{len(var.values)} of {math.prod(shape)} values; use --bin-io-dump"
+            )
+        return np.asarray(var.values, dtype=np.float64).reshape(shape)
+
+    return load
+
+
+def _megengine_text(dump: meg.IoDumpText, kind: str) -> ForeignDump:
+    ids = list(dump.order) or sorted(dump.vars)
+    tensors = []
+    for n, var_id in enumerate(i for i in ids if i in dump.vars):
+        var = dump.vars[var_id]
+        shape = _layout_shape(var.layout)
+        tensors.append(
+            ForeignTensor(
+                order=n,
+                key=str(var_id),
+                name=var.name,
+                op_name=var.op_name,
+                op_type=var.op_type,
+                slot=0,  # the text form does not print slots; the name tells outputs apart
+                dtype=_layout_dtype(var.layout),
+                shape=shape or (),
+                load=_text_loader(var, shape),
+                inputs=tuple(str(i) for i in var.input_ids),
+                var_id=var_id,
+                detail="text: values as printed (%.4g)",
+            )
+        )
+    return ForeignDump(MEGENGINE, kind, dump.path, tuple(tensors))
+
+
+# ---------------------------------------------------------------------------- SigmaStar
+
+
+def _sigma_loader(tensor: sigma.SigmaTensor) -> Callable[[], np.ndarray]:
+    return lambda: sigma.real_values(tensor)
+
+
+def _sigmastar(path: str, kind: str, records: list[sigma.SigmaTensor]) -> ForeignDump:
+    outputs = [t for t in records if not t.is_input and not t.constant]
+    tensors = tuple(
+        ForeignTensor(
+            order=n,
+            key=t.name,
+            name=t.name,
+            op_name=t.name,
+            op_type=t.op_label,
+            slot=t.slot,
+            dtype=t.dtype,
+            shape=t.shape,
+            load=_sigma_loader(t),
+            detail=f"dequantized s={t.scale:g} z={t.zero_point}" if t.is_quantized else "",
+        )
+        for n, t in enumerate(outputs)
+    )
+    return ForeignDump(SIGMASTAR, kind, path, tensors)

@@ -1,0 +1,303 @@
+"""The compare of two foreign dumps: pair, compute, judge, write; `ac -c` adds the root cause.
+
+Writes `result_<ts>.csv` (our lead columns, the foreign metric columns of
+`foreign.metrics`, `CompareFailReason`) and `summary.json` (`"mode": "megengine"` or
+`"sigmastar"`) into `-o DIR`, else `<workspace>/precision_data/temp/vector_compare/<ts>/`,
+as `vc -lt/-rt` does. The CSV reads back with `read_result_csv`, so `vcs -f` reads it.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from precision_shell.compare.metrics.cells import NOT_COMPUTED
+from precision_shell.compare.pipeline.execute import result_dir, result_stamp
+from precision_shell.compare.results.schema import LEAD_COLUMNS, REASON_COLUMN, ResultRow
+from precision_shell.compare.results.summary import (
+    SUMMARY_NAME,
+    CompareRecord,
+    DiagnosisRecord,
+    RunSummary,
+)
+from precision_shell.compare.results.tally import CompareTally
+from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.errors import PrecisionError
+from precision_shell.foreign.dumps import (
+    MEGENGINE,
+    ForeignDump,
+    ForeignTensor,
+    detect_foreign,
+    open_foreign,
+)
+from precision_shell.foreign.metrics import FOREIGN_METRICS, cell, compute
+from precision_shell.foreign.pairing import Pairing, pair_dumps
+from precision_shell.foreign.root_cause import (
+    ForeignCause,
+    Node,
+    graph_causes,
+    order_causes,
+    status,
+)
+from precision_shell.foreign.verdict import default_rule
+from precision_shell.workspace.layout import workspace_root_or_new
+from precision_shell.workspace.output_files import create_output_file, ensure_dir
+
+
+def foreign_header() -> list[str]:
+    return [*LEAD_COLUMNS, *FOREIGN_METRICS, REASON_COLUMN]
+
+
+@dataclass
+class ForeignCompareResult:
+    """What `vc -lt A -rt B` (and `ac -c -lt A -rt B`) on two foreign dumps made."""
+
+    family: str
+    left: str
+    right: str
+    method: str  # how tensors were paired
+    rule: ThresholdRule
+    rows: list[ResultRow]
+    summary: RunSummary
+    csv_path: Path
+    causes: list[ForeignCause] | None = None  # None: no root cause was asked for
+    failing: list[ResultRow] = field(default_factory=list)
+
+    @property
+    def summary_path(self) -> Path:
+        assert self.summary.path is not None
+        return self.summary.path
+
+    @property
+    def error_message(self) -> str | None:
+        return None
+
+
+def is_foreign_pair(left: str | None, right: str | None) -> bool:
+    """Either path is a foreign dump (then both must be, of one family: see `check_pair`)."""
+    return any(p and detect_foreign(p) is not None for p in (left, right))
+
+
+def check_pair(command: str, left: str | None, right: str | None) -> None:
+    """Both paths given, both foreign dumps, one family; else a one-line PrecisionError."""
+    if not left or not right:
+        raise PrecisionError(f"{command}: a MegEngine/SigmaStar compare needs both -lt and -rt")
+    found = []
+    for path in (left, right):
+        kind = detect_foreign(path)
+        if kind is None:
+            raise PrecisionError(
+                f"{path}: not a MegEngine io dump (--bin-io-dump dir, --io-dump text) nor a "
+                "SigmaStar DumpDebug dump"
+            )
+        found.append(kind[0])
+    if found[0] != found[1]:
+        raise PrecisionError(
+            f"{command}: {left} is a {found[0]} dump, {right} a {found[1]} dump; "
+            "compare two dumps of one kind"
+        )
+
+
+def output_dir(workspace: Path, output: Path | None) -> tuple[Path, str]:
+    """`-o DIR` (created, must not hold a summary.json) or a new timestamped dir under
+    `<workspace>/precision_data/temp/vector_compare/`, as vc picks it."""
+    if output is None:
+        root = workspace_root_or_new(workspace)
+        base = ensure_dir(root.parent, root.name, "temp", "vector_compare")
+        return result_dir(base)
+    out = output if output.is_absolute() else Path.cwd() / output
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise PrecisionError(f"{output}: not a directory (give a dir for -o)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PrecisionError(f"{output}: cannot create: {exc.strerror}") from None
+    if (out / SUMMARY_NAME).exists():
+        raise PrecisionError(
+            f"{output}: already holds a summary.json; give an empty or new dir for -o"
+        )
+    return out, result_stamp()
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
+
+
+def _label(t: ForeignTensor) -> str:
+    return f"var{t.key} {t.name}" if t.var_id is not None and t.name != t.op_name else t.name
+
+
+def _pair_metrics(left: ForeignTensor, right: ForeignTensor) -> tuple[dict[str, float], str]:
+    """The metrics of one pair, or ({}, why not compared)."""
+    if left.count != right.count:
+        return {}, (
+            f"element counts differ: {_shape(left.shape)} has {left.count}, "
+            f"{_shape(right.shape)} has {right.count}"
+        )
+    try:
+        a, b = left.values(), right.values()
+    except PrecisionError as exc:
+        return {}, str(exc)
+    if a.size != left.count or b.size != right.count:
+        return {}, "the values do not fill the shape"
+    if a.size == 0:
+        return {}, "empty tensor"
+    metrics = compute(a, b)
+    note = "" if left.shape == right.shape else "shapes differ, compared flat"
+    return metrics, note
+
+
+def _row(
+    index: int, left: ForeignTensor | None, right: ForeignTensor | None, why: str
+) -> ResultRow:
+    metrics: dict[str, float] = {}
+    reason = why
+    if left is not None and right is not None:
+        metrics, reason = _pair_metrics(left, right)
+    main = left if left is not None else right
+    assert main is not None
+    texts = {
+        name: cell(metrics[name]) if name in metrics else NOT_COMPUTED for name in FOREIGN_METRICS
+    }
+    return ResultRow(
+        index=index,
+        op_type=main.op_type,
+        npu_dump=_label(left) if left is not None else "NaN",
+        ground_truth=_label(right) if right is not None else "NaN",
+        tensor_index=f"{main.op_name}:output:{main.slot}",
+        shape=_shape(main.shape),
+        texts=texts,
+        reason=reason,
+        device_dtype=left.dtype if left is not None else "NaN",
+        benchmark_dtype=right.dtype if right is not None else "NaN",
+    )
+
+
+def _cells(row: ResultRow) -> list[str]:
+    return [
+        "" if row.index is None else str(row.index),
+        row.op_type,
+        row.npu_dump,
+        row.device_dtype,
+        row.address,
+        row.ground_truth,
+        row.benchmark_dtype,
+        row.tensor_index,
+        row.shape,
+        *(row.texts.get(c, NOT_COMPUTED) for c in FOREIGN_METRICS),
+        row.reason,
+    ]
+
+
+def _input_dump_states(
+    pairing: Pairing, left: ForeignDump, right: ForeignDump, rule: ThresholdRule, rows_of: set[str]
+) -> dict[str, dict[int, tuple[str, dict[str, float]]]]:
+    """For each paired var whose op has inputs that are not dumped outputs: those inputs
+    judged from the two sides' `-inp` dumps."""
+    found: dict[str, dict[int, tuple[str, dict[str, float]]]] = {}
+    for lt, rt, _ in pairing.pairs:
+        if lt is None or rt is None:
+            continue
+        missing = [i for i, key in enumerate(lt.inputs) if key not in rows_of]
+        if not missing:
+            continue
+        lin, rin = left.input_dumps.get(lt.key, ()), right.input_dumps.get(rt.key, ())
+        states: dict[int, tuple[str, dict[str, float]]] = {}
+        for i in missing:
+            if i >= len(lin) or i >= len(rin):
+                continue
+            row = _row(0, lin[i], rin[i], "")
+            metrics = {k: v for k, v in row.metrics.items() if not math.isnan(v)}
+            states[i] = (status(rule, row), metrics)
+        if states:
+            found[lt.key] = states
+    return found
+
+
+def run_foreign_compare(
+    workspace: Path,
+    left_path: str,
+    right_path: str,
+    output: Path | None = None,
+    rule: ThresholdRule | None = None,
+    diagnose: bool = False,
+    command: str = "vc",
+) -> ForeignCompareResult:
+    """Compare two foreign dumps (left: the device / fixed run, right: the benchmark / float
+    run); with `diagnose`, rank the root causes into summary.json too."""
+    check_pair(command, left_path, right_path)
+    started = time.monotonic()
+    left, right = open_foreign(left_path), open_foreign(right_path)
+    rule = rule or default_rule(left.family)
+    pairing = pair_dumps(left, right)
+    out_dir, stamp = output_dir(workspace, output)
+    csv_path = out_dir / f"result_{stamp}.csv"
+    rows: list[ResultRow] = []
+    nodes_src: list[tuple[ForeignTensor, ResultRow]] = []
+    tally = CompareTally(rule)
+    with create_output_file(csv_path) as fh:
+        writer = csv.writer(fh)
+        writer.writerow(foreign_header())
+        for index, (lt, rt, why) in enumerate(pairing.pairs, start=1):
+            row = _row(index, lt, rt, why)
+            writer.writerow(_cells(row))
+            rows.append(row)
+            if lt is not None:
+                nodes_src.append((lt, row))
+    tally.add(rows)
+    record = CompareRecord.from_tally(
+        tally,
+        mode=left.family,
+        left=left.path,
+        right=right.path,
+        csv=csv_path,
+        files_done=len(left.tensors),
+        files_total=len(left.tensors),
+        interrupted=False,
+        skipped=[],
+        elapsed_s=time.monotonic() - started,
+    )
+    summary = RunSummary(workspace=str(workspace), rule=rule, primary=record)
+    causes: list[ForeignCause] | None = None
+    if diagnose:
+        if left.family == MEGENGINE:
+            keys = {t.key for t, _ in nodes_src}
+            dumped = _input_dump_states(pairing, left, right, rule, keys)
+            nodes = [
+                Node(
+                    t.key,
+                    t.op_name,
+                    t.op_type,
+                    t.slot,
+                    t.order,
+                    t.inputs,
+                    row,
+                    dumped.get(t.key, {}),
+                )
+                for t, row in nodes_src
+            ]
+            causes = graph_causes(nodes, rule)
+        else:
+            nodes = [
+                Node(t.key, t.op_name, t.op_type, t.slot, t.order, (), row) for t, row in nodes_src
+            ]
+            causes = order_causes(nodes, rule)
+        summary.diagnosis = DiagnosisRecord(
+            [{**c.to_json(), "pairing": pairing.method} for c in causes], []
+        )
+    summary.write(out_dir / SUMMARY_NAME)
+    return ForeignCompareResult(
+        family=left.family,
+        left=left.path,
+        right=right.path,
+        method=pairing.method,
+        rule=rule,
+        rows=rows,
+        summary=summary,
+        csv_path=csv_path,
+        causes=causes,
+        failing=list(tally.failing),
+    )

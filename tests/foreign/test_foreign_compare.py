@@ -1,0 +1,249 @@
+"""vc / ac -c / vcs on pairs of MegEngine and SigmaStar dumps, through the dispatcher."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from precision_shell.compare.results.schema import read_result_csv
+from precision_shell.foreign.dumps import open_foreign
+from precision_shell.foreign.pairing import BY_OP_SLOT, BY_VAR_ID, pair_dumps
+from precision_shell.foreign.run import ForeignCompareResult
+from precision_shell.formats.megengine_dump import TextSpec, write_io_dump_text
+from precision_shell.formats.sigmastar_dump import SigmaSpec, write_sigmastar_dump
+from precision_shell.render.output import Renderer, make_console
+from precision_shell.shell.dispatcher import Dispatcher
+from tests.commands.shell_fixture import open_shell, run_fail, run_ok
+from tests.foreign.fixtures import (
+    OPS,
+    PLANTED,
+    SCALE,
+    SIGMA_BAD,
+    SIGMA_LAYERS,
+    ZERO,
+    write_megengine,
+    write_sigmastar_pair,
+)
+from tests.foreign.oracles import expected
+
+
+@pytest.fixture
+def shell(tmp_path: Path) -> Dispatcher:
+    (tmp_path / "ws" / "precision_data").mkdir(parents=True)
+    return open_shell(tmp_path / "ws")
+
+
+@pytest.fixture
+def meg_pair(tmp_path: Path) -> tuple[Path, Path, dict, dict]:
+    a, bad = write_megengine(tmp_path / "runA", planted=True)
+    b, good = write_megengine(tmp_path / "runB")
+    return a, b, bad, good
+
+
+def _rows_by_op(result: ForeignCompareResult) -> dict[tuple[str, int], object]:
+    table = read_result_csv(result.csv_path)
+    return {(r.op_name, r.slot): r for r in table.rows}
+
+
+def _check_metrics(row: object, left: np.ndarray, right: np.ndarray) -> None:
+    want = expected(left, right)
+    for column, value in want.items():
+        got = row.metrics[column]  # type: ignore[attr-defined]
+        assert math.isclose(got, value, rel_tol=1e-12, abs_tol=1e-15), (column, got, value)
+
+
+def _printed(result: object) -> str:
+    import io
+
+    buffer = io.StringIO()
+    Renderer(make_console(False, file=buffer, width=160), make_console(False)).result(result)
+    return buffer.getvalue()
+
+
+def test_vc_megengine_rows_hold_the_metrics(shell: Dispatcher, meg_pair, tmp_path: Path) -> None:
+    a, b, bad, good = meg_pair
+    result = run_ok(shell, f"vc -lt {a} -rt {b}")
+    assert isinstance(result, ForeignCompareResult)
+    assert result.method == BY_VAR_ID
+    assert result.csv_path.parent.parent == tmp_path / "ws/precision_data/temp/vector_compare"
+    rows = _rows_by_op(result)
+    assert len(rows) == len(OPS)
+    for var_id, (op, slot) in OPS.items():
+        row = rows[(op.name, slot)]
+        _check_metrics(row, bad[var_id], good[var_id])
+        assert row.device_dtype == ("Float16" if bad[var_id].dtype == np.float16 else "Float32")
+    failing = {r.op_name for r in result.failing}
+    assert failing == {PLANTED, "cast2", "reduce1"}
+    summary = json.loads(result.summary_path.read_text())
+    assert summary["mode"] == "megengine"
+    assert summary["thresholds"] == {"MegEngineRelativeError": 1e-3}
+    assert "diagnosis" not in summary
+    text = _printed(result)
+    assert "MegEngine compare" in text and PLANTED in text
+
+
+def test_ac_megengine_names_the_planted_op(shell: Dispatcher, meg_pair, tmp_path: Path) -> None:
+    a, b, _, _ = meg_pair
+    out = tmp_path / "out"
+    result = run_ok(shell, f"ac -c -lt {a} -rt {b} -o {out}")
+    assert isinstance(result, ForeignCompareResult)
+    assert result.causes and result.causes[0].op == PLANTED
+    assert len(result.causes) == 1  # cast2 and reduce1 inherit: their input fails
+    summary = json.loads((out / "summary.json").read_text())
+    cause = summary["diagnosis"]["root_causes"][0]
+    assert cause["op"] == PLANTED and cause["evidence"] == "estimate"
+    assert [i["status"] for i in cause["measures"]["inputs"]] == ["pass", "pass"]
+    assert "root causes" in _printed(result)
+
+
+def test_runs_numbered_differently_pair_by_op_and_slot(shell: Dispatcher, tmp_path: Path) -> None:
+    a, bad = write_megengine(tmp_path / "runA", planted=True)
+    shifted = {i: i + 2 for i in OPS}  # ids 3..10 exist in both runs, naming other vars
+    b, good = write_megengine(tmp_path / "runB", renumber=shifted)
+    assert pair_dumps(open_foreign(a), open_foreign(b)).method == BY_OP_SLOT
+    result = run_ok(shell, f"ac -c -lt {a} -rt {b}")
+    assert result.method == BY_OP_SLOT
+    rows = _rows_by_op(result)
+    assert all(r.compared for r in rows.values())
+    _check_metrics(rows[("split1", 1)], bad[7], good[7])
+    assert result.causes[0].op == PLANTED
+    assert result.summary.diagnosis.root_cause == PLANTED
+
+
+def test_inputs_judged_from_inp_dumps_when_not_dumped(tmp_path: Path) -> None:
+    """The producers of mul1's inputs are gone from both dirs: their -inp dumps decide."""
+    from precision_shell.foreign.run import run_foreign_compare
+
+    a, _ = write_megengine(tmp_path / "runA", planted=True)
+    b, _ = write_megengine(tmp_path / "runB")
+    for root in (a, b):
+        (root / "000006").unlink()
+        (root / "000007").unlink()
+    (tmp_path / "ws").mkdir()
+    result = run_foreign_compare(tmp_path / "ws", str(a), str(b), diagnose=True)
+    assert result.causes is not None and result.causes[0].op == PLANTED
+    inputs = result.causes[0].evidence["inputs"]
+    assert [(i["status"], i.get("from")) for i in inputs] == [("pass", "-inp dump")] * 2
+
+
+def test_sigmastar_fixed_vs_float(shell: Dispatcher, tmp_path: Path) -> None:
+    fixed, real_path, q, real = write_sigmastar_pair(tmp_path)
+    result = run_ok(shell, f"ac -c -lt {fixed} -rt {real_path}")
+    assert isinstance(result, ForeignCompareResult)
+    assert result.family == "sigmastar"
+    rows = _rows_by_op(result)
+    assert [name for name, _ in rows] == list(SIGMA_LAYERS)  # no input, no constant
+    for name in SIGMA_LAYERS:
+        dequantized = SCALE * (q[name].astype(np.float64) - ZERO)
+        _check_metrics(rows[(name, 0)], dequantized.astype(np.float32), real[name])
+    assert result.causes is not None and result.causes[0].op == SIGMA_BAD
+    assert {r.op_name for r in result.failing} == {SIGMA_BAD, "fc1", "softmax"}
+    summary = json.loads(result.summary_path.read_text())
+    assert summary["mode"] == "sigmastar"
+    assert summary["diagnosis"]["root_causes"][0]["op"] == SIGMA_BAD
+    assert summary["thresholds"] == {"cosine": 0.99, "SigmaStarRMSE": 0.1}
+
+
+def test_sigmastar_out0_multi_output_pairs_by_name(shell: Dispatcher, tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    x, y, z = (rng.standard_normal((2, 3)).astype(np.float32) for _ in range(3))
+    left = [
+        SigmaSpec("split_a", x, slot=0, op_label="SPLIT"),
+        SigmaSpec("split_b", y, slot=1, op_label="SPLIT"),
+        SigmaSpec("dup", x, slot=0),
+        SigmaSpec("dup", z + 1, slot=1),
+    ]
+    # the reference writer prints `//out 0` for every output, and writes them in another order
+    right = [
+        SigmaSpec("split_b", y, slot=0),
+        SigmaSpec("split_a", x, slot=0),
+        SigmaSpec("dup", z, slot=1),
+        SigmaSpec("dup", x, slot=0),
+    ]
+    write_sigmastar_dump(tmp_path / "l.bin", left)
+    write_sigmastar_dump(tmp_path / "r.bin", right, trailer="none")
+    result = run_ok(shell, f"vc -lt {tmp_path / 'l.bin'} -rt {tmp_path / 'r.bin'}")
+    rows = {(r.op_name, r.slot): r for r in result.rows}
+    assert rows[("split_b", 1)].metrics["MaxAbsoluteError"] == 0.0
+    assert rows[("split_a", 0)].metrics["MaxAbsoluteError"] == 0.0
+    assert rows[("dup", 0)].metrics["MaxAbsoluteError"] == 0.0  # the slot breaks the tie
+    assert math.isclose(rows[("dup", 1)].metrics["MaxAbsoluteError"], 1.0, rel_tol=1e-6)
+
+
+def test_unpaired_and_mismatched_shapes_are_rows_not_compared(tmp_path: Path) -> None:
+    from precision_shell.foreign.run import run_foreign_compare
+
+    a = np.arange(6, dtype=np.float32)
+    write_sigmastar_dump(
+        tmp_path / "l.bin",
+        [SigmaSpec("flat", a.reshape(2, 3)), SigmaSpec("only_left", a), SigmaSpec("count", a)],
+    )
+    write_sigmastar_dump(
+        tmp_path / "r.bin",
+        [SigmaSpec("flat", a.reshape(3, 2)), SigmaSpec("count", a[:4]), SigmaSpec("only_right", a)],
+    )
+    (tmp_path / "ws").mkdir()
+    result = run_foreign_compare(tmp_path / "ws", str(tmp_path / "l.bin"), str(tmp_path / "r.bin"))
+    rows = {r.op_name: r for r in read_result_csv(result.csv_path).rows}
+    assert rows["flat"].compared and rows["flat"].metrics["CosineSimilarity"] == 1.0
+    assert "compared flat" in rows["flat"].reason
+    assert not rows["only_left"].compared and "no tensor of this name" in rows["only_left"].reason
+    assert not rows["only_right"].compared and "left dump" in rows["only_right"].reason
+    assert not rows["count"].compared and "element counts differ" in rows["count"].reason
+    assert result.summary.primary.failed == 3
+
+
+def test_vcs_reads_the_foreign_csv(shell: Dispatcher, meg_pair) -> None:
+    a, b, _, _ = meg_pair
+    result = run_ok(shell, f"vc -lt {a} -rt {b}")
+    table = read_result_csv(result.csv_path)
+    assert "MegEngineRelativeError" in table.metric_columns
+    assert "SigmaStarRMSE" in table.metric_columns
+    # vcs judges by the settings' rule: here the cosine limit, tightened with -c
+    summary = run_ok(shell, f"vcs -f {result.csv_path} -c 0.99999")
+    text = _printed(summary)
+    assert PLANTED in text and "reduce1" not in text.split(PLANTED, 1)[0]
+    assert PLANTED not in _printed(run_ok(shell, f"vcs -f {result.csv_path}"))
+
+
+def test_io_dump_text_pairs_with_a_bin_dir(shell: Dispatcher, tmp_path: Path) -> None:
+    """A --io-dump text file opens too; values the text cuts off are a row not compared."""
+    a, values = write_megengine(tmp_path / "runA")
+    specs = [
+        TextSpec(
+            id=var_id,
+            values=values[var_id],
+            op_name=op.name,
+            op_type=op.type,
+            op_id=var_id,
+            name=f"{op.name}:{slot}",
+            deps=tuple((k, i) for k, i in enumerate(op.inputs)),
+        )
+        for var_id, (op, slot) in OPS.items()
+    ]
+    write_io_dump_text(tmp_path / "io.txt", specs)
+    dump = open_foreign(tmp_path / "io.txt")
+    assert dump.family == "megengine" and dump.tensors[2].inputs == ("1", "2")
+    result = run_ok(shell, f"vc -lt {tmp_path / 'io.txt'} -rt {a}")
+    rows = {r.op_name: r for r in result.rows}
+    assert rows["reduce1"].compared  # two values: all printed
+    assert not rows["fc1"].compared and "--bin-io-dump" in rows["fc1"].reason
+
+
+def test_errors_are_one_line(shell: Dispatcher, meg_pair, tmp_path: Path) -> None:
+    a, _, _, _ = meg_pair
+    other = tmp_path / "notes.txt"
+    other.write_text("hello\n")
+    out = run_fail(shell, f"vc -lt {a} -rt {other}")
+    assert str(other) in (out.error or "")
+    out = run_fail(shell, f"ac -c -lt {other} -rt {a}")
+    assert str(other) in (out.error or "") and "SigmaStar" in (out.error or "")
+    fixed, _, _, _ = write_sigmastar_pair(tmp_path)
+    out = run_fail(shell, f"vc -lt {a} -rt {fixed}")
+    assert "one kind" in (out.error or "")
+    out = run_fail(shell, f"ac -c -lt {a}")
+    assert "-rt" in (out.error or "")
