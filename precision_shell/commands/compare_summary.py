@@ -96,6 +96,8 @@ def parse_limit(text: str, columns: list[str]) -> tuple[str, float]:
     except ValueError:
         raise UsageError(f"vcs: threshold of {name!r} is not a number: {value!r}") from None
     column = metric_column(name)
+    if column is None:  # a column of this file by its own name (MegEngineRelativeError...)
+        column = next((c for c in columns if c.lower() == name.strip().lower()), None)
     if column is None or column not in columns:
         raise UsageError(f"vcs: unknown metric {name!r}; this file has {', '.join(columns)}")
     return column, number
@@ -249,6 +251,10 @@ def _summary_of(csv_path: Path) -> RunSummary | None:
         return None
 
 
+# Compares judged by their own tool's rule, which their summary.json records.
+RECORDED_RULE_MODES = frozenset({"megengine", "sigmastar"})
+
+
 def summary_of(
     ctx: ShellContext,
     table: ResultTable | ResultColumns,
@@ -257,8 +263,11 @@ def summary_of(
     limit: int,
     summary: RunSummary | None = None,
 ) -> CompareSummary:
-    """Judge `table` by the settings' rule; `-c` and `--metric` override single limits."""
+    """Judge `table` by the settings' rule (a MegEngine or SigmaStar compare: the rule its
+    summary recorded, that tool's own); `-c` and `--metric` override single limits."""
     rule = ThresholdRule.from_settings(ctx.settings)
+    if summary is not None and summary.primary.mode in RECORDED_RULE_MODES:
+        rule = summary.rule
     try:
         if cosine is not None:
             rule = rule.with_limit(COSINE, cosine)

@@ -203,11 +203,19 @@ def test_vcs_reads_the_foreign_csv(shell: Dispatcher, meg_pair) -> None:
     table = read_result_csv(result.csv_path)
     assert "MegEngineRelativeError" in table.metric_columns
     assert "SigmaStarRMSE" in table.metric_columns
-    # vcs judges by the settings' rule: here the cosine limit, tightened with -c
+    # vcs judges a MegEngine compare by the rule its summary recorded, MegEngine's own
+    # (max relative error > 1e-3): the planted op fails, as vc said
+    plain = run_ok(shell, f"vcs -f {result.csv_path}")
+    assert plain.rule.to_json() == result.summary.rule.to_json()
+    assert (
+        PLANTED in _printed(plain) and plain.failing_total == result.summary.primary.failing_outputs
+    )
+    # a column of the file by its own name is a --metric too; -c adds a cosine limit
+    loose = run_ok(shell, f"vcs -f {result.csv_path} --metric MegEngineRelativeError:1e9")
+    assert loose.failing_total == 0
     summary = run_ok(shell, f"vcs -f {result.csv_path} -c 0.99999")
     text = _printed(summary)
     assert PLANTED in text and "reduce1" not in text.split(PLANTED, 1)[0]
-    assert PLANTED not in _printed(run_ok(shell, f"vcs -f {result.csv_path}"))
 
 
 def test_io_dump_text_pairs_with_a_bin_dir(shell: Dispatcher, tmp_path: Path) -> None:
