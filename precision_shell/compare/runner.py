@@ -18,8 +18,8 @@ from precision_shell.compare.pipeline.execute import (
     CompareRun,
     VectorCompareResult,
     execute_plans,
+    given_result_dir,
     result_dir,
-    result_stamp,
 )
 from precision_shell.compare.pipeline.journal import RunJournal
 from precision_shell.compare.pipeline.plan import ComparePlan
@@ -375,16 +375,4 @@ def _output_dir(ws: Workspace, output: Path | None) -> tuple[Path, str]:
     """`-o DIR` is the result dir itself (created if missing); else a new timestamped dir."""
     if output is None:
         return result_dir(ws.output_dir("vector_compare"))  # an OutputError names the dir
-    out = output if output.is_absolute() else Path.cwd() / output
-    if out.is_symlink() or (out.exists() and not out.is_dir()):
-        raise PrecisionError(f"{output}: not a directory (give a dir for -o)")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PrecisionError(f"{output}: cannot create: {exc.strerror}") from None
-    # one result per -o dir: a second run's CSVs (made O_EXCL) could not go beside it anyway
-    if (out / SUMMARY_NAME).exists():
-        raise PrecisionError(
-            f"{output}: already holds a summary.json; give an empty or new dir for -o"
-        )
-    return out, result_stamp()
+    return given_result_dir(output)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from precision_shell.compare.metrics.cells import NOT_COMPUTED
-from precision_shell.compare.pipeline.execute import result_dir, result_stamp
+from precision_shell.compare.pipeline.execute import given_result_dir, result_dir
 from precision_shell.compare.results.schema import LEAD_COLUMNS, REASON_COLUMN, ResultRow
 from precision_shell.compare.results.summary import (
     SUMMARY_NAME,
@@ -108,18 +108,7 @@ def output_dir(workspace: Path, output: Path | None) -> tuple[Path, str]:
         root = workspace_root_or_new(workspace)
         base = ensure_dir(root.parent, root.name, "temp", "vector_compare")
         return result_dir(base)
-    out = output if output.is_absolute() else Path.cwd() / output
-    if out.is_symlink() or (out.exists() and not out.is_dir()):
-        raise PrecisionError(f"{output}: not a directory (give a dir for -o)")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PrecisionError(f"{output}: cannot create: {exc.strerror}") from None
-    if (out / SUMMARY_NAME).exists():
-        raise PrecisionError(
-            f"{output}: already holds a summary.json; give an empty or new dir for -o"
-        )
-    return out, result_stamp()
+    return given_result_dir(output)
 
 
 def _shape(shape: tuple[int, ...]) -> str:

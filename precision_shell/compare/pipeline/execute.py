@@ -34,9 +34,15 @@ from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.compare.results.columns import ColumnsBuilder
 from precision_shell.compare.results.columns_cache import caching_enabled, store_columns
 from precision_shell.compare.results.schema import ResultCsvWriter, ResultRow, RowLayout, csv_header
-from precision_shell.compare.results.summary import CompareRecord, RunSummary, SummaryBacked
+from precision_shell.compare.results.summary import (
+    SUMMARY_NAME,
+    CompareRecord,
+    RunSummary,
+    SummaryBacked,
+)
 from precision_shell.compare.results.tally import CompareTally
 from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.errors import PrecisionError
 from precision_shell.progress import ProgressSink, Tick
 from precision_shell.workspace.output_files import create_output_file, create_unique_dir
 
@@ -93,6 +99,24 @@ def result_dir(base: Path, now: _dt.datetime | None = None) -> tuple[Path, str]:
     must exist (Workspace.output_dir). Raises OutputError."""
     stamp = result_stamp(now)
     return create_unique_dir(base, stamp), stamp
+
+
+def given_result_dir(output: Path) -> tuple[Path, str]:
+    """`-o DIR`: the result dir itself (relative to the cwd; created if missing). One result
+    per dir: one already holding a summary.json is refused (a second run's CSVs, made
+    O_EXCL, could not go beside it anyway). Raises PrecisionError."""
+    out = output if output.is_absolute() else Path.cwd() / output
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise PrecisionError(f"{output}: not a directory (give a dir for -o)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PrecisionError(f"{output}: cannot create: {exc.strerror}") from None
+    if (out / SUMMARY_NAME).exists():
+        raise PrecisionError(
+            f"{output}: already holds a summary.json; give an empty or new dir for -o"
+        )
+    return out, result_stamp()
 
 
 def result_stamp(now: _dt.datetime | None = None) -> str:
