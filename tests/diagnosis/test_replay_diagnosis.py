@@ -126,3 +126,34 @@ def test_a_bad_budget_is_a_one_line_error(deep_shell, budget):
     shell, _ = deep_shell
     outcome = run_fail(shell, f"ac -c --replay-budget {budget}")
     assert "--replay-budget" in (outcome.error or "")
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (MemoryError(), "replay failed: its float64 tensors do not fit in memory"),
+        (
+            FileNotFoundError(2, "No such file or directory"),
+            "replay failed: No such file or directory",
+        ),
+        (ValueError("shapes (3,4) and (5,6) not aligned"), "replay failed: ValueError: shapes"),
+    ],
+)
+def test_a_replay_that_fails_loses_that_op_not_the_diagnosis(
+    deep_shell, monkeypatch, error, reason
+):
+    shell, expected = deep_shell
+
+    def failing(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise error
+
+    monkeypatch.setattr(replay_evidence, "replay_op_in_workspace", failing)
+    check = run_ok(shell, "ac -c")
+    done = check.diagnosis.replays
+    assert not done.reports and done.refused
+    assert all(text.startswith(reason) for text in done.refused.values())
+    # the estimate stands, each cause saying why it has no replay
+    assert all(
+        c.replay is None and (c.replay_skipped or "").startswith(reason)
+        for c in check.diagnosis.causes
+    )

@@ -173,6 +173,10 @@ def replay_pass(
                 done.reports[name] = replay_op_in_workspace(ws, run, name, rank, step)
             except PrecisionError as exc:
                 done.refused[name] = str(exc)
+            except MemoryError:
+                done.refused[name] = "replay failed: its float64 tensors do not fit in memory"
+            except OSError as exc:  # the dump went away or became unreadable since indexing
+                done.refused[name] = f"replay failed: {exc.strerror or exc}"
             except (ArithmeticError, IndexError, TypeError, ValueError) as exc:
                 # a kernel meeting data it was not written for: one op lost, not the pass
                 done.refused[name] = f"replay failed: {type(exc).__name__}: {exc}"
