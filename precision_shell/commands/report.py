@@ -1,6 +1,10 @@
 """`report`: the self-contained HTML report of a compare (plot, table, advisor, root cause).
 
 Also what `ac -c --report` calls after its diagnosis (through `report.writer`).
+
+A MegEngine or SigmaStar compare (`vc -lt/-rt` on two foreign dumps) is reported without an
+Ascend workspace: judged by the rule its summary recorded, written beside its precision_data
+(report/writer.py says where).
 """
 
 from __future__ import annotations
@@ -12,9 +16,16 @@ from precision_shell.compare.results.schema import find_result_csv, is_statistic
 from precision_shell.compare.results.slice_results import slice_csv
 from precision_shell.compare.results.summary import summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
-from precision_shell.report.writer import DEFAULT_DEPTH, ReportWritten, write_report
+from precision_shell.errors import PrecisionError
+from precision_shell.report.writer import (
+    DEFAULT_DEPTH,
+    ReportWritten,
+    is_foreign_result,
+    write_report,
+)
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
+from precision_shell.workspace.workspace import Workspace
 
 
 @command("report")
@@ -58,4 +69,12 @@ def report_command(ctx: ShellContext, args: argparse.Namespace) -> ReportWritten
     if args.rank is not None or args.step is not None:
         csv_path = slice_csv(summary_beside(csv_path), csv_path, args.rank, args.step, "report")
     rule = ThresholdRule.from_settings(ctx.settings)
-    return write_report(ctx.workspace, rule, csv_path, args.output, args.depth)
+    ws: Workspace | None
+    if is_foreign_result(csv_path):
+        try:  # only for where the report goes: a foreign compare needs no workspace
+            ws = ctx.workspace
+        except PrecisionError:
+            ws = None
+    else:
+        ws = ctx.workspace
+    return write_report(ws, rule, csv_path, args.output, args.depth)

@@ -8,6 +8,11 @@ The CSV is read through its columns cache (results/columns.py). A result of more
 `BIG_ROWS` rows keeps every output point as arrays (`BigResult`) but only the rows of the ops
 with a failing output, of the root cause and of their neighbours as rows: the page says where
 the full table is.
+
+A MegEngine or SigmaStar compare (`FOREIGN_MODES`, vc -lt/-rt on two foreign dumps) is judged
+by the rule its summary recorded (that tool's own, as `vcs` judges it); its CSV has no
+relative Euclidean distance, so the plot's second panel is the rule's error metric
+(`ErrorPanel`: MegEngineRelativeError on a log scale, SigmaStarRMSE).
 """
 
 from __future__ import annotations
@@ -36,14 +41,20 @@ from precision_shell.compare.results.slice_results import (
 )
 from precision_shell.compare.results.summary import RunSummary, summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.foreign.dumps import MEGENGINE, SIGMASTAR
 from precision_shell.report.point_arrays import PointArrays, op_x, point_arrays
-from precision_shell.report.points import PlotPoint, output_points
+from precision_shell.report.points import COSINE, RED, ErrorPanel, PlotPoint, output_points
 
 # Above this many rows the page carries only the failing outputs' ops and their neighbours
 # (the plot still shows every output); the full table stays in the CSV.
 BIG_ROWS = 100_000
 MAX_CARRIED_ROWS = 15_000  # rows the big page's table carries at most (~10 MB of HTML)
 ENV_FULL_TABLE = "PRECISION_SHELL_REPORT_FULL_TABLE"  # "1": every row on the page, any size
+
+# Compares of two foreign dumps: judged by their own tool's rule, which summary.json records
+# (as commands/compare_summary.py RECORDED_RULE_MODES); the page's name for each.
+FOREIGN_MODES = {MEGENGINE: "MegEngine", SIGMASTAR: "SigmaStar"}
+_LOG_SCALE = frozenset({"MegEngineRelativeError"})  # errors spanning decades
 
 
 @dataclass
@@ -83,6 +94,12 @@ class ReportData:
     big: BigResult | None = None  # the page carries part of the table (see BigResult)
     columns: ResultColumns | None = None
     notes: list[str] = field(default_factory=list)  # why the columns cache was not used
+    error_panel: ErrorPanel | None = None  # the plot's second panel when there is no SQNR
+
+    @property
+    def foreign(self) -> str | None:
+        """ "MegEngine" / "SigmaStar" for a compare of two such dumps, else None."""
+        return foreign_family(self.summary)
 
     @property
     def point_count(self) -> int:
@@ -181,6 +198,22 @@ def _carried(
     return picked, len(seen) - dropped, len(failing), kind, dropped
 
 
+def foreign_family(summary: RunSummary | None) -> str | None:
+    """The family name of a compare of two foreign dumps (its summary's mode), else None."""
+    return FOREIGN_MODES.get(summary.primary.mode) if summary is not None else None
+
+
+def error_panel_of(rule: ThresholdRule, metric_columns: list[str]) -> ErrorPanel | None:
+    """The first error metric (not the cosine) the rule limits and the CSV holds, when the
+    CSV has no relative Euclidean distance to plot as SQNR."""
+    if RED in metric_columns:
+        return None
+    for column, limit in rule.active(metric_columns):
+        if column != COSINE:
+            return ErrorPanel(column, limit, column in _LOG_SCALE)
+    return None
+
+
 def gather_report(
     csv_path: Path,
     fallback: ThresholdRule,
@@ -195,6 +228,7 @@ def gather_report(
     table = load_result_columns(csv_path, cache_dir)
     summary = summary_beside(csv_path)
     rule = summary.rule if summary is not None else fallback
+    panel = error_panel_of(rule, table.metric_columns) if foreign_family(summary) else None
     diagnosis = summary.diagnosis if summary is not None else None
     causes = diagnosis.root_causes if diagnosis is not None else []
     shown = entry_for_csv(slice_results(summary), csv_path)
@@ -226,7 +260,7 @@ def gather_report(
     else:
         rows = table.rows
         cells = {int(table.line[i]): table.record(i) for i in range(len(table))}
-        points = output_points(rows, rule, root)
+        points = output_points(rows, rule, root, panel)
     return ReportData(
         csv_path=csv_path,
         header=table.header,
@@ -251,4 +285,5 @@ def gather_report(
         big=big,
         columns=table,
         notes=list(table.notes),
+        error_panel=panel,
     )

@@ -2,6 +2,10 @@
 
 Sections follow MindStudio's accuracy analyzer: the facts of the compare, the accuracy plot,
 the root cause with its subgraph, the advisor's findings and the full results table.
+
+A MegEngine or SigmaStar compare (`ReportData.foreign`) is shown judged by its recorded rule,
+its plot's second panel is that rule's error metric, its root cause panel shows what the
+foreign diagnosis measured (crossed limits, the inputs' verdicts), and it has no subgraph.
 """
 
 from __future__ import annotations
@@ -67,8 +71,11 @@ def _header(data: ReportData, generated: str) -> str:
         ("Tensors compared", _e(f"{data.compared} of {data.total_rows} rows")),
         ("Not compared", _e(f"{data.constant_inputs} constant inputs (no benchmark by design)")),
         ("Failed rows", _e(f"{data.failed}" + (f" ({why})" if why else ""))),
-        ("Thresholds", _e(data.rule.describe())),
+        ("Thresholds", _e(data.rule.describe() + _rule_origin(data))),
     ]
+    if data.foreign and data.summary is not None:
+        left, right = data.summary.primary.left, data.summary.primary.right
+        pairs.append((f"{data.foreign} dumps", _e(f"{left} (left) vs {right} (right)")))
     if data.slice_label:
         pairs.append(("Rank and step", _e(data.slice_label)))
     if data.partial:
@@ -94,6 +101,12 @@ def _header(data: ReportData, generated: str) -> str:
     )
 
 
+def _rule_origin(data: ReportData) -> str:
+    if not data.foreign:
+        return ""
+    return f" ({data.foreign}'s own rule, recorded in summary.json)"
+
+
 def _undiagnosed_text(data: ReportData) -> str:
     if data.root_cause_slice:
         return (
@@ -110,34 +123,81 @@ def _undiagnosed_text(data: ReportData) -> str:
 def _plot(data: ReportData) -> str:
     if data.big is not None:
         return big_plot(data)
+    panel = data.error_panel
+    second = panel.column if panel is not None else "relative Euclidean distance"
     if not data.points:
-        body = '<p class="note">No output has a cosine similarity or a relative Euclidean distance to plot.</p>'
+        body = f'<p class="note">No output has a cosine similarity or a {_e(second)} to plot.</p>'
     else:
         cause = data.root_causes[0] if data.root_causes else {}
         label = f"root cause: {cause['op']} [{cause.get('index')}]" if cause else None
         index = cause.get("index") if isinstance(cause.get("index"), int) else None
-        svg = accuracy_plot_svg(data.points, data.cosine_threshold, label, index)
+        svg = accuracy_plot_svg(
+            data.points,
+            data.cosine_threshold,
+            label,
+            index,
+            error_panel=panel,
+            cosine_line=panel is None or data.rule.cosine is not None,
+        )
         body = (
             f'<div class="figure plot">{svg}</div><p class="muted">Hover a point for its op and'
             " values; click it to find its row in the table.</p>"
         )
-    return f'<section id="plot"><h2>Accuracy plot</h2>{body}</section>'
+    return f'<section id="plot"><h2>Accuracy plot</h2>{_plot_note(data)}{body}</section>'
+
+
+def _plot_note(data: ReportData) -> str:
+    """What a foreign compare's plot shows instead of cosine + SQNR, and why."""
+    if not data.foreign:
+        return ""
+    panel = data.error_panel
+    if panel is None:
+        second = "its CSV has no relative Euclidean distance, so there is no SQNR panel"
+    else:
+        scale = " on a log10 scale" if panel.log else ""
+        second = (
+            f"the second panel is {panel.column}{scale}, the error the rule limits (the CSV"
+            " has no relative Euclidean distance for an SQNR panel)"
+        )
+    cosine = (
+        "the cosine threshold line is the rule's"
+        if data.rule.cosine is not None
+        else "the rule does not limit the cosine: no threshold line in the cosine panel"
+    )
+    return (
+        f'<p class="note" id="plot-metrics">A {_e(data.foreign)} compare, judged by'
+        f" {_e(data.foreign)}'s own rule as recorded in summary.json"
+        f" ({_e(data.rule.describe())}): red points fail that rule; {_e(cosine)}; {_e(second)}."
+        "</p>"
+    )
 
 
 def _metric_text(row: ResultRow, name: str) -> str:
     return row.texts.get(name, "") or "-"
 
 
-def _rows_table(rows: list[ResultRow]) -> str:
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in ("tensor", "ground truth", "cosine", "max abs error", "rel. Euclidean", "reason")
-    )
+_ROW_METRICS = ((COSINE, "cosine"), ("MaxAbsoluteError", "max abs error"), (RED, "rel. Euclidean"))
+
+
+def _row_metrics(data: ReportData) -> list[tuple[str, str]]:
+    """The root cause rows' metric columns: cosine, max abs error, relative Euclidean
+    distance; a foreign compare's: those it has, and every metric its rule limits."""
+    if not data.foreign:
+        return list(_ROW_METRICS)
+    shown = [(c, label) for c, label in _ROW_METRICS if c in data.metric_columns]
+    for column, _ in data.rule.active(data.metric_columns):
+        if column not in [c for c, _ in shown]:
+            shown.append((column, column))
+    return shown
+
+
+def _rows_table(rows: list[ResultRow], metrics: list[tuple[str, str]]) -> str:
+    labels = ("tensor", "ground truth", *(label for _, label in metrics), "reason")
+    head = "".join(f"<th>{_e(h)}</th>" for h in labels)
     body = "".join(
         f'<tr><td class="name">{_e(r.tensor_index)}</td><td class="name">{_e(r.ground_truth)}</td>'
-        f'<td class="num">{_e(_metric_text(r, COSINE))}</td>'
-        f'<td class="num">{_e(_metric_text(r, "MaxAbsoluteError"))}</td>'
-        f'<td class="num">{_e(_metric_text(r, RED))}</td><td>{_e(r.reason)}</td></tr>'
+        + "".join(f'<td class="num">{_e(_metric_text(r, c))}</td>' for c, _ in metrics)
+        + f"<td>{_e(r.reason)}</td></tr>"
         for r in rows
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
@@ -153,6 +213,32 @@ def _error_text(error: Any) -> str:
         ("max_ulp", "ULP"),
     )
     return ", ".join(f"{label} {error[key]}" for key, label in names if key in error)
+
+
+def _foreign_facts(cause: dict[str, Any]) -> list[tuple[str, str]]:
+    """A MegEngine / SigmaStar diagnosis: judged from the compare alone (no replay)."""
+    measures = cause.get("measures")
+    measures = measures if isinstance(measures, dict) else {}
+    facts = [("Evidence", _e("estimate from the compare (no replay for these dumps)"))]
+    crossed = measures.get("crossed")
+    if isinstance(crossed, list) and crossed:
+        facts.append(("Crossed", _e("; ".join(map(str, crossed)))))
+    inputs = measures.get("inputs")
+    if isinstance(inputs, list) and inputs:
+        texts = [
+            f"{i.get('op', '?')} (var {i.get('var', '?')}): {i.get('status', '?')}"
+            for i in inputs
+            if isinstance(i, dict)
+        ]
+        facts.append(("Inputs", _e("; ".join(texts))))
+    downstream = measures.get("failing_downstream")
+    if downstream is not None:
+        facts.append(("Failing downstream", _e(downstream)))
+    if measures.get("layer_order") is not None:
+        facts.append(("Layer order", _e(measures["layer_order"])))
+    if cause.get("pairing"):
+        facts.append(("Pairing", _e(cause["pairing"])))
+    return facts
 
 
 def _split_facts(cause: dict[str, Any]) -> list[tuple[str, str]]:
@@ -196,6 +282,9 @@ def _subgraph(picture: SubgraphPicture | None) -> str:
     if picture is None:
         return ""
     title = f"<h3>Subgraph around {_e(picture.op)} (depth {picture.depth})</h3>"
+    if not picture.svg and not picture.gv:  # no graph to draw: only why
+        title = f"<h3>Subgraph around {_e(picture.op)}</h3>"
+        return f'{title}<p class="note" id="no-subgraph">{_e(picture.note or "")}</p>'
     legend = " · ".join(
         f'<span style="background:{c};padding:0 6px;border:1px solid #bdbdbd">&nbsp;</span> {_e(t)}'
         for c, t in _NODE_COLORS
@@ -222,10 +311,11 @@ def _root_cause(data: ReportData, picture: SubgraphPicture | None) -> str:
             ("Type", _e(cause.get("type", ""))),
             ("Index", _e(cause.get("index", "-"))),
             ("Why", _e(cause.get("reason", ""))),
-            *_split_facts(cause),
+            *(_foreign_facts(cause) if data.foreign else _split_facts(cause)),
         ]
     )
-    parts = [facts, "<h3>Its compare rows</h3>", _rows_table(data.rows_of(op))]
+    rows = _rows_table(data.rows_of(op), _row_metrics(data))
+    parts = [facts, "<h3>Its compare rows</h3>", rows]
     advice = [a for a in data.advice if a.get("op") == op]
     for a in advice:
         parts.append(f"<p><b>{_e(a.get('detection', ''))}:</b> {_e(a.get('advice', ''))}</p>")

@@ -4,6 +4,10 @@ Both panels share the x axis (the op's Index, execution order). Every point carr
 `<title>` (the hover text) with the op and its values. Points are green when they pass, red
 below the cosine threshold, hollow red in the "nan/inf" lane under the axis when the data
 held NaN/inf. The root cause gets a ring in both panels, a vertical line and a label.
+
+A compare judged by its own tool's rule (`ErrorPanel`: MegEngine, SigmaStar) has that rule's
+error metric in the second panel instead of SQNR, and a cosine line only when the rule limits
+the cosine.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from precision_shell.report.points import PlotPoint
+from precision_shell.report.points import ErrorPanel, PlotPoint
 from precision_shell.report.scale import (
     Domain,
     LinearScale,
@@ -93,19 +97,20 @@ def _num(value: float | None, digits: int = 1) -> str:
     return f"{value:.{digits}f}"
 
 
-def point_title(p: PlotPoint, threshold: float) -> str:
-    verdict = (
-        "NaN/inf in the data"
-        if p.cosine_nonfinite
-        else (f"below threshold {threshold:g}" if p.fails else "pass")
-    )
-    lines = [
-        p.op,
-        f"Index {p.x} · {p.op_type} · {p.tensor}",
-        f"cosine {p.cosine_text or 'not computed'} · rel. Euclidean {p.red_text or 'NaN'}"
-        f" · SQNR {_num(p.sqnr_db)} dB",
-        verdict,
-    ]
+def point_title(p: PlotPoint, threshold: float, error_panel: ErrorPanel | None = None) -> str:
+    failed = f"below threshold {threshold:g}" if error_panel is None else "fails the rule"
+    verdict = "NaN/inf in the data" if p.cosine_nonfinite else (failed if p.fails else "pass")
+    if error_panel is None:
+        values = (
+            f"cosine {p.cosine_text or 'not computed'} · rel. Euclidean {p.red_text or 'NaN'}"
+            f" · SQNR {_num(p.sqnr_db)} dB"
+        )
+    else:
+        values = (
+            f"cosine {p.cosine_text or 'not computed'} · {error_panel.column}"
+            f" {p.error_text or 'not computed'}"
+        )
+    lines = [p.op, f"Index {p.x} · {p.op_type} · {p.tensor}", values, verdict]
     if p.root_cause:
         lines.append("root cause")
     return "\n".join(lines)
@@ -171,10 +176,10 @@ def _hline(y: float, label: str) -> list[str]:
     ]
 
 
-def _legend() -> list[str]:
+def _legend(failed: str = "below threshold") -> list[str]:
     items = [
         (f'fill="{PASS_COLOR}"', "pass"),
-        (f'fill="{FAIL_COLOR}"', "below threshold"),
+        (f'fill="{FAIL_COLOR}"', failed),
         (f'fill="#ffffff" stroke="{FAIL_COLOR}" stroke-width="1.5"', "NaN/inf"),
         (f'fill="none" stroke="{ROOT_COLOR}" stroke-width="2"', "root cause"),
     ]
@@ -194,17 +199,24 @@ def _panel_points(
     box: PanelBox,
     value,  # noqa: ANN001  (PlotPoint -> float | None)
     threshold: float,
+    error_panel: ErrorPanel | None = None,
 ) -> tuple[list[str], list[tuple[float, float]]]:
     """The circles of one panel, and where the root cause's points are (for the rings)."""
     out, rings = [], []
-    title_of = {id(p): point_title(p, threshold) for p in points}
+    title_of = {id(p): point_title(p, threshold, error_panel) for p in points}
     for p in points:
         v = value(p)
         if v is None:
             continue
         nonfinite = math.isnan(v)
-        # an infinite SQNR (identical tensors) sits on the top edge
-        y = box.nan_y if nonfinite else (box.top if math.isinf(v) and v > 0 else ys(v))
+        # an infinite SQNR (identical tensors) sits on the top edge, a zero error on a log
+        # panel (-inf) on the bottom edge
+        if nonfinite:
+            y = box.nan_y
+        elif math.isinf(v):
+            y = box.top if v > 0 else box.bottom
+        else:
+            y = ys(v)
         cx = xs(p.x)
         out.append(_point(p, cx, y, nonfinite, title_of[id(p)]))
         if p.root_cause:
@@ -243,19 +255,34 @@ def accuracy_plot_svg(
     threshold: float,
     root_label: str | None = None,
     root_index: int | None = None,
+    error_panel: ErrorPanel | None = None,
+    cosine_line: bool = True,
 ) -> str:
     """The two-panel SVG; `root_label` names the root cause next to its marker, which stands
-    on its points (or at `root_index` when none of its outputs has a value)."""
+    on its points (or at `root_index` when none of its outputs has a value). With
+    `error_panel` the second panel is that metric (data-panel "error") instead of SQNR;
+    `cosine_line` False: the rule does not limit the cosine, no threshold line."""
     xs = x_scale(points)
     cos_domain = cosine_plot_domain(points, threshold)
     cos_y = y_scale(cos_domain, COSINE_BOX)
-    reference = threshold_sqnr(threshold)
-    db_domain = decibel_domain([p.sqnr_db for p in points if p.sqnr_db is not None], reference)
+    if error_panel is None:
+        reference = threshold_sqnr(threshold)
+        second = [p.sqnr_db for p in points if p.sqnr_db is not None]
+        second_name = "SQNR"
+    else:
+        reference = error_panel.reference
+        second = [p.error for p in points if p.error is not None]
+        second_name = error_panel.column
+        if any(v == -math.inf for v in second):  # zero errors: the bottom edge, a decade down
+            finite = [v for v in second if math.isfinite(v)]
+            second.append(min([*finite, *([reference] if reference is not None else [])]) - 1)
+    db_domain = decibel_domain(second, reference)
     db_y = y_scale(db_domain, SQNR_BOX)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="accuracy-plot" width="{WIDTH}"'
         f' height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif"'
-        ' font-size="11" role="img" aria-label="output cosine similarity and SQNR per op">'
+        ' font-size="11" role="img"'
+        f' aria-label="output cosine similarity and {escape(second_name)} per op">'
     ]
     parts.append('<g class="panel" data-panel="cosine">')
     parts += _frame(
@@ -265,25 +292,38 @@ def accuracy_plot_svg(
         lambda t: f"{t:.{_decimals(cos_domain.step)}f}",
     )
     parts += _x_ticks(xs, COSINE_BOX)
-    if cos_domain.lo <= threshold <= cos_domain.hi:
+    if cosine_line and cos_domain.lo <= threshold <= cos_domain.hi:
         parts += _hline(cos_y(threshold), f"cosine threshold {threshold:g}")
     cos_points, cos_rings = _panel_points(
-        points, xs, cos_y, COSINE_BOX, lambda p: p.cosine, threshold
+        points, xs, cos_y, COSINE_BOX, lambda p: p.cosine, threshold, error_panel
     )
     parts += cos_points
-    parts += _legend()
+    parts += _legend() if error_panel is None else _legend("fails the rule")
     parts.append("</g>")
-    parts.append('<g class="panel" data-panel="sqnr">')
-    parts += _frame(
-        SQNR_BOX,
-        db_domain,
-        "SQNR per op, dB = -20·log10(RelativeEuclideanDistance)",
-        lambda t: f"{t:g}",
-    )
+    if error_panel is None:
+        parts.append('<g class="panel" data-panel="sqnr">')
+        parts += _frame(
+            SQNR_BOX,
+            db_domain,
+            "SQNR per op, dB = -20·log10(RelativeEuclideanDistance)",
+            lambda t: f"{t:g}",
+        )
+    else:
+        parts.append('<g class="panel" data-panel="error">')
+        parts += _frame(SQNR_BOX, db_domain, error_panel.title, error_panel.tick_text)
     parts += _x_ticks(xs, SQNR_BOX)
-    if reference is not None:
+    if reference is not None and error_panel is None:
         parts += _hline(db_y(reference), f"≈ cosine {threshold:g} ({reference:.1f} dB)")
-    db_points, db_rings = _panel_points(points, xs, db_y, SQNR_BOX, lambda p: p.sqnr_db, threshold)
+    elif reference is not None and error_panel is not None:
+        parts += _hline(db_y(reference), f"{error_panel.column} limit {error_panel.limit:g}")
+    if error_panel is None:
+        db_points, db_rings = _panel_points(
+            points, xs, db_y, SQNR_BOX, lambda p: p.sqnr_db, threshold
+        )
+    else:
+        db_points, db_rings = _panel_points(
+            points, xs, db_y, SQNR_BOX, lambda p: p.error, threshold, error_panel
+        )
     parts += db_points
     parts.append("</g>")
     root_xs = [xs(p.x) for p in points if p.root_cause]

@@ -4,6 +4,9 @@ A point is one compared output: its x is the op's Index (execution order), its y
 cosine similarity; the second panel shows SQNR in dB computed from the relative Euclidean
 distance (SQNR = -20 log10 RED). `nan`/`inf` propagated from the data are "non-finite" points,
 drawn in their own lane; a printed `NaN` (not computed) is no point at all.
+
+A compare judged by another tool's rule (MegEngine, SigmaStar: their CSVs have no relative
+Euclidean distance) shows that rule's error metric in the second panel instead (`ErrorPanel`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class PlotPoint:
     red_text: str
     fails: bool  # the threshold rule fails this output
     root_cause: bool
+    error: float | None = None  # the ErrorPanel's y (log10 when it is a log panel), if any
+    error_text: str = ""
 
     @property
     def cosine_nonfinite(self) -> bool:
@@ -61,6 +66,47 @@ def sqnr_of(row: ResultRow) -> float | None:
     return math.inf if red == 0 else -20.0 * math.log10(red)
 
 
+@dataclass(frozen=True)
+class ErrorPanel:
+    """The second panel of a compare judged by its own tool's rule: that rule's error metric
+    per output (log10 of it when `log`), with the rule's limit as the reference line."""
+
+    column: str
+    limit: float | None
+    log: bool
+
+    def value(self, row: ResultRow) -> float | None:
+        """None when not computed, nan when the data held NaN/inf, -inf for a zero error on
+        a log panel."""
+        if row.nonfinite(self.column):
+            return math.nan
+        value = row.metrics.get(self.column, math.nan)
+        if math.isnan(value):
+            return None
+        if not self.log:
+            return value
+        return -math.inf if value <= 0 else math.log10(value)
+
+    @property
+    def reference(self) -> float | None:
+        if self.limit is None or not math.isfinite(self.limit):
+            return None
+        if self.log:
+            return math.log10(self.limit) if self.limit > 0 else None
+        return self.limit
+
+    @property
+    def title(self) -> str:
+        if self.log:
+            return f"{self.column} per op, log10 scale (lower is better; zero on the bottom edge)"
+        return f"{self.column} per op (lower is better)"
+
+    def tick_text(self, tick: float) -> str:
+        if not self.log:
+            return f"{tick:g}"
+        return f"1e{tick:g}" if tick == int(tick) else f"{10.0**tick:.2g}"
+
+
 def is_output(row: ResultRow) -> bool:
     # a TensorIndex that is not op:kind:k (old files) cannot be told apart: count it as output
     return row.kind in ("output", "")
@@ -77,16 +123,21 @@ def x_positions(rows: Sequence[ResultRow]) -> dict[str, int]:
 
 
 def output_points(
-    rows: Sequence[ResultRow], rule: ThresholdRule, root_cause: str | None
+    rows: Sequence[ResultRow],
+    rule: ThresholdRule,
+    root_cause: str | None,
+    error_panel: ErrorPanel | None = None,
 ) -> list[PlotPoint]:
-    """One point per compared output (cosine or RED computed), in file order."""
+    """One point per compared output (cosine, RED or the error panel's metric computed), in
+    file order."""
     xs = x_positions(rows)
     points = []
     for row in rows:
         if not is_output(row):
             continue
         cos, sqnr = cosine_of(row), sqnr_of(row)
-        if cos is None and sqnr is None:
+        error = error_panel.value(row) if error_panel is not None else None
+        if cos is None and sqnr is None and error is None:
             continue
         fails = rule.fails(row)
         points.append(
@@ -102,6 +153,8 @@ def output_points(
                 red_text=row.texts.get(RED, ""),
                 fails=fails,
                 root_cause=row.op_name == root_cause,
+                error=error,
+                error_text=row.texts.get(error_panel.column, "") if error_panel else "",
             )
         )
     return points

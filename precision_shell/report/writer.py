@@ -2,6 +2,12 @@
 
 The report and the subgraph files go to `temp/report/<ts>/`; an explicit output name puts the
 page elsewhere but never over an existing file.
+
+A MegEngine or SigmaStar compare needs no Ascend workspace (`ws` may be None): it has no
+graph, so no subgraph, and its report dir is, in order: the `temp/report/<ts>/` of the
+precision_data the result sits in (where vc put it by default), the workspace's
+`temp/report/<ts>/` when one is open, else `report/<ts>/` beside the result dir (vc -o DIR
+outside any workspace).
 """
 
 from __future__ import annotations
@@ -14,11 +20,13 @@ from pathlib import Path
 from precision_shell.compare.pipeline.execute import result_dir
 from precision_shell.compare.results.columns_cache import CACHE_DIR
 from precision_shell.compare.results.latest import LatestCompare
+from precision_shell.compare.results.summary import summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
-from precision_shell.report.data import ReportData, gather_report
+from precision_shell.report.data import ReportData, foreign_family, gather_report
 from precision_shell.report.page import SubgraphPicture, inline_svg, report_html
-from precision_shell.workspace.output_files import create_output_file
+from precision_shell.workspace.layout import WORKSPACE_DIR_NAME
+from precision_shell.workspace.output_files import create_output_file, ensure_dir
 from precision_shell.workspace.subgraph import neighbourhood
 from precision_shell.workspace.subgraph_files import write_subgraph
 from precision_shell.workspace.workspace import Workspace
@@ -46,26 +54,58 @@ class ReportWritten:
 
 
 class _ReportDir:
-    """`temp/report/<ts>/`, created on first use (a report written with -o and no root
-    cause leaves nothing behind)."""
+    """`<base>/<ts>/`, created on first use (a report written with -o and no root cause
+    leaves nothing behind); `base()` is `temp/report/` (see `_foreign_base` otherwise)."""
 
-    def __init__(self, ws: Workspace) -> None:
-        self._ws = ws
+    def __init__(self, base: Callable[[], Path]) -> None:
+        self._base = base
         self._path: Path | None = None
 
     def path(self) -> Path:
         if self._path is None:
-            self._path = result_dir(self._ws.output_dir("report"))[0]
+            self._path = result_dir(self._base())[0]
         return self._path
 
 
+def _temp_of_result(csv_path: Path) -> Path | None:
+    """`<...>/precision_data/temp` when the CSV sits in `temp/vector_compare/<ts>/` of it."""
+    run_dir = csv_path.resolve().parent
+    temp = run_dir.parent.parent
+    in_vector_compare = run_dir.parent.name == "vector_compare" and temp.name == "temp"
+    return temp if in_vector_compare and temp.parent.name == WORKSPACE_DIR_NAME else None
+
+
+def _foreign_dir(ws: Workspace | None, csv_path: Path, name: str) -> Path:
+    """`temp/<name>/` of the precision_data the result is in, else of the open workspace,
+    else `<name>/` beside the result dir."""
+    temp = _temp_of_result(csv_path)
+    if temp is not None:
+        return ensure_dir(temp, name)
+    if ws is not None:
+        return ws.output_dir(name)
+    run_dir = csv_path.resolve().parent
+    return ensure_dir(run_dir.parent, name)
+
+
+def _foreign_cache(ws: Workspace | None, csv_path: Path) -> Callable[[], Path] | None:
+    """Where a foreign result's columns cache goes: as `_foreign_dir`, none outside any
+    precision_data (no stray cache dir beside a user's -o dir)."""
+    if _temp_of_result(csv_path) is None and ws is None:
+        return None
+    return lambda: _foreign_dir(ws, csv_path, CACHE_DIR)
+
+
 def _picture(
-    ws: Workspace, data: ReportData, out_dir: _ReportDir, depth: int
+    ws: Workspace | None, data: ReportData, out_dir: _ReportDir, depth: int
 ) -> SubgraphPicture | None:
     """The root cause's neighbourhood, colored like `ni -s` colors it."""
     op = data.root_cause
     if op is None:
         return None
+    if data.foreign or ws is None:
+        what = f"a {data.foreign} compare pairs two dumps" if data.foreign else "no workspace"
+        note = f"no graph in this workspace: {what}, without the model's graph (no subgraph)"
+        return SubgraphPicture(op, depth, None, None, note)
     try:
         run = ws.run()
     except PrecisionError as exc:
@@ -113,20 +153,39 @@ def _checked_output(output: Path) -> Path:
     return output
 
 
+def is_foreign_result(csv_path: Path) -> bool:
+    """A MegEngine or SigmaStar compare (judged by its recorded rule, no workspace needed)."""
+    try:
+        return foreign_family(summary_beside(csv_path)) is not None
+    except PrecisionError:
+        return False
+
+
 def write_report(
-    ws: Workspace,
+    ws: Workspace | None,
     fallback: ThresholdRule,
     csv_path: Path,
     output: Path | None = None,
     depth: int = DEFAULT_DEPTH,
 ) -> ReportWritten:
     """Gather, render and write the report of one result CSV (and its summary.json); a CSV
-    without a summary is judged by `fallback` (the settings' rule)."""
-    data = gather_report(
-        csv_path, fallback, lambda: ws.output_dir(CACHE_DIR), neighbours=_graph_neighbours(ws)
-    )
+    without a summary is judged by `fallback` (the settings' rule). `ws` None (no workspace
+    opens): only for a foreign compare (`is_foreign_result`)."""
+    foreign = is_foreign_result(csv_path)
+    if foreign or ws is None:
+        cache = _foreign_cache(ws, csv_path)
+        data = gather_report(csv_path, fallback, cache)
+        out_dir = _ReportDir(lambda: _foreign_dir(ws, csv_path, "report"))
+    else:
+        workspace = ws
+        data = gather_report(
+            csv_path,
+            fallback,
+            lambda: workspace.output_dir(CACHE_DIR),
+            neighbours=_graph_neighbours(workspace),
+        )
+        out_dir = _ReportDir(lambda: workspace.output_dir("report"))
     target = _checked_output(output) if output is not None else None
-    out_dir = _ReportDir(ws)
     picture = _picture(ws, data, out_dir, depth)
     if target is None:
         target = out_dir.path() / REPORT_NAME
