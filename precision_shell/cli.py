@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "workspace",
         nargs="?",
-        help="dir holding precision_data/, or precision_data/ itself (default: current dir)",
+        help="dir holding precision_data/, or precision_data/ itself (default: current dir); "
+        "or MegEngine / SigmaStar dumps: one dump (dir or file), or a dir holding two",
     )
     # Both given would silently drop one of them.
     source = parser.add_mutually_exclusive_group()
@@ -96,7 +97,9 @@ def main(argv: list[str] | None = None) -> int:
             from precision_shell.demo.builder import ensure_demo
 
             workspace_path = ensure_demo(default_demo_root()).workspace
-        root = workspace_root_or_new(workspace_path)
+        foreign_path, root = _foreign_root(workspace_path)
+        if root is None:
+            root = workspace_root_or_new(workspace_path)
         lines = _script_lines(args)
     except PrecisionError as exc:
         renderer.error(str(exc))
@@ -107,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     from precision_shell.shell.dispatcher import Dispatcher
 
     ctx = ShellContext(root, settings, interactive=interactive, use_cache=not args.no_cache)
+    ctx.foreign_path = foreign_path
     dispatcher = Dispatcher(ctx)
     if lines is not None:
         from precision_shell.shell.script import run_lines
@@ -114,6 +118,21 @@ def main(argv: list[str] | None = None) -> int:
         report = run_lines(lines, dispatcher, renderer, stop_on_error=args.stop_on_error)
         return report.exit_status
     return _interactive(ctx, dispatcher, renderer)
+
+
+def _foreign_root(path: Path | str) -> tuple[Path | None, Path | None]:
+    """(the dumps given, the dir our outputs go under) when `path` holds MegEngine /
+    SigmaStar dumps; (None, None) for a workspace; a one-line error for a file of neither."""
+    from precision_shell.foreign.workspace import foreign_layout
+
+    layout = foreign_layout(path)
+    if layout is not None:
+        return Path(path), layout.root
+    if Path(path).expanduser().is_file():
+        raise PrecisionError(
+            f"{path}: not a workspace dir, nor a MegEngine io dump or SigmaStar DumpDebug dump"
+        )
+    return None, None
 
 
 def _interactive(ctx: ShellContext, dispatcher: Dispatcher, renderer: Renderer) -> int:
@@ -134,7 +153,15 @@ def show_banner(ctx: ShellContext, renderer: Renderer) -> None:
     from precision_shell.render.summary import render_summary
 
     root = Path(ctx.workspace_path)
-    if not root.exists():
+    if ctx.foreign_path is not None:
+        try:
+            foreign = ctx.foreign
+        except PrecisionError as exc:
+            renderer.error(str(exc))
+        else:
+            assert foreign is not None
+            renderer.out.print(foreign.describe(), markup=False, soft_wrap=True)
+    elif not root.exists():
         # A dir with no precision_data/ yet: not an error to repeat, a hint to give once.
         renderer.note(
             f"{root.parent}: no precision_data/ here; run tf_run/tf_dump to create it, "

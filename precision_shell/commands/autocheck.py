@@ -39,6 +39,7 @@ from precision_shell.compare.statistics.run import StatisticsCompareResult
 from precision_shell.errors import PrecisionError
 from precision_shell.explore.nonfinite_origin import NonfiniteOrigin, nonfinite_origin
 from precision_shell.explore.overflow_check import OverflowFinding, overflow_findings
+from precision_shell.foreign.explore import compare_paths
 from precision_shell.foreign.run import ForeignCompareResult, run_foreign_compare
 from precision_shell.report.writer import write_report
 from precision_shell.shell.context import ShellContext
@@ -382,7 +383,19 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
     ac -c -lt A -rt B on two MegEngine io dumps (or two SigmaStar DumpDebug dumps): vc's
     compare of the pair, then the root cause: MegEngine, a failing var none of whose inputs
     fail (on the dump's graph); SigmaStar, the first failing layer in layer order.
+    Opened on such dumps (precision-shell DIR_OR_FILE), ac -c alone does this on the opened
+    pair.
     """
+    foreign = ctx.foreign
+    if foreign is not None:
+        if not args.compare:
+            raise UsageError("ac: on MegEngine / SigmaStar dumps give -c (compare, root cause)")
+        if args.report:
+            raise UsageError("ac: --report is for workspace compares, not -lt/-rt dump pairs")
+        left, right = compare_paths(foreign, "ac", args.left, args.right)
+        return run_foreign_compare(
+            ctx.workspace_path, left, right, args.output, diagnose=True, command="ac"
+        )
     if args.left is not None or args.right is not None:
         if args.report:
             raise UsageError("ac: --report is for workspace compares, not -lt/-rt dump pairs")

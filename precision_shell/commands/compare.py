@@ -15,6 +15,7 @@ from precision_shell.compare.rank_divergence import ACROSS_CHOICES, RankDivergen
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.runner import CompareRequest
 from precision_shell.compare.statistics.run import StatisticsCompareResult
+from precision_shell.foreign.explore import compare_paths
 from precision_shell.foreign.run import ForeignCompareResult, is_foreign_pair, run_foreign_compare
 from precision_shell.progress import ProgressSink
 from precision_shell.shell.context import ShellContext
@@ -127,7 +128,13 @@ def vc_command(
     MaxAbsoluteError, MegEngineRelativeError, MeanSquaredError, SigmaStarRMSE; "mode":
     "megengine" / "sigmastar". Fails: MegEngine relative error > 1e-3; SigmaStar cosine
     < 0.99 or RMSE > 0.1. `ac -c -lt A -rt B` adds the root cause.
+    Opened on such dumps (precision-shell DIR_OR_FILE), vc alone compares the opened pair;
+    -lt/-rt take paths or its run names.
     """
+    foreign = ctx.foreign
+    if foreign is not None and not args.resume:
+        left, right = compare_paths(foreign, "vc", args.left, args.right)
+        return run_foreign_compare(ctx.workspace_path, left, right, args.output)
     if not args.resume and is_foreign_pair(args.left, args.right):
         return run_foreign_compare(ctx.workspace_path, args.left, args.right, args.output)
     if args.max is not None and args.max < 1:

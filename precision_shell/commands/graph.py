@@ -9,6 +9,7 @@ from precision_shell.commands.dump_slice_args import rank_step_arguments
 from precision_shell.errors import PrecisionError
 from precision_shell.explore.node_info import NodeInfo, collect_node_info
 from precision_shell.explore.op_lookup import lookup_ops
+from precision_shell.foreign.explore import ForeignListing, ForeignNode, list_tensors, node_info
 from precision_shell.formats.dump_names import sanitize_dump_name
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
@@ -83,12 +84,22 @@ def check_graph_filter(ws: Workspace, text: str | None) -> None:
 )
 @argument("-k", "--kernel", help="kernel name substring")
 @argument("-g", "--graph", help="graph name substring")
-def ls_command(ctx: ShellContext, args: argparse.Namespace) -> OpListing | TypeCounts:
+def ls_command(
+    ctx: ShellContext, args: argparse.Namespace
+) -> OpListing | TypeCounts | ForeignListing:
     """ls [-n NAME] [-t TYPE] [-f PASS] [-k KERNEL] [-g GRAPH] [--rank R] [--step S]
 
     List device ops matching every filter; with no filter, op-type counts per device run.
     With --rank or --step, only the ops with a dump file in that rank and step.
+    On MegEngine / SigmaStar dumps: every var / tensor in execution order (-n, -t filter).
     """
+    foreign = ctx.foreign
+    if foreign is not None:
+        _foreign_only(
+            "ls", args, ("pass_name", "-f"), ("kernel", "-k"), ("graph", "-g"), ("rank", "--rank"),
+            ("step", "--step"),
+        )  # fmt: skip
+        return list_tensors(foreign, args.name, args.op_type)
     ws = ctx.workspace
     check_graph_filter(ws, args.graph)
     dumped = _dumped_ops(ws.runs, args.rank, args.step)
@@ -137,6 +148,13 @@ def ls_command(ctx: ShellContext, args: argparse.Namespace) -> OpListing | TypeC
                 found = [rec for rec in found if sanitize_dump_name(rec.name) in dumped[run.name]]
             rows.extend((run.name, rec) for rec in found)
     return OpListing({**filters, **slice_filters}, rows)
+
+
+def _foreign_only(command: str, args: argparse.Namespace, *flags: tuple[str, str]) -> None:
+    """Options of Ascend workspaces given on MegEngine / SigmaStar dumps: a usage error."""
+    given = [flag for name, flag in flags if getattr(args, name, None)]
+    if given:
+        raise UsageError(f"{command}: {', '.join(given)}: not for MegEngine / SigmaStar dumps")
 
 
 def _dumped_ops(
@@ -190,14 +208,23 @@ def _type_counts(graph: GraphIndex, dumped: set[str]) -> dict[str, int]:
 )
 @argument("-a", "--attrs", action="store_true", help="also show every attribute")
 @argument("-s", "--subgraph", type=int, metavar="DEPTH", help="write a subgraph of this depth")
-def ni_command(ctx: ShellContext, args: argparse.Namespace) -> NodeInfoResult:
+def ni_command(ctx: ShellContext, args: argparse.Namespace) -> NodeInfoResult | ForeignNode:
     """ni [-n] NAME [-g GRAPH] [-r RUN] [-a] [-s DEPTH] [--rank R] [--step S]
 
     Node info: type, fusion pass, original ops, inputs/outputs with peers, dump and benchmark tensors.
+    On MegEngine / SigmaStar dumps: a var (name or id) or op: owner op, inputs with their
+    producers, consumers, dtype, shape, the runs holding it.
     """
     name = args.name_flag or args.name
     if not name:
         raise UsageError("ni: give an op name, e.g. ni -n conv1/Conv2D")
+    foreign = ctx.foreign
+    if foreign is not None:
+        _foreign_only(
+            "ni", args, ("graph", "-g"), ("attrs", "-a"), ("subgraph", "-s"), ("rank", "--rank"),
+            ("step", "--step"),
+        )  # fmt: skip
+        return node_info(foreign, name, None if args.run in (None, "all") else args.run)
     if args.subgraph is not None and not 0 <= args.subgraph <= 20:
         raise UsageError("ni: -s DEPTH must be between 0 and 20")
     ws = ctx.workspace

@@ -22,6 +22,14 @@ from precision_shell.explore.statistics_files import (
     read_statistics_file,
 )
 from precision_shell.explore.tensor_target import TensorHandle, resolve_tensors
+from precision_shell.foreign.explore import (
+    ForeignDecoded,
+    ForeignSummaries,
+    ForeignTensorCompare,
+    compare_tensor,
+    decode,
+    summarize,
+)
 from precision_shell.formats.layouts import (
     LayoutError,
     format_code,
@@ -103,14 +111,23 @@ def _output_dir(ctx: ShellContext, *parts: str) -> Path:
     complete="tensor",
     help="same as the positional",
 )
-def pt_command(ctx: ShellContext, args: argparse.Namespace) -> TensorSummaries | StatisticsFile:
-    """pt [-n] NAME_OR_FILE [--rank R] [--step S]
+@argument("--run", metavar="RUN", help="MegEngine / SigmaStar dumps: this run only")
+def pt_command(
+    ctx: ShellContext, args: argparse.Namespace
+) -> TensorSummaries | StatisticsFile | ForeignSummaries:
+    """pt [-n] NAME_OR_FILE [--rank R] [--step S] [--run RUN]
 
     Tensor summary (shape, dtype, max/min/mean/std, NaN/inf) and preview; values saved as text under temp/.
+    On MegEngine / SigmaStar dumps: a var or tensor in each run holding it (or --run RUN).
     """
     target = args.name_flag or args.target
     if not target:
         raise UsageError("pt: give a dump file, a .npy file or an op name")
+    foreign = ctx.foreign
+    if foreign is not None:
+        return summarize(foreign, target, args.run, int(ctx.settings.get("display.preview")))
+    if args.run is not None:
+        raise UsageError("pt: --run is for MegEngine / SigmaStar dumps")
     statistics = find_statistics_file(_workspace(ctx), target, args.rank, args.step)
     if statistics is not None:
         return read_statistics_file(statistics)
@@ -199,11 +216,20 @@ def _round_trip_format(dtype: np.dtype) -> str:
     action="store_true",
     help="compare the first min(count) elements when counts differ",
 )
-def cp_command(ctx: ShellContext, args: argparse.Namespace) -> TensorComparison:
+def cp_command(
+    ctx: ShellContext, args: argparse.Namespace
+) -> TensorComparison | ForeignTensorCompare:
     """cp [-n] LEFT RIGHT [-p N] [-al ATOL] [-rl RTOL] [-s] [--flatten-to-min] [--rank R] [--step S]
 
     Element-wise compare: worst and first elements, allclose, cosine, error ratio, both sides' stats.
+    On a pair of MegEngine / SigmaStar dumps: cp NAME, the var or tensor in both runs (paired
+    as vc pairs them), with vc's metrics and verdict.
     """
+    foreign = ctx.foreign
+    if foreign is not None:
+        if args.names or not args.left or args.right:
+            raise UsageError("cp: on a pair of dumps give one var or tensor: cp NAME")
+        return compare_tensor(foreign, args.left)
     left_name, right_name = args.names if args.names else (args.left, args.right)
     if not left_name or not right_name:
         raise UsageError("cp: give two tensors, e.g. cp DUMP_FILE benchmark.npy")
@@ -267,11 +293,21 @@ def _save_pair(
     complete="path",
     help="output dir (default temp/decode/)",
 )
-def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles:
-    """dc NAME_OR_FILE [-f FORMAT] [-o OUTDIR] [--rank R] [--step S]
+@argument("--run", metavar="RUN", help="MegEngine / SigmaStar dumps: this run only")
+def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles | ForeignDecoded:
+    """dc NAME_OR_FILE [-f FORMAT] [-o OUTDIR] [--rank R] [--step S] [--run RUN]
 
     Decode device dump files to .npy, optionally converted to a layout.
+    On MegEngine / SigmaStar dumps: the var's or tensor's values of each run holding it (or
+    --run RUN) as .npy (never over a file, never inside a dump dir).
     """
+    foreign = ctx.foreign
+    if foreign is not None:
+        if args.fmt:
+            raise UsageError("dc: -f is for Ascend dump files")
+        return decode(foreign, args.target, args.run, args.out_dir)
+    if args.run is not None:
+        raise UsageError("dc: --run is for MegEngine / SigmaStar dumps")
     fmt = None
     if args.fmt:
         try:

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from precision_shell.errors import PrecisionError
 from precision_shell.progress import ProgressFactory, ProgressLabels, ProgressSink
 from precision_shell.settings import Settings
 from precision_shell.shell.dispatcher import write_traceback_log
 from precision_shell.workspace.workspace import Workspace
+
+if TYPE_CHECKING:
+    from precision_shell.foreign.workspace import ForeignWorkspace
 
 
 @dataclass
@@ -24,6 +28,10 @@ class ShellContext:
     use_cache: bool = True
     # Live progress for long commands (vc); set by the REPL, None (quiet) in script mode.
     progress_factory: ProgressFactory | None = None
+    # `precision-shell DIR_OR_FILE` on MegEngine / SigmaStar dumps: what was given (opened
+    # lazily as `foreign`); `workspace_path` is then the dir our outputs go under.
+    foreign_path: Path | None = None
+    _foreign: ForeignWorkspace | None = field(default=None, repr=False)
     _workspace: Workspace | None = field(default=None, repr=False)
     _open_error: str | None = field(default=None, repr=False)
     _check_pending: bool = field(default=False, repr=False)
@@ -32,6 +40,11 @@ class ShellContext:
     def workspace(self) -> Workspace:
         """The workspace index, opened on first use (a bad path is reported once per use),
         and brought up to date on the first use in each command."""
+        if self.foreign_path is not None:
+            raise PrecisionError(
+                f"{self.foreign_path}: foreign dumps, not an Ascend workspace (precision_data/);"
+                " here: ls, ni, pt, cp, dc, vc, ac -c"
+            )
         if self._workspace is None:
             self._workspace = Workspace.open(self.workspace_path, use_cache=self.use_cache)
             self._check_pending = False
@@ -43,12 +56,30 @@ class ShellContext:
                 )
         return self._workspace
 
+    @property
+    def foreign(self) -> ForeignWorkspace | None:
+        """The MegEngine / SigmaStar dumps opened (first use reads them), or None for an Ascend
+        workspace. A malformed dump is a PrecisionError on each use."""
+        if self.foreign_path is None:
+            return None
+        if self._foreign is None:
+            from precision_shell.foreign.workspace import open_foreign_workspace
+
+            opened = open_foreign_workspace(self.foreign_path)
+            if opened is None:
+                raise PrecisionError(f"{self.foreign_path}: no MegEngine or SigmaStar dump here")
+            self._foreign = opened
+        return self._foreign
+
     def begin_command(self) -> None:
         """Called by the dispatcher before each command: the files may have changed since."""
         self._check_pending = True
 
     def reload(self) -> Workspace:
         """Read every file again, ignoring the index in memory and the on-disk cache."""
+        if self.foreign_path is not None:
+            self._foreign = None  # the dumps are read again on their next use
+            return self.workspace  # says what the foreign dumps are
         self._workspace = None
         self._workspace = Workspace.open(self.workspace_path, use_cache=self.use_cache, reread=True)
         self._check_pending = False

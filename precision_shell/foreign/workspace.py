@@ -1,0 +1,271 @@
+"""A foreign dump (or a pair) opened as the shell's workspace: `precision-shell DIR_OR_FILE`.
+
+What a path holds is recognised from contents, by the readers' own `detect` (never names):
+
+- one dump: a MegEngine `--bin-io-dump` dir, one var file of it, an `--io-dump` text file, a
+  SigmaStar DumpDebug file or a dir of per-tensor DumpDebug files: a single run;
+- a dir holding exactly two dumps of one family (two MegEngine run dirs, two SigmaStar files,
+  two `--io-dump` texts...): a pair, left (device / sample) and right (benchmark):
+  - SigmaStar: the float run (`isFloat: 1`, or else a name that says tflite / onnx / caffe,
+    the float reference tools) is the right; when both or neither are float, name order;
+  - MegEngine: name order: the first name (sorted) is the left, the second the right.
+  `vc -lt A -rt B` (paths or run names) overrides the pair.
+
+A dir is not foreign (None: the Ascend path) when nothing in it is a dump, or when its
+`precision_data/` holds anything but our own `temp/` (an Ascend workspace stays one).
+Entries that are symbolic links are never followed; files of neither family are ignored;
+the readers bound every size they read.
+
+Outputs (`dc`, `vc`) go to `<root>/precision_data/temp/`, `<root>` being the dir given when
+it holds a pair, else the dir holding the dump: never inside a dump dir.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from precision_shell.errors import PrecisionError
+from precision_shell.foreign.dumps import (
+    MEGENGINE,
+    SIGMASTAR,
+    ForeignDump,
+    ForeignTensor,
+    detect_foreign,
+    open_foreign,
+)
+from precision_shell.formats import megengine_dump as meg
+from precision_shell.formats import sigmastar_dump as sigma
+from precision_shell.workspace.layout import WORKSPACE_DIR_NAME
+
+FAMILY_TITLES = {MEGENGINE: "MegEngine io dumps", SIGMASTAR: "SigmaStar DumpDebug dumps"}
+_MAX_ENTRIES = 4096  # a dir with more entries than this is scanned this far only
+_FLOAT_NAME = re.compile(r"tflite|onnx|caffe|float", re.IGNORECASE)
+NAME_ORDER = "name order"
+FLOAT_IS_BENCHMARK = "the float run is the benchmark"
+
+
+@dataclass(frozen=True)
+class DumpEntry:
+    """One dump found in the path given: where, what it is and its run name."""
+
+    name: str
+    path: Path
+    family: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class ForeignLayout:
+    """What a path holds, from detection only (cheap: nothing but headers is read)."""
+
+    given: Path
+    root: Path  # where precision_data/ (our outputs) goes
+    family: str
+    entries: tuple[DumpEntry, ...]  # one (single run) or two (left, right)
+    rule: str  # how left and right were told apart ("" for a single run)
+
+
+@dataclass
+class ForeignRun:
+    name: str
+    path: Path
+    dump: ForeignDump
+    role: str  # "left" / "right" / "single"
+    _by_key: dict[str, ForeignTensor] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_key = self.dump.by_key()
+
+    @property
+    def tensors(self) -> tuple[ForeignTensor, ...]:
+        return self.dump.tensors
+
+    def get(self, key: str) -> ForeignTensor | None:
+        return self._by_key.get(key)
+
+    def consumers(self, key: str) -> list[ForeignTensor]:
+        """The tensors whose owner op reads `key` (MegEngine: the title's input edges)."""
+        return [t for t in self.tensors if key in t.inputs]
+
+
+@dataclass
+class ForeignWorkspace:
+    layout: ForeignLayout
+    runs: list[ForeignRun]  # left first
+
+    @property
+    def family(self) -> str:
+        return self.layout.family
+
+    @property
+    def root(self) -> Path:
+        return self.layout.root
+
+    @property
+    def is_pair(self) -> bool:
+        return len(self.runs) == 2
+
+    @property
+    def left(self) -> ForeignRun:
+        return self.runs[0]
+
+    @property
+    def right(self) -> ForeignRun | None:
+        return self.runs[1] if self.is_pair else None
+
+    def run(self, name: str | None) -> ForeignRun:
+        if name is None:
+            return self.left
+        for run in self.runs:
+            if run.name == name or run.role == name:
+                return run
+        names = ", ".join(r.name for r in self.runs)
+        raise PrecisionError(f"no run named {name!r}; runs: {names}")
+
+    def run_path(self, name: str | None) -> str | None:
+        """A run's path when `name` is a run name (or left/right); else `name` unchanged."""
+        if name is None:
+            return None
+        for run in self.runs:
+            if name in (run.name, run.role):
+                return str(run.path)
+        return name
+
+    def describe(self) -> str:
+        """`MegEngine io dumps: runA (120 vars) vs runB (120 vars)`."""
+        unit = "vars" if self.family == MEGENGINE else "tensors"
+        parts = [f"{r.name} ({len(r.tensors)} {unit})" for r in self.runs]
+        text = f"{FAMILY_TITLES[self.family]}: {' vs '.join(parts)}"
+        return text + (f" [right = benchmark: {self.layout.rule}]" if self.is_pair else "")
+
+
+# ---------------------------------------------------------------------------- detection
+
+
+def _entries(directory: Path) -> list[os.DirEntry]:
+    try:
+        with os.scandir(directory) as scan:
+            found = []
+            for n, entry in enumerate(scan):
+                if n >= _MAX_ENTRIES:
+                    break
+                found.append(entry)
+    except OSError:
+        return []
+    return sorted(found, key=lambda e: e.name)
+
+
+def _is_ascend_workspace(directory: Path) -> bool:
+    data = directory / WORKSPACE_DIR_NAME
+    if directory.name == WORKSPACE_DIR_NAME:
+        return True
+    if not data.is_dir():
+        return False
+    return any(e.name != "temp" for e in _entries(data))
+
+
+def _dump_in(entry: os.DirEntry) -> DumpEntry | None:
+    """A dump held by one dir entry; links are never followed."""
+    try:
+        if entry.is_symlink():
+            return None
+        if not (entry.is_dir(follow_symlinks=False) or entry.is_file(follow_symlinks=False)):
+            return None
+    except OSError:
+        return None
+    if entry.name == WORKSPACE_DIR_NAME:
+        return None
+    found = detect_foreign(entry.path)
+    if found is None or found[1] == meg.KIND_BIN_FILE:
+        return None  # a loose var file: the dir itself is the dump
+    return DumpEntry(entry.name, Path(entry.path), found[0], found[1])
+
+
+def _is_float_sigmastar(entry: DumpEntry) -> bool:
+    if entry.kind == sigma.KIND_DIR:
+        files = [e for e in _entries(entry.path) if e.is_file(follow_symlinks=False)]
+        paths = [Path(e.path) for e in files if sigma.detect(e.path) is not None]
+    else:
+        paths = [entry.path]
+    if not paths:
+        return False
+    try:
+        flags = {sigma.read_sigmastar_dump(p).is_float for p in paths[:1]}
+    except PrecisionError:
+        flags = {None}
+    if flags == {True}:
+        return True
+    if flags == {False}:
+        return False
+    return _FLOAT_NAME.search(entry.name) is not None
+
+
+def _order_pair(family: str, pair: list[DumpEntry]) -> tuple[list[DumpEntry], str]:
+    pair = sorted(pair, key=lambda e: e.name)
+    if family == SIGMASTAR:
+        floats = [_is_float_sigmastar(e) for e in pair]
+        if floats[0] != floats[1]:
+            return (pair[::-1] if floats[0] else pair), FLOAT_IS_BENCHMARK
+    return pair, NAME_ORDER
+
+
+def foreign_layout(path: str | Path) -> ForeignLayout | None:
+    """What `path` holds (see the module doc); None when it is not foreign. A PrecisionError
+    (one line) for a dir holding foreign dumps in a way that names no run or pair."""
+    given = Path(path).expanduser()
+    if given.is_file():
+        found = detect_foreign(given)
+        if found is None:
+            return None
+        entry = DumpEntry(given.name, given, *found)
+        return ForeignLayout(given, given.resolve().parent, found[0], (entry,), "")
+    if not given.is_dir() or _is_ascend_workspace(given):
+        return None
+    itself = detect_foreign(given)
+    if itself is not None and itself[1] == meg.KIND_BIN_DIR:
+        entry = DumpEntry(given.resolve().name, given, *itself)
+        return ForeignLayout(given, given.resolve().parent, itself[0], (entry,), "")
+    dumps = [d for d in (_dump_in(e) for e in _entries(given)) if d is not None]
+    if not dumps:
+        return None
+    families = sorted({d.family for d in dumps})
+    if len(families) > 1:
+        raise PrecisionError(
+            f"{given}: holds both MegEngine and SigmaStar dumps; open a dir holding one pair, "
+            "or compare two with vc -lt A -rt B"
+        )
+    family = families[0]
+    if len(dumps) == 2:
+        pair, rule = _order_pair(family, dumps)
+        return ForeignLayout(given, given.resolve(), family, tuple(pair), rule)
+    if len(dumps) == 1:
+        return ForeignLayout(given, given.resolve(), family, tuple(dumps), "")
+    if family == SIGMASTAR and itself is not None and all(d.kind != sigma.KIND_DIR for d in dumps):
+        floats = {_is_float_sigmastar(d) for d in dumps}
+        if len(floats) == 1:  # per-tensor files of one run
+            entry = DumpEntry(given.resolve().name, given, family, sigma.KIND_DIR)
+            return ForeignLayout(given, given.resolve().parent, family, (entry,), "")
+    names = ", ".join(d.name for d in dumps[:6]) + (", ..." if len(dumps) > 6 else "")
+    raise PrecisionError(
+        f"{given}: holds {len(dumps)} {FAMILY_TITLES[family]} ({names}); open a dir holding "
+        "one or two, or compare two with vc -lt A -rt B"
+    )
+
+
+def open_layout(layout: ForeignLayout) -> ForeignWorkspace:
+    roles = ("single",) if len(layout.entries) == 1 else ("left", "right")
+    runs = [
+        ForeignRun(e.name, e.path, open_foreign(e.path), role)
+        for e, role in zip(layout.entries, roles, strict=True)
+    ]
+    return ForeignWorkspace(layout, runs)
+
+
+def open_foreign_workspace(path: str | Path) -> ForeignWorkspace | None:
+    """The foreign workspace at `path`, or None when `path` is not foreign (see the module doc).
+    Raises a one-line PrecisionError for an ambiguous dir or a malformed dump."""
+    layout = foreign_layout(path)
+    return None if layout is None else open_layout(layout)
