@@ -92,6 +92,9 @@ class ShellContext:
         self._workspace = None
         self._open_error = None
 
+    def foreign_if_open(self) -> ForeignWorkspace | None:
+        return self._foreign
+
     def workspace_if_open(self) -> Workspace | None:
         return self._workspace
 

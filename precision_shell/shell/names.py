@@ -1,4 +1,5 @@
-"""Completion name sources drawn from the workspace index, built once per opened workspace."""
+"""Completion name sources drawn from the workspace index, built once per opened workspace
+(on MegEngine / SigmaStar dumps: their op and var / tensor names)."""
 
 from __future__ import annotations
 
@@ -6,17 +7,24 @@ import os
 
 from precision_shell.shell.completer import NameSource
 from precision_shell.shell.context import ShellContext
-from precision_shell.workspace.workspace import Workspace
 
 
 class NameSources:
     def __init__(self, ctx: ShellContext) -> None:
         self.ctx = ctx
-        self._for: Workspace | None = None
+        self._for: object | None = None
         self._ops: NameSource | None = None
         self._tensors: NameSource | None = None
 
     def _refresh(self) -> bool:
+        foreign = self.ctx.foreign_if_open()
+        if foreign is not None:
+            if foreign is not self._for:
+                self._for = foreign
+                tensors = [t for run in foreign.runs for t in run.tensors]
+                self._ops = NameSource([*(t.op_name for t in tensors), *(t.name for t in tensors)])
+                self._tensors = NameSource(t.name for t in tensors)
+            return True
         ws = self.ctx.workspace_if_open()
         if ws is None:
             return False

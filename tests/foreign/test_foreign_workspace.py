@@ -326,3 +326,32 @@ def test_cli_one_line_errors_on_junk(env, tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: line 1:")
     assert sorted(p.name for p in junk_dir.iterdir()) == ["sub", "x.bin"]
+
+
+def test_banner_says_what_was_opened_and_names_complete(meg_dir, tmp_path: Path) -> None:
+    import io
+
+    from precision_shell.cli import show_banner
+    from precision_shell.render.output import Renderer, make_console
+    from precision_shell.shell.names import NameSources
+
+    meg, _, _ = meg_dir
+    shell = _shell(meg)
+    out, err = io.StringIO(), io.StringIO()
+    renderer = Renderer(make_console(False, file=out, width=200), make_console(False, file=err))
+    show_banner(shell.context, renderer)
+    assert out.getvalue().splitlines()[0] == (
+        "MegEngine io dumps: runA (10 vars) vs runB (10 vars) [right = benchmark: name order]"
+    )
+    assert err.getvalue() == ""
+    names = NameSources(shell.context)
+    ops = names.ops()
+    assert ops is not None and PLANTED in ops.names and "split1:1" in ops.names
+    broken = tmp_path / "broken"
+    write_megengine(broken / "runA")
+    (broken / "runA" / "000003").write_bytes((broken / "runA" / "000003").read_bytes()[:50])
+    bad_shell = _shell(broken)
+    out, err = io.StringIO(), io.StringIO()
+    renderer = Renderer(make_console(False, file=out, width=200), make_console(False, file=err))
+    show_banner(bad_shell.context, renderer)
+    assert err.getvalue().count("\n") == 1 and "000003" in err.getvalue()
