@@ -228,7 +228,7 @@ def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary |
     """
     if args.limit < 0:
         raise UsageError("vcs: -l must not be negative")
-    target = args.file if args.file else ctx.workspace.output_dir("vector_compare")
+    target = args.file if args.file else ctx.compare_results()
     csv_path = find_result_csv(Path(target), statistics=True)
     if is_statistics_csv(csv_path):
         if args.metric or args.cosine is not None or args.plot:

@@ -59,7 +59,7 @@ def report_command(ctx: ShellContext, args: argparse.Namespace) -> ReportWritten
     """
     if args.depth < 0:
         raise UsageError("report: -s must not be negative")
-    target = args.file if args.file else ctx.workspace.output_dir("vector_compare")
+    target = args.file if args.file else ctx.compare_results()
     csv_path = find_result_csv(Path(target), statistics=True)
     if is_statistics_csv(csv_path):
         raise UsageError(

@@ -71,6 +71,14 @@ class ShellContext:
             self._foreign = opened
         return self._foreign
 
+    def compare_results(self) -> Path:
+        """Where `vc` puts its results and `vcs`/`report` look for the newest: the
+        workspace's `temp/vector_compare/`, or under the opened foreign dumps' root."""
+        foreign = self.foreign
+        if foreign is not None:
+            return foreign.root / "precision_data" / "temp" / "vector_compare"
+        return self.workspace.output_dir("vector_compare")
+
     def begin_command(self) -> None:
         """Called by the dispatcher before each command: the files may have changed since."""
         self._check_pending = True

@@ -355,3 +355,14 @@ def test_banner_says_what_was_opened_and_names_complete(meg_dir, tmp_path: Path)
     renderer = Renderer(make_console(False, file=out, width=200), make_console(False, file=err))
     show_banner(bad_shell.context, renderer)
     assert err.getvalue().count("\n") == 1 and "000003" in err.getvalue()
+
+
+def test_vcs_and_report_find_the_newest_result_of_the_opened_pair(meg_dir) -> None:
+    root, _, _ = meg_dir
+    shell = _shell(root)
+    run_ok(shell, "ac -c")  # writes under <root>/precision_data/temp/vector_compare
+    summary = run_ok(shell, "vcs")  # no -f: the newest result there
+    assert PLANTED in {v.op for v in summary.ops}
+    written = run_ok(shell, "report")
+    assert written.path.is_file()
+    assert written.path.is_relative_to(root / "precision_data" / "temp" / "report")
