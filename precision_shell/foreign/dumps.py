@@ -101,9 +101,12 @@ def open_foreign(path: str | Path) -> ForeignDump:
     if kind == meg.KIND_TEXT:
         return _megengine_text(meg.read_io_dump_text(path), kind)
     if kind == sigma.KIND_DIR:
-        files = sorted(
-            e.path for e in os.scandir(path) if e.is_file() and sigma.detect(e.path) is not None
-        )
+        with os.scandir(path) as entries:  # links are not followed: they could point anywhere
+            files = sorted(
+                e.path
+                for e in entries
+                if e.is_file(follow_symlinks=False) and sigma.detect(e.path) is not None
+            )
         records = [t for f in files for t in sigma.read_sigmastar_dump(f).tensors]
         return _sigmastar(str(path), kind, records)
     return _sigmastar(str(path), kind, list(sigma.read_sigmastar_dump(path).tensors))

@@ -422,14 +422,18 @@ def read_values(var: MegVar) -> np.ndarray:
 def read_bin_io_dump(directory: str | Path) -> MegRun:
     """Every var file of a `--bin-io-dump` directory; `-inp<i>` files grouped by consumer var.
 
-    Other files are listed in `ignored`. Raises FormatError naming the first bad file.
+    Other files, and symbolic links (a workspace may come from someone else: a link could
+    point anywhere), are listed in `ignored`. Raises FormatError naming the first bad file.
     """
     root = str(directory)
     try:
         names = []
+        links = set()
         with os.scandir(directory) as entries:
             for entry in entries:
                 names.append(entry.name)
+                if entry.is_symlink():
+                    links.add(entry.name)
                 if len(names) > MAX_DIR_FILES:
                     raise FormatError(root, f"more than {MAX_DIR_FILES} files")
     except OSError as err:
@@ -439,7 +443,11 @@ def read_bin_io_dump(directory: str | Path) -> MegRun:
     ignored = []
     for file_name in sorted(names):
         path = os.path.join(root, file_name)
-        if _FILE_NAME.fullmatch(file_name) is None or not os.path.isfile(path):
+        if (
+            file_name in links
+            or _FILE_NAME.fullmatch(file_name) is None
+            or not os.path.isfile(path)
+        ):
             ignored.append(file_name)
             continue
         var = read_var_file(path)

@@ -440,7 +440,7 @@ def detect(path: str | Path) -> str | None:
                 for count, entry in enumerate(entries):
                     if count >= 256:
                         break
-                    if entry.is_file() and _sniff(entry.path) is not None:
+                    if entry.is_file(follow_symlinks=False) and _sniff(entry.path) is not None:
                         return KIND_DIR
         except OSError:
             return None

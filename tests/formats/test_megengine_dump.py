@@ -395,3 +395,18 @@ def test_detect(run_dir: Path, tmp_path: Path) -> None:
     assert detect(other) is None
     assert detect(tmp_path / "missing") is None
     assert detect(other / "000001") is None
+
+
+def test_a_symlinked_var_file_is_not_followed(run_dir: Path, tmp_path: Path) -> None:
+    """A link named like a var file, pointing outside the run dir, is ignored, not read."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    real = sorted(p for p in run_dir.iterdir() if p.is_file())[0]
+    target = outside / real.name
+    target.write_bytes(real.read_bytes())
+    before = read_bin_io_dump(run_dir)
+    link = run_dir / "0fffff"
+    link.symlink_to(target)
+    after = read_bin_io_dump(run_dir)
+    assert "0fffff" in after.ignored
+    assert set(after.vars) == set(before.vars)
