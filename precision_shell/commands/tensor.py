@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 from dataclasses import dataclass
 from functools import partial
@@ -40,7 +39,7 @@ from precision_shell.formats.layouts import (
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
 from precision_shell.workspace.dump_index import DumpFileRef, index_dump_tree
-from precision_shell.workspace.output_files import output_error, replace_output
+from precision_shell.workspace.output_files import make_user_dir, replace_output
 from precision_shell.workspace.subgraph_files import safe_file_stem
 from precision_shell.workspace.tensor_stats import TensorStats, compute_stats
 from precision_shell.workspace.workspace import Workspace
@@ -315,7 +314,7 @@ def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles | Fo
         except LayoutError as exc:
             raise UsageError(f"dc: -f: {exc}") from None
     handles = _dump_targets(ctx, args.target, args.rank, args.step)
-    out_dir = _user_dir(args.out_dir) if args.out_dir else _output_dir(ctx, "decode")
+    out_dir = make_user_dir(args.out_dir) if args.out_dir else _output_dir(ctx, "decode")
     written, notes = [], []
     for h in handles:
         assert h.meta is not None
@@ -334,19 +333,6 @@ def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles | Fo
         replace_output(path, partial(np.save, arr=data, allow_pickle=False))
         written.append((h.label, str(path), tuple(values.shape), layout))
     return DecodedFiles(written, str(out_dir), notes)
-
-
-def _user_dir(path: Path) -> Path:
-    """A dir the user named for outputs (made when missing); links in it are the user's."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise PrecisionError(f"{path}: exists and is not a directory") from None
-    except OSError as exc:
-        if exc.errno == errno.ENOSPC:
-            raise output_error(path, exc) from None
-        raise PrecisionError(f"{path}: cannot create: {exc.strerror or exc}") from None
-    return path
 
 
 def _dir_targets(ws: Workspace | None, directory: Path) -> list[TensorHandle]:

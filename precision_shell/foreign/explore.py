@@ -10,7 +10,6 @@ never inside a dump dir.
 
 from __future__ import annotations
 
-import errno
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,12 @@ from precision_shell.foreign.run import _row
 from precision_shell.foreign.verdict import default_rule
 from precision_shell.foreign.workspace import ForeignRun, ForeignWorkspace
 from precision_shell.workspace.layout import WORKSPACE_DIR_NAME
-from precision_shell.workspace.output_files import OutputError, ensure_dir, output_error
+from precision_shell.workspace.output_files import (
+    OutputError,
+    ensure_dir,
+    make_user_dir,
+    output_error,
+)
 from precision_shell.workspace.subgraph_files import safe_file_stem
 from precision_shell.workspace.tensor_stats import TensorStats, compute_stats
 
@@ -334,15 +338,7 @@ def _check_out_dir(ws: ForeignWorkspace, out_dir: Path) -> Path:
         )
         if inside:
             raise PrecisionError(f"dc: {out_dir} is a dump dir; outputs never go inside one")
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise PrecisionError(f"{out_dir}: exists and is not a directory") from None
-    except OSError as exc:
-        if exc.errno == errno.ENOSPC:
-            raise output_error(out_dir, exc) from None
-        raise PrecisionError(f"{out_dir}: cannot create: {exc.strerror or exc}") from None
-    return target
+    return make_user_dir(target, out_dir)
 
 
 def _save_new(directory: Path, stem: str, values: np.ndarray) -> Path:

@@ -61,6 +61,21 @@ def _check_dir(path: Path) -> None:
         raise OutputError(f"{path}: exists and is not a directory")
 
 
+def make_user_dir(path: Path, shown: Path | None = None) -> Path:
+    """A dir the user named for outputs (`-o DIR`), made when missing; `shown` is how to name
+    it in the one-line error (default `path`). Links in it are the user's to have made."""
+    name = shown if shown is not None else path
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise PrecisionError(f"{name}: exists and is not a directory") from None
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise output_error(name, exc) from None
+        raise PrecisionError(f"{name}: cannot create: {exc.strerror or exc}") from None
+    return path
+
+
 def ensure_dir(base: Path, *parts: str) -> Path:
     """`base/parts...`, each missing dir made; any link or file among `parts` is refused.
 
