@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -24,6 +25,8 @@ _FLOATS: dict[str, tuple[int, int, int, object]] = {
     "DT_BFLOAT16": (7, -126, 127, ml_dtypes.bfloat16),
     "DT_DOUBLE": (52, -1022, 1023, np.float64),
 }
+# GE float dtype name -> the numpy type that rounds to it (the one table of these)
+FLOAT_TYPES: dict[str, Any] = {name: spec[3] for name, spec in _FLOATS.items()}
 _INTS = frozenset(
     {
         "DT_BOOL",

@@ -33,7 +33,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from precision_shell.errors import PrecisionError
@@ -52,7 +51,7 @@ from precision_shell.replay.kernels.registry import (
     has_kernel,
     replay_op,
 )
-from precision_shell.replay.measure import OwnError, own_error, ulp
+from precision_shell.replay.measure import FLOAT_TYPES, OwnError, own_error, ulp
 from precision_shell.workspace.dump_index import DumpFileRef
 from precision_shell.workspace.graph_index import GraphIndex, OpRecord
 from precision_shell.workspace.workspace import RunIndex, Workspace
@@ -61,12 +60,6 @@ EXACT_ULP = 1.0  # at most this many ULP: the kernel is exact for its dtype
 WRONG_ULP = 4.0  # beyond this many ULP (and a distance beyond rounding): the kernel is wrong
 WRONG_DISTANCE_ROUNDOFFS = 2.0  # ... a relative distance beyond this many unit roundoffs
 
-_ROUNDING_TYPES: dict[str, Any] = {
-    "DT_FLOAT16": np.float16,
-    "DT_FLOAT": np.float32,
-    "DT_BF16": ml_dtypes.bfloat16,
-    "DT_BFLOAT16": ml_dtypes.bfloat16,
-}
 _DTYPE_WORDS = {
     "DT_FLOAT16": "float16",
     "DT_FLOAT": "float32",
@@ -352,7 +345,7 @@ def _own(device: np.ndarray, replayed: np.ndarray, dtype: str) -> tuple[OwnError
     Where the exact value rounds to inf in `dtype` and the device holds that same inf, the
     kernel rounded correctly: the value does not fit the dtype, which is its inputs' (or the
     model's) doing. Those elements are measured as equal instead of as an inf mismatch."""
-    kind = _ROUNDING_TYPES.get(dtype.upper())
+    kind = FLOAT_TYPES.get(dtype.upper())
     if kind is None or device.size != replayed.size:
         return own_error(device, replayed, dtype), 0
     device = device.reshape(replayed.shape)

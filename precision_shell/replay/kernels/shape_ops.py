@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from precision_shell.formats.layouts import (
@@ -25,14 +24,8 @@ from precision_shell.replay.kernels.registry import (
     out_dtype,
     register,
 )
+from precision_shell.replay.measure import FLOAT_TYPES
 
-_FLOAT_TYPES: dict[str, Any] = {
-    "DT_FLOAT16": np.float16,
-    "DT_FLOAT": np.float32,
-    "DT_DOUBLE": np.float64,
-    "DT_BF16": ml_dtypes.bfloat16,
-    "DT_BFLOAT16": ml_dtypes.bfloat16,
-}
 _INT_TYPES: dict[str, Any] = {
     "DT_INT8": np.int8,
     "DT_UINT8": np.uint8,
@@ -46,9 +39,9 @@ _INT_TYPES: dict[str, Any] = {
 
 
 def _cast_value(x: np.ndarray, dtype: str) -> np.ndarray:
-    if dtype in _FLOAT_TYPES:
+    if dtype in FLOAT_TYPES:
         with np.errstate(over="ignore", invalid="ignore"):
-            return np.asarray(x).astype(_FLOAT_TYPES[dtype]).astype(np.float64)
+            return np.asarray(x).astype(FLOAT_TYPES[dtype]).astype(np.float64)
     if dtype == "DT_BOOL":
         return (np.asarray(x) != 0).astype(np.float64)
     target = np.dtype(_INT_TYPES[dtype])
@@ -71,7 +64,7 @@ def cast(call: KernelCall, attrs: Attrs) -> Compute:
     as TF does, anything to bool as x != 0."""
     need_inputs(call, 1)
     dtype = out_dtype(call)
-    if dtype not in _FLOAT_TYPES and dtype not in _INT_TYPES and dtype != "DT_BOOL":
+    if dtype not in FLOAT_TYPES and dtype not in _INT_TYPES and dtype != "DT_BOOL":
         raise attrs.fail(f"output dtype {dtype or '(none)'} is not replayed")
     attrs.note("dst_type (output desc)", dtype)
     x = call.inputs[0]
