@@ -26,6 +26,18 @@ def number_column(table: Table, header: str = "", **options: object) -> None:
     table.add_column(header, no_wrap=True, **options)  # type: ignore[arg-type]
 
 
+def facts_table(title: str, fold: bool = False) -> Table:
+    """A titled two-column name/value table without header or edges (a compare's head, an
+    op's facts); `fold` wraps long values instead of cropping them."""
+    table = Table(title=title, title_justify="left", show_header=False, show_edge=False, box=None)
+    table.add_column(style="bold")
+    if fold:
+        table.add_column(overflow="fold")
+    else:
+        table.add_column()
+    return table
+
+
 def path_text(path: str | PathLike[str], style: str = "") -> Text:
     """A path as a cell or line: folded at any character when it must be, never cut."""
     return Text(str(path), style=style, overflow="fold")

@@ -12,16 +12,14 @@ from precision_shell.compare.pipeline.execute import CompareRun, VectorCompareRe
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.slice_results import RankStepTable
 from precision_shell.compare.results.thresholds import ThresholdRule
-from precision_shell.render.columns import number_column, path_text, text_column
+from precision_shell.render.columns import facts_table, number_column, path_text, text_column
 from precision_shell.render.output import renders
 from precision_shell.render.terminal_plot import render_cosine_plot
 
 
 def _run_table(title: str, run: CompareRun) -> Table:
     t = run.tally
-    table = Table(title=title, title_justify="left", show_header=False, show_edge=False, box=None)
-    table.add_column(style="bold")
-    table.add_column()
+    table = facts_table(title)
     table.add_row("left", path_text(run.left))
     table.add_row("right", path_text(run.right))
     table.add_row(

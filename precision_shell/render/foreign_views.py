@@ -19,7 +19,7 @@ from precision_shell.foreign.explore import (
 )
 from precision_shell.foreign.metrics import MEGENGINE_REL, SIGMASTAR_RMSE
 from precision_shell.foreign.run import ForeignCompareResult
-from precision_shell.render.columns import path_text
+from precision_shell.render.columns import facts_table, path_text
 from precision_shell.render.numbers import fmt_num
 from precision_shell.render.output import renders
 from precision_shell.render.tensor_views import stats_line
@@ -29,15 +29,7 @@ _SHOWN = 10
 
 def _head(result: ForeignCompareResult) -> Table:
     family = "MegEngine" if result.family == "megengine" else "SigmaStar"
-    table = Table(
-        title=f"{family} compare",
-        title_justify="left",
-        show_header=False,
-        show_edge=False,
-        box=None,
-    )
-    table.add_column(style="bold")
-    table.add_column()
+    table = facts_table(f"{family} compare")
     compared = sum(1 for r in result.rows if r.compared)
     table.add_row("left", path_text(result.left))
     table.add_row("right", path_text(result.right))
@@ -130,15 +122,7 @@ def _edges(edges: list[Edge], empty: str) -> Text:
 
 @renders(ForeignNode)
 def _node(console: Console, node: ForeignNode) -> None:
-    table = Table(
-        title=f"{node.kind} {node.query}",
-        title_justify="left",
-        show_header=False,
-        show_edge=False,
-        box=None,
-    )
-    table.add_column(style="bold")
-    table.add_column(overflow="fold")
+    table = facts_table(f"{node.kind} {node.query}", fold=True)
     table.add_row("op", f"{node.op_name} ({node.op_type})")
     outputs = "\n".join(
         f"{label(t)}  {t.dtype} {_shape(t.shape)}" + (f"  ({t.detail})" if t.detail else "")
@@ -171,15 +155,7 @@ def _summaries(console: Console, result: ForeignSummaries) -> None:
 
 @renders(ForeignTensorCompare)
 def _tensor_compare(console: Console, result: ForeignTensorCompare) -> None:
-    table = Table(
-        title=f"cp {result.name}",
-        title_justify="left",
-        show_header=False,
-        show_edge=False,
-        box=None,
-    )
-    table.add_column(style="bold")
-    table.add_column(overflow="fold")
+    table = facts_table(f"cp {result.name}", fold=True)
     table.add_row(
         "left", f"{result.left_run}: {result.left}  {result.left_dtype} {_shape(result.left_shape)}"
     )

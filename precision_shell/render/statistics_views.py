@@ -14,7 +14,7 @@ from precision_shell.compare.statistics.run import StatisticsCompare, Statistics
 from precision_shell.compare.statistics.table import StatisticsRow
 from precision_shell.compare.statistics.view import StatisticsView
 from precision_shell.explore.statistics_files import StatisticsFile
-from precision_shell.render.columns import path_text
+from precision_shell.render.columns import facts_table, path_text
 from precision_shell.render.numbers import fmt_num
 from precision_shell.render.output import renders
 
@@ -22,9 +22,7 @@ _SHOWN = 10
 
 
 def _compare_table(compare: StatisticsCompare, title: str) -> Table:
-    table = Table(title=title, title_justify="left", show_header=False, show_edge=False, box=None)
-    table.add_column(style="bold")
-    table.add_column()
+    table = facts_table(title)
     table.add_row("left", path_text(compare.plan.left))
     table.add_row("right", path_text(compare.plan.right))
     compared = sum(1 for r in compare.rows if r.compared)
