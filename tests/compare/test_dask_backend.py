@@ -166,13 +166,15 @@ def scheduler_and_worker(tmp_path) -> Iterator[tuple[str, subprocess.Popen]]:
                 _stop(proc)
 
 
-def _kill_on_first_row(scheduler: subprocess.Popen) -> ProgressSink:
-    """A progress sink that kills the scheduler when the compare's first row arrives."""
+def _kill_on_first_row(processes: list[subprocess.Popen]) -> ProgressSink:
+    """A progress sink that kills `processes` (the scheduler, or every worker) when the
+    compare's first row arrives."""
 
     def advance(tick: Tick) -> None:
-        if scheduler.poll() is None:
-            os.killpg(scheduler.pid, signal.SIGKILL)
-            scheduler.wait(timeout=30)
+        for proc in processes:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
 
     return ProgressSink(advance=advance)
 
@@ -190,7 +192,7 @@ def test_a_scheduler_that_goes_away_mid_compare_gives_one_line_and_a_partial_sum
     start = time.monotonic()
     with pytest.raises(PrecisionError) as caught:
         compare_runner.run(
-            shell.context.workspace, request, lambda title: _kill_on_first_row(scheduler)
+            shell.context.workspace, request, lambda title: _kill_on_first_row([scheduler])
         )
     assert time.monotonic() - start < 60  # never a hang (the reconnect gives up after 5 s)
     message = str(caught.value)
@@ -297,18 +299,6 @@ def scheduler_and_workers(tmp_path) -> Iterator[tuple[str, list[subprocess.Popen
             _stop(proc)
 
 
-def _kill_workers_on_first_row(workers: list[subprocess.Popen]) -> ProgressSink:
-    """A progress sink that kills every worker when the compare's first row arrives."""
-
-    def advance(tick: Tick) -> None:
-        for worker in workers:
-            if worker.poll() is None:
-                os.killpg(worker.pid, signal.SIGKILL)
-                worker.wait(timeout=30)
-
-    return ProgressSink(advance=advance)
-
-
 def test_a_cluster_whose_workers_all_die_stops_after_the_wait_with_a_partial_summary(
     tiny_demo, scheduler_and_workers, tmp_path
 ):
@@ -326,7 +316,7 @@ def test_a_cluster_whose_workers_all_die_stops_after_the_wait_with_a_partial_sum
     def compare() -> None:
         try:
             outcome["result"] = compare_runner.run(
-                shell.context.workspace, request, lambda title: _kill_workers_on_first_row(workers)
+                shell.context.workspace, request, lambda title: _kill_on_first_row(workers)
             )
         except BaseException as exc:  # noqa: BLE001 - checked below
             outcome["error"] = exc
