@@ -11,7 +11,12 @@ from pathlib import Path
 from precision_shell.commands.compare import vc_command
 from precision_shell.commands.compare_summary import CompareSummary, summary_of
 from precision_shell.compare.diagnosis.advisor import ACCUMULATED_DRIFT, Finding, OverflowHit
-from precision_shell.compare.diagnosis.diagnose import Diagnosis, Replayer, diagnose
+from precision_shell.compare.diagnosis.diagnose import (
+    Diagnosis,
+    Replayer,
+    diagnose,
+    with_replays,
+)
 from precision_shell.compare.diagnosis.graph_checks import (
     DangerousCast,
     PassUse,
@@ -267,7 +272,7 @@ def _diagnose(
     entry, table, graph, diagnosis = chosen
     if choice.mode != "none":
         replayer = _replayer(ctx, choice, entry)
-        diagnosis = diagnose(graph, table.rows, compare.rule, hits, replayer)
+        diagnosis = with_replays(diagnosis, graph, table.rows, compare.rule, hits, replayer)
     record = diagnosis.record()
     if entry is not None and len(run.slices) > 1:  # a run of one dump dir keeps the old keys
         for cause_json in record.root_causes:

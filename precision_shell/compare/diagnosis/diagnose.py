@@ -91,16 +91,29 @@ def diagnose(
     rows: Sequence[ResultRow],
     rule: ThresholdRule,
     overflows: Sequence[OverflowHit] = (),
-    replayer: Replayer | None = None,
 ) -> Diagnosis:
-    """Root causes, findings and the baseline of one compare. With a `replayer`, the causes
-    are re-ranked by the replays it runs (replay_evidence) before the advisor reads them."""
+    """Root causes (the estimate), findings and the baseline of one compare; `with_replays`
+    re-ranks them by replays."""
     evidence = collect_evidence(graph, rows, rule)
     causes = localise(graph, evidence)
-    replays = None
-    if replayer is not None:
-        replays = replayer(graph, evidence, causes)
-        causes = rerank(causes, replays, graph, evidence)
     findings = advise(graph, rows, evidence, causes, rule, overflows)
     baseline = first_below_baseline(evidence, rule.cosine if rule.cosine is not None else 0.98)
-    return Diagnosis(causes, findings, baseline, evidence, replays)
+    return Diagnosis(causes, findings, baseline, evidence)
+
+
+def with_replays(
+    diagnosis: Diagnosis,
+    graph: GraphIndex,
+    rows: Sequence[ResultRow],
+    rule: ThresholdRule,
+    overflows: Sequence[OverflowHit],
+    replayer: Replayer,
+) -> Diagnosis:
+    """`diagnosis` (of `rows`) with its causes re-ranked by the replays `replayer` runs
+    (replay_evidence) and the advisor's findings read again from them; the evidence and
+    the baseline are reused, not collected again."""
+    evidence = diagnosis.evidence
+    replays = replayer(graph, evidence, diagnosis.causes)
+    causes = rerank(diagnosis.causes, replays, graph, evidence)
+    findings = advise(graph, rows, evidence, causes, rule, overflows)
+    return Diagnosis(causes, findings, diagnosis.baseline, evidence, replays)
