@@ -239,7 +239,7 @@ def main() -> int:
         print(json.dumps(result))
         return 0
 
-    from precision_shell.compare.metrics import fused
+    from precision_shell.compare.metrics import compiled
     from precision_shell.demo.builder import ensure_demo
     from precision_shell.demo.spec import DemoSpec
 
@@ -254,7 +254,7 @@ def main() -> int:
         f"workspace {workspace}: {manifest.total_bytes / 2**20:.0f} MiB, "
         f"{sum(1 for op in manifest.device_ops if op.dump_file)} dumped ops; a distinct-tensor "
         f"twin and an 8-rank twin beside it (ready in {time.perf_counter() - t0:.1f} s); "
-        f"metrics: {'compiled (numba)' if fused.available() else 'numpy'}"
+        f"metrics: {compiled.path_name()}"
     )
 
     def phase(name: str, where: Path = workspace, jobs: int = args.jobs) -> dict:

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from precision_shell.compare.metrics import fused
+from precision_shell.compare.metrics import compiled
 from precision_shell.compare.metrics.cells import (
     ACC_REL,
     COSINE,
@@ -57,12 +57,12 @@ _KlShape = tuple[tuple[np.floating, np.floating], tuple[np.floating, np.floating
 
 def float32_metrics(x: np.ndarray, y: np.ndarray, scalar: bool, out: MetricValues) -> None:
     """msaccucmp's algorithms on a flat pair (any float dtypes, read as float32); results go
-    to `out`. The passes run compiled when numba is there (`fused`), else in numpy."""
+    to `out`. The passes run in C when the extension is built (`compiled`), else in numpy."""
     want = out.wanted
     n = int(x.size)
     needs = _Needs(want, scalar, n)
-    passes: _NumpyPasses | fused.FusedPasses = (
-        fused.FusedPasses(x, y) if fused.available() else _NumpyPasses(Float32Pairs(x, y))
+    passes: _NumpyPasses | compiled.CompiledPasses = (
+        compiled.CompiledPasses(x, y) if compiled.available() else _NumpyPasses(Float32Pairs(x, y))
     )
     first = passes.first(needs.first_pass)
 
@@ -100,7 +100,7 @@ def float32_metrics(x: np.ndarray, y: np.ndarray, scalar: bool, out: MetricValue
 
 
 class _NumpyPasses:
-    """The passes as chunked numpy calls (when numba is not there)."""
+    """The passes as chunked numpy calls (when the compiled extension is not there)."""
 
     def __init__(self, pairs: Float32Pairs) -> None:
         self.pairs = pairs

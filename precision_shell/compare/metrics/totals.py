@@ -22,7 +22,7 @@ BELOW_1E3, BELOW_5E3 = _float32_at_or_above(0.001), _float32_at_or_above(0.005)
 class FirstTotals:
     """What the first pass yields: sums, extremes and counts that need nothing but the data.
 
-    The numpy path and the compiled one (`fused`) both produce it, bit for bit alike."""
+    The numpy path and the compiled one (`compiled`) both produce it, bit for bit alike."""
 
     abs_sum: np.floating
     sq_sum: np.floating

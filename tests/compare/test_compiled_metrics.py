@@ -1,4 +1,4 @@
-"""The compiled metric passes (metrics/fused.py) equal the numpy passes bit for bit.
+"""The compiled metric passes (metrics/compiled.py) equal the numpy passes bit for bit.
 
 Every total each pass yields is compared as bits (NaN with NaN), on data chosen to hit every
 branch of numpy's pairwise summation (leaf sizes around 8 and 128, whole and partial 8192-element
@@ -8,31 +8,33 @@ constant tensors; then every printed cell of whole rows.
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import math
-from collections.abc import Iterator
+import os
+import shutil
+import subprocess
+import sysconfig
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
 
+from precision_shell.compare.metrics import compiled
 from precision_shell.compare.metrics import float32 as f32path
-from precision_shell.compare.metrics import fused
 from precision_shell.compare.metrics.cells import csv_values
 from precision_shell.compare.metrics.compute import compute_metrics
 from precision_shell.compare.metrics.stream import Float32Pairs
 
 
 @pytest.fixture(autouse=True)
-def _compiled(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The compiled path is opt-in: switch it on for these tests only."""
-    monkeypatch.setenv("PRECISION_SHELL_NUMBA", "1")
-    fused._numba.cache_clear()
-    fused._kernels.cache_clear()
-    if not fused.available():
-        pytest.skip("numba is not installed")
-    yield
-    fused._numba.cache_clear()
-    fused._kernels.cache_clear()
+def _compiled() -> None:
+    if compiled.available():
+        return
+    # scripts/test sets this where a C compiler is: the extension must have been built there
+    assert os.environ.get("PRECISION_SHELL_REQUIRE_COMPILED") != "1", "extension not built"
+    pytest.skip("the compiled extension is not built (no C compiler at install time)")
 
 
 SIZES = (0, 1, 7, 8, 9, 15, 127, 128, 129, 136, 1000, 8191, 8192, 8193, 65536 + 8192 + 17, 150001)
@@ -103,7 +105,7 @@ CASES = [
 
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize(("x_type", "y_type", "x_kind", "y_kind"), CASES)
-def test_fused_totals_equal_numpy_totals_bit_for_bit(
+def test_compiled_totals_equal_numpy_totals_bit_for_bit(
     n: int, x_type: type, y_type: type, x_kind: str, y_kind: str
 ) -> None:
     with np.errstate(all="ignore"):
@@ -112,7 +114,7 @@ def test_fused_totals_equal_numpy_totals_bit_for_bit(
         if x_kind == y_kind == "normal":
             y = (x.astype(np.float64) * 1.001).astype(y_type)  # close pairs: tiny errors
         expected = _all_passes(f32path._NumpyPasses(Float32Pairs(x, y)), n)
-        found = _all_passes(fused.FusedPasses(x, y), n)
+        found = _all_passes(compiled.CompiledPasses(x, y), n)
     assert expected.keys() == found.keys()
     wrong = {k: (expected[k], found[k]) for k in expected if not _same(expected[k], found[k])}
     assert not wrong
@@ -123,21 +125,89 @@ def test_one_block_sums_like_numpy() -> None:
     rng = np.random.default_rng(5)
     for n in (1, 8, 129, 1000, 4097, 8192):
         x = (rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3, n)).astype(np.float32)
-        pairs = fused.FusedPasses(x, np.ones(n, np.float32))
+        pairs = compiled.CompiledPasses(x, np.ones(n, np.float32))
         assert _same(pairs.first(True).xx_sum, np.add.reduce(x * x))
 
 
 @pytest.mark.parametrize("n", (3, 1000, 70001))
-def test_printed_rows_equal_with_and_without_numba(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_printed_rows_equal_with_and_without_the_extension(
+    n: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rng = np.random.default_rng(n)
     x = rng.standard_normal((n,)).astype(np.float16)
     y = x.astype(np.float32) + rng.standard_normal(n).astype(np.float32) * 0.01
     y[::97] = 0.0  # benchmark zeros: KL is inf, relative errors skip them
-    compiled = compute_metrics(x, y)
-    monkeypatch.setattr(fused, "available", lambda: False)
+    fast = compute_metrics(x, y)
+    monkeypatch.setattr(compiled, "available", lambda: False)
     plain = compute_metrics(x, y)
-    assert csv_values(compiled) == csv_values(plain)
-    assert compiled.reasons == plain.reasons
+    assert csv_values(fast) == csv_values(plain)
+    assert fast.reasons == plain.reasons
     for name in ("sqnr_db", "ratio_rel_err_below_0_001", "ratio_rel_err_below_0_005"):
-        a, b = getattr(compiled, name), getattr(plain, name)
+        a, b = getattr(fast, name), getattr(plain, name)
         assert a == b or (math.isnan(a) and math.isnan(b))
+
+
+def test_bad_arguments_raise_and_never_read_out_of_bounds() -> None:
+    c = compiled._module()
+    assert c is not None
+    x, t = np.ones(10, np.float32), np.zeros(0, np.float32)
+    table16 = np.zeros(1 << 16, np.float32)
+    limits = (2.0**-52, 1e-3, 5e-3)
+    with pytest.raises(ValueError, match="as many elements"):
+        c.first(x, t, 4, np.ones(9, np.float32), t, 4, *limits)
+    with pytest.raises(ValueError, match="width"):
+        c.first(x, t, 3, x, t, 4, *limits)
+    with pytest.raises(ValueError, match="lookup table"):  # a 2-byte side needs 65536 entries
+        c.first(np.ones(20, np.uint8), table16[:100], 2, x, t, 4, *limits)
+    with pytest.raises(ValueError, match="width"):  # 3 bytes are not whole float32 values
+        c.first(np.ones(3, np.uint8), t, 4, np.ones(3, np.uint8), t, 4, *limits)
+    p, r = np.empty(8, np.float32), np.empty(8, np.float32)
+    kl = (0.0, 1.0, 0.0, 1.0, 1e-7, 1.0, 1.0)
+    with pytest.raises(ValueError, match="same span"):  # elements 5..13 of 10
+        c.kl_ratio(x, t, 4, x, t, 4, 5, *kl, p, r)
+    with pytest.raises(ValueError, match="same span"):
+        c.kl_ratio(x, t, 4, x, t, 4, -1, *kl, p, r)
+    with pytest.raises(ValueError, match="one length"):
+        c.kl_terms(p, np.empty(7, np.float32), 0.0)
+    read_only = np.zeros(8, np.float32)
+    read_only.setflags(write=False)
+    with pytest.raises(ValueError, match="read-only"):  # kl_terms writes its second argument
+        c.kl_terms(p, read_only, 0.0)
+
+
+def test_first_pass_not_needed_gives_the_numpy_paths_empty_totals() -> None:
+    x, y = np.ones(5, np.float16), np.ones(5, np.float32)
+    expected = vars(f32path._NumpyPasses(Float32Pairs(x, y)).first(False))
+    found = vars(compiled.CompiledPasses(x, y).first(False))
+    assert all(_same(expected[k], found[k]) for k in expected)
+
+
+def test_the_plain_build_gives_the_same_bits_as_the_installed_one(tmp_path: Path) -> None:
+    """The installed extension may run its AVX-512 build; the plain x86-64 (or other CPU) build
+    of the same source must give the same totals."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    source = Path(compiled.__file__).with_name("_passes.c")
+    plain = tmp_path / ("_passes" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
+    include = sysconfig.get_paths()["include"]
+    flags = ["-O3", "-ffp-contract=off", "-fno-trapping-math", "-fPIC", "-shared"]
+    build = [cc, *flags, "-DPRECISION_SHELL_NO_CLONES", f"-I{include}", str(source), "-o"]
+    subprocess.run([*build, str(plain)], check=True, capture_output=True, timeout=120)
+    loader = importlib.machinery.ExtensionFileLoader("_passes", str(plain))
+    spec = importlib.util.spec_from_file_location("_passes", plain, loader=loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    rng = np.random.default_rng(9)
+    n = 3 * 8192 + 1001
+    with np.errstate(all="ignore"):
+        x = (rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3, n)).astype(np.float16)
+        y = x.astype(np.float32) * np.float32(1.0007)
+        y[::101] = np.nan
+        y[::53] = 0.0
+    installed = _all_passes(compiled.CompiledPasses(x, y), n)
+    passes = compiled.CompiledPasses(x, y)
+    passes._c = module
+    found = _all_passes(passes, n)
+    assert {k for k in installed if not _same(installed[k], found[k])} == set()
