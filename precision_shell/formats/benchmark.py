@@ -21,11 +21,12 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
 from precision_shell.errors import FormatError
+from precision_shell.formats.payload import read_payload
 from precision_shell.formats.shapes import shape_problem, shape_text
 
 MAPPING_FILE_NAME = "mapping.csv"
@@ -367,14 +368,21 @@ def read_npy_header(path: str | Path) -> NpyHeader:
 
 
 def load_benchmark(path: str | Path, mmap: bool = True) -> np.ndarray:
-    """Load a benchmark tensor (memory-mapped read-only by default), never unpickling."""
+    """Load a benchmark tensor, never unpickling: read-only (`payload.read_payload`: read when
+    small, memory-mapped when large) by default, or a private writable copy (mmap=False).
+    The header read_npy_header checked is the one used: numpy does not parse it again."""
     header = read_npy_header(path)
-    # numpy cannot memory-map an empty array; those are tiny anyway.
-    mmap_mode: Literal["r"] | None = "r" if mmap and header.data_bytes > 0 else None
     try:
-        return np.load(path, allow_pickle=False, mmap_mode=mmap_mode)
-    except (ValueError, OSError, EOFError) as error:
+        values = read_payload(
+            path,
+            header.data_offset,
+            header.dtype,
+            header.shape,
+            order="F" if header.fortran_order else "C",
+        )
+    except (ValueError, OSError) as error:
         raise FormatError(path, f"cannot load .npy data: {error}") from None
+    return values if mmap else np.array(values, order="K")
 
 
 def write_benchmark(directory: Path, tensor_name: str, array: np.ndarray, timestamp: int) -> Path:

@@ -36,6 +36,7 @@ from precision_shell.formats.layouts import (
     is_plain_format,
     to_origin_layout,
 )
+from precision_shell.formats.payload import read_payload
 from precision_shell.formats.shapes import shape_problem
 
 KINDS = ("input", "output", "buffer", "space")
@@ -304,8 +305,9 @@ def read_dump_header(path: str | Path) -> DumpHeader:
 def read_tensor(header: DumpHeader, kind: str, index: int) -> np.ndarray:
     """The values of one tensor in its device layout, shaped by the header's `shape`.
 
-    Byte-aligned types are a read-only `np.memmap` of the file (or a view of the inline bytes),
-    so nothing is copied; UINT1 / INT4 are unpacked into a new array. An empty shape gives a
+    Byte-aligned types are a read-only array of the file's bytes (`payload.read_payload`: read
+    when small, memory-mapped when large) or a view of the inline bytes; UINT1 / INT4 are
+    unpacked into a new array. An empty shape gives a
     1-D array of size / itemsize values.
     """
     meta = header.tensor(kind, index)
@@ -340,12 +342,10 @@ def read_tensor(header: DumpHeader, kind: str, index: int) -> np.ndarray:
         return np.zeros(shape, dtype=dtype)  # mmap cannot map 0 bytes
     try:
         if not packed:
-            return np.memmap(header.path, dtype=dtype, mode="r", offset=meta.offset, shape=shape)
-        raw = np.memmap(
-            header.path, dtype=np.uint8, mode="r", offset=meta.offset, shape=(meta.size,)
-        )
+            return read_payload(header.path, meta.offset, dtype, shape)
+        raw = read_payload(header.path, meta.offset, np.dtype(np.uint8), (meta.size,))
     except (OSError, ValueError) as err:
-        raise FormatError(header.path, f"{meta.label}: cannot map the payload ({err})") from None
+        raise FormatError(header.path, f"{meta.label}: cannot read the payload ({err})") from None
     return decode_values(raw, meta.dtype, count).reshape(shape)
 
 

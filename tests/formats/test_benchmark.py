@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from precision_shell.errors import FormatError
+from precision_shell.formats import payload
 from precision_shell.formats.benchmark import (
     BenchmarkFile,
     benchmark_key,
@@ -187,9 +188,30 @@ def test_load_round_trip(tmp_path: Path, mmap: bool) -> None:
     loaded = load_benchmark(path, mmap=mmap)
     assert loaded.dtype == np.float32 and loaded.shape == (2, 3, 4)
     assert np.array_equal(loaded, values)
-    assert isinstance(loaded, np.memmap) is mmap
-    if mmap:
-        assert not loaded.flags.writeable
+    assert loaded.flags.writeable is not mmap  # mmap: read-only, never copied again
+    assert loaded.flags.f_contiguous  # a Fortran-order file keeps its element order
+
+
+def test_large_payloads_are_mapped_small_ones_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    values = np.arange(1000, dtype=np.float16).reshape(10, 100)
+    path = write_benchmark(tmp_path, "big:0", values, TS)
+    assert not isinstance(load_benchmark(path), np.memmap)
+    monkeypatch.setattr(payload, "READ_LIMIT", 1000)  # 2000 bytes of data: mapped now
+    mapped = load_benchmark(path)
+    assert isinstance(mapped, np.memmap) and not mapped.flags.writeable
+    assert np.array_equal(mapped, values)
+
+
+def test_a_payload_cut_short_is_a_one_line_error(tmp_path: Path) -> None:
+    path = tmp_path / "x.npy"
+    path.write_bytes(b"\0" * 100)
+    with pytest.raises(payload.ShortRead, match="ends 28 bytes before"):
+        payload.read_payload(path, 72, np.dtype(np.float32), (14,))
+    assert np.array_equal(
+        payload.read_payload(path, 72, np.dtype(np.float32), (7,)), np.zeros(7, np.float32)
+    )
 
 
 def test_load_empty_and_scalar(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from precision_shell.errors import FormatError
-from precision_shell.formats import dump_proto
+from precision_shell.formats import dump_proto, payload
 from precision_shell.formats.dtypes import DumpDataType, encode_values
 from precision_shell.formats.layouts import DumpFormat, from_origin_layout
 from precision_shell.formats.npu_dump import read_dump_header, read_tensor, read_tensor_converted
@@ -135,10 +135,16 @@ def test_header_fields(tmp_path: Path) -> None:
     assert header.tensor("space", 0).label == "space 0"
 
 
-def test_read_tensor_maps_the_file_without_copying(tmp_path: Path) -> None:
+def test_read_tensor_reads_small_payloads_and_maps_large_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     values = np.arange(12, dtype=np.float32).reshape(3, 4)
     path = tmp_path / DUMP_NAME
     write_dump(path, "conv1", outputs=[TensorSpec(values)])
+    read = read_tensor(read_dump_header(path), "output", 0)
+    assert not isinstance(read, np.memmap) and not read.flags.writeable
+    np.testing.assert_array_equal(read, values)
+    monkeypatch.setattr(payload, "READ_LIMIT", 40)  # 48 bytes: mapped, never copied
     mapped = read_tensor(read_dump_header(path), "output", 0)
     assert isinstance(mapped, np.memmap)
     assert not mapped.flags.writeable
