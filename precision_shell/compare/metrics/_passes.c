@@ -363,6 +363,26 @@ static void run_blocks(Pass *pass, Py_ssize_t n, Sums *total)
     }
 }
 
+/* A pass over both sides (opened here; closed again on failure), zeroed, with its leaf. */
+static Pass *pass_open(PyObject *xd, PyObject *xt, int xw, PyObject *yd, PyObject *yt, int yw,
+                       Side *x, Side *y, Py_ssize_t *n, LeafFn leaf)
+{
+    if (open_pair(xd, xt, xw, yd, yt, yw, x, y, n) < 0) {
+        return NULL;
+    }
+    Pass *pass = calloc(1, sizeof(Pass));
+    if (pass == NULL) {
+        side_close(x);
+        side_close(y);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    pass->x = x;
+    pass->y = y;
+    pass->leaf = leaf;
+    return pass;
+}
+
 /* ---- first pass ------------------------------------------------------------------------ */
 
 enum { ABS, SQ, XX, YY, REL };
@@ -417,18 +437,10 @@ static PyObject *first(PyObject *self, PyObject *args)
     }
     Side x, y;
     Py_ssize_t n;
-    if (open_pair(xd, xt, xwidth, yd, yt, ywidth, &x, &y, &n) < 0) {
+    Pass *pass = pass_open(xd, xt, xwidth, yd, yt, ywidth, &x, &y, &n, first_leaf);
+    if (pass == NULL) {
         return NULL;
     }
-    Pass *pass = calloc(1, sizeof(Pass));
-    if (pass == NULL) {
-        side_close(&x);
-        side_close(&y);
-        return PyErr_NoMemory();
-    }
-    pass->x = &x;
-    pass->y = &y;
-    pass->leaf = first_leaf;
     pass->eps = eps;
     pass->below1 = below1;
     pass->below5 = below5;
@@ -546,18 +558,10 @@ static PyObject *second(PyObject *self, PyObject *args)
     }
     Side x, y;
     Py_ssize_t n;
-    if (open_pair(xd, xt, xwidth, yd, yt, ywidth, &x, &y, &n) < 0) {
+    Pass *pass = pass_open(xd, xt, xwidth, yd, yt, ywidth, &x, &y, &n, second_leaf);
+    if (pass == NULL) {
         return NULL;
     }
-    Pass *pass = calloc(1, sizeof(Pass));
-    if (pass == NULL) {
-        side_close(&x);
-        side_close(&y);
-        return PyErr_NoMemory();
-    }
-    pass->x = &x;
-    pass->y = &y;
-    pass->leaf = second_leaf;
     pass->want = want;
     pass->x_norm = x_norm;
     pass->y_norm = y_norm;
