@@ -7,11 +7,11 @@
  * Elementwise arithmetic is IEEE single or double in the written order: build with
  * -ffp-contract=off and never with -ffast-math (setup.py).
  *
- * Each call works block by block: one loop widens both sides (float32 as is, 1- and 2-byte
- * types through the float32 table of their bit patterns) and computes every quantity of the
- * pass into rows of a block-sized buffer that stays in cache; then each row is summed. The GIL
- * is released while it runs. Arguments are checked by the Python wrapper (compiled.py) and
- * again here where a wrong one could read or write out of bounds.
+ * A pass walks that recursion and computes a leaf's quantities only when it reaches the leaf,
+ * widening both sides (float32 as is, 1- and 2-byte types through the float32 table of their
+ * bit patterns), so every row it sums is in L1. The GIL is released while it runs. Arguments
+ * are checked by the Python wrapper (compiled.py) and again here where a wrong one could read
+ * or write out of bounds.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -23,13 +23,13 @@
 #define BLOCK 8192
 #define LEAF 128
 
+/* Helpers of the hot loops are inlined into each build of them. */
+#define INLINE static inline __attribute__((always_inline))
+
 /* The hot loops are built twice on x86-64 with GCC: for AVX-512 machines (about twice as fast
  * here) and for any x86-64, the loader picking one at run time. The results are the same bits:
  * the same IEEE operations in the same order, only wider (FMA is never formed:
  * -ffp-contract=off); a test builds the plain one (PRECISION_SHELL_NO_CLONES) to check. */
-/* Helpers of the hot loops are inlined into each build of them. */
-#define INLINE static inline __attribute__((always_inline))
-
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 && \
     !defined(PRECISION_SHELL_NO_CLONES)
 #define HOT __attribute__((target_clones("arch=x86-64-v4", "default")))
@@ -41,31 +41,31 @@
 
 /* A leaf (n <= 128): plain for n < 8, else eight accumulators combined as a tree, then the
  * rest. Always inlined, so each caller's build (AVX-512 or not) has its own copy. */
-#define LEAF_SUM(NAME, T)                                                                   \
-    INLINE T NAME(const T *a, Py_ssize_t n)           \
-    {                                                                                       \
-        if (n < 8) {                                                                        \
-            T res = 0.;                                                                     \
-            for (Py_ssize_t i = 0; i < n; i++) {                                            \
-                res += a[i];                                                                \
-            }                                                                               \
-            return res;                                                                     \
-        }                                                                                   \
-        T r[8];                                                                             \
-        Py_ssize_t i;                                                                       \
-        for (int j = 0; j < 8; j++) {                                                       \
-            r[j] = a[j];                                                                    \
-        }                                                                                   \
-        for (i = 8; i < n - (n % 8); i += 8) {                                              \
-            for (int j = 0; j < 8; j++) {                                                   \
-                r[j] += a[i + j];                                                           \
-            }                                                                               \
-        }                                                                                   \
-        T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));          \
-        for (; i < n; i++) {                                                                \
-            res += a[i];                                                                    \
-        }                                                                                   \
-        return res;                                                                         \
+#define LEAF_SUM(NAME, T)                                                                       \
+    INLINE T NAME(const T *a, Py_ssize_t n)                                                     \
+    {                                                                                           \
+        if (n < 8) {                                                                            \
+            T res = 0.;                                                                         \
+            for (Py_ssize_t i = 0; i < n; i++) {                                                \
+                res += a[i];                                                                    \
+            }                                                                                   \
+            return res;                                                                         \
+        }                                                                                       \
+        T r[8];                                                                                 \
+        Py_ssize_t i;                                                                           \
+        for (int j = 0; j < 8; j++) {                                                           \
+            r[j] = a[j];                                                                        \
+        }                                                                                       \
+        for (i = 8; i < n - (n % 8); i += 8) {                                                  \
+            for (int j = 0; j < 8; j++) {                                                       \
+                r[j] += a[i + j];                                                               \
+            }                                                                                   \
+        }                                                                                       \
+        T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));              \
+        for (; i < n; i++) {                                                                    \
+            res += a[i];                                                                        \
+        }                                                                                       \
+        return res;                                                                             \
     }
 
 LEAF_SUM(leaf_sum_f, float)
@@ -300,7 +300,6 @@ struct Pass {
     /* second pass: what is wanted, and its constants */
     int want;
     float x_norm, y_norm, x_low, x_span, y_low, y_span, kl_floor;
-    int x_shifted, x_scaled, y_shifted, y_scaled;
     double x_mean, y_mean;
 };
 
@@ -493,14 +492,16 @@ static inline float kl_normal(float v, float low, float span, float floor_, int 
 enum { COS, PX, QY };
 enum { XVAR, YVAR };
 
-HOT static void kl_normal_row(const float *v, Py_ssize_t n, float low, float span, float floor_, int shifted,
-                          int scaled, float *out)
+/* KL's normalised row of v; a NaN span normalises too (span != 0 is true), as in
+ * float32._kl_normalised, and v - 0 is v up to the sign of a zero, which the clamp erases. */
+HOT static void kl_normal_row(const float *v, Py_ssize_t n, float low, float span, float floor_,
+                              float *out)
 {
-    if (shifted) {
+    if (span != 0 && low != 0) {
         for (Py_ssize_t k = 0; k < n; k++) {
             out[k] = kl_normal(v[k], low, span, floor_, 1, 1);
         }
-    } else if (scaled) {
+    } else if (span != 0) {
         for (Py_ssize_t k = 0; k < n; k++) {
             out[k] = kl_normal(v[k], low, span, floor_, 0, 1);
         }
@@ -523,10 +524,8 @@ HOT static void second_leaf(Pass *pass, Py_ssize_t start, int n, Sums *out)
         }
     }
     if (pass->want & WANT_KL) {
-        kl_normal_row(xb, n, pass->x_low, pass->x_span, pass->kl_floor, pass->x_shifted,
-                      pass->x_scaled, pass->rf[PX]);
-        kl_normal_row(yb, n, pass->y_low, pass->y_span, pass->kl_floor, pass->y_shifted,
-                      pass->y_scaled, pass->rf[QY]);
+        kl_normal_row(xb, n, pass->x_low, pass->x_span, pass->kl_floor, pass->rf[PX]);
+        kl_normal_row(yb, n, pass->y_low, pass->y_span, pass->kl_floor, pass->rf[QY]);
     }
     if (pass->want & WANT_STD) {
         double *xv = pass->rd[XVAR], *yv = pass->rd[YVAR];
@@ -570,11 +569,6 @@ static PyObject *second(PyObject *self, PyObject *args)
     pass->y_low = y_low;
     pass->y_span = y_span;
     pass->kl_floor = kl_floor;
-    /* a NaN span normalises too (span != 0 is true), as in float32._kl_normalised */
-    pass->x_scaled = x_span != 0;
-    pass->y_scaled = y_span != 0;
-    pass->x_shifted = pass->x_scaled && x_low != 0;
-    pass->y_shifted = pass->y_scaled && y_low != 0;
     pass->x_mean = x_mean;
     pass->y_mean = y_mean;
     Sums t;
@@ -657,15 +651,13 @@ static PyObject *kl_ratio(PyObject *self, PyObject *args)
         return NULL;
     }
     float *p = pb.buf, *r = rb.buf;
-    int x_scaled = x_span != 0, y_scaled = y_span != 0;
-    int x_shifted = x_scaled && x_low != 0, y_shifted = y_scaled && y_low != 0;
 
     Py_BEGIN_ALLOW_THREADS
     /* widen into p and r themselves: each value is read before it is overwritten */
     const float *xb = side_floats(&x, start, m, p);
-    kl_normal_row(xb, m, x_low, x_span, kl_floor, x_shifted, x_scaled, p);
+    kl_normal_row(xb, m, x_low, x_span, kl_floor, p);
     const float *yb = side_floats(&y, start, m, r);
-    kl_normal_row(yb, m, y_low, y_span, kl_floor, y_shifted, y_scaled, r);
+    kl_normal_row(yb, m, y_low, y_span, kl_floor, r);
     kl_ratio_row(p, r, m, p_total, q_total);
     Py_END_ALLOW_THREADS
 

@@ -1,10 +1,10 @@
 """The float32 metrics' passes in compiled C (`_passes.c`), for `float32.float32_metrics`.
 
 The numpy path (`float32._NumpyPasses`) makes ~30 numpy calls per 64k-element chunk and pass,
-each a sweep over its temporaries. Here one C loop per 8192-element block computes every
-elementwise quantity of a pass while the block is in cache, widening float16 (and other 1- or
-2-byte types) through the numpy path's own lookup table, and sums each quantity in numpy 1.x's
-order (numpy's pairwise summation inside the block, blocks in sequence). KL's logarithm stays
+each a sweep over its temporaries. Here a pass walks numpy's pairwise-sum recursion and computes
+every elementwise quantity of a 128-element leaf while it is in L1, widening float16 (and other
+1- or 2-byte types) through the numpy path's own lookup table, so each quantity is summed in
+numpy 1.x's order (pairwise inside each 8192-element block, blocks in sequence). KL's logarithm stays
 numpy's (a libm `logf` may differ from numpy's SIMD log in the last bit). Every total equals
 the numpy path's bit for bit (tests/compare/test_compiled_metrics.py, on adversarial data), so
 every printed cell does too. The GIL is released while a pass runs.
@@ -22,11 +22,15 @@ from types import ModuleType
 
 import numpy as np
 
-from precision_shell.compare.metrics.stream import CHUNK, chunk_bounds, lookup_table
-from precision_shell.compare.metrics.totals import BELOW_1E3, BELOW_5E3, FirstTotals, SecondTotals
-
-_EPS32 = float(np.float32(np.finfo(np.float64).eps))  # the relative error's |y| floor, 2**-52
-_KL_FLOOR = float(np.finfo(np.float32).eps)  # KL's clamp, 1.19e-7
+from precision_shell.compare.metrics.stream import CHUNK, chunk_bounds, lookup_table, thread_scratch
+from precision_shell.compare.metrics.totals import (
+    BELOW_1E3,
+    BELOW_5E3,
+    KL_FLOOR,
+    REL_EPS32,
+    FirstTotals,
+    SecondTotals,
+)
 
 _KlShape = tuple[tuple[np.floating, np.floating], tuple[np.floating, np.floating]]
 
@@ -88,7 +92,7 @@ class CompiledPasses:
     def first(self, needed: bool) -> FirstTotals:
         # not needed: the totals of an empty pass (zero sums, NaN extremes), as the numpy path's
         values = (
-            self._c.first(*self._args, _EPS32, float(BELOW_1E3), float(BELOW_5E3))
+            self._c.first(*self._args, float(REL_EPS32), float(BELOW_1E3), float(BELOW_5E3))
             if needed
             else (0.0,) * 7 + (np.nan,) * 6 + (0, 0)
         )
@@ -132,7 +136,7 @@ class CompiledPasses:
                 float(x_span),
                 float(y_low),
                 float(y_span),
-                _KL_FLOOR,
+                float(KL_FLOOR),
                 float(x_mean),
                 float(y_mean),
             )
@@ -152,9 +156,10 @@ class CompiledPasses:
         """sum p * log(p / q): p and p / q in C, numpy's log, the products summed in C."""
         (x_low, x_span), (y_low, y_span) = kl_shape
         size = min(CHUNK, self.n)
-        p, r = np.empty(size, np.float32), np.empty(size, np.float32)
+        scratch = thread_scratch()  # the numpy path's reused buffers: no fresh pages per call
+        p, r = scratch.get("a", size, np.float32), scratch.get("b", size, np.float32)
         running = -0.0  # -0 + s == s: the first block sum stays as it is
-        shape = (float(x_low), float(x_span), float(y_low), float(y_span), _KL_FLOOR)
+        shape = (float(x_low), float(x_span), float(y_low), float(y_span), float(KL_FLOOR))
         totals = (float(px_total), float(qy_total))
         for start, stop in chunk_bounds(self.n):
             pm, rm = p[: stop - start], r[: stop - start]

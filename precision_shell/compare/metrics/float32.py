@@ -31,11 +31,15 @@ from precision_shell.compare.metrics.cells import (
     MetricValues,
 )
 from precision_shell.compare.metrics.stream import BlockSums, Extremes, Float32Pairs, resident_size
-from precision_shell.compare.metrics.totals import BELOW_1E3, BELOW_5E3, FirstTotals, SecondTotals
-
-EPS = float(np.finfo(np.float64).eps)  # msaccucmp's ConstManager.FLOAT_EPSILON, 2**-52
-_EPS32 = np.float32(EPS)  # exact: a power of two
-_KL_FLOOR = np.finfo(np.float32).eps  # alg_KullbackLeiblerDivergence's clamp, 1.19e-7
+from precision_shell.compare.metrics.totals import (
+    BELOW_1E3,
+    BELOW_5E3,
+    EPS,
+    KL_FLOOR,
+    REL_EPS32,
+    FirstTotals,
+    SecondTotals,
+)
 
 
 class _Needs:
@@ -253,7 +257,7 @@ def _relative_errors(
 ) -> None:
     """r = abs(x/y - 1) where abs(y) > eps, else 0 (NaN y lands in the 0 branch)."""
     np.abs(yc, out=r)
-    np.greater(r, _EPS32, out=keep)
+    np.greater(r, REL_EPS32, out=keep)
     # A masked write of 0 branches per element (slow on mixed data); ANDing the float's bits with
     # all ones (keep) or all zeros (+0.0) gives the same floats without branches.
     np.copyto(bits, keep)
@@ -297,9 +301,9 @@ def _kl_normalised(
         if low != 0:
             source = np.subtract(chunk, low, out=out)
         np.divide(source, span, out=out)
-        np.maximum(out, _KL_FLOOR, out=out)
+        np.maximum(out, KL_FLOOR, out=out)
     else:
-        np.maximum(chunk, _KL_FLOOR, out=out)
+        np.maximum(chunk, KL_FLOOR, out=out)
     return out
 
 

@@ -1,4 +1,5 @@
-"""What each pass of the float32 metrics yields, whichever path (numpy or compiled) ran it."""
+"""What each pass of the float32 metrics yields, whichever path (numpy or compiled) ran it,
+and the constants both paths compute with."""
 
 from __future__ import annotations
 
@@ -12,6 +13,12 @@ def _float32_at_or_above(limit: float) -> np.float32:
     near = np.float32(limit)
     return near if float(near) >= limit else np.nextafter(near, np.float32(np.inf))
 
+
+# msaccucmp's ConstManager.FLOAT_EPSILON (2**-52): cosine's zero-norm test, and as a float32
+# (exact: a power of two) the |y| below which a relative error counts as 0.
+EPS = float(np.finfo(np.float64).eps)
+REL_EPS32 = np.float32(EPS)
+KL_FLOOR = np.finfo(np.float32).eps  # alg_KullbackLeiblerDivergence's clamp, 1.19e-7
 
 # msaccucmp compares its float32 errors with 0.001 and 0.005 in float64. Comparing in float32
 # with these limits is the same and costs half: float32(0.005) itself would not do, being < 0.005.
