@@ -154,19 +154,21 @@ def test_bad_arguments_raise_and_never_read_out_of_bounds() -> None:
     table16 = np.zeros(1 << 16, np.float32)
     limits = (2.0**-52, 1e-3, 5e-3)
     with pytest.raises(ValueError, match="as many elements"):
-        c.first(x, t, 4, np.ones(9, np.float32), t, 4, *limits)
+        c.first(x, t, 4, 0, np.ones(9, np.float32), t, 4, 0, *limits)
     with pytest.raises(ValueError, match="width"):
-        c.first(x, t, 3, x, t, 4, *limits)
+        c.first(x, t, 3, 0, x, t, 4, 0, *limits)
     with pytest.raises(ValueError, match="lookup table"):  # a 2-byte side needs 65536 entries
-        c.first(np.ones(20, np.uint8), table16[:100], 2, x, t, 4, *limits)
+        c.first(np.ones(20, np.uint8), table16[:100], 2, 0, x, t, 4, 0, *limits)
+    with pytest.raises(ValueError, match="2 for a half"):  # an IEEE half is 2 bytes wide
+        c.first(x, t, 4, 1, x, t, 4, 0, *limits)
     with pytest.raises(ValueError, match="width"):  # 3 bytes are not whole float32 values
-        c.first(np.ones(3, np.uint8), t, 4, np.ones(3, np.uint8), t, 4, *limits)
+        c.first(np.ones(3, np.uint8), t, 4, 0, np.ones(3, np.uint8), t, 4, 0, *limits)
     p, r = np.empty(8, np.float32), np.empty(8, np.float32)
     kl = (0.0, 1.0, 0.0, 1.0, 1e-7, 1.0, 1.0)
     with pytest.raises(ValueError, match="same span"):  # elements 5..13 of 10
-        c.kl_ratio(x, t, 4, x, t, 4, 5, *kl, p, r)
+        c.kl_ratio(x, t, 4, 0, x, t, 4, 0, 5, *kl, p, r)
     with pytest.raises(ValueError, match="same span"):
-        c.kl_ratio(x, t, 4, x, t, 4, -1, *kl, p, r)
+        c.kl_ratio(x, t, 4, 0, x, t, 4, 0, -1, *kl, p, r)
     with pytest.raises(ValueError, match="one length"):
         c.kl_terms(p, np.empty(7, np.float32), 0.0)
     read_only = np.zeros(8, np.float32)
@@ -182,17 +184,38 @@ def test_first_pass_not_needed_gives_the_numpy_paths_empty_totals() -> None:
     assert all(_same(expected[k], found[k]) for k in expected)
 
 
-def test_the_plain_build_gives_the_same_bits_as_the_installed_one(tmp_path: Path) -> None:
+def _cpu_has(flag: str) -> bool:
+    try:
+        return flag in Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+
+
+# no clones and no F16C: the plain loops, halves widened through the table; and the AVX2 build
+BUILDS = {
+    "plain": ["-DPRECISION_SHELL_NO_CLONES", "-DPRECISION_SHELL_NO_F16C"],
+    "x86-64-v3": ["-DPRECISION_SHELL_NO_CLONES", "-march=x86-64-v3"],
+}
+
+
+@pytest.mark.parametrize("build_name", sorted(BUILDS))
+def test_other_builds_give_the_same_bits_as_the_installed_one(
+    tmp_path: Path, build_name: str
+) -> None:
     """The installed extension may run its AVX-512 build; the plain x86-64 (or other CPU) build
-    of the same source must give the same totals."""
+    and the AVX2 one of the same source must give the same totals."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         pytest.skip("no C compiler")
+    if build_name == "x86-64-v3" and not (
+        _cpu_has("avx2") and _cpu_has("fma") and _cpu_has("f16c") and _cpu_has("bmi2")
+    ):
+        pytest.skip("this CPU cannot run an x86-64-v3 build")
     source = Path(compiled.__file__).with_name("_passes.c")
     plain = tmp_path / ("_passes" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
     include = sysconfig.get_paths()["include"]
     flags = ["-O3", "-ffp-contract=off", "-fno-trapping-math", "-fPIC", "-shared"]
-    build = [cc, *flags, "-DPRECISION_SHELL_NO_CLONES", f"-I{include}", str(source), "-o"]
+    build = [cc, *flags, *BUILDS[build_name], f"-I{include}", str(source), "-o"]
     subprocess.run([*build, str(plain)], check=True, capture_output=True, timeout=120)
     loader = importlib.machinery.ExtensionFileLoader("_passes", str(plain))
     spec = importlib.util.spec_from_file_location("_passes", plain, loader=loader)

@@ -32,7 +32,7 @@
  * -ffp-contract=off); a test builds the plain one (PRECISION_SHELL_NO_CLONES) to check. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12 && \
     !defined(PRECISION_SHELL_NO_CLONES)
-#define HOT __attribute__((target_clones("arch=x86-64-v4", "default")))
+#define HOT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define HOT
 #endif
@@ -87,18 +87,47 @@ static float block_sum_f(const float *a, Py_ssize_t n) { return 0.0f + pairwise_
 
 /* ---- one side of a pair: float32 values, or bit patterns and their float32 table ------- */
 
+/* IEEE half to float32 in hardware (F16C), where the CPU has it: exact for every number, as the
+ * table is (a NaN may come out quieted, which no printed value depends on). A test build
+ * defines PRECISION_SHELL_NO_F16C to check that the table gives the same totals. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(PRECISION_SHELL_NO_F16C)
+#define HAVE_F16C 1
+#include <immintrin.h>
+static int cpu_f16c;
+
+__attribute__((target("avx,f16c"))) static void widen_half(const uint16_t *bits, Py_ssize_t m,
+                                                           float *out)
+{
+    Py_ssize_t k = 0;
+    for (; k + 8 <= m; k += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(bits + k));
+        _mm256_storeu_ps(out + k, _mm256_cvtph_ps(h));
+    }
+    if (k < m) {
+        uint16_t rest[8] = {0};
+        float wide[8];
+        memcpy(rest, bits + k, (size_t)(m - k) * sizeof(uint16_t));
+        _mm256_storeu_ps(wide, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)rest)));
+        memcpy(out + k, wide, (size_t)(m - k) * sizeof(float));
+    }
+}
+#else
+#define HAVE_F16C 0
+#endif
+
 typedef struct {
     Py_buffer data;
     Py_buffer table;
-    int width;   /* bytes per element: 4 (float32), 2 or 1 (through the table) */
+    int width; /* bytes per element: 4 (float32), 2 or 1 (through the table) */
+    int half;  /* 2-byte IEEE half: the CPU may widen it instead of the table */
     Py_ssize_t n;
 } Side;
 
-static int side_open(Side *side, PyObject *data, PyObject *table, int width)
+static int side_open(Side *side, PyObject *data, PyObject *table, int width, int half)
 {
     memset(side, 0, sizeof(*side));
-    if (width != 1 && width != 2 && width != 4) {
-        PyErr_SetString(PyExc_ValueError, "element width must be 1, 2 or 4");
+    if ((width != 1 && width != 2 && width != 4) || (half && width != 2)) {
+        PyErr_SetString(PyExc_ValueError, "element width must be 1, 2 or 4 (2 for a half)");
         return -1;
     }
     if (PyObject_GetBuffer(data, &side->data, PyBUF_C_CONTIGUOUS) < 0) {
@@ -109,6 +138,7 @@ static int side_open(Side *side, PyObject *data, PyObject *table, int width)
         return -1;
     }
     side->width = width;
+    side->half = half;
     side->n = side->data.len / width;
     Py_ssize_t need = width == 4 ? 0 : (Py_ssize_t)sizeof(float) << (8 * width);
     if (side->data.len % width != 0 || side->table.len < need) {
@@ -135,6 +165,12 @@ INLINE const float *side_floats(const Side *side, Py_ssize_t start, Py_ssize_t m
     }
     if (side->width == 2) {
         const uint16_t *bits = (const uint16_t *)side->data.buf + start;
+#if HAVE_F16C
+        if (side->half && cpu_f16c) {
+            widen_half(bits, m, out);
+            return out;
+        }
+#endif
         for (Py_ssize_t k = 0; k < m; k++) {
             out[k] = table[bits[k]];
         }
@@ -147,13 +183,20 @@ INLINE const float *side_floats(const Side *side, Py_ssize_t start, Py_ssize_t m
     return out;
 }
 
-static int open_pair(PyObject *xd, PyObject *xt, int xw, PyObject *yd, PyObject *yt, int yw,
-                     Side *x, Side *y, Py_ssize_t *n)
+/* One side's arguments: (data, lookup table, width, half). */
+#define SIDE_FORMAT "OOii"
+
+typedef struct {
+    PyObject *data, *table;
+    int width, half;
+} SideArgs;
+
+static int open_pair(const SideArgs *xa, const SideArgs *ya, Side *x, Side *y, Py_ssize_t *n)
 {
-    if (side_open(x, xd, xt, xw) < 0) {
+    if (side_open(x, xa->data, xa->table, xa->width, xa->half) < 0) {
         return -1;
     }
-    if (side_open(y, yd, yt, yw) < 0) {
+    if (side_open(y, ya->data, ya->table, ya->width, ya->half) < 0) {
         side_close(x);
         return -1;
     }
@@ -167,88 +210,68 @@ static int open_pair(PyObject *xd, PyObject *xt, int xw, PyObject *yd, PyObject 
     return 0;
 }
 
-/* ---- extremes, eight lanes at a time --------------------------------------------------------
+/* ---- eight elements at a time ------------------------------------------------------------
  *
- * A max or min written as a select skips NaN (a comparison with NaN is false); a NaN is
- * flagged instead and makes the extreme NaN at the end, as ndarray.max/min do. Kept in eight
- * independent lanes, the selects vectorize (a single running max would not: it is a reduction
- * the compiler may not reorder). The order of a max does not matter, but for the sign of a zero
- * max(-0, +0), which nothing printed depends on. */
+ * A leaf's quantities are computed eight elements at a time in GCC vector types and added into
+ * eight accumulators per quantity, which is numpy's own leaf loop (r[j] = a[j], then
+ * r[j] += a[i + j]): no row is written and summed afterwards, and the quantities' additions
+ * are independent chains. Each operation is the IEEE one of the scalar code, lane by lane. */
 
 #define LANES 8
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-/* _mm_max_ps(e, hi) is `e > hi ? e : hi` lane by lane (NaN e: hi), as the select below. */
-INLINE void lanes_max(const float *v, int n, float *hi, int *nan)
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef double v8d __attribute__((vector_size(64)));
+
+INLINE v8f vload(const float *p)
 {
-    __m128 h0 = _mm_loadu_ps(hi), h1 = _mm_loadu_ps(hi + 4), bad = _mm_setzero_ps();
-    int k = 0;
-    for (; k + LANES <= n; k += LANES) {
-        __m128 e0 = _mm_loadu_ps(v + k), e1 = _mm_loadu_ps(v + k + 4);
-        h0 = _mm_max_ps(e0, h0);
-        h1 = _mm_max_ps(e1, h1);
-        bad = _mm_or_ps(bad, _mm_or_ps(_mm_cmpunord_ps(e0, e0), _mm_cmpunord_ps(e1, e1)));
-    }
-    _mm_storeu_ps(hi, h0);
-    _mm_storeu_ps(hi + 4, h1);
-    int seen = _mm_movemask_ps(bad) != 0;
-    for (; k < n; k++) {
-        hi[0] = v[k] > hi[0] ? v[k] : hi[0];
-        seen |= v[k] != v[k];
-    }
-    *nan |= seen;
+    v8f v;
+    memcpy(&v, p, sizeof v);
+    return v;
 }
 
-INLINE void lanes_range(const float *v, int n, float *hi, float *lo, int *nan)
+INLINE void vstore(float *p, v8f v) { memcpy(p, &v, sizeof v); }
+
+INLINE v8f vset(float a) { return (v8f){a, a, a, a, a, a, a, a}; }
+
+INLINE v8d vwide(v8f v) { return __builtin_convertvector(v, v8d); }
+
+INLINE v8f vabs(v8f v) { return (v8f)((v8i)v & 0x7fffffff); }
+
+/* m ? a : b, lane by lane (m: all ones or zero, as a comparison gives) */
+INLINE v8f vselect(v8i m, v8f a, v8f b) { return (v8f)(((v8i)a & m) | ((v8i)b & ~m)); }
+
+/* e > hi ? e : hi and e < lo ? e : lo: a NaN e keeps the extreme (it is flagged instead, and
+ * makes the extreme NaN at the end, as ndarray.max/min do). The order of a max does not
+ * matter, but for the sign of a zero max(-0, +0), which nothing printed depends on. */
+INLINE v8f vmax(v8f e, v8f hi) { return vselect(e > hi, e, hi); }
+INLINE v8f vmin(v8f e, v8f lo) { return vselect(e < lo, e, lo); }
+INLINE v8i visnan(v8f v) { return v != v; }
+
+/* numpy's combination of its eight leaf accumulators */
+INLINE float vsum(v8f r) { return ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])); }
+INLINE double vsumd(v8d r)
 {
-    __m128 h0 = _mm_loadu_ps(hi), h1 = _mm_loadu_ps(hi + 4);
-    __m128 l0 = _mm_loadu_ps(lo), l1 = _mm_loadu_ps(lo + 4), bad = _mm_setzero_ps();
-    int k = 0;
-    for (; k + LANES <= n; k += LANES) {
-        __m128 e0 = _mm_loadu_ps(v + k), e1 = _mm_loadu_ps(v + k + 4);
-        h0 = _mm_max_ps(e0, h0);
-        h1 = _mm_max_ps(e1, h1);
-        l0 = _mm_min_ps(e0, l0);
-        l1 = _mm_min_ps(e1, l1);
-        bad = _mm_or_ps(bad, _mm_or_ps(_mm_cmpunord_ps(e0, e0), _mm_cmpunord_ps(e1, e1)));
-    }
-    _mm_storeu_ps(hi, h0);
-    _mm_storeu_ps(hi + 4, h1);
-    _mm_storeu_ps(lo, l0);
-    _mm_storeu_ps(lo + 4, l1);
-    int seen = _mm_movemask_ps(bad) != 0;
-    for (; k < n; k++) {
-        hi[0] = v[k] > hi[0] ? v[k] : hi[0];
-        lo[0] = v[k] < lo[0] ? v[k] : lo[0];
-        seen |= v[k] != v[k];
-    }
-    *nan |= seen;
-}
-#else
-INLINE void lanes_max(const float *v, int n, float *hi, int *nan)
-{
-    int seen = 0;
-    for (int k = 0; k < n; k++) {
-        float e = v[k];
-        hi[k % LANES] = e > hi[k % LANES] ? e : hi[k % LANES];
-        seen |= e != e;
-    }
-    *nan |= seen;
+    return ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
 }
 
-INLINE void lanes_range(const float *v, int n, float *hi, float *lo, int *nan)
+INLINE int vany(v8i m)
 {
-    int seen = 0;
-    for (int k = 0; k < n; k++) {
-        float e = v[k];
-        hi[k % LANES] = e > hi[k % LANES] ? e : hi[k % LANES];
-        lo[k % LANES] = e < lo[k % LANES] ? e : lo[k % LANES];
-        seen |= e != e;
+    int any = 0;
+    for (int j = 0; j < LANES; j++) {
+        any |= m[j] != 0;
     }
-    *nan |= seen;
+    return any;
 }
-#endif
+
+INLINE long long vcount(v8i c) /* c counts down: -1 per true comparison */
+{
+    long long total = 0;
+    for (int j = 0; j < LANES; j++) {
+        total -= c[j];
+    }
+    return total;
+}
 
 static double lanes_top(const float *hi)
 {
@@ -272,8 +295,7 @@ static double lanes_bottom(const float *lo)
  *
  * numpy's pairwise sum of a block splits it in halves (at multiples of 8) down to leaves of at
  * most 128 elements. Walking the same recursion and computing a leaf's quantities only when
- * it is reached gives the same sums with every row in L1 (a leaf's rows are ~5 KB): no row of
- * the whole block is written and read back. */
+ * it is reached gives the same sums, the leaf's values in L1 and its sums in registers. */
 
 #define Q32 5 /* float32 quantities of a pass, at most */
 #define Q64 2 /* float64 quantities of a pass, at most */
@@ -289,10 +311,8 @@ typedef void (*LeafFn)(Pass *pass, Py_ssize_t start, int n, Sums *out);
 struct Pass {
     const Side *x, *y;
     LeafFn leaf;
-    float xw[LEAF], yw[LEAF];                    /* widened values of a leaf */
-    float rf[Q32][LEAF];                         /* a leaf's float32 quantities */
-    double rd[Q64][LEAF];                        /* a leaf's float64 quantities */
-    /* first pass: constants, extremes and counts */
+    float xw[LEAF], yw[LEAF]; /* widened values of a leaf */
+    /* first pass: constants, extremes (one per lane) and counts */
     float eps, below1, below5;
     float abs_top[LANES], rel_top[LANES], x_hi[LANES], x_lo[LANES], y_hi[LANES], y_lo[LANES];
     int nan_abs, nan_rel, nan_x, nan_y;
@@ -300,19 +320,9 @@ struct Pass {
     /* second pass: what is wanted, and its constants */
     int want;
     float x_norm, y_norm, x_low, x_span, y_low, y_span, kl_floor;
+    int x_shift, x_scale, y_shift, y_scale;
     double x_mean, y_mean;
 };
-
-/* A leaf's sums: numpy's pairwise sum of each row (n <= 128: its leaf branches). */
-INLINE void leaf_sums(Pass *pass, int n, int q32, int q64, Sums *out)
-{
-    for (int q = 0; q < q32; q++) {
-        out->f[q] = leaf_sum_f(pass->rf[q], n);
-    }
-    for (int q = 0; q < q64; q++) {
-        out->d[q] = leaf_sum_d(pass->rd[q], n);
-    }
-}
 
 /* numpy's recursion over [start, start + n), the leaves computed by pass->leaf. */
 static void tree(Pass *pass, Py_ssize_t start, Py_ssize_t n, Sums *out)
@@ -363,10 +373,10 @@ static void run_blocks(Pass *pass, Py_ssize_t n, Sums *total)
 }
 
 /* A pass over both sides (opened here; closed again on failure), zeroed, with its leaf. */
-static Pass *pass_open(PyObject *xd, PyObject *xt, int xw, PyObject *yd, PyObject *yt, int yw,
-                       Side *x, Side *y, Py_ssize_t *n, LeafFn leaf)
+static Pass *pass_open(const SideArgs *xa, const SideArgs *ya, Side *x, Side *y, Py_ssize_t *n,
+                       LeafFn leaf)
 {
-    if (open_pair(xd, xt, xw, yd, yt, yw, x, y, n) < 0) {
+    if (open_pair(xa, ya, x, y, n) < 0) {
         return NULL;
     }
     Pass *pass = calloc(1, sizeof(Pass));
@@ -382,61 +392,156 @@ static Pass *pass_open(PyObject *xd, PyObject *xt, int xw, PyObject *yd, PyObjec
     return pass;
 }
 
+/* A leaf's sums: `body` elements (a multiple of 8, or 0 when n < 8) in the accumulators, whose
+ * combination (numpy's) the rest of the leaf is then added to one by one; n < 8: from +0. */
+
 /* ---- first pass ------------------------------------------------------------------------ */
 
 enum { ABS, SQ, XX, YY, REL };
 enum { XW, YW };
 
+/* One element's first-pass quantities; the vector code below does the same lane by lane. */
+typedef struct {
+    float ab, sq, xx, yy, rl;
+} FirstOne;
+
+INLINE FirstOne first_one(float xv, float yv, float eps)
+{
+    FirstOne o;
+    o.ab = fabsf(xv - yv);
+    o.sq = o.ab * o.ab;
+    o.xx = xv * xv;
+    o.yy = yv * yv;
+    float r = fabsf(xv / yv - 1.0f);
+    o.rl = fabsf(yv) > eps ? r : 0.0f; /* a NaN y lands here too */
+    return o;
+}
+
+typedef struct {
+    v8f ab, sq, xx, yy, rl;
+} FirstEight;
+
+INLINE FirstEight first_eight(v8f xv, v8f yv, v8f eps)
+{
+    FirstEight o;
+    o.ab = vabs(xv - yv);
+    o.sq = o.ab * o.ab;
+    o.xx = xv * xv;
+    o.yy = yv * yv;
+    v8f r = vabs(xv / yv - 1.0f);
+    o.rl = vselect(vabs(yv) > eps, r, vset(0.0f));
+    return o;
+}
+
 HOT static void first_leaf(Pass *pass, Py_ssize_t start, int n, Sums *out)
 {
     const float *xb = side_floats(pass->x, start, n, pass->xw);
     const float *yb = side_floats(pass->y, start, n, pass->yw);
-    float *ab = pass->rf[ABS], *sq = pass->rf[SQ], *xx = pass->rf[XX];
-    float *yy = pass->rf[YY], *rl = pass->rf[REL];
-    double *xd = pass->rd[XW], *yd = pass->rd[YW];
     const float eps = pass->eps, below1 = pass->below1, below5 = pass->below5;
-    int k1 = 0, k5 = 0;
-    for (int k = 0; k < n; k++) {
-        float xv = xb[k], yv = yb[k];
-        float ad = fabsf(xv - yv);
-        ab[k] = ad;
-        sq[k] = ad * ad;
-        xx[k] = xv * xv;
-        yy[k] = yv * yv;
-        float r = fabsf(xv / yv - 1.0f);
-        r = fabsf(yv) > eps ? r : 0.0f; /* a NaN y lands here too */
-        rl[k] = r;
-        k1 += r < below1;
-        k5 += r < below5;
-        xd[k] = xv;
-        yd[k] = yv;
+    const int body = n < 8 ? 0 : n - n % 8;
+    float f[Q32] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    double d[Q64] = {0.0, 0.0};
+    if (body) {
+        const v8f veps = vset(eps), v1 = vset(below1), v5 = vset(below5);
+        v8f abs_top = vload(pass->abs_top), rel_top = vload(pass->rel_top);
+        v8f x_hi = vload(pass->x_hi), x_lo = vload(pass->x_lo);
+        v8f y_hi = vload(pass->y_hi), y_lo = vload(pass->y_lo);
+        v8i bad_abs = {0}, bad_rel = {0}, bad_x = {0}, bad_y = {0}, c1 = {0}, c5 = {0};
+        FirstEight s = {0};
+        v8d sx = {0}, sy = {0};
+        for (int k = 0; k < body; k += LANES) {
+            v8f xv = vload(xb + k), yv = vload(yb + k);
+            FirstEight e = first_eight(xv, yv, veps);
+            if (k == 0) { /* numpy's r[j] = a[j]: -0 stays -0 */
+                s = e;
+                sx = vwide(xv);
+                sy = vwide(yv);
+            } else {
+                s.ab += e.ab;
+                s.sq += e.sq;
+                s.xx += e.xx;
+                s.yy += e.yy;
+                s.rl += e.rl;
+                sx += vwide(xv);
+                sy += vwide(yv);
+            }
+            c1 += e.rl < v1;
+            c5 += e.rl < v5;
+            abs_top = vmax(e.ab, abs_top);
+            rel_top = vmax(e.rl, rel_top);
+            x_hi = vmax(xv, x_hi);
+            x_lo = vmin(xv, x_lo);
+            y_hi = vmax(yv, y_hi);
+            y_lo = vmin(yv, y_lo);
+            bad_abs |= visnan(e.ab);
+            bad_rel |= visnan(e.rl);
+            bad_x |= visnan(xv);
+            bad_y |= visnan(yv);
+        }
+        vstore(pass->abs_top, abs_top);
+        vstore(pass->rel_top, rel_top);
+        vstore(pass->x_hi, x_hi);
+        vstore(pass->x_lo, x_lo);
+        vstore(pass->y_hi, y_hi);
+        vstore(pass->y_lo, y_lo);
+        pass->nan_abs |= vany(bad_abs);
+        pass->nan_rel |= vany(bad_rel);
+        pass->nan_x |= vany(bad_x);
+        pass->nan_y |= vany(bad_y);
+        pass->c1 += vcount(c1);
+        pass->c5 += vcount(c5);
+        f[ABS] = vsum(s.ab);
+        f[SQ] = vsum(s.sq);
+        f[XX] = vsum(s.xx);
+        f[YY] = vsum(s.yy);
+        f[REL] = vsum(s.rl);
+        d[XW] = vsumd(sx);
+        d[YW] = vsumd(sy);
     }
-    pass->c1 += k1;
-    pass->c5 += k5;
-    lanes_max(ab, n, pass->abs_top, &pass->nan_abs);
-    lanes_max(rl, n, pass->rel_top, &pass->nan_rel);
-    lanes_range(xb, n, pass->x_hi, pass->x_lo, &pass->nan_x);
-    lanes_range(yb, n, pass->y_hi, pass->y_lo, &pass->nan_y);
-    leaf_sums(pass, n, 5, 2, out);
+    for (int k = body; k < n; k++) { /* the rest, in sequence; extremes in lane 0 */
+        float xv = xb[k], yv = yb[k];
+        FirstOne o = first_one(xv, yv, eps);
+        f[ABS] += o.ab;
+        f[SQ] += o.sq;
+        f[XX] += o.xx;
+        f[YY] += o.yy;
+        f[REL] += o.rl;
+        d[XW] += (double)xv;
+        d[YW] += (double)yv;
+        pass->c1 += o.rl < below1;
+        pass->c5 += o.rl < below5;
+        pass->abs_top[0] = o.ab > pass->abs_top[0] ? o.ab : pass->abs_top[0];
+        pass->rel_top[0] = o.rl > pass->rel_top[0] ? o.rl : pass->rel_top[0];
+        pass->x_hi[0] = xv > pass->x_hi[0] ? xv : pass->x_hi[0];
+        pass->x_lo[0] = xv < pass->x_lo[0] ? xv : pass->x_lo[0];
+        pass->y_hi[0] = yv > pass->y_hi[0] ? yv : pass->y_hi[0];
+        pass->y_lo[0] = yv < pass->y_lo[0] ? yv : pass->y_lo[0];
+        pass->nan_abs |= o.ab != o.ab;
+        pass->nan_rel |= o.rl != o.rl;
+        pass->nan_x |= xv != xv;
+        pass->nan_y |= yv != yv;
+    }
+    memcpy(out->f, f, sizeof f);
+    memcpy(out->d, d, sizeof d);
 }
 
-/* first(x, x_table, x_width, y, y_table, y_width, eps, below_1e3, below_5e3) ->
+/* first(x side, y side, eps, below_1e3, below_5e3) ->
  *   (abs_sum, sq_sum, xx_sum, yy_sum, rel_sum, x_wide_sum, y_wide_sum,
  *    abs_max, rel_max, x_max, x_min, y_max, y_min, below_1e3, below_5e3)
  * Extremes are NaN when a NaN was seen (ndarray.max/min) or the tensor is empty. */
 static PyObject *first(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *xd, *xt, *yd, *yt;
-    int xwidth, ywidth;
+    SideArgs xa, ya;
     float eps, below1, below5;
-    if (!PyArg_ParseTuple(args, "OOiOOifff", &xd, &xt, &xwidth, &yd, &yt, &ywidth, &eps, &below1,
+    if (!PyArg_ParseTuple(args, SIDE_FORMAT SIDE_FORMAT "fff", &xa.data, &xa.table, &xa.width,
+                          &xa.half, &ya.data, &ya.table, &ya.width, &ya.half, &eps, &below1,
                           &below5)) {
         return NULL;
     }
     Side x, y;
     Py_ssize_t n;
-    Pass *pass = pass_open(xd, xt, xwidth, yd, yt, ywidth, &x, &y, &n, first_leaf);
+    Pass *pass = pass_open(&xa, &ya, &x, &y, &n, first_leaf);
     if (pass == NULL) {
         return NULL;
     }
@@ -471,9 +576,11 @@ static PyObject *first(PyObject *self, PyObject *args)
 
 /* ---- second pass ----------------------------------------------------------------------- */
 
-/* KL's (v - low) / span clamped to >= floor (float32._kl_normalised): np.maximum keeps NaN. */
-static inline float kl_normal(float v, float low, float span, float floor_, int shifted,
-                              int scaled)
+/* KL's (v - low) / span clamped to >= floor (float32._kl_normalised): np.maximum keeps NaN.
+ * A NaN span normalises too (span != 0 is true), as in float32._kl_normalised, and v - 0 is v
+ * up to the sign of a zero, which the clamp erases: so shifted = span != 0 && low != 0, and
+ * scaled = span != 0. */
+INLINE float kl_normal(float v, float low, float span, float floor_, int shifted, int scaled)
 {
     float w = v;
     if (shifted) {
@@ -485,6 +592,28 @@ static inline float kl_normal(float v, float low, float span, float floor_, int 
     return w < floor_ ? floor_ : w;
 }
 
+INLINE v8f kl_normal8(v8f v, float low, float span, float floor_, int shifted, int scaled)
+{
+    v8f w = v;
+    if (shifted) {
+        w = w - low;
+    }
+    if (scaled) {
+        w = w / span;
+    }
+    return vselect(w < floor_, vset(floor_), w);
+}
+
+/* KL's normalised row of v. */
+HOT static void kl_normal_row(const float *v, Py_ssize_t n, float low, float span, float floor_,
+                              float *out)
+{
+    const int shifted = span != 0 && low != 0, scaled = span != 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        out[k] = kl_normal(v[k], low, span, floor_, shifted, scaled);
+    }
+}
+
 #define WANT_COS 1
 #define WANT_KL 2
 #define WANT_STD 4
@@ -492,72 +621,98 @@ static inline float kl_normal(float v, float low, float span, float floor_, int 
 enum { COS, PX, QY };
 enum { XVAR, YVAR };
 
-/* KL's normalised row of v; a NaN span normalises too (span != 0 is true), as in
- * float32._kl_normalised, and v - 0 is v up to the sign of a zero, which the clamp erases. */
-HOT static void kl_normal_row(const float *v, Py_ssize_t n, float low, float span, float floor_,
-                              float *out)
-{
-    if (span != 0 && low != 0) {
-        for (Py_ssize_t k = 0; k < n; k++) {
-            out[k] = kl_normal(v[k], low, span, floor_, 1, 1);
-        }
-    } else if (span != 0) {
-        for (Py_ssize_t k = 0; k < n; k++) {
-            out[k] = kl_normal(v[k], low, span, floor_, 0, 1);
-        }
-    } else {
-        for (Py_ssize_t k = 0; k < n; k++) {
-            out[k] = kl_normal(v[k], low, span, floor_, 0, 0);
-        }
-    }
-}
-
 HOT static void second_leaf(Pass *pass, Py_ssize_t start, int n, Sums *out)
 {
     const float *xb = side_floats(pass->x, start, n, pass->xw);
     const float *yb = side_floats(pass->y, start, n, pass->yw);
-    if (pass->want & WANT_COS) {
-        float *cs = pass->rf[COS];
-        const float x_norm = pass->x_norm, y_norm = pass->y_norm;
-        for (int k = 0; k < n; k++) {
-            cs[k] = (xb[k] / x_norm) * (yb[k] / y_norm);
+    const int cos = pass->want & WANT_COS, kl = pass->want & WANT_KL, sd = pass->want & WANT_STD;
+    const float x_norm = pass->x_norm, y_norm = pass->y_norm, floor_ = pass->kl_floor;
+    const float x_low = pass->x_low, x_span = pass->x_span, y_low = pass->y_low;
+    const float y_span = pass->y_span;
+    const int xsh = pass->x_shift, xsc = pass->x_scale, ysh = pass->y_shift, ysc = pass->y_scale;
+    const double x_mean = pass->x_mean, y_mean = pass->y_mean;
+    const int body = n < 8 ? 0 : n - n % 8;
+    /* a quantity not wanted sums +0s to +0, as the numpy path's untouched totals */
+    float f[Q32] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    double d[Q64] = {0.0, 0.0};
+    if (body) {
+        const v8f zero = vset(0.0f);
+        const v8d zerod = {0};
+        v8f s_cos = zero, s_px = zero, s_qy = zero;
+        v8d s_xv = zerod, s_yv = zerod;
+        for (int k = 0; k < body; k += LANES) {
+            v8f xv = vload(xb + k), yv = vload(yb + k);
+            v8f cs = zero, px = zero, qy = zero;
+            v8d xv2 = zerod, yv2 = zerod;
+            if (cos) {
+                cs = (xv / x_norm) * (yv / y_norm);
+            }
+            if (kl) {
+                px = kl_normal8(xv, x_low, x_span, floor_, xsh, xsc);
+                qy = kl_normal8(yv, y_low, y_span, floor_, ysh, ysc);
+            }
+            if (sd) {
+                v8d dx = vwide(xv) - x_mean, dy = vwide(yv) - y_mean;
+                xv2 = dx * dx;
+                yv2 = dy * dy;
+            }
+            if (k == 0) { /* numpy's r[j] = a[j] */
+                s_cos = cs;
+                s_px = px;
+                s_qy = qy;
+                s_xv = xv2;
+                s_yv = yv2;
+            } else {
+                s_cos += cs;
+                s_px += px;
+                s_qy += qy;
+                s_xv += xv2;
+                s_yv += yv2;
+            }
+        }
+        f[COS] = vsum(s_cos);
+        f[PX] = vsum(s_px);
+        f[QY] = vsum(s_qy);
+        d[XVAR] = vsumd(s_xv);
+        d[YVAR] = vsumd(s_yv);
+    }
+    for (int k = body; k < n; k++) { /* the rest, in sequence */
+        float xv = xb[k], yv = yb[k];
+        if (cos) {
+            f[COS] += (xv / x_norm) * (yv / y_norm);
+        }
+        if (kl) {
+            f[PX] += kl_normal(xv, x_low, x_span, floor_, xsh, xsc);
+            f[QY] += kl_normal(yv, y_low, y_span, floor_, ysh, ysc);
+        }
+        if (sd) {
+            double dx = (double)xv - x_mean, dy = (double)yv - y_mean;
+            d[XVAR] += dx * dx;
+            d[YVAR] += dy * dy;
         }
     }
-    if (pass->want & WANT_KL) {
-        kl_normal_row(xb, n, pass->x_low, pass->x_span, pass->kl_floor, pass->rf[PX]);
-        kl_normal_row(yb, n, pass->y_low, pass->y_span, pass->kl_floor, pass->rf[QY]);
-    }
-    if (pass->want & WANT_STD) {
-        double *xv = pass->rd[XVAR], *yv = pass->rd[YVAR];
-        const double x_mean = pass->x_mean, y_mean = pass->y_mean;
-        for (int k = 0; k < n; k++) {
-            double dx = (double)xb[k] - x_mean;
-            double dy = (double)yb[k] - y_mean;
-            xv[k] = dx * dx;
-            yv[k] = dy * dy;
-        }
-    }
-    leaf_sums(pass, n, 3, 2, out); /* rows not wanted hold zeros (calloc): sums of +0 */
+    memcpy(out->f, f, sizeof f);
+    memcpy(out->d, d, sizeof d);
 }
 
-/* second(x, x_table, x_width, y, y_table, y_width, want, x_norm, y_norm,
- *        x_low, x_span, y_low, y_span, kl_floor, x_mean, y_mean)
- *   -> (cos_sum, px_sum, qy_sum, x_var, y_var); a part not wanted is 0. */
+/* second(x side, y side, want, x_norm, y_norm, x_low, x_span, y_low, y_span, kl_floor, x_mean,
+ *        y_mean) -> (cos_sum, px_sum, qy_sum, x_var, y_var); a part not wanted is 0. */
 static PyObject *second(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *xd, *xt, *yd, *yt;
-    int xwidth, ywidth, want;
+    SideArgs xa, ya;
+    int want;
     float x_norm, y_norm, x_low, x_span, y_low, y_span, kl_floor;
     double x_mean, y_mean;
-    if (!PyArg_ParseTuple(args, "OOiOOiifffffffdd", &xd, &xt, &xwidth, &yd, &yt, &ywidth, &want,
+    if (!PyArg_ParseTuple(args, SIDE_FORMAT SIDE_FORMAT "ifffffffdd", &xa.data, &xa.table,
+                          &xa.width, &xa.half, &ya.data, &ya.table, &ya.width, &ya.half, &want,
                           &x_norm, &y_norm, &x_low, &x_span, &y_low, &y_span, &kl_floor, &x_mean,
                           &y_mean)) {
         return NULL;
     }
     Side x, y;
     Py_ssize_t n;
-    Pass *pass = pass_open(xd, xt, xwidth, yd, yt, ywidth, &x, &y, &n, second_leaf);
+    Pass *pass = pass_open(&xa, &ya, &x, &y, &n, second_leaf);
     if (pass == NULL) {
         return NULL;
     }
@@ -568,6 +723,10 @@ static PyObject *second(PyObject *self, PyObject *args)
     pass->x_span = x_span;
     pass->y_low = y_low;
     pass->y_span = y_span;
+    pass->x_shift = x_span != 0 && x_low != 0;
+    pass->x_scale = x_span != 0;
+    pass->y_shift = y_span != 0 && y_low != 0;
+    pass->y_scale = y_span != 0;
     pass->kl_floor = kl_floor;
     pass->x_mean = x_mean;
     pass->y_mean = y_mean;
@@ -609,24 +768,25 @@ HOT static float kl_terms_row(const float *p, float *t, Py_ssize_t m, float runn
     return running;
 }
 
-/* kl_ratio(x, x_table, x_width, y, y_table, y_width, start, x_low, x_span, y_low, y_span,
+/* kl_ratio(x side, y side, start, x_low, x_span, y_low, y_span,
  *          kl_floor, px_total, qy_total, p, r): for elements [start, start + len(p)),
  *   p = px / px_total and r = p / (qy / qy_total) (numpy's log of r comes next). */
 static PyObject *kl_ratio(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *xd, *xt, *yd, *yt, *po, *ro;
-    int xwidth, ywidth;
+    SideArgs xa, ya;
+    PyObject *po, *ro;
     Py_ssize_t start;
     float x_low, x_span, y_low, y_span, kl_floor, p_total, q_total;
-    if (!PyArg_ParseTuple(args, "OOiOOinfffffffOO", &xd, &xt, &xwidth, &yd, &yt, &ywidth,
-                          &start, &x_low, &x_span, &y_low, &y_span, &kl_floor, &p_total,
-                          &q_total, &po, &ro)) {
+    if (!PyArg_ParseTuple(args, SIDE_FORMAT SIDE_FORMAT "nfffffffOO", &xa.data, &xa.table,
+                          &xa.width, &xa.half, &ya.data, &ya.table, &ya.width, &ya.half, &start,
+                          &x_low, &x_span, &y_low, &y_span, &kl_floor, &p_total, &q_total, &po,
+                          &ro)) {
         return NULL;
     }
     Side x, y;
     Py_ssize_t n;
-    if (open_pair(xd, xt, xwidth, yd, yt, ywidth, &x, &y, &n) < 0) {
+    if (open_pair(&xa, &ya, &x, &y, &n) < 0) {
         return NULL;
     }
     Py_buffer pb, rb;
@@ -717,4 +877,11 @@ static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_passes", "The float32 metric passes, compiled.", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__passes(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__passes(void)
+{
+#if HAVE_F16C
+    __builtin_cpu_init();
+    cpu_f16c = __builtin_cpu_supports("f16c");
+#endif
+    return PyModule_Create(&module);
+}

@@ -59,20 +59,21 @@ def path_name() -> str:
 _NO_TABLE = np.zeros(0, np.float32)  # the values are float32 already
 
 
-def _side(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """What the C code reads for one side: (data, table, bytes per element). float32 as it is;
-    float16 and other 1- or 2-byte types as bit patterns with the float32 of every pattern (the
-    numpy path's table, so both widen alike); anything else converted to float32 once."""
+def _side(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """What the C code reads for one side: (data, table, bytes per element, IEEE half). float32
+    as it is; float16 and other 1- or 2-byte types as bit patterns with the float32 of every
+    pattern (the numpy path's table, so both widen alike; the CPU may widen an IEEE half
+    itself, to the same numbers); anything else converted to float32 once."""
     flat = np.ascontiguousarray(values).reshape(-1)
     if flat.dtype == np.float32:
-        return flat, _NO_TABLE, 4
+        return flat, _NO_TABLE, 4, 0
     if flat.dtype.itemsize <= 2 and flat.dtype != np.bool_:
         table = lookup_table(flat.dtype)
         if table is not None:
             bits = flat.view(np.uint16 if flat.dtype.itemsize == 2 else np.uint8)
-            return bits, table, flat.dtype.itemsize
+            return bits, table, flat.dtype.itemsize, int(flat.dtype == np.float16)
     with np.errstate(all="ignore"):
-        return flat.astype(np.float32), _NO_TABLE, 4
+        return flat.astype(np.float32), _NO_TABLE, 4, 0
 
 
 def _f32(value: float) -> np.float32:
