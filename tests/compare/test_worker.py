@@ -216,3 +216,23 @@ def test_metric_memo_reuses_only_identical_device_values():
     assert other is not first and other.max_abs_error > first.max_abs_error
     # another benchmark file never shares a result
     assert memo.compute(dev, ref, MappingRow("y", "/bench/y.0.1.npy"), None) is not first
+
+
+def test_metric_memo_keeps_read_only_values_and_copies_writable_ones():
+    import numpy as np
+
+    from precision_shell.compare.pipeline import worker
+    from precision_shell.compare.pipeline.plan import MappingRow
+
+    memo = worker._MetricMemo()
+    ref = np.linspace(-1, 1, 64, dtype=np.float32)
+    frozen = ref.astype(np.float16)
+    frozen.flags.writeable = False
+    kept_row = memo.compute(frozen, ref, MappingRow("x", "/bench/x.0.1.npy"), None)
+    ((kept, row),) = next(iter(memo._entries.values()))
+    assert kept is frozen and row is kept_row  # read-only: kept as it is, no copy
+    writable = ref.astype(np.float16)
+    first = memo.compute(writable, ref, MappingRow("y", "/bench/y.0.1.npy"), None)
+    writable[5] = np.float16(9.0)  # changing the caller's array afterwards...
+    again = memo.compute(writable, ref, MappingRow("y", "/bench/y.0.1.npy"), None)
+    assert again is not first and again.max_abs_error > first.max_abs_error  # ...is no false hit

@@ -145,11 +145,17 @@ def _align(
                 return raw, benchmark
             if device.shape != converted.shape:
                 return raw, benchmark
-            return np.ascontiguousarray(device), np.ascontiguousarray(converted)
+            return _read_only(np.ascontiguousarray(device)), np.ascontiguousarray(converted)
         benchmark = _to_benchmark_layout(benchmark, ref_meta, MappingRow("", None))
     device = _fit(_to_benchmark_layout(raw, meta, mapping), benchmark)
     # One strided copy now; the metrics' chunked passes over a transposed view cost ~2x more.
-    return np.ascontiguousarray(device), benchmark
+    return _read_only(np.ascontiguousarray(device)), benchmark
+
+
+def _read_only(values: np.ndarray) -> np.ndarray:
+    """`values`, no longer writable: the memo may keep it instead of a copy."""
+    values.flags.writeable = False
+    return values
 
 
 _NOT_COMPARED = dict.fromkeys(METRIC_COLUMNS, NOT_COMPUTED)
@@ -219,8 +225,10 @@ class _MetricMemo:
 
     An op's input is usually its producer's output dumped a second time, compared against the
     same benchmark file; measuring it again would cost as much as the first time. Entries
-    keep a copy of the device values and a hit needs them to be equal element for element
-    (a memcmp: far cheaper than the metrics, and cheaper than hashing). Bounded in bytes.
+    keep the device values (the array itself when it is read-only, as the readers and `_align`
+    return it: no copy per tensor; a copy otherwise) and a hit needs them to be equal element
+    for element (a memcmp: far cheaper than the metrics, and cheaper than hashing). Bounded in
+    bytes.
     The memo outlives one `vc`, and a benchmark file is rewritten under the same name
     (`tf_run --overwrite`), so the file is keyed by its identity (size, mtime, ctime, inode),
     not by its path.
@@ -251,7 +259,8 @@ class _MetricMemo:
                 return row
         row = compute_metrics(device, benchmark, algorithms)
         with self._lock:
-            self._entries.setdefault(key, []).append((np.array(device), row))
+            kept = np.array(device) if device.flags.writeable else device
+            self._entries.setdefault(key, []).append((kept, row))
             self._entries.move_to_end(key)
             self._bytes += device.nbytes
             while self._bytes > self._max_bytes and self._entries:
