@@ -3,15 +3,21 @@
 An SVG per point would weigh hundreds of MB for 1M rows. Here the frame, axes, threshold
 lines, legend and root-cause marks are the same static SVG the small page draws (plot_svg's
 pieces, same geometry), and the points are drawn on a canvas under it from compact arrays:
-base64 little-endian float32 x / cosine / SQNR, int32 CSV record numbers and one flag byte
-per point, decoded by the script. Hovering shows a point's values; a click finds its row in
-the table when the page carries it.
+base64 little-endian float32 x / cosine / second panel, int32 CSV record numbers and one flag
+byte per point, decoded by the script. Hovering shows a point's values; a click finds its row
+in the table when the page carries it.
+
+The second panel is SQNR in dB (array "sqnr", +inf for identical tensors sent as 3e38), or for
+a compare judged by its own tool's rule the `ErrorPanel` metric (array "error": log10 of the
+error on a log panel, -inf for a zero error there, as `ErrorPanel.value`); the config's
+"second" tells the script which, and what to call it.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+from html import escape
 
 import numpy as np
 
@@ -21,91 +27,91 @@ from precision_shell.report.plot_svg import (
     FAIL_COLOR,
     HEIGHT,
     PASS_COLOR,
+    RULE_FAILS,
     SQNR_BOX,
     WIDTH,
     X_FIRST,
     X_LAST,
-    _decimals,
-    _frame,
-    _hline,
+    _cosine_frame,
     _legend,
     _root_marks,
-    _x_ticks,
-    threshold_sqnr,
-    y_scale,
+    _second_frame,
+    second_panel,
 )
-from precision_shell.report.scale import LinearScale, cosine_domain, decibel_domain
+from precision_shell.report.point_arrays import PointArrays
+from precision_shell.report.scale import LinearScale, cosine_domain
 
-# flag bits, as the script reads them
-FAILS, COS_NONFINITE, SQNR_NONFINITE, ROOT, HAS_COS, HAS_SQNR = 1, 2, 4, 8, 16, 32
+# flag bits, as the script reads them; "second": the second panel's value (SQNR or the error)
+FAILS, COS_NONFINITE, SECOND_NONFINITE, ROOT, HAS_COS, HAS_SECOND = 1, 2, 4, 8, 16, 32
+_TOP = np.float32(3.0e38)  # an infinite SQNR (identical tensors): the top edge
 
 
 def _b64(array: np.ndarray, dtype: str) -> str:
     return base64.b64encode(np.ascontiguousarray(array, dtype=dtype).tobytes()).decode("ascii")
 
 
+def _second(data: ReportData, pts: PointArrays) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The second panel's (values, has a value, non-finite in the data) per point."""
+    if data.error_panel is None:
+        return pts.sqnr, pts.has_sqnr, pts.sqnr_nonfinite
+    return pts.error, pts.has_error, pts.error_nonfinite
+
+
 def encoded_points(data: ReportData) -> dict[str, str]:
     """The point arrays as the script decodes them (see the module doc)."""
     assert data.big is not None
     pts = data.big.points
+    second, has_second, second_nonfinite = _second(data, pts)
     flags = (
         pts.fails * FAILS
         + pts.cosine_nonfinite * COS_NONFINITE
-        + pts.sqnr_nonfinite * SQNR_NONFINITE
+        + second_nonfinite * SECOND_NONFINITE
         + pts.root * ROOT
         + pts.has_cosine * HAS_COS
-        + pts.has_sqnr * HAS_SQNR
+        + has_second * HAS_SECOND
     ).astype(np.uint8)
     line = data.columns.line[pts.rows] if data.columns is not None else np.zeros(len(pts))
+    if data.error_panel is None:
+        key, values = "sqnr", np.where(np.isposinf(second), _TOP, second)
+    else:
+        key, values = "error", second
     return {
         "x": _b64(pts.x, "<f4"),
         "cos": _b64(pts.cosine, "<f4"),
-        "sqnr": _b64(np.where(np.isinf(pts.sqnr), np.float32(3.0e38), pts.sqnr), "<f4"),
+        key: _b64(values, "<f4"),
         "flags": _b64(flags, "u1"),
         "line": _b64(np.clip(line, -(2**31), 2**31 - 1), "<i4"),
     }
 
 
 def big_plot(data: ReportData) -> str:
-    assert data.big is not None
+    """The plot's figure and script (page.py puts them in the plot section, after its note)."""
+    assert data.big is not None and len(data.big.points) > 0
     pts = data.big.points
-    if len(pts) == 0:
-        body = '<p class="note">No output has a cosine similarity or a relative Euclidean distance to plot.</p>'
-        return f'<section id="plot"><h2>Accuracy plot</h2>{body}</section>'
+    panel = data.error_panel
     threshold = data.cosine_threshold
     finite_x = pts.x[np.isfinite(pts.x)]
     x0, x1 = (float(finite_x.min()), float(finite_x.max())) if len(finite_x) else (0.0, 0.0)
     xs = LinearScale(x0, x1, X_FIRST, X_LAST)
     cos = pts.cosine[pts.has_cosine & ~pts.cosine_nonfinite]
     cos_domain = cosine_domain([float(cos.min())] if len(cos) else [], threshold)
-    reference = threshold_sqnr(threshold)
-    db = pts.sqnr[pts.has_sqnr & np.isfinite(pts.sqnr)]
-    db_domain = decibel_domain([float(db.min()), float(db.max())] if len(db) else [], reference)
-    cos_y, db_y = y_scale(cos_domain, COSINE_BOX), y_scale(db_domain, SQNR_BOX)
+    second = second_panel(threshold, panel)
+    values, has_value, _ = _second(data, pts)
+    shown = values[has_value]
+    finite = shown[np.isfinite(shown)]
+    extremes = [float(finite.min()), float(finite.max())] if len(finite) else []
+    if np.any(np.isneginf(shown)):
+        extremes.append(-np.inf)
+    db_domain = second.domain(extremes)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="accuracy-plot big" width="{WIDTH}"'
         f' height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif"'
-        ' font-size="11" role="img" aria-label="output cosine similarity and SQNR per op">'
+        f' font-size="11" role="img" aria-label="output cosine similarity and {escape(second.name)}'
+        ' per op">'
     ]
-    parts += _frame(
-        COSINE_BOX,
-        cos_domain,
-        "Output cosine similarity per op (x: Index, execution order)",
-        lambda t: f"{t:.{_decimals(cos_domain.step)}f}",
-    )
-    parts += _x_ticks(xs, COSINE_BOX)
-    if cos_domain.lo <= threshold <= cos_domain.hi:
-        parts += _hline(cos_y(threshold), f"cosine threshold {threshold:g}")
-    parts += _legend()
-    parts += _frame(
-        SQNR_BOX,
-        db_domain,
-        "SQNR per op, dB = -20·log10(RelativeEuclideanDistance)",
-        lambda t: f"{t:g}",
-    )
-    parts += _x_ticks(xs, SQNR_BOX)
-    if reference is not None:
-        parts += _hline(db_y(reference), f"≈ cosine {threshold:g} ({reference:.1f} dB)")
+    parts += _cosine_frame(xs, cos_domain, threshold, data.cosine_line)
+    parts += _legend() if panel is None else _legend(RULE_FAILS)
+    parts += _second_frame(xs, db_domain, second)
     cause = data.root_causes[0] if data.root_causes else {}
     label = f"root cause: {cause['op']} [{cause.get('index')}]" if cause else None
     root_xs = pts.x[pts.root]
@@ -122,6 +128,15 @@ def big_plot(data: ReportData) -> str:
             [cos_domain.lo, cos_domain.hi, COSINE_BOX.bottom, COSINE_BOX.top, COSINE_BOX.nan_y],
             [db_domain.lo, db_domain.hi, SQNR_BOX.bottom, SQNR_BOX.top, SQNR_BOX.nan_y],
         ],
+        # the second panel: its array, its name in the hover text, the unit after its value,
+        # whether the array holds log10 of the values
+        "second": {
+            "key": "sqnr" if panel is None else "error",
+            "label": second.name,
+            "unit": " dB" if panel is None else "",
+            "log": panel is not None and panel.log,
+        },
+        "failText": "fails the thresholds" if panel is None else RULE_FAILS,
         "threshold": threshold,
         "colors": [PASS_COLOR, FAIL_COLOR],
         "count": len(pts),
@@ -132,7 +147,6 @@ def big_plot(data: ReportData) -> str:
     payload = json.dumps(config, allow_nan=False, separators=(",", ":")).replace("<", "\\u003c")
     failing = int(np.count_nonzero(pts.fails))
     return (
-        '<section id="plot"><h2>Accuracy plot</h2>'
         f'<div class="figure plot big-plot" style="position:relative;width:{WIDTH}px;'
         f'height:{HEIGHT}px"><canvas id="plot-canvas" width="{WIDTH}" height="{HEIGHT}"'
         ' style="position:absolute;left:0;top:0"></canvas>'
@@ -142,7 +156,7 @@ def big_plot(data: ReportData) -> str:
         " failing, in red, on top). Hover a point for its values; click it to find its row"
         " in the table (when the page carries it).</p>"
         f'<script type="application/json" id="plot-data">{payload}</script>'
-        f"<script>{PLOT_SCRIPT}</script></section>"
+        f"<script>{PLOT_SCRIPT}</script>"
     )
 
 
@@ -156,7 +170,8 @@ PLOT_SCRIPT = """
     return new Type(bytes.buffer);
   }
   var xs = decode("x", Float32Array), cos = decode("cos", Float32Array);
-  var db = decode("sqnr", Float32Array), flags = decode("flags", Uint8Array);
+  var second = cfg.second, db = decode(second.key, Float32Array);
+  var flags = decode("flags", Uint8Array);
   var lines = decode("line", Int32Array), n = cfg.count;
   var canvas = document.getElementById("plot-canvas"), tip = document.getElementById("plot-tip");
   var ratio = window.devicePixelRatio || 1;
@@ -178,6 +193,7 @@ PLOT_SCRIPT = """
     if (!(f & 32)) return null;
     if (f & 4) return p[4];
     if (db[k] > 1e38) return p[3];
+    if (db[k] < -1e38) return p[2];  // a zero error on a log panel: the bottom edge
     return p[2] + (db[k] - p[0]) / (p[1] - p[0]) * (p[3] - p[2]);
   }
   var where = [new Float32Array(n), new Float32Array(n), new Float32Array(n)];
@@ -225,14 +241,22 @@ PLOT_SCRIPT = """
     return best === null ? null : [best, mx, my];
   }
   function value(v, nonfinite, digits) { return nonfinite ? "nan/inf" : v.toFixed(digits); }
+  function secondText(k) {  // SQNR in dB to 0.1, or the error itself (10^y on a log panel)
+    var f = flags[k], v = db[k];
+    if (!(f & 32)) return "not computed";
+    if (v > 1e38) return "inf";
+    if (second.key === "sqnr" || (f & 4)) return value(v, f & 4, 1);
+    if (second.log) v = v < -1e38 ? 0 : Math.pow(10, v);
+    return String(Number(v.toPrecision(4)));
+  }
   function text(k) {
     var f = flags[k], row = document.querySelector('#results tr[data-line="' + lines[k] + '"]');
     var name = row ? row.cells[cfg.nameCol].textContent : "";
     return [
       (name ? name + " · " : "") + "Index " + xs[k] + " · CSV record " + lines[k],
-      "cosine " + ((f & 16) ? value(cos[k], f & 2, 6) : "not computed") + " · SQNR " +
-        ((f & 32) ? (db[k] > 1e38 ? "inf" : value(db[k], f & 4, 1)) : "not computed") + " dB",
-      (f & 2) ? "NaN/inf in the data" : ((f & 1) ? "fails the thresholds" : "pass"),
+      "cosine " + ((f & 16) ? value(cos[k], f & 2, 6) : "not computed") + " · " +
+        second.label + " " + secondText(k) + second.unit,
+      (f & 2) ? "NaN/inf in the data" : ((f & 1) ? cfg.failText : "pass"),
       row ? "click: its row in the table" : "not in this page's table: see the CSV"
     ].join("\\n");
   }

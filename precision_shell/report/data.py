@@ -137,6 +137,12 @@ class ReportData:
         return self.summary.primary.partial_text if self.summary is not None else None
 
     @property
+    def cosine_line(self) -> bool:
+        """The cosine panel draws its threshold line: always for our rule, for another tool's
+        rule only when it limits the cosine."""
+        return self.error_panel is None or self.rule.cosine is not None
+
+    @property
     def cosine_threshold(self) -> float:
         cos = self.rule.cosine
         return cos if cos is not None else 1.0
@@ -252,7 +258,12 @@ def gather_report(
             table, rule, root, neighbours, max_carried_rows
         )
         big = BigResult(
-            point_arrays(table, rule, root), len(table), carried, failing_ops, kind, dropped
+            point_arrays(table, rule, root, panel),
+            len(table),
+            carried,
+            failing_ops,
+            kind,
+            dropped,
         )
         rows = table.rows_at(picked)
         cells = {int(table.line[i]): table.record(int(i)) for i in picked}

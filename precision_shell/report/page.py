@@ -121,12 +121,14 @@ def _undiagnosed_text(data: ReportData) -> str:
 
 
 def _plot(data: ReportData) -> str:
-    if data.big is not None:
-        return big_plot(data)
+    """The plot section: the note on what a foreign compare's plot shows, then the SVG (the
+    page's script draws a big result's points: big_plot)."""
     panel = data.error_panel
     second = panel.column if panel is not None else "relative Euclidean distance"
-    if not data.points:
+    if data.point_count == 0:
         body = f'<p class="note">No output has a cosine similarity or a {_e(second)} to plot.</p>'
+    elif data.big is not None:
+        body = big_plot(data)
     else:
         cause = data.root_causes[0] if data.root_causes else {}
         label = f"root cause: {cause['op']} [{cause.get('index')}]" if cause else None
@@ -137,7 +139,7 @@ def _plot(data: ReportData) -> str:
             label,
             index,
             error_panel=panel,
-            cosine_line=panel is None or data.rule.cosine is not None,
+            cosine_line=data.cosine_line,
         )
         body = (
             f'<div class="figure plot">{svg}</div><p class="muted">Hover a point for its op and'

@@ -7,13 +7,14 @@ held NaN/inf. The root cause gets a ring in both panels, a vertical line and a l
 
 A compare judged by its own tool's rule (`ErrorPanel`: MegEngine, SigmaStar) has that rule's
 error metric in the second panel instead of SQNR, and a cosine line only when the rule limits
-the cosine.
+the cosine. What the second panel shows (title, ticks, reference line, domain) is `SecondPanel`,
+shared with the big page's plot (big_plot.py).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from html import escape
 
@@ -31,6 +32,7 @@ FRAME_LEFT, FRAME_RIGHT = 72.0, 868.0  # the plot frame; points stay 8 px inside
 X_FIRST, X_LAST = 80.0, 860.0  # where the first and the last Index sit
 PASS_COLOR, FAIL_COLOR, ROOT_COLOR, THRESHOLD_COLOR = "#2e7d32", "#c62828", "#b00020", "#e65100"
 POINT_RADIUS = 3.5
+RULE_FAILS = "fails the rule"  # a point another tool's rule fails: legend and hover text
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,53 @@ def threshold_sqnr(threshold: float) -> float | None:
     return -20.0 * math.log10(math.sqrt(2.0 * (1.0 - threshold)))
 
 
+@dataclass(frozen=True)
+class SecondPanel:
+    """What the second panel shows: SQNR, its reference line the SQNR the cosine threshold
+    stands for; or an `ErrorPanel` metric, its reference line the rule's limit."""
+
+    name: str  # "SQNR" or the error column: the aria-label and the hover text name it
+    data_panel: str  # "sqnr" / "error": the SVG group's data-panel
+    title: str
+    tick_text: Callable[[float], str]
+    reference: float | None  # the reference line's value, None: no line
+    reference_label: str
+
+    def domain(self, values: Iterable[float]) -> Domain:
+        """Nice bounds around the finite values and the reference. A zero error on a log
+        panel (-inf) sits on the bottom edge: the domain reaches a decade below the rest."""
+        values = list(values)
+        if any(v == -math.inf for v in values):
+            finite = [v for v in values if math.isfinite(v)]
+            if self.reference is not None:
+                finite.append(self.reference)
+            values.append(min(finite, default=0.0) - 1)
+        return decibel_domain(values, self.reference)
+
+
+def second_panel(threshold: float, error_panel: ErrorPanel | None) -> SecondPanel:
+    """The second panel for a cosine threshold (SQNR), or for `error_panel` when given."""
+    if error_panel is None:
+        sqnr = threshold_sqnr(threshold)
+        return SecondPanel(
+            "SQNR",
+            "sqnr",
+            "SQNR per op, dB = -20·log10(RelativeEuclideanDistance)",
+            lambda t: f"{t:g}",
+            sqnr,
+            f"≈ cosine {threshold:g} ({sqnr:.1f} dB)" if sqnr is not None else "",
+        )
+    reference = error_panel.reference
+    return SecondPanel(
+        error_panel.column,
+        "error",
+        error_panel.title,
+        error_panel.tick_text,
+        reference,
+        f"{error_panel.column} limit {error_panel.limit:g}" if reference is not None else "",
+    )
+
+
 def _f(value: float) -> str:
     return f"{value:.2f}"
 
@@ -98,7 +147,7 @@ def _num(value: float | None, digits: int = 1) -> str:
 
 
 def point_title(p: PlotPoint, threshold: float, error_panel: ErrorPanel | None = None) -> str:
-    failed = f"below threshold {threshold:g}" if error_panel is None else "fails the rule"
+    failed = f"below threshold {threshold:g}" if error_panel is None else RULE_FAILS
     verdict = "NaN/inf in the data" if p.cosine_nonfinite else (failed if p.fails else "pass")
     if error_panel is None:
         values = (
@@ -265,57 +314,29 @@ def accuracy_plot_svg(
     xs = x_scale(points)
     cos_domain = cosine_plot_domain(points, threshold)
     cos_y = y_scale(cos_domain, COSINE_BOX)
+    second = second_panel(threshold, error_panel)
     if error_panel is None:
-        reference = threshold_sqnr(threshold)
-        second = [p.sqnr_db for p in points if p.sqnr_db is not None]
-        second_name = "SQNR"
+        values = [p.sqnr_db for p in points if p.sqnr_db is not None]
     else:
-        reference = error_panel.reference
-        second = [p.error for p in points if p.error is not None]
-        second_name = error_panel.column
-        if any(v == -math.inf for v in second):  # zero errors: the bottom edge, a decade down
-            finite = [v for v in second if math.isfinite(v)]
-            second.append(min([*finite, *([reference] if reference is not None else [])]) - 1)
-    db_domain = decibel_domain(second, reference)
+        values = [p.error for p in points if p.error is not None]
+    db_domain = second.domain(values)
     db_y = y_scale(db_domain, SQNR_BOX)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="accuracy-plot" width="{WIDTH}"'
         f' height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif"'
         ' font-size="11" role="img"'
-        f' aria-label="output cosine similarity and {escape(second_name)} per op">'
+        f' aria-label="output cosine similarity and {escape(second.name)} per op">'
     ]
     parts.append('<g class="panel" data-panel="cosine">')
-    parts += _frame(
-        COSINE_BOX,
-        cos_domain,
-        "Output cosine similarity per op (x: Index, execution order)",
-        lambda t: f"{t:.{_decimals(cos_domain.step)}f}",
-    )
-    parts += _x_ticks(xs, COSINE_BOX)
-    if cosine_line and cos_domain.lo <= threshold <= cos_domain.hi:
-        parts += _hline(cos_y(threshold), f"cosine threshold {threshold:g}")
+    parts += _cosine_frame(xs, cos_domain, threshold, cosine_line)
     cos_points, cos_rings = _panel_points(
         points, xs, cos_y, COSINE_BOX, lambda p: p.cosine, threshold, error_panel
     )
     parts += cos_points
-    parts += _legend() if error_panel is None else _legend("fails the rule")
+    parts += _legend() if error_panel is None else _legend(RULE_FAILS)
     parts.append("</g>")
-    if error_panel is None:
-        parts.append('<g class="panel" data-panel="sqnr">')
-        parts += _frame(
-            SQNR_BOX,
-            db_domain,
-            "SQNR per op, dB = -20·log10(RelativeEuclideanDistance)",
-            lambda t: f"{t:g}",
-        )
-    else:
-        parts.append('<g class="panel" data-panel="error">')
-        parts += _frame(SQNR_BOX, db_domain, error_panel.title, error_panel.tick_text)
-    parts += _x_ticks(xs, SQNR_BOX)
-    if reference is not None and error_panel is None:
-        parts += _hline(db_y(reference), f"≈ cosine {threshold:g} ({reference:.1f} dB)")
-    elif reference is not None and error_panel is not None:
-        parts += _hline(db_y(reference), f"{error_panel.column} limit {error_panel.limit:g}")
+    parts.append(f'<g class="panel" data-panel="{second.data_panel}">')
+    parts += _second_frame(xs, db_domain, second)
     if error_panel is None:
         db_points, db_rings = _panel_points(
             points, xs, db_y, SQNR_BOX, lambda p: p.sqnr_db, threshold
@@ -334,6 +355,29 @@ def accuracy_plot_svg(
     parts.append("</g>")
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def _cosine_frame(xs: LinearScale, domain: Domain, threshold: float, line: bool) -> list[str]:
+    """The cosine panel's frame, ticks and (`line`) threshold line: no points."""
+    parts = _frame(
+        COSINE_BOX,
+        domain,
+        "Output cosine similarity per op (x: Index, execution order)",
+        lambda t: f"{t:.{_decimals(domain.step)}f}",
+    )
+    parts += _x_ticks(xs, COSINE_BOX)
+    if line and domain.lo <= threshold <= domain.hi:
+        parts += _hline(y_scale(domain, COSINE_BOX)(threshold), f"cosine threshold {threshold:g}")
+    return parts
+
+
+def _second_frame(xs: LinearScale, domain: Domain, second: SecondPanel) -> list[str]:
+    """The second panel's frame, ticks and reference line: no points."""
+    parts = _frame(SQNR_BOX, domain, second.title, second.tick_text)
+    parts += _x_ticks(xs, SQNR_BOX)
+    if second.reference is not None:
+        parts += _hline(y_scale(domain, SQNR_BOX)(second.reference), second.reference_label)
+    return parts
 
 
 def _decimals(step: float) -> int:

@@ -2,7 +2,8 @@
 
 The same points `points.output_points` gives (one per compared output, in file order, at its
 op's x), as parallel numpy arrays: what the big-result page encodes for its script, and what
-`vcs --plot` reduces to each op's worst output cosine.
+`vcs --plot` reduces to each op's worst output cosine. With an `ErrorPanel` (a compare judged
+by its own tool's rule) each point also carries that panel's value (`ErrorPanel.value_array`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 from precision_shell.compare.results.columns import KIND_INPUT, ResultColumns
 from precision_shell.compare.results.schema import parse_index
 from precision_shell.compare.results.thresholds import ThresholdRule
-from precision_shell.report.points import COSINE, RED, OpCosine
+from precision_shell.report.points import COSINE, RED, ErrorPanel, OpCosine
 
 
 @dataclass
@@ -29,6 +30,11 @@ class PointArrays:
     sqnr_nonfinite: np.ndarray
     fails: np.ndarray  # bool: the rule fails the output
     root: np.ndarray  # bool: the root cause's outputs
+    # the ErrorPanel's y (log10 on a log panel, -inf: a zero error there); nan where none or
+    # non-finite; all nan / False without an error panel
+    error: np.ndarray
+    has_error: np.ndarray
+    error_nonfinite: np.ndarray
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -59,7 +65,14 @@ def op_x(table: ResultColumns) -> np.ndarray:
     return ordinal
 
 
-def point_arrays(table: ResultColumns, rule: ThresholdRule, root_cause: str | None) -> PointArrays:
+def point_arrays(
+    table: ResultColumns,
+    rule: ThresholdRule,
+    root_cause: str | None,
+    error_panel: ErrorPanel | None = None,
+) -> PointArrays:
+    """`points.output_points` as arrays: one point per output with a cosine, an SQNR or an
+    error panel value."""
     n = len(table)
     nothing = np.zeros(n, dtype=bool)
     nan = np.full(n, np.nan)
@@ -73,7 +86,12 @@ def point_arrays(table: ResultColumns, rule: ThresholdRule, root_cause: str | No
         sqnr = np.where(red == 0, np.inf, -20.0 * np.log10(np.where(valid_red, red, 1.0)))
     has_sqnr = red_nf | valid_red
     sqnr = np.where(valid_red, sqnr, np.nan)
-    keep = np.flatnonzero((table.kind != KIND_INPUT) & (has_cos | has_sqnr))
+    error, error_nf = nan, nothing
+    if error_panel is not None:
+        error_nf = table.nonfinite.get(error_panel.column, nothing)
+        error = error_panel.value_array(table.values.get(error_panel.column, nan), error_nf)
+    has_error = error_nf | ~np.isnan(error)
+    keep = np.flatnonzero((table.kind != KIND_INPUT) & (has_cos | has_sqnr | has_error))
     root = np.zeros(len(keep), dtype=bool)
     if root_cause is not None:
         codes = [k for k in range(table.op_names.distinct) if table.op_names.value(k) == root_cause]
@@ -90,6 +108,9 @@ def point_arrays(table: ResultColumns, rule: ThresholdRule, root_cause: str | No
         sqnr_nonfinite=red_nf[keep],
         fails=table.crossing(rule)[keep],
         root=root,
+        error=error[keep],
+        has_error=has_error[keep],
+        error_nonfinite=error_nf[keep],
     )
 
 

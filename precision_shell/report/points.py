@@ -15,6 +15,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
 
@@ -86,6 +88,16 @@ class ErrorPanel:
         if not self.log:
             return value
         return -math.inf if value <= 0 else math.log10(value)
+
+    def value_array(self, values: np.ndarray, nonfinite: np.ndarray) -> np.ndarray:
+        """`value` over a whole column (the big page's arrays): nan where not computed or
+        non-finite (`nonfinite` tells the two apart), -inf for a zero error on a log panel."""
+        values = np.where(nonfinite, np.nan, np.asarray(values, dtype=np.float64))
+        if not self.log:
+            return values
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logs = np.log10(np.where(values > 0, values, 1.0))
+        return np.where(values <= 0, -np.inf, np.where(np.isnan(values), np.nan, logs))
 
     @property
     def reference(self) -> float | None:

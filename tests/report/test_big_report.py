@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
+import math
 import re
 from pathlib import Path
 
@@ -15,9 +16,10 @@ import pytest
 
 from precision_shell.compare.results.schema import read_result_csv
 from precision_shell.compare.results.thresholds import ThresholdRule
-from precision_shell.report.big_plot import FAILS, HAS_COS, ROOT
+from precision_shell.report.big_plot import FAILS, HAS_COS, HAS_SECOND, ROOT
 from precision_shell.report.data import gather_report
 from precision_shell.report.page import report_html
+from precision_shell.report.plot_svg import threshold_sqnr
 from precision_shell.report.points import output_points, x_positions
 from tests.report.page_parser import parse_page
 
@@ -75,6 +77,19 @@ def test_a_big_result_plots_every_output_and_carries_the_failing_ops(result_csv)
     assert ((plot["flags"] & HAS_COS) > 0).tolist() == [p.cosine is not None for p in points]
     finite = [i for i, p in enumerate(points) if p.cosine is not None and not p.cosine_nonfinite]
     assert plot["cos"][finite] == pytest.approx([points[i].cosine for i in finite], abs=1e-6)
+    # the second panel is SQNR, in dB, its line the SQNR the cosine threshold stands for
+    second = {"key": "sqnr", "label": "SQNR", "unit": " dB", "log": False}
+    assert plot["config"]["second"] == second and "error" not in plot["config"]["arrays"]
+    assert ((plot["flags"] & HAS_SECOND) > 0).tolist() == [p.sqnr_db is not None for p in points]
+    db = [i for i, p in enumerate(points) if p.sqnr_db is not None and math.isfinite(p.sqnr_db)]
+    assert len(db) > 100
+    assert plot["sqnr"][db] == pytest.approx([points[i].sqnr_db for i in db], rel=1e-6)
+    labels = [e.text for e in page.by_class("threshold-label")]
+    assert labels == ["cosine threshold 0.98", f"≈ cosine 0.98 ({threshold_sqnr(0.98):.1f} dB)"]
+    titles = " ".join(e.text for e in page.elements if e.tag == "text")
+    assert "SQNR per op, dB = -20·log10(RelativeEuclideanDistance)" in titles
+    assert "below threshold" in titles and "fails the rule" not in titles
+    assert not [e for e in page.elements if e.attrs.get("id") == "plot-metrics"]
     # the table: every row of every failing op, and of the ops just before and after it
     xs = x_positions(table.rows)
     order = sorted(xs, key=lambda op: xs[op])

@@ -1,16 +1,21 @@
 """The big-result page in a real headless browser: its script decodes the point arrays and
-draws every output on the canvas, failing ones included, and the table filters as usual.
+draws every output on the canvas, failing ones included, and the table filters as usual;
+hovering a point shows its values, SQNR or (a MegEngine compare) the rule's error.
 
 Skipped when chromium is not installed (as tests/report/test_browser.py)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from precision_shell.compare.results.schema import read_result_csv
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.report.data import gather_report
 from precision_shell.report.page import report_html
+from tests.foreign.fixtures import PLANTED
 from tests.report.page_parser import parse_page
+from tests.report.test_big_foreign_report import megengine_compare, panel_y, plot_data
 from tests.report.test_big_report import _bench
 from tests.report.test_browser import CHROMIUM, _chromium
 
@@ -30,3 +35,55 @@ def test_the_canvas_draws_every_output_point(tmp_path) -> None:
     assert canvas.attrs["data-drawn"] == f"{data.point_count} {data.failing_points}"
     shown = [tr for tr, _ in dom.result_rows if "hidden" not in tr.attrs]
     assert 0 < len(shown) < len(dom.result_rows)  # the table's filter still runs
+
+
+HOVER = """<script>
+(function () {
+  var canvas = document.getElementById("plot-canvas"), box = canvas.getBoundingClientRect();
+  canvas.dispatchEvent(new MouseEvent("mousemove", {clientX: box.left + %f, clientY: box.top + %f}));
+  document.body.setAttribute("data-tip", document.getElementById("plot-tip").textContent);
+})();
+</script></body>"""
+
+
+def _hover_text(html: str, x: float, y: float, tmp_path) -> str:  # noqa: ANN001
+    """The hover text the page's script shows for a mouse at (x, y) on the plot."""
+    page = tmp_path / "hover.html"
+    page.write_text(html.replace("</body>", HOVER % (x, y), 1), encoding="utf-8")
+    dom = parse_page(_chromium(tmp_path / "profile", "--dump-dom", page.as_uri()))
+    (body,) = [e for e in dom.elements if e.tag == "body"]
+    return body.attrs["data-tip"]
+
+
+def _point_xy(plot: dict, k: int, value: float) -> tuple[float, float]:
+    d0, d1, r0, r1 = plot["config"]["x"]
+    x = r0 + (float(plot["x"][k]) - d0) / (d1 - d0) * (r1 - r0)
+    return x, panel_y(plot["config"], 1, value)
+
+
+def test_the_hover_text_names_the_rules_error_on_a_foreign_page(tmp_path) -> None:
+    csv_path, _, _ = megengine_compare(tmp_path / "dumps")
+    data = gather_report(csv_path, ThresholdRule.default(), big_rows=5)
+    html = report_html(data, None, "now")
+    plot = plot_data(html)
+    lines = {r.line: r for r in read_result_csv(csv_path).rows}
+    k = next(i for i, line in enumerate(plot["line"]) if lines[int(line)].op_name == PLANTED)
+    tip = _hover_text(html, *_point_xy(plot, k, float(plot["error"][k])), tmp_path)
+    assert tip.splitlines()[1:3] == [
+        "cosine 0.999959 · MegEngineRelativeError 0.07324",
+        "fails the rule",
+    ]
+    assert tip.startswith(f"{PLANTED}:output:0 · Index ")
+    assert "SQNR" not in tip
+
+
+def test_the_hover_text_of_a_native_page_is_still_sqnr(tmp_path) -> None:
+    csv_path = tmp_path / "result_20261123120000.csv"
+    _bench().write_result_csv(csv_path, ops=120, rows_per_op=3, failing=3)
+    data = gather_report(csv_path, ThresholdRule({"CosineSimilarity": 0.98}), big_rows=100)
+    html = report_html(data, None, "now")
+    plot = plot_data(html)
+    assert plot["config"]["second"]["label"] == "SQNR"
+    k = next(i for i in range(len(plot["x"])) if np.isfinite(plot["sqnr"][i]))
+    tip = _hover_text(html, *_point_xy(plot, k, float(plot["sqnr"][k])), tmp_path)
+    assert tip.splitlines()[1].endswith(f" · SQNR {plot['sqnr'][k]:.1f} dB")
