@@ -10,6 +10,11 @@ from pathlib import Path
 
 from precision_shell.commands.compare import vc_command
 from precision_shell.commands.compare_summary import CompareSummary, summary_of
+from precision_shell.commands.foreign_rule_args import (
+    foreign_rule,
+    foreign_rule_arguments,
+    no_foreign_rule,
+)
 from precision_shell.compare.diagnosis.advisor import ACCUMULATED_DRIFT, Finding, OverflowHit
 from precision_shell.compare.diagnosis.diagnose import (
     Diagnosis,
@@ -368,8 +373,9 @@ def _diagnose(
     complete="path",
     help="with -lt/-rt: write the CSV and summary.json into this dir",
 )
+@foreign_rule_arguments
 def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | ForeignCompareResult:
-    """ac [-c] [-l N] [--report] [--rank R|all] [--step S|all] [--replay candidates|all|none] [--replay-budget S] [--depth N] [--dump-path DIR] [-lt DUMP -rt DUMP [-o DIR]]
+    """ac [-c] [-l N] [--report] [--rank R|all] [--step S|all] [--replay candidates|all|none] [--replay-budget S] [--depth N] [--dump-path DIR] [-lt DUMP -rt DUMP [-o DIR] [--max-err E | --cos-min C --rmse-max R]]
 
     Auto check: fusion, overflow (first first), casts, first NaN/inf by rank and step;
     with -c compare, advisor and the root cause (its first step, then rank). On a statistics
@@ -388,6 +394,8 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
     ac -c -lt A -rt B on two MegEngine io dumps (or two SigmaStar DumpDebug dumps): vc's
     compare of the pair, then the root cause: MegEngine, a failing var none of whose inputs
     fail (on the dump's graph); SigmaStar, the first failing layer in layer order.
+    --max-err / --cos-min / --rmse-max move the rule's limits as for vc: the root cause is
+    found by that rule, and summary.json records it.
     Opened on such dumps (precision-shell DIR_OR_FILE), ac -c alone does this on the opened
     pair.
     """
@@ -398,16 +406,25 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
         if args.report:
             raise UsageError("ac: --report is for workspace compares, not -lt/-rt dump pairs")
         left, right = compare_paths(foreign, "ac", args.left, args.right)
+        rule = foreign_rule("ac", args, left, right)
         return run_foreign_compare(
-            ctx.workspace_path, left, right, args.output, diagnose=True, command="ac"
+            ctx.workspace_path, left, right, args.output, rule, diagnose=True, command="ac"
         )
     if args.left is not None or args.right is not None:
         if args.report:
             raise UsageError("ac: --report is for workspace compares, not -lt/-rt dump pairs")
         # -lt/-rt are for foreign dump pairs only; check_pair names a path of neither kind
+        rule = foreign_rule("ac", args, args.left, args.right)
         return run_foreign_compare(
-            ctx.workspace_path, args.left, args.right, args.output, diagnose=True, command="ac"
+            ctx.workspace_path,
+            args.left,
+            args.right,
+            args.output,
+            rule,
+            diagnose=True,
+            command="ac",
         )
+    no_foreign_rule("ac", args)
     if args.output is not None:
         raise UsageError("ac: -o is for -lt/-rt dump pairs")
     if args.limit < 0:

@@ -6,6 +6,11 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from precision_shell.commands.foreign_rule_args import (
+    foreign_rule,
+    foreign_rule_arguments,
+    no_foreign_rule,
+)
 from precision_shell.compare import runner as compare_runner
 from precision_shell.compare.metrics.cells import METRIC_ALIASES, METRIC_COLUMNS, metric_column
 from precision_shell.compare.pipeline.dask_backend import DaskTarget
@@ -100,10 +105,11 @@ def parse_algorithms(text: str | None) -> tuple[str, ...] | None:
     help="continue the last interrupted or killed vc (or -o DIR's) as it was asked, without "
     "comparing again the files it finished; takes only -o, -j, --backend, --scheduler, --cluster",
 )
+@foreign_rule_arguments
 def vc_command(
     ctx: ShellContext, args: argparse.Namespace
 ) -> VectorCompareResult | RankDivergenceResult | StatisticsCompareResult | ForeignCompareResult:
-    """vc [-lt LEFT -rt RIGHT] [-g GRAPH] [--rank R|all] [--step S|all] [--across ranks] [--max N] [--alg LIST] [-o OUTDIR] [--scheduler ADDR | --cluster local[:N]]
+    """vc [-lt LEFT -rt RIGHT] [-g GRAPH] [--rank R|all] [--step S|all] [--across ranks] [--max N] [--alg LIST] [-o OUTDIR] [--scheduler ADDR | --cluster local[:N]] [--max-err E | --cos-min C --rmse-max R]
 
     Whole-network compare of every dumped tensor; writes result_<ts>.csv and summary.json.
     `vc --resume` continues the last partial compare (Ctrl-C, killed) where it stopped.
@@ -126,17 +132,23 @@ def vc_command(
     DumpDebug dumps: every tensor paired (MegEngine by var id, else op name + slot;
     SigmaStar by tensor name, slot as tie-breaker) and compared in float64: CosineSimilarity,
     MaxAbsoluteError, MegEngineRelativeError, MeanSquaredError, SigmaStarRMSE; "mode":
-    "megengine" / "sigmastar". Fails: MegEngine relative error > 1e-3; SigmaStar cosine
-    < 0.99 or RMSE > 0.1. `ac -c -lt A -rt B` adds the root cause.
+    "megengine" / "sigmastar". Fails: MegEngine relative error > 1e-3 (--max-err E moves it,
+    as compare_binary_iodump -e); SigmaStar cosine < 0.99 (--cos-min C) or RMSE > 0.1
+    (--rmse-max R). The rule used is recorded in summary.json; vcs and report judge by it.
+    A flag of the other family, or on an Ascend compare, is an error. `ac -c -lt A -rt B`
+    (same flags) adds the root cause.
     Opened on such dumps (precision-shell DIR_OR_FILE), vc alone compares the opened pair;
     -lt/-rt take paths or its run names.
     """
     foreign = ctx.foreign
     if foreign is not None and not args.resume:
         left, right = compare_paths(foreign, "vc", args.left, args.right)
-        return run_foreign_compare(ctx.workspace_path, left, right, args.output)
+        rule = foreign_rule("vc", args, left, right)
+        return run_foreign_compare(ctx.workspace_path, left, right, args.output, rule)
     if not args.resume and is_foreign_pair(args.left, args.right):
-        return run_foreign_compare(ctx.workspace_path, args.left, args.right, args.output)
+        rule = foreign_rule("vc", args, args.left, args.right)
+        return run_foreign_compare(ctx.workspace_path, args.left, args.right, args.output, rule)
+    no_foreign_rule("vc", args)
     if args.max is not None and args.max < 1:
         raise UsageError("vc: --max must be at least 1")
     if args.jobs is not None and args.jobs < 1:

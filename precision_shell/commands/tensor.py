@@ -7,7 +7,6 @@ import os
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import IO
 
 import numpy as np
 
@@ -42,6 +41,7 @@ from precision_shell.workspace.dump_index import DumpFileRef, index_dump_tree
 from precision_shell.workspace.output_files import make_user_dir, replace_output
 from precision_shell.workspace.subgraph_files import safe_file_stem
 from precision_shell.workspace.tensor_stats import TensorStats, compute_stats
+from precision_shell.workspace.tensor_text import write_tensor_text
 from precision_shell.workspace.workspace import Workspace
 
 
@@ -142,11 +142,16 @@ def pt_command(
         preview = [float(v) for v in flat[:preview_n].astype(np.float64)]
         # one file per tensor: a repeated pt replaces its own earlier file
         text_path = out_dir / f"{safe_file_stem(h.label)}.txt"
-        header = (
-            f"source: {h.path}\ntensor: {h.label}\nshape: {list(stats.shape)}\n"
-            f"dtype: {stats.dtype}\nlayout: {layout}" + (f"\nstored as: {stored}" if stored else "")
-        )
-        replace_output(text_path, partial(_write_text, values=values, header=header))
+        header = {
+            "source": str(h.path),
+            "tensor": h.label,
+            "shape": str(list(stats.shape)),
+            "dtype": stats.dtype,
+            "layout": layout,
+        }
+        if stored:
+            header["stored as"] = stored
+        write_tensor_text(text_path, values, header)
         items.append(
             TensorSummary(h.label, h.path, layout, stats, preview, str(text_path), stored, note)
         )
@@ -161,20 +166,6 @@ def _layouts(h: TensorHandle, values: np.ndarray, note: str | None) -> tuple[str
     if note is not None or tuple(values.shape) == tuple(h.meta.shape) and (is_plain_format(device)):
         return device, ""
     return h.origin_format() or device, f"{device} {list(h.meta.shape)}"
-
-
-def _write_text(fh: IO[bytes], values: np.ndarray, header: str) -> None:
-    flat = np.asarray(values).reshape(-1)
-    if flat.dtype.kind not in "biuf":
-        flat = flat.astype(np.float64)
-    np.savetxt(fh, flat, header=header, fmt=_round_trip_format(flat.dtype))
-
-
-def _round_trip_format(dtype: np.dtype) -> str:
-    """Enough digits that each value reads back to the same number of its dtype."""
-    if dtype.kind != "f":
-        return "%d"
-    return "%.17g" if dtype.itemsize > 4 else "%.9g"
 
 
 @command("cp")

@@ -3,7 +3,9 @@
 Names: a var name (`mul1:0`), a var id (`8` or `var8`), a SigmaStar tensor name, or an op
 name (every output of that op). `cp` pairs the tensor with its partner the way `vc` does
 (`pairing.pair_dumps`) and computes `vc`'s metrics (`foreign.metrics`) and verdict.
-`dc` writes `.npy` files of the values as the reader gives them (MegEngine: the stored
+`pt` saves each tensor's values as text as the native `pt` does (`workspace.tensor_text`), in
+`<root>/precision_data/temp/pt/<run>.<var or tensor>.txt`, a repeated `pt` replacing its own
+file. `dc` writes `.npy` files of the values as the reader gives them (MegEngine: the stored
 dtype; SigmaStar: real values, quantized runs dequantized, float32), never over a file and
 never inside a dump dir.
 """
@@ -23,15 +25,14 @@ from precision_shell.foreign.pairing import pair_dumps
 from precision_shell.foreign.run import _row
 from precision_shell.foreign.verdict import default_rule
 from precision_shell.foreign.workspace import ForeignRun, ForeignWorkspace
-from precision_shell.workspace.layout import WORKSPACE_DIR_NAME
 from precision_shell.workspace.output_files import (
     OutputError,
-    ensure_dir,
     make_user_dir,
     output_error,
 )
 from precision_shell.workspace.subgraph_files import safe_file_stem
 from precision_shell.workspace.tensor_stats import TensorStats, compute_stats
+from precision_shell.workspace.tensor_text import write_tensor_text
 
 _MAX_SUFFIX = 1000
 
@@ -43,6 +44,12 @@ def shape_text(shape: tuple[int, ...]) -> str:
 def label(t: ForeignTensor) -> str:
     """`var8 mul1:0` (MegEngine) or the tensor name (SigmaStar)."""
     return f"var{t.key} {t.name}" if t.var_id is not None else t.name
+
+
+def file_stem(run: ForeignRun, t: ForeignTensor) -> str:
+    """`runA.var8_mul1_0` / `<run>.<tensor name>`: the run and the tensor, safe as a file
+    name (`pt`'s text and `dc`'s `.npy` files)."""
+    return safe_file_stem(f"{run.name}.{t.name if t.var_id is None else label(t)}", 200)
 
 
 # ---------------------------------------------------------------------------- ls
@@ -224,6 +231,7 @@ class ForeignSummary:
     detail: str
     stats: TensorStats
     preview: list[float]
+    text_file: str  # the values as text (workspace.tensor_text)
 
 
 @dataclass(frozen=True)
@@ -234,15 +242,36 @@ class ForeignSummaries:
 def summarize(
     ws: ForeignWorkspace, name: str, run: str | None = None, preview: int = 10
 ) -> ForeignSummaries:
-    """Statistics of the tensor (every output of an op) in each run holding it, or `run`."""
+    """Statistics of the tensor (every output of an op) in each run holding it, or `run`; the
+    values saved as text under `<root>/precision_data/temp/pt/`."""
     items = []
-    for r, _, tensors in _resolve(ws, "pt", name, run):
+    hits = _resolve(ws, "pt", name, run)
+    out_dir = ws.output_dir("pt")
+    for r, _, tensors in hits:
         for t in tensors:
             values = np.asarray(t.load())
             stats = compute_stats(values, f"{r.name}: {label(t)}")
             flat = values.reshape(-1)[:preview].astype(np.float64)
+            header = {
+                "source": str(r.path),
+                "run": r.name,
+                "tensor": label(t),
+                "shape": str(list(stats.shape)),
+                "dtype": stats.dtype,
+                "stored as": f"{t.dtype} {shape_text(t.shape)}"
+                + (f" ({t.detail})" if t.detail else ""),
+            }
+            text_path = write_tensor_text(out_dir / f"{file_stem(r, t)}.txt", values, header)
             items.append(
-                ForeignSummary(r.name, label(t), t.dtype, t.detail, stats, [float(v) for v in flat])
+                ForeignSummary(
+                    r.name,
+                    label(t),
+                    t.dtype,
+                    t.detail,
+                    stats,
+                    [float(v) for v in flat],
+                    str(text_path),
+                )
             )
     return ForeignSummaries(items)
 
@@ -366,16 +395,12 @@ def decode(
 ) -> ForeignDecoded:
     """`.npy` files of the tensor (every output of an op) of each run holding it, or `run`."""
     hits = _resolve(ws, "dc", name, run)
-    if out_dir is None:
-        target = ensure_dir(ws.root, WORKSPACE_DIR_NAME, "temp", "decode")
-    else:
-        target = _check_out_dir(ws, out_dir)
+    target = ws.output_dir("decode") if out_dir is None else _check_out_dir(ws, out_dir)
     files = []
     for r, _, tensors in hits:
         for t in tensors:
             values = np.ascontiguousarray(np.asarray(t.load()))
-            stem = safe_file_stem(f"{r.name}.{t.name if t.var_id is None else label(t)}", 200)
-            path = _save_new(target, stem, values)
+            path = _save_new(target, file_stem(r, t), values)
             files.append((r.name, label(t), str(path), tuple(values.shape), str(values.dtype)))
     return ForeignDecoded(files, str(target))
 

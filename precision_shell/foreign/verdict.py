@@ -1,13 +1,21 @@
-"""The default verdicts of foreign pairs, as threshold rules on our metric columns.
+"""The verdicts of foreign pairs, as threshold rules on our metric columns.
 
 - MegEngine: `MegEngineRelativeError > 1e-3` fails (`compare_binary_iodump.py -e 1e-3`).
 - SigmaStar: `CosineSimilarity < 0.99` or `SigmaStarRMSE > 0.1` fails (DumpDebug's rule).
+
+`vc` / `ac -c` may move these limits (`--max-err`, `--cos-min`, `--rmse-max`: `family_rule`);
+the rule a compare ran with is the one its summary.json records, which `vcs` and `report`
+then judge by.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+
 from precision_shell.compare.metrics.cells import COSINE
 from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.errors import PrecisionError
 from precision_shell.foreign.dumps import MEGENGINE
 from precision_shell.foreign.metrics import MEGENGINE_REL, SIGMASTAR_RMSE
 
@@ -28,3 +36,17 @@ def sigmastar_rule(
 
 def default_rule(family: str) -> ThresholdRule:
     return megengine_rule() if family == MEGENGINE else sigmastar_rule()
+
+
+def family_rule(family: str, limits: Mapping[str, float]) -> ThresholdRule:
+    """The family's default rule with `limits` (column -> limit) in place of its own; a
+    one-line PrecisionError for a column that rule does not limit, or a limit out of range
+    (not finite, a cosine outside [-1, 1], a negative error)."""
+    rule = default_rule(family)
+    for column, value in limits.items():
+        if column not in rule.limits:
+            raise PrecisionError(f"the {family} rule does not limit {column}")
+        if not math.isfinite(value):
+            raise PrecisionError(f"the limit on {column} must be a finite number, not {value}")
+        rule = rule.with_limit(column, value)
+    return rule

@@ -16,7 +16,7 @@ A dir is not foreign (None: the Ascend path) when nothing in it is a dump, or wh
 Entries that are symbolic links are never followed; files of neither family are ignored;
 the readers bound every size they read.
 
-Outputs (`dc`, `vc`) go to `<root>/precision_data/temp/`, `<root>` being the dir given when
+Outputs (`pt`, `dc`, `vc`) go to `<root>/precision_data/temp/`, `<root>` being the dir given when
 it holds a pair, else the dir holding the dump: never inside a dump dir.
 """
 
@@ -39,6 +39,7 @@ from precision_shell.foreign.dumps import (
 from precision_shell.formats import megengine_dump as meg
 from precision_shell.formats import sigmastar_dump as sigma
 from precision_shell.workspace.layout import WORKSPACE_DIR_NAME
+from precision_shell.workspace.output_files import ensure_dir
 
 FAMILY_TITLES = {MEGENGINE: "MegEngine io dumps", SIGMASTAR: "SigmaStar DumpDebug dumps"}
 _MAX_ENTRIES = 4096  # a dir with more entries than this is scanned this far only
@@ -103,6 +104,11 @@ class ForeignWorkspace:
     @property
     def root(self) -> Path:
         return self.layout.root
+
+    def output_dir(self, *parts: str) -> Path:
+        """A dir under `<root>/precision_data/temp/` (created, links refused): where `pt`, `dc`
+        and `vc` write, never inside a dump dir nor beside a dump file given alone."""
+        return ensure_dir(self.root, WORKSPACE_DIR_NAME, "temp", *parts)
 
     @property
     def is_pair(self) -> bool:

@@ -151,6 +151,7 @@ def _summaries(console: Console, result: ForeignSummaries) -> None:
         preview = ", ".join(fmt_num(v) for v in item.preview)
         more = " ..." if item.stats.count > len(item.preview) else ""
         console.print(f"  values: [{preview}{more}]", markup=False, soft_wrap=True)
+        console.print(f"  saved {item.text_file}", markup=False, style="dim", soft_wrap=True)
 
 
 @renders(ForeignTensorCompare)

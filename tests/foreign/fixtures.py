@@ -45,8 +45,9 @@ _op((9,), Op("cast2", "TypeCvt", (8,)))
 _op((10,), Op("reduce1", "Reduce", (9,)))
 
 
-def megengine_values(planted: bool = False) -> dict[int, np.ndarray]:
-    """Every var's values of one execution; `planted`: mul1's kernel is off by 3%."""
+def megengine_values(planted: bool = False, poison: int | None = None) -> dict[int, np.ndarray]:
+    """Every var's values of one execution; `planted`: mul1's kernel is off by 3%; `poison`:
+    that var's first value is NaN (set last: no other var sees it)."""
     rng = np.random.default_rng(7)
     v: dict[int, np.ndarray] = {}
     v[1] = rng.standard_normal((2, 8)).astype(np.float32)
@@ -60,6 +61,9 @@ def megengine_values(planted: bool = False) -> dict[int, np.ndarray]:
         v[8] = (v[8].astype(np.float32) * np.float32(1.03) + np.float32(0.05)).astype(np.float16)
     v[9] = v[8].astype(np.float32)
     v[10] = v[9].sum(axis=1).astype(np.float32)
+    if poison is not None:
+        v[poison] = v[poison].copy()
+        v[poison].flat[0] = np.nan
     return v
 
 
@@ -69,10 +73,14 @@ def _info(var_id: int, values: dict[int, np.ndarray], ids: dict[int, int]) -> Va
 
 
 def write_megengine(
-    root: Path, planted: bool = False, renumber: dict[int, int] | None = None
+    root: Path,
+    planted: bool = False,
+    renumber: dict[int, int] | None = None,
+    poison: int | None = None,
 ) -> tuple[Path, dict[int, np.ndarray]]:
-    """A --bin-io-dump dir with `-inp` files; `renumber` maps our var ids to the run's ids."""
-    values = megengine_values(planted)
+    """A --bin-io-dump dir with `-inp` files; `renumber` maps our var ids to the run's ids;
+    `poison` as `megengine_values`."""
+    values = megengine_values(planted, poison)
     ids = renumber or {i: i for i in OPS}
     specs = []
     for var_id, (op, slot) in OPS.items():

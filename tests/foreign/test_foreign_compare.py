@@ -1,4 +1,5 @@
-"""vc / ac -c / vcs on pairs of MegEngine and SigmaStar dumps, through the dispatcher."""
+"""vc / ac -c / vcs on pairs of MegEngine and SigmaStar dumps, through the dispatcher; the
+rule flags (--max-err, --cos-min, --rmse-max) and what reads the rule they record."""
 
 from __future__ import annotations
 
@@ -10,12 +11,14 @@ import numpy as np
 import pytest
 
 from precision_shell.compare.results.schema import read_result_csv
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.foreign.dumps import open_foreign
 from precision_shell.foreign.pairing import BY_OP_SLOT, BY_VAR_ID, pair_dumps
 from precision_shell.foreign.run import ForeignCompareResult
 from precision_shell.formats.megengine_dump import TextSpec, write_io_dump_text
 from precision_shell.formats.sigmastar_dump import SigmaSpec, write_sigmastar_dump
 from precision_shell.render.output import Renderer, make_console
+from precision_shell.report.data import gather_report
 from precision_shell.shell.dispatcher import Dispatcher
 from tests.commands.shell_fixture import open_shell, run_fail, run_ok
 from tests.foreign.fixtures import (
@@ -255,3 +258,95 @@ def test_errors_are_one_line(shell: Dispatcher, meg_pair, tmp_path: Path) -> Non
     assert "one kind" in (out.error or "")
     out = run_fail(shell, f"ac -c -lt {a}")
     assert "-rt" in (out.error or "")
+
+
+# ---------------------------------------------------------------------------- rule flags
+
+REL = "MegEngineRelativeError"
+
+
+def test_max_err_moves_megengines_limit_and_every_reader_judges_by_it(
+    shell: Dispatcher, meg_pair, tmp_path: Path
+) -> None:
+    a, b, bad, good = meg_pair
+    planted, inherited = expected(bad[8], good[8])[REL], expected(bad[10], good[10])[REL]
+    assert inherited < 0.06 < planted < 0.1  # reduce1's error sits between 0.01 and 0.06
+    cases = {
+        "0.01": {PLANTED, "cast2", "reduce1"},
+        "0.06": {PLANTED, "cast2"},  # reduce1 passes with this limit, failed with the other
+        "0.1": set(),
+    }
+    for limit, failing in cases.items():
+        out = tmp_path / f"vc_{limit}"
+        result = run_ok(shell, f"vc -lt {a} -rt {b} --max-err {limit} -o {out}")
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["thresholds"] == {REL: float(limit)}
+        assert summary["failing_outputs"] == len(failing)
+        assert {f["op"] for f in summary["failing"]} == failing
+        assert {r.op_name for r in result.failing} == failing
+        assert f"{REL} > {limit}" in _printed(result)
+        # vcs and the report read the recorded rule back
+        vcs = run_ok(shell, f"vcs -f {out}")
+        assert vcs.rule.to_json() == {REL: float(limit)} and vcs.failing_total == len(failing)
+        data = gather_report(result.csv_path, ThresholdRule.default())
+        assert data.rule.to_json() == {REL: float(limit)}
+        assert data.failing_points == len(failing)
+        assert data.error_panel is not None and data.error_panel.limit == float(limit)
+    # ac -c judges (and finds the root cause) by the limit it is given
+    out = tmp_path / "ac_0.06"
+    check = run_ok(shell, f"ac -c -lt {a} -rt {b} --max-err 0.06 -o {out}")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["thresholds"] == {REL: 0.06} and summary["failing_outputs"] == 2
+    assert [c["op"] for c in summary["diagnosis"]["root_causes"]] == [PLANTED]
+    assert {r.op_name for r in check.failing} == {PLANTED, "cast2"}
+    loose = run_ok(shell, f"ac -c -lt {a} -rt {b} --max-err 0.1 -o {tmp_path / 'ac_0.1'}")
+    assert loose.causes == [] and loose.summary.rule.to_json() == {REL: 0.1}
+
+
+def test_cos_min_and_rmse_max_move_sigmastars_limits(shell: Dispatcher, tmp_path: Path) -> None:
+    fixed, real_path, _, _ = write_sigmastar_pair(tmp_path)
+    out = tmp_path / "rmse"
+    result = run_ok(shell, f"vc -lt {fixed} -rt {real_path} --rmse-max 5 -o {out}")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["thresholds"] == {"cosine": 0.99, "SigmaStarRMSE": 5.0}
+    # the flipped layers' RMSE (about 2) passes now; their cosine (about -1) still fails
+    crossed = [str(c) for r in result.failing for c in result.rule.crossings(r)]
+    assert {r.op_name for r in result.failing} == {SIGMA_BAD, "fc1", "softmax"}
+    assert crossed and all(c.startswith("CosineSimilarity ") for c in crossed)
+    out = tmp_path / "both"
+    result = run_ok(shell, f"vc -lt {fixed} -rt {real_path} --cos-min -1 --rmse-max 5 -o {out}")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["thresholds"] == {"cosine": -1.0, "SigmaStarRMSE": 5.0}
+    assert summary["failing_outputs"] == 0 and result.failing == []
+    assert run_ok(shell, f"vcs -f {out}").failing_total == 0
+    strict = run_ok(shell, f"vc -lt {fixed} -rt {real_path} --cos-min 0.999999 -o {tmp_path / 's'}")
+    assert len(strict.failing) == len(SIGMA_LAYERS)  # the int8 layers too: quantization error
+
+
+def test_rule_flags_of_the_wrong_family_or_compare_are_one_line_usage_errors(
+    shell: Dispatcher, meg_pair, tmp_path: Path
+) -> None:
+    a, b, _, _ = meg_pair
+    fixed, real_path, _, _ = write_sigmastar_pair(tmp_path)
+    err = run_fail(shell, f"vc -lt {a} -rt {b} --cos-min 0.9").error or ""
+    assert err.startswith("vc: --cos-min ") and "SigmaStar" in err and "MegEngine dumps" in err
+    err = run_fail(shell, f"ac -c -lt {a} -rt {b} --rmse-max 0.2").error or ""
+    assert err.startswith("ac: --rmse-max ") and "MegEngine dumps" in err
+    err = run_fail(shell, f"vc -lt {fixed} -rt {real_path} --max-err 0.1").error or ""
+    assert err.startswith("vc: --max-err ") and "SigmaStar dumps" in err
+    assert "--cos-min / --rmse-max" in err
+    # an Ascend compare is judged by the [thresholds] settings
+    for line in ("vc --max-err 0.1", "ac -c --cos-min 0.9", "vc --resume --rmse-max 1"):
+        err = run_fail(shell, line).error or ""
+        flag = line.split()[-2]
+        assert err.startswith(f"{line.split()[0]}: {flag} is for a compare of two ")
+        assert "[thresholds]" in err
+    # limits out of range
+    err = run_fail(shell, f"vc -lt {a} -rt {b} --max-err -1").error or ""
+    assert err.startswith("vc: --max-err: ") and "out of range" in err
+    err = run_fail(shell, f"vc -lt {a} -rt {b} --max-err nan").error or ""
+    assert "finite" in err
+    err = run_fail(shell, f"vc -lt {fixed} -rt {real_path} --cos-min 1.5").error or ""
+    assert err.startswith("vc: --cos-min: ") and "out of range" in err
+    # nothing was written by a refused compare
+    assert not (tmp_path / "ws" / "precision_data" / "temp" / "vector_compare").exists()

@@ -264,6 +264,81 @@ def test_sigmastar_pair_commands_in_process(sigma_dir) -> None:
         assert (after.st_size, after.st_mtime_ns) == (st.st_size, st.st_mtime_ns)
 
 
+def _pt_text(path: Path) -> tuple[dict[str, str], np.ndarray]:
+    """The `# key: value` header and the values of a text file `pt` saved."""
+    lines = path.read_text().splitlines()
+    header = dict(ln[2:].split(": ", 1) for ln in lines if ln.startswith("# "))
+    return header, np.loadtxt(path, dtype=np.float64, comments="#", ndmin=1)
+
+
+def _rendered(result: object) -> str:
+    import io
+
+    from precision_shell.render.output import Renderer, make_console
+
+    out = io.StringIO()
+    Renderer(make_console(False, file=out, width=400), make_console(False)).result(result)
+    return out.getvalue()
+
+
+def test_pt_saves_each_runs_values_as_text_beside_the_pairs_results(meg_dir) -> None:
+    meg, bad, good = meg_dir
+    before = _listing(meg / "runA"), _listing(meg / "runB")
+    shell = _shell(meg)
+    result = run_ok(shell, "pt mul1:0")
+    assert [i.run for i in result.items] == ["runA", "runB"]
+    text = _rendered(result)
+    out_dir = meg.resolve() / "precision_data" / "temp" / "pt"
+    for item, want in zip(result.items, (bad[8], good[8]), strict=True):
+        path = Path(item.text_file)
+        assert path == out_dir / f"{item.run}.var8_mul1_0.txt" and path.is_file()
+        header, values = _pt_text(path)
+        assert header["run"] == item.run and header["tensor"] == "var8 mul1:0"
+        assert header["source"] == str(meg / item.run)
+        assert header["shape"] == str(list(want.shape)) and header["dtype"] == "float16"
+        # float16 values, written with enough digits to read back exactly
+        np.testing.assert_array_equal(values.astype(np.float16), want.reshape(-1))
+        assert f"  saved {path}\n" in text
+    # a repeated pt replaces its own file; an op name saves every output of it
+    first = Path(result.items[0].text_file)
+    first.write_text("stale")
+    again = run_ok(shell, "pt mul1:0 --run runA")
+    assert again.items[0].text_file == str(first)
+    np.testing.assert_array_equal(_pt_text(first)[1].astype(np.float16), bad[8].reshape(-1))
+    split = run_ok(shell, "pt split1 --run runB")
+    assert [Path(i.text_file).name for i in split.items] == [
+        "runB.var6_split1_0.txt",
+        "runB.var7_split1_1.txt",
+    ]
+    split_values = _pt_text(Path(split.items[1].text_file))[1]
+    np.testing.assert_array_equal(split_values.astype(np.float16), good[7].ravel())
+    assert sorted(p.name for p in out_dir.iterdir()) == sorted(
+        ["runA.var8_mul1_0.txt", "runB.var8_mul1_0.txt"]
+        + [Path(i.text_file).name for i in split.items]
+    )
+    assert (_listing(meg / "runA"), _listing(meg / "runB")) == before
+
+
+def test_pt_of_a_single_dump_file_saves_where_its_vc_writes(sigma_dir) -> None:
+    sigma, fixed, _ = sigma_dir
+    dumps = {n: (sigma / n).read_bytes() for n in (FIXED, FLOAT)}
+    shell = _shell(sigma / FIXED)
+    (item,) = run_ok(shell, f"pt {SIGMA_BAD}").items
+    path = Path(item.text_file)
+    assert path.name == f"{FIXED}.{SIGMA_BAD}.txt"
+    header, values = _pt_text(path)
+    # the fixed run's int8 values, dequantized with the record's scale and zero point
+    want = dequantize(fixed[SIGMA_BAD], SCALE, ZERO)
+    np.testing.assert_array_equal(values.astype(np.float32), want.reshape(-1))
+    assert header["tensor"] == SIGMA_BAD and "SGS_S8" in header["stored as"]
+    assert f"saved {path}" in _rendered(run_ok(shell, f"pt {SIGMA_BAD}"))
+    vc = run_ok(shell, f"vc -rt {sigma / FLOAT}")
+    temp = sigma.resolve() / "precision_data" / "temp"
+    assert path.parent == temp / "pt" and vc.csv_path.parent.parent == temp / "vector_compare"
+    assert {n: (sigma / n).read_bytes() for n in (FIXED, FLOAT)} == dumps
+    assert sorted(p.name for p in sigma.iterdir()) == sorted([FIXED, FLOAT, "precision_data"])
+
+
 def test_single_run_vc_needs_the_other_side(meg_dir) -> None:
     meg, _, _ = meg_dir
     shell = _shell(meg / "runA")
@@ -367,3 +442,14 @@ def test_vcs_and_report_find_the_newest_result_of_the_opened_pair(meg_dir) -> No
     written = run_ok(shell, "report")
     assert written.path.is_file()
     assert written.path.is_relative_to(root / "precision_data" / "temp" / "report")
+
+
+def test_the_opened_pairs_vc_takes_the_rule_flags(meg_dir) -> None:
+    root, _, _ = meg_dir
+    shell = _shell(root)
+    result = run_ok(shell, "vc --max-err 0.06")
+    assert result.summary.rule.to_json() == {"MegEngineRelativeError": 0.06}
+    assert {r.op_name for r in result.failing} == {PLANTED, "cast2"}
+    summary = run_ok(shell, "vcs")  # the newest result, judged by the rule it recorded
+    assert {v.op for v in summary.ops} == {PLANTED, "cast2"}
+    assert "--max-err" in run_fail(shell, "ac -c --cos-min 0.5").error

@@ -1,0 +1,37 @@
+"""A tensor's values as a text file (`pt`, on a workspace or on MegEngine / SigmaStar dumps).
+
+`# key: value` header lines (source, tensor, shape, dtype...), then one value per line, flat
+(C order), with enough digits that each reads back to the same number of its dtype (integers
+as integers; other kinds as float64). Written whole (`replace_output`): a repeated `pt` of one
+tensor replaces its own earlier file.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+
+from precision_shell.workspace.output_files import replace_output
+
+
+def write_tensor_text(path: Path, values: np.ndarray, header: dict[str, str]) -> Path:
+    """Write `values` to `path` under `header` (key -> value, in order), atomically."""
+    text = "\n".join(f"{key}: {value}" for key, value in header.items())
+    return replace_output(path, partial(_write_text, values=values, header=text))
+
+
+def _write_text(fh: IO[bytes], values: np.ndarray, header: str) -> None:
+    flat = np.asarray(values).reshape(-1)
+    if flat.dtype.kind not in "biuf":
+        flat = flat.astype(np.float64)
+    np.savetxt(fh, flat, header=header, fmt=_round_trip_format(flat.dtype))
+
+
+def _round_trip_format(dtype: np.dtype) -> str:
+    """Enough digits that each value reads back to the same number of its dtype."""
+    if dtype.kind != "f":
+        return "%d"
+    return "%.17g" if dtype.itemsize > 4 else "%.9g"
