@@ -236,3 +236,22 @@ def test_metric_memo_keeps_read_only_values_and_copies_writable_ones():
     writable[5] = np.float16(9.0)  # changing the caller's array afterwards...
     again = memo.compute(writable, ref, MappingRow("y", "/bench/y.0.1.npy"), None)
     assert again is not first and again.max_abs_error > first.max_abs_error  # ...is no false hit
+
+
+def test_metric_memo_matches_bytes_nan_included_and_tells_zeros_apart():
+    import numpy as np
+
+    from precision_shell.compare.pipeline import worker
+    from precision_shell.compare.pipeline.plan import MappingRow
+
+    memo = worker._MetricMemo()
+    mapping = MappingRow("x", "/bench/x.0.1.npy")
+    ref = np.linspace(-1, 1, 64, dtype=np.float32)
+    dev = ref.astype(np.float16)
+    dev[7] = np.nan
+    first = memo.compute(dev, ref, mapping, None)
+    assert memo.compute(dev.copy(), ref, mapping, None) is first  # same bytes, NaN and all
+    zeros = np.zeros(64, np.float16)
+    positive = memo.compute(zeros, ref, mapping, None)
+    negative = memo.compute(-zeros, ref, mapping, None)  # -0 == +0, but not the same bytes
+    assert negative is not positive

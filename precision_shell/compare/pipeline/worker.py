@@ -273,10 +273,12 @@ _PROBE = 4096  # elements compared first: distinct tensors almost always differ 
 
 
 def _equal(kept: np.ndarray, device: np.ndarray) -> bool:
-    """Equal element for element; a miss costs a probe of the first elements, not a whole pass
-    (in a workspace whose tensors are all distinct, every lookup is a miss)."""
+    """The same bytes, so the same metrics (a NaN matches itself; -0 and +0 do not match). A
+    miss costs a probe of the first elements' bytes, not a whole pass (in a workspace whose
+    tensors are all distinct, every lookup is a miss); bytes compare several times faster
+    than float16 values do."""
     head_kept, head_device = kept.reshape(-1)[:_PROBE], device.reshape(-1)[:_PROBE]
-    return bool(np.array_equal(head_kept, head_device)) and bool(np.array_equal(kept, device))
+    return head_kept.tobytes() == head_device.tobytes() and _same_bytes(kept, device)
 
 
 def _file_identity(path: str | None) -> tuple[int, int, int, int] | None:
