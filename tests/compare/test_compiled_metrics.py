@@ -25,7 +25,7 @@ from precision_shell.compare.metrics import compiled
 from precision_shell.compare.metrics import float32 as f32path
 from precision_shell.compare.metrics.cells import csv_values
 from precision_shell.compare.metrics.compute import compute_metrics
-from precision_shell.compare.metrics.stream import Float32Pairs
+from precision_shell.compare.metrics.stream import RESIDENT, Float32Pairs
 
 
 @pytest.fixture(autouse=True)
@@ -120,6 +120,19 @@ def test_compiled_totals_equal_numpy_totals_bit_for_bit(
     assert not wrong
 
 
+@pytest.mark.parametrize("x_kind", ["normal", "special"])
+def test_tensors_too_big_to_keep_for_kl_give_the_same_bits(x_kind: str) -> None:
+    """Above RESIDENT elements the second pass keeps nothing and KL's last pass normalises
+    again from the data: the same totals either way."""
+    n = RESIDENT + 8192 + 13
+    with np.errstate(all="ignore"):
+        x = _data(x_kind, n, 3).astype(np.float16)
+        y = (x.astype(np.float64) * 1.001 + _data("normal", n, 4) * 1e-3).astype(np.float32)
+        expected = _all_passes(f32path._NumpyPasses(Float32Pairs(x, y)), n)
+        found = _all_passes(compiled.CompiledPasses(x, y), n)
+    assert {k for k in expected if not _same(expected[k], found[k])} == set()
+
+
 def test_one_block_sums_like_numpy() -> None:
     # within one 8192-element block numpy sums a contiguous float32 array pairwise
     rng = np.random.default_rng(5)
@@ -173,8 +186,15 @@ def test_bad_arguments_raise_and_never_read_out_of_bounds() -> None:
         c.kl_terms(p, np.empty(7, np.float32), 0.0)
     read_only = np.zeros(8, np.float32)
     read_only.setflags(write=False)
-    with pytest.raises(ValueError, match="read-only"):  # kl_terms writes its second argument
-        c.kl_terms(p, read_only, 0.0)
+    with pytest.raises(ValueError, match="read-only"):  # kl_ratio_kept writes in place
+        c.kl_ratio_kept(p, read_only, 1.0, 1.0)
+    with pytest.raises(ValueError, match="one length"):
+        c.kl_ratio_kept(p, np.empty(7, np.float32), 1.0, 1.0)
+    second = (0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1e-7, 0.0, 0.0)
+    with pytest.raises(ValueError, match="all n float32 values, or none"):  # kept: 10 values
+        c.second(x, t, 4, 0, x, t, 4, 0, 2, *second[1:], p, p)
+    with pytest.raises(ValueError, match="read-only"):
+        c.second(x, t, 4, 0, x, t, 4, 0, 2, *second[1:], read_only, read_only)
 
 
 def test_first_pass_not_needed_gives_the_numpy_paths_empty_totals() -> None:

@@ -8,8 +8,11 @@
  * -ffp-contract=off and never with -ffast-math (setup.py).
  *
  * A pass walks that recursion and computes a leaf's quantities only when it reaches the leaf,
- * widening both sides (float32 as is, 1- and 2-byte types through the float32 table of their
- * bit patterns), so every row it sums is in L1. The GIL is released while it runs. Arguments
+ * widening both sides (float32 as is, IEEE halves by F16C where the CPU has it, 1- and 2-byte
+ * types through the float32 table of their bit patterns), eight elements at a time into eight
+ * accumulators per quantity (numpy's leaf loop), so no row is written and read back. KL's last
+ * pass starts from the normalised tensors the second pass kept, when it kept them. The GIL is
+ * released while a pass runs. Arguments
  * are checked by the Python wrapper (compiled.py) and again here where a wrong one could read
  * or write out of bounds.
  */
@@ -36,54 +39,6 @@
 #else
 #define HOT
 #endif
-
-/* ---- numpy's pairwise summation (loops_utils.h.src), float and double ---------------- */
-
-/* A leaf (n <= 128): plain for n < 8, else eight accumulators combined as a tree, then the
- * rest. Always inlined, so each caller's build (AVX-512 or not) has its own copy. */
-#define LEAF_SUM(NAME, T)                                                                       \
-    INLINE T NAME(const T *a, Py_ssize_t n)                                                     \
-    {                                                                                           \
-        if (n < 8) {                                                                            \
-            T res = 0.;                                                                         \
-            for (Py_ssize_t i = 0; i < n; i++) {                                                \
-                res += a[i];                                                                    \
-            }                                                                                   \
-            return res;                                                                         \
-        }                                                                                       \
-        T r[8];                                                                                 \
-        Py_ssize_t i;                                                                           \
-        for (int j = 0; j < 8; j++) {                                                           \
-            r[j] = a[j];                                                                        \
-        }                                                                                       \
-        for (i = 8; i < n - (n % 8); i += 8) {                                                  \
-            for (int j = 0; j < 8; j++) {                                                       \
-                r[j] += a[i + j];                                                               \
-            }                                                                                   \
-        }                                                                                       \
-        T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));              \
-        for (; i < n; i++) {                                                                    \
-            res += a[i];                                                                        \
-        }                                                                                       \
-        return res;                                                                             \
-    }
-
-LEAF_SUM(leaf_sum_f, float)
-LEAF_SUM(leaf_sum_d, double)
-
-/* Above 128 elements: halves split at a multiple of 8. */
-HOT static float pairwise_f(const float *a, Py_ssize_t n)
-{
-    if (n <= LEAF) {
-        return leaf_sum_f(a, n);
-    }
-    Py_ssize_t n2 = n / 2;
-    n2 -= n2 % 8;
-    return pairwise_f(a, n2) + pairwise_f(a + n2, n - n2);
-}
-
-/* numpy's add.reduce of one block: the identity (+0) plus the pairwise sum. */
-static float block_sum_f(const float *a, Py_ssize_t n) { return 0.0f + pairwise_f(a, n); }
 
 /* ---- one side of a pair: float32 values, or bit patterns and their float32 table ------- */
 
@@ -322,6 +277,7 @@ struct Pass {
     float x_norm, y_norm, x_low, x_span, y_low, y_span, kl_floor;
     int x_shift, x_scale, y_shift, y_scale;
     double x_mean, y_mean;
+    float *px_keep, *qy_keep; /* KL's normalised tensors kept whole for the last pass, or NULL */
 };
 
 /* numpy's recursion over [start, start + n), the leaves computed by pass->leaf. */
@@ -631,6 +587,7 @@ HOT static void second_leaf(Pass *pass, Py_ssize_t start, int n, Sums *out)
     const float y_span = pass->y_span;
     const int xsh = pass->x_shift, xsc = pass->x_scale, ysh = pass->y_shift, ysc = pass->y_scale;
     const double x_mean = pass->x_mean, y_mean = pass->y_mean;
+    float *const px_keep = pass->px_keep, *const qy_keep = pass->qy_keep;
     const int body = n < 8 ? 0 : n - n % 8;
     /* a quantity not wanted sums +0s to +0, as the numpy path's untouched totals */
     float f[Q32] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
@@ -650,6 +607,10 @@ HOT static void second_leaf(Pass *pass, Py_ssize_t start, int n, Sums *out)
             if (kl) {
                 px = kl_normal8(xv, x_low, x_span, floor_, xsh, xsc);
                 qy = kl_normal8(yv, y_low, y_span, floor_, ysh, ysc);
+                if (px_keep) {
+                    vstore(px_keep + start + k, px);
+                    vstore(qy_keep + start + k, qy);
+                }
             }
             if (sd) {
                 v8d dx = vwide(xv) - x_mean, dy = vwide(yv) - y_mean;
@@ -682,8 +643,14 @@ HOT static void second_leaf(Pass *pass, Py_ssize_t start, int n, Sums *out)
             f[COS] += (xv / x_norm) * (yv / y_norm);
         }
         if (kl) {
-            f[PX] += kl_normal(xv, x_low, x_span, floor_, xsh, xsc);
-            f[QY] += kl_normal(yv, y_low, y_span, floor_, ysh, ysc);
+            float pv = kl_normal(xv, x_low, x_span, floor_, xsh, xsc);
+            float qv = kl_normal(yv, y_low, y_span, floor_, ysh, ysc);
+            f[PX] += pv;
+            f[QY] += qv;
+            if (px_keep) {
+                px_keep[start + k] = pv;
+                qy_keep[start + k] = qv;
+            }
         }
         if (sd) {
             double dx = (double)xv - x_mean, dy = (double)yv - y_mean;
@@ -696,7 +663,9 @@ HOT static void second_leaf(Pass *pass, Py_ssize_t start, int n, Sums *out)
 }
 
 /* second(x side, y side, want, x_norm, y_norm, x_low, x_span, y_low, y_span, kl_floor, x_mean,
- *        y_mean) -> (cos_sum, px_sum, qy_sum, x_var, y_var); a part not wanted is 0. */
+ *        y_mean, px_keep, qy_keep) -> (cos_sum, px_sum, qy_sum, x_var, y_var); a part not
+ * wanted is 0. px_keep and qy_keep: writable float32 buffers of n elements that receive KL's
+ * normalised tensors, or empty ones (not kept). */
 static PyObject *second(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -704,17 +673,42 @@ static PyObject *second(PyObject *self, PyObject *args)
     int want;
     float x_norm, y_norm, x_low, x_span, y_low, y_span, kl_floor;
     double x_mean, y_mean;
-    if (!PyArg_ParseTuple(args, SIDE_FORMAT SIDE_FORMAT "ifffffffdd", &xa.data, &xa.table,
+    PyObject *pko, *qko;
+    if (!PyArg_ParseTuple(args, SIDE_FORMAT SIDE_FORMAT "ifffffffddOO", &xa.data, &xa.table,
                           &xa.width, &xa.half, &ya.data, &ya.table, &ya.width, &ya.half, &want,
                           &x_norm, &y_norm, &x_low, &x_span, &y_low, &y_span, &kl_floor, &x_mean,
-                          &y_mean)) {
+                          &y_mean, &pko, &qko)) {
+        return NULL;
+    }
+    Py_buffer pk, qk;
+    if (PyObject_GetBuffer(pko, &pk, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        return NULL;
+    }
+    if (PyObject_GetBuffer(qko, &qk, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&pk);
         return NULL;
     }
     Side x, y;
     Py_ssize_t n;
     Pass *pass = pass_open(&xa, &ya, &x, &y, &n, second_leaf);
     if (pass == NULL) {
+        PyBuffer_Release(&pk);
+        PyBuffer_Release(&qk);
         return NULL;
+    }
+    Py_ssize_t kept = n * (Py_ssize_t)sizeof(float);
+    if (pk.len != qk.len || (pk.len != 0 && pk.len != kept)) {
+        PyBuffer_Release(&pk);
+        PyBuffer_Release(&qk);
+        side_close(&x);
+        side_close(&y);
+        free(pass);
+        PyErr_SetString(PyExc_ValueError, "second: px and qy keep all n float32 values, or none");
+        return NULL;
+    }
+    if (pk.len != 0 && (want & WANT_KL)) {
+        pass->px_keep = pk.buf;
+        pass->qy_keep = qk.buf;
     }
     pass->want = want;
     pass->x_norm = x_norm;
@@ -736,6 +730,8 @@ static PyObject *second(PyObject *self, PyObject *args)
     run_blocks(pass, n, &t);
     Py_END_ALLOW_THREADS
 
+    PyBuffer_Release(&pk);
+    PyBuffer_Release(&qk);
     side_close(&x);
     side_close(&y);
     free(pass);
@@ -755,15 +751,43 @@ HOT static void kl_ratio_row(float *p, float *r, Py_ssize_t m, float p_total, fl
     }
 }
 
-/* The block sums of p * log_r (into log_r) added to `running` in sequence. */
-HOT static float kl_terms_row(const float *p, float *t, Py_ssize_t m, float running)
+/* numpy's pairwise sum of the products p[i] * t[i] (the row numpy would sum), the products
+ * computed in the leaves: n < 8 in sequence from +0, else eight accumulators, their
+ * combination, then the rest in sequence; above 128, halves split at a multiple of 8. */
+INLINE float leaf_products(const float *p, const float *t, Py_ssize_t n)
 {
-    for (Py_ssize_t k = 0; k < m; k++) {
-        t[k] = p[k] * t[k];
+    float res = 0.0f;
+    Py_ssize_t body = n < 8 ? 0 : n - n % 8;
+    if (body) {
+        v8f r = vload(p) * vload(t);
+        for (Py_ssize_t i = LANES; i < body; i += LANES) {
+            r += vload(p + i) * vload(t + i);
+        }
+        res = vsum(r);
     }
+    for (Py_ssize_t i = body; i < n; i++) {
+        res += p[i] * t[i];
+    }
+    return res;
+}
+
+HOT static float pairwise_products(const float *p, const float *t, Py_ssize_t n)
+{
+    if (n <= LEAF) {
+        return leaf_products(p, t, n);
+    }
+    Py_ssize_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return pairwise_products(p, t, n2) + pairwise_products(p + n2, t + n2, n - n2);
+}
+
+/* The block sums of p * log_r (numpy's add.reduce: +0 plus the pairwise sum) added to
+ * `running` in sequence. */
+static float kl_terms_row(const float *p, const float *t, Py_ssize_t m, float running)
+{
     for (Py_ssize_t start = 0; start < m; start += BLOCK) {
         Py_ssize_t size = m - start < BLOCK ? m - start : BLOCK;
-        running += block_sum_f(t + start, size);
+        running += 0.0f + pairwise_products(p + start, t + start, size);
     }
     return running;
 }
@@ -828,6 +852,42 @@ static PyObject *kl_ratio(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* kl_ratio_kept(p, r, px_total, qy_total): p and r hold a span of KL's normalised tensors
+ * (second()'s px_keep and qy_keep); in place, p = px / px_total and r = p / (qy / qy_total). */
+static PyObject *kl_ratio_kept(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *po, *ro;
+    float p_total, q_total;
+    if (!PyArg_ParseTuple(args, "OOff", &po, &ro, &p_total, &q_total)) {
+        return NULL;
+    }
+    Py_buffer pb, rb;
+    if (PyObject_GetBuffer(po, &pb, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        return NULL;
+    }
+    if (PyObject_GetBuffer(ro, &rb, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&pb);
+        return NULL;
+    }
+    if (pb.len != rb.len || pb.len % (Py_ssize_t)sizeof(float) != 0) {
+        PyBuffer_Release(&pb);
+        PyBuffer_Release(&rb);
+        PyErr_SetString(PyExc_ValueError, "kl_ratio_kept: p and r must be float32 of one length");
+        return NULL;
+    }
+    Py_ssize_t m = pb.len / (Py_ssize_t)sizeof(float);
+    float *p = pb.buf, *r = rb.buf;
+
+    Py_BEGIN_ALLOW_THREADS
+    kl_ratio_row(p, r, m, p_total, q_total);
+    Py_END_ALLOW_THREADS
+
+    PyBuffer_Release(&pb);
+    PyBuffer_Release(&rb);
+    Py_RETURN_NONE;
+}
+
 /* kl_terms(p, log_r, running) -> running: the block sums of p * log_r added to `running` in
  * sequence (blocks of 8192 from the start of p: call it on whole blocks but the last). */
 static PyObject *kl_terms(PyObject *self, PyObject *args)
@@ -842,7 +902,7 @@ static PyObject *kl_terms(PyObject *self, PyObject *args)
     if (PyObject_GetBuffer(po, &pb, PyBUF_C_CONTIGUOUS) < 0) {
         return NULL;
     }
-    if (PyObject_GetBuffer(lo, &lb, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+    if (PyObject_GetBuffer(lo, &lb, PyBUF_C_CONTIGUOUS) < 0) {
         PyBuffer_Release(&pb);
         return NULL;
     }
@@ -854,7 +914,7 @@ static PyObject *kl_terms(PyObject *self, PyObject *args)
     }
     Py_ssize_t m = pb.len / (Py_ssize_t)sizeof(float);
     const float *p = pb.buf;
-    float *t = lb.buf;
+    const float *t = lb.buf;
 
     Py_BEGIN_ALLOW_THREADS
     running = kl_terms_row(p, t, m, running);
@@ -869,6 +929,7 @@ static PyMethodDef methods[] = {
     {"first", first, METH_VARARGS, "The first pass: sums, extremes and counts."},
     {"second", second, METH_VARARGS, "The second pass: cosine, KL and std sums."},
     {"kl_ratio", kl_ratio, METH_VARARGS, "KL's p and p / q over one span."},
+    {"kl_ratio_kept", kl_ratio_kept, METH_VARARGS, "KL's p and p / q from the kept tensors."},
     {"kl_terms", kl_terms, METH_VARARGS, "KL's p * log(p / q) summed block by block."},
     {NULL, NULL, 0, NULL},
 };

@@ -22,7 +22,13 @@ from types import ModuleType
 
 import numpy as np
 
-from precision_shell.compare.metrics.stream import CHUNK, chunk_bounds, lookup_table, thread_scratch
+from precision_shell.compare.metrics.stream import (
+    CHUNK,
+    RESIDENT,
+    chunk_bounds,
+    lookup_table,
+    thread_scratch,
+)
 from precision_shell.compare.metrics.totals import (
     BELOW_1E3,
     BELOW_5E3,
@@ -89,6 +95,9 @@ class CompiledPasses:
         self._c = module
         self._args = (*_side(x), *_side(y))
         self.n = int(x.size)
+        # KL's normalised tensors, kept by the second pass for the last one when they fit
+        # (as the numpy path's resident buffers); else the last pass normalises again.
+        self._kl_kept: tuple[np.ndarray, np.ndarray] | None = None
 
     def first(self, needed: bool) -> FirstTotals:
         # not needed: the totals of an empty pass (zero sums, NaN extremes), as the numpy path's
@@ -128,6 +137,11 @@ class CompiledPasses:
             x_norm, y_norm = norms or (0.0, 0.0)
             (x_low, x_span), (y_low, y_span) = kl_shape or ((0.0, 0.0), (0.0, 0.0))
             x_mean, y_mean = means or (0.0, 0.0)
+            keep = (_NO_TABLE, _NO_TABLE)
+            if kl_shape and 0 < self.n <= RESIDENT:
+                scratch = thread_scratch()
+                keep = scratch.get("px", self.n, np.float32), scratch.get("qy", self.n, np.float32)
+            self._kl_kept = keep if len(keep[0]) else None
             values = self._c.second(
                 *self._args,
                 want,
@@ -140,6 +154,7 @@ class CompiledPasses:
                 float(KL_FLOOR),
                 float(x_mean),
                 float(y_mean),
+                *keep,
             )
         else:
             values = (0.0,) * 5
@@ -155,13 +170,23 @@ class CompiledPasses:
         self, kl_shape: _KlShape, px_total: np.floating, qy_total: np.floating
     ) -> np.floating:
         """sum p * log(p / q): p and p / q in C, numpy's log, the products summed in C."""
+        totals = (float(px_total), float(qy_total))
+        if self._kl_kept is not None:  # p and p / q in place of the kept px and qy
+            px, qy = self._kl_kept
+            self._kl_kept = None
+            running = -0.0
+            for start, stop in chunk_bounds(self.n):
+                pm, rm = px[start:stop], qy[start:stop]
+                self._c.kl_ratio_kept(pm, rm, *totals)
+                np.log(rm, out=rm)
+                running = self._c.kl_terms(pm, rm, running)
+            return np.float32(running) + np.float32(0)
         (x_low, x_span), (y_low, y_span) = kl_shape
         size = min(CHUNK, self.n)
         scratch = thread_scratch()  # the numpy path's reused buffers: no fresh pages per call
         p, r = scratch.get("a", size, np.float32), scratch.get("b", size, np.float32)
         running = -0.0  # -0 + s == s: the first block sum stays as it is
         shape = (float(x_low), float(x_span), float(y_low), float(y_span), float(KL_FLOOR))
-        totals = (float(px_total), float(qy_total))
         for start, stop in chunk_bounds(self.n):
             pm, rm = p[: stop - start], r[: stop - start]
             self._c.kl_ratio(*self._args, start, *shape, *totals, pm, rm)
