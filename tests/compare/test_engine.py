@@ -196,10 +196,18 @@ def test_process_backend_gives_the_same_rows_as_threads(tiny_demo):
 
 
 def test_auto_backend_picks_processes_only_for_big_workspaces():
-    from precision_shell.compare.pipeline.engine import PROCESS_MIN_BYTES, choose_backend
+    from precision_shell.compare.pipeline.engine import (
+        PROCESS_MIN_BYTES,
+        PROCESS_MIN_BYTES_COMPILED,
+        choose_backend,
+    )
 
-    assert choose_backend("auto", 2, PROCESS_MIN_BYTES) == "processes"
-    assert choose_backend("auto", 2, PROCESS_MIN_BYTES - 1) == "threads"
+    assert choose_backend("auto", 2, PROCESS_MIN_BYTES, compiled_metrics=False) == "processes"
+    assert choose_backend("auto", 2, PROCESS_MIN_BYTES - 1, compiled_metrics=False) == "threads"
+    # the compiled metrics hold no GIL while they run: threads stay ahead for longer
+    big = PROCESS_MIN_BYTES_COMPILED
+    assert choose_backend("auto", 2, big - 1, compiled_metrics=True) == "threads"
+    assert choose_backend("auto", 2, big, compiled_metrics=True) == "processes"
     assert choose_backend("auto", 1, 10 * PROCESS_MIN_BYTES) == "threads"
     assert choose_backend("threads", 8, 10 * PROCESS_MIN_BYTES) == "threads"
     with pytest.raises(ValueError, match="unknown backend"):
