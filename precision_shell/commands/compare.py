@@ -135,6 +135,9 @@ def vc_command(
     "megengine" / "sigmastar". Fails: MegEngine relative error > 1e-3 (--max-err E moves it,
     as compare_binary_iodump -e); SigmaStar cosine < 0.99 (--cos-min C) or RMSE > 0.1
     (--rmse-max R). The rule used is recorded in summary.json; vcs and report judge by it.
+    A var an --io-dump text printed in part is judged on what both sides printed: it fails
+    when that proves the error over the limit (MegEngineRelativeErrorAtLeast), else it is
+    not judged, never passed.
     A flag of the other family, or on an Ascend compare, is an error. `ac -c -lt A -rt B`
     (same flags) adds the root cause.
     Opened on such dumps (precision-shell DIR_OR_FILE), vc alone compares the opened pair;

@@ -32,6 +32,47 @@ class ValuesUnavailable(PrecisionError):
     """A tensor whose values the dump does not hold (a text dump prints only the first few)."""
 
 
+@dataclass(frozen=True, eq=False)
+class Printed:
+    """What a dump shows of a var's values: its first values and its statistics (min, max,
+    mean, l2 = sqrt(mean(x^2))), each as printed with `value_digits` / `stat_digits`
+    significant digits (`%.4g` / `%.3g` in a MegEngine `--io-dump`), or exact (None) when
+    computed here from values the dump holds in full."""
+
+    values: np.ndarray  # float64, flat: the first values, in the var's C order
+    count: int  # elements of the var
+    min: float
+    max: float
+    mean: float
+    l2: float
+    value_digits: int | None = 4
+    stat_digits: int | None = 3
+
+    @property
+    def complete(self) -> bool:
+        """Every value was printed."""
+        return self.values.size == self.count
+
+    @classmethod
+    def exact(cls, values: np.ndarray) -> Printed:
+        """The exact form of values held in full (statistics in float64, as MegEngine's)."""
+        flat = np.asarray(values, dtype=np.float64).reshape(-1)
+        if flat.size == 0:
+            nan = math.nan
+            return cls(flat, 0, nan, nan, nan, nan, None, None)
+        with np.errstate(all="ignore"):
+            return cls(
+                flat,
+                flat.size,
+                float(flat.min()),
+                float(flat.max()),
+                float(flat.mean()),
+                float(np.sqrt(np.mean(flat * flat))),
+                None,
+                None,
+            )
+
+
 @dataclass(frozen=True)
 class ForeignTensor:
     """One dumped tensor of a foreign run, in the neutral form the compare reads."""
@@ -48,10 +89,17 @@ class ForeignTensor:
     inputs: tuple[str, ...] = ()  # keys of the owner op's input tensors, in input order
     var_id: int | None = None  # MegEngine
     detail: str = ""  # what the dtype means for the values ("dequantized s=0.05 z=3")
+    # MegEngine --io-dump text: what the text printed (first values, statistics); else None
+    printed: Printed | None = field(default=None, repr=False, compare=False)
 
     @property
     def count(self) -> int:
         return math.prod(self.shape)
+
+    @property
+    def partial(self) -> bool:
+        """The dump printed only some of the values (their statistics in full)."""
+        return self.printed is not None and not self.printed.complete
 
     def values(self) -> np.ndarray:
         """The values as float64 (quantized SigmaStar tensors dequantized)."""
@@ -205,6 +253,18 @@ def _text_loader(var: meg.TextVar, shape: tuple[int, ...] | None) -> Callable[[]
     return load
 
 
+def _text_printed(var: meg.TextVar, shape: tuple[int, ...] | None) -> Printed | None:
+    """The values and statistics a text var printed; None without a valid layout or stats."""
+    if shape is None or var.stats is None:
+        return None
+    count = math.prod(shape)
+    values = np.asarray(var.values, dtype=np.float64)
+    if values.size > count or (values.size < count and not var.truncated):
+        return None  # the text does not agree with its own layout: nothing to lean on
+    stats = var.stats
+    return Printed(values, count, stats.min, stats.max, stats.mean, stats.l2)
+
+
 def _megengine_text(dump: meg.IoDumpText, kind: str) -> ForeignDump:
     ids = list(dump.order) or sorted(dump.vars)
     tensors = []
@@ -225,6 +285,7 @@ def _megengine_text(dump: meg.IoDumpText, kind: str) -> ForeignDump:
                 inputs=tuple(str(i) for i in var.input_ids),
                 var_id=var_id,
                 detail="text: values as printed (%.4g)",
+                printed=_text_printed(var, shape),
             )
         )
     return ForeignDump(MEGENGINE, kind, dump.path, tuple(tensors))

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from precision_shell.compare.metrics.cells import NOT_COMPUTED
 from precision_shell.errors import PrecisionError
 from precision_shell.foreign.dumps import ForeignTensor
 from precision_shell.foreign.metrics import FOREIGN_METRICS
@@ -329,11 +330,11 @@ def compare_tensor(ws: ForeignWorkspace, name: str) -> ForeignTensorCompare:
     if lt is None or rt is None:
         missing = right_run.name if rt is None else ws.left.name
         raise PrecisionError(f"cp: {label(tensor)} has no partner in {missing}: {why}")
-    row = _row(1, lt, rt, why)
     rule = default_rule(ws.family)
-    metrics = (
-        {m: row.metrics[m] for m in FOREIGN_METRICS if m in row.metrics} if row.compared else {}
-    )
+    row = _row(1, lt, rt, why, rule)
+    metrics = {
+        m: row.metrics[m] for m in FOREIGN_METRICS if row.texts.get(m, NOT_COMPUTED) != NOT_COMPUTED
+    }
     return ForeignTensorCompare(
         name, ws.left.name, right_run.name, label(lt), label(rt), lt.shape, rt.shape,
         lt.dtype, rt.dtype, pairing.method, metrics, row.reason, rule.describe(),

@@ -4,6 +4,10 @@ Writes `result_<ts>.csv` (our lead columns, the foreign metric columns of
 `foreign.metrics`, `CompareFailReason`) and `summary.json` (`"mode": "megengine"` or
 `"sigmastar"`) into `-o DIR`, else `<workspace>/precision_data/temp/vector_compare/<ts>/`,
 as `vc -lt/-rt` does. The CSV reads back with `read_result_csv`, so `vcs -f` reads it.
+
+A MegEngine var that an `--io-dump` text printed only in part is judged on what both sides
+show (`metrics.partial_compare`): its row holds `MegEngineRelativeErrorAtLeast` and fails when
+the rule fails that bound; otherwise the row is not compared ("not judged"), never passed.
 """
 
 from __future__ import annotations
@@ -30,10 +34,18 @@ from precision_shell.foreign.dumps import (
     MEGENGINE,
     ForeignDump,
     ForeignTensor,
+    Printed,
     detect_foreign,
     open_foreign,
 )
-from precision_shell.foreign.metrics import FOREIGN_METRICS, cell, compute
+from precision_shell.foreign.metrics import (
+    FOREIGN_METRICS,
+    MEGENGINE_REL,
+    MEGENGINE_REL_AT_LEAST,
+    cell,
+    compute,
+    partial_compare,
+)
 from precision_shell.foreign.pairing import Pairing, pair_dumps
 from precision_shell.foreign.root_cause import (
     ForeignCause,
@@ -119,33 +131,84 @@ def _label(t: ForeignTensor) -> str:
     return f"var{t.key} {t.name}" if t.var_id is not None and t.name != t.op_name else t.name
 
 
-def _pair_metrics(left: ForeignTensor, right: ForeignTensor) -> tuple[dict[str, float], str]:
-    """The metrics of one pair, or ({}, why not compared)."""
+def _pair_metrics(
+    left: ForeignTensor, right: ForeignTensor
+) -> tuple[dict[str, float], str, str | None]:
+    """The metrics of one pair and the row's reason, or ({}, why not compared); a pair that a
+    text dump printed in part gives the bound and, third, the reason if the rule is not
+    crossed by it (then the row is not judged)."""
     if left.count != right.count:
-        return {}, (
+        why = (
             f"element counts differ: {_shape(left.shape)} has {left.count}, "
             f"{_shape(right.shape)} has {right.count}"
         )
+        return {}, why, None
+    if left.partial or right.partial:
+        return _partial_metrics(left, right)
     try:
         a, b = left.values(), right.values()
     except PrecisionError as exc:
-        return {}, str(exc)
+        return {}, str(exc), None
     if a.size != left.count or b.size != right.count:
-        return {}, "the values do not fill the shape"
+        return {}, "the values do not fill the shape", None
     if a.size == 0:
-        return {}, "empty tensor"
+        return {}, "empty tensor", None
     metrics = compute(a, b)
     note = "" if left.shape == right.shape else "shapes differ, compared flat"
-    return metrics, note
+    return metrics, note, None
 
 
-def _row(
-    index: int, left: ForeignTensor | None, right: ForeignTensor | None, why: str
+def _printed_of(t: ForeignTensor) -> Printed:
+    """What a side shows of its values: the text's print, or its values in full, exactly."""
+    if t.printed is not None:
+        return t.printed
+    values = t.values()
+    if values.size != t.count:
+        raise PrecisionError("the values do not fill the shape")
+    return Printed.exact(values)
+
+
+def _shown(printed: Printed) -> str:
+    if printed.value_digits is None:
+        return f"all {printed.count}"
+    if printed.complete:
+        return f"all {printed.count} (as %.{printed.value_digits}g)"
+    return f"{printed.values.size} of {printed.count}"
+
+
+def _partial_metrics(
+    left: ForeignTensor, right: ForeignTensor
+) -> tuple[dict[str, float], str, str | None]:
+    """A pair one side of which a text dump printed in part: judged only on what both printed
+    (`metrics.partial_compare`); never passed."""
+    try:
+        lp, rp = _printed_of(left), _printed_of(right)
+    except PrecisionError as exc:
+        return {}, str(exc), None
+    found = partial_compare(lp, rp)
+    shown = f"the dumps show left {_shown(lp)}, right {_shown(rp)} values"
+    if math.isnan(found.at_least):
+        seen = f"{shown}; one side shows nan/inf (MegEngine's rule fails a var holding one)"
+        return {MEGENGINE_REL_AT_LEAST: math.nan}, f"{seen}: partial values", None
+    facts = f"min/max/mean differ by up to {found.stats_diff:.4g}, l2 by {found.l2_diff:.3%}"
+    if found.common:
+        facts += f", the {found.common} leading values by up to {found.values_diff:.4g}"
+    proven = f"{shown}; {facts}; so {MEGENGINE_REL} >= {found.at_least:.4g}"
+    failed = f"{proven} whatever the values not shown are: partial values"
+    unjudged = (
+        f"{proven}, which crosses no limit, and the values not shown are unknown: "
+        "partial values, not judged"
+    )
+    return {MEGENGINE_REL_AT_LEAST: found.at_least}, failed, unjudged
+
+
+def _result_row(
+    index: int,
+    left: ForeignTensor | None,
+    right: ForeignTensor | None,
+    metrics: dict[str, float],
+    reason: str,
 ) -> ResultRow:
-    metrics: dict[str, float] = {}
-    reason = why
-    if left is not None and right is not None:
-        metrics, reason = _pair_metrics(left, right)
     main = left if left is not None else right
     assert main is not None
     texts = {
@@ -163,6 +226,24 @@ def _row(
         device_dtype=left.dtype if left is not None else "NaN",
         benchmark_dtype=right.dtype if right is not None else "NaN",
     )
+
+
+def _row(
+    index: int,
+    left: ForeignTensor | None,
+    right: ForeignTensor | None,
+    why: str,
+    rule: ThresholdRule,
+) -> ResultRow:
+    """One pair's row. A pair judged on part of its values keeps its bound only when `rule`
+    fails it; otherwise it becomes a row not compared (not judged), never a passing one."""
+    if left is None or right is None:
+        return _result_row(index, left, right, {}, why)
+    metrics, reason, unjudged = _pair_metrics(left, right)
+    row = _result_row(index, left, right, metrics, reason)
+    if unjudged is not None and not rule.fails(row):
+        return _result_row(index, left, right, {}, unjudged)
+    return row
 
 
 def _cells(row: ResultRow) -> list[str]:
@@ -198,7 +279,7 @@ def _input_dump_states(
         for i in missing:
             if i >= len(lin) or i >= len(rin):
                 continue
-            row = _row(0, lin[i], rin[i], "")
+            row = _row(0, lin[i], rin[i], "", rule)
             metrics = {k: v for k, v in row.metrics.items() if not math.isnan(v)}
             states[i] = (status(rule, row), metrics)
         if states:
@@ -231,7 +312,7 @@ def run_foreign_compare(
         writer = csv.writer(fh)
         writer.writerow(foreign_header())
         for index, (lt, rt, why) in enumerate(pairing.pairs, start=1):
-            row = _row(index, lt, rt, why)
+            row = _row(index, lt, rt, why, rule)
             writer.writerow(_cells(row))
             rows.append(row)
             if lt is not None:

@@ -364,7 +364,8 @@ def read_var_file(path: str | Path) -> MegVar:
             raise FormatError(
                 name,
                 f"var {info.id}: shape {list(shape)} of {known.name} needs {needed} bytes but "
-                f"the file holds {nbytes} after the title",
+                f"the file holds {nbytes} after the title (MegEngine writes a var's values "
+                "contiguous, whatever its layout: the file is truncated or not MegEngine's)",
             )
     stem = Path(name).name
     match = _FILE_NAME.fullmatch(stem)

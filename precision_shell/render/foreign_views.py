@@ -8,6 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from precision_shell.compare.metrics.cells import COSINE
+from precision_shell.compare.results.schema import ResultRow
 from precision_shell.foreign.explore import (
     Edge,
     ForeignDecoded,
@@ -17,7 +18,7 @@ from precision_shell.foreign.explore import (
     ForeignTensorCompare,
     label,
 )
-from precision_shell.foreign.metrics import MEGENGINE_REL, SIGMASTAR_RMSE
+from precision_shell.foreign.metrics import MEGENGINE_REL, MEGENGINE_REL_AT_LEAST, SIGMASTAR_RMSE
 from precision_shell.foreign.run import ForeignCompareResult
 from precision_shell.render.columns import facts_table, path_text
 from precision_shell.render.numbers import fmt_num
@@ -46,6 +47,17 @@ def _head(result: ForeignCompareResult) -> Table:
     return table
 
 
+def _error_cell(row: ResultRow, metric: str) -> str:
+    """The rule's error metric; for a var judged on what a text dump printed, its bound."""
+    value = row.value(metric)
+    bound = row.value(MEGENGINE_REL_AT_LEAST)
+    if value is None and bound is not None:
+        return f">= {fmt_num(bound)} (partial)"
+    if value is None and row.nonfinite(MEGENGINE_REL_AT_LEAST):
+        return "nan/inf (partial)"
+    return fmt_num(value)
+
+
 def _failing(result: ForeignCompareResult) -> Table:
     metric = MEGENGINE_REL if result.family == "megengine" else SIGMASTAR_RMSE
     table = Table(title="failing outputs (execution order)", title_justify="left")
@@ -58,7 +70,7 @@ def _failing(result: ForeignCompareResult) -> Table:
             row.op_type,
             row.npu_dump,
             fmt_num(row.value(COSINE)),
-            fmt_num(row.value(metric)),
+            _error_cell(row, metric),
         )
     return table
 

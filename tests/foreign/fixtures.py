@@ -3,6 +3,7 @@
 MegEngine: a 9-op network (a multi-output Split, float16 and float32 vars, `-inp` dumps),
 computed in numpy; `planted` perturbs one op's kernel and lets the error flow downstream.
 SigmaStar: a float run and a fixed (int8, scale/zero point) run of a 5-layer model.
+MegEngine text: two `--io-dump` files whose vars the text prints in part (`write_text_pair`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,14 @@ from pathlib import Path
 
 import numpy as np
 
-from precision_shell.formats.megengine_dump import VarInfo, VarSpec, var_info_of, write_bin_io_dump
+from precision_shell.formats.megengine_dump import (
+    TextSpec,
+    VarInfo,
+    VarSpec,
+    var_info_of,
+    write_bin_io_dump,
+    write_io_dump_text,
+)
 from precision_shell.formats.sigmastar_dump import SigmaSpec, write_sigmastar_dump
 
 PLANTED = "mul1"
@@ -161,3 +169,59 @@ def write_sigmastar_pair(
     write_sigmastar_dump(fixed_path, fixed_specs, is_float=False)
     write_sigmastar_dump(float_path, float_specs, is_float=True, trailer="none")
     return fixed_path, float_path, fixed, real
+
+
+# ---------------------------------------------------------------------------- MegEngine text
+
+# var id -> (op name, what the right run does to the left run's values); 24 values each (the
+# text prints 5 and `...`) but `small` (4 values: printed in full)
+TEXT_SAME, TEXT_SHIFT, TEXT_SWAP, TEXT_TAIL, TEXT_SMALL = "data", "shift", "swap", "tail", "small"
+
+
+def text_values() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """op name -> (left values, right values) of the text pair.
+
+    - `data`: equal: nothing printed can tell them apart.
+    - `shift`: right = left + 0.25: statistics and leading values differ.
+    - `swap`: right swaps the first and last value: statistics equal, the first printed
+      value differs.
+    - `tail`: right's last value + 3: the leading values equal, max / mean / l2 differ.
+    - `small`: 4 values, equal, printed in full: compared value by value.
+    """
+    base = np.linspace(-1.0, 1.0, 24, dtype=np.float32).reshape(4, 6)
+    ramp = (np.arange(24, dtype=np.float32) / 24).reshape(4, 6)
+    swapped = ramp.copy()
+    swapped.flat[0], swapped.flat[23] = ramp.flat[23], ramp.flat[0]
+    tail = ramp.copy()
+    tail.flat[23] += np.float32(3.0)
+    small = np.array([0.5, -1.5, 2.0, 4.0], dtype=np.float32)
+    return {
+        TEXT_SAME: (base, base.copy()),
+        TEXT_SHIFT: (base * 2, base * 2 + np.float32(0.25)),
+        TEXT_SWAP: (ramp, swapped),
+        TEXT_TAIL: (ramp, tail),
+        TEXT_SMALL: (small, small.copy()),
+    }
+
+
+def write_text_pair(root: Path) -> tuple[Path, Path, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Two `--io-dump` text files (left, right) of the vars of `text_values`, ids 1..5."""
+    root.mkdir(parents=True, exist_ok=True)
+    values = text_values()
+    paths = []
+    for side, name in ((0, "left.txt"), (1, "right.txt")):
+        specs = [
+            TextSpec(
+                id=var_id,
+                values=pair[side],
+                op_name=op,
+                op_type="Host2DeviceCopy" if var_id == 1 else "Elemwise",
+                op_id=var_id,
+                name=f"{op}:0",
+                deps=() if var_id == 1 else ((0, 1),),
+            )
+            for var_id, (op, pair) in enumerate(values.items(), start=1)
+        ]
+        write_io_dump_text(root / name, specs)
+        paths.append(root / name)
+    return paths[0], paths[1], values

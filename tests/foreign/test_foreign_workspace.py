@@ -448,7 +448,10 @@ def test_the_opened_pairs_vc_takes_the_rule_flags(meg_dir) -> None:
     root, _, _ = meg_dir
     shell = _shell(root)
     result = run_ok(shell, "vc --max-err 0.06")
-    assert result.summary.rule.to_json() == {"MegEngineRelativeError": 0.06}
+    assert result.summary.rule.to_json() == {
+        "MegEngineRelativeError": 0.06,
+        "MegEngineRelativeErrorAtLeast": 0.06,
+    }
     assert {r.op_name for r in result.failing} == {PLANTED, "cast2"}
     summary = run_ok(shell, "vcs")  # the newest result, judged by the rule it recorded
     assert {v.op for v in summary.ops} == {PLANTED, "cast2"}
