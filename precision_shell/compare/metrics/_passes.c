@@ -188,6 +188,7 @@ INLINE v8f vload(const float *p)
 INLINE void vstore(float *p, v8f v) { memcpy(p, &v, sizeof v); }
 
 INLINE v8f vset(float a) { return (v8f){a, a, a, a, a, a, a, a}; }
+INLINE v8i vseti(int32_t a) { return (v8i){a, a, a, a, a, a, a, a}; }
 
 INLINE v8d vwide(v8f v) { return __builtin_convertvector(v, v8d); }
 
@@ -260,6 +261,15 @@ typedef struct {
     double d[Q64];
 } Sums;
 
+/* What the second pass computes, and its constants (copied into a leaf's locals: the kept
+ * rows it writes may not alias them). */
+typedef struct {
+    int want;
+    float x_norm, y_norm, x_low, x_span, y_low, y_span, kl_floor;
+    int x_shift, x_scale, y_shift, y_scale;
+    double x_mean, y_mean;
+} SecondConsts;
+
 typedef struct Pass Pass;
 typedef void (*LeafFn)(Pass *pass, Py_ssize_t start, int n, Sums *out);
 
@@ -273,10 +283,7 @@ struct Pass {
     int nan_abs, nan_rel, nan_x, nan_y;
     long long c1, c5;
     /* second pass: what is wanted, and its constants */
-    int want;
-    float x_norm, y_norm, x_low, x_span, y_low, y_span, kl_floor;
-    int x_shift, x_scale, y_shift, y_scale;
-    double x_mean, y_mean;
+    SecondConsts k2;
     float *px_keep, *qy_keep; /* KL's normalised tensors kept whole for the last pass, or NULL */
 };
 
@@ -348,30 +355,27 @@ static Pass *pass_open(const SideArgs *xa, const SideArgs *ya, Side *x, Side *y,
     return pass;
 }
 
-/* A leaf's sums: `body` elements (a multiple of 8, or 0 when n < 8) in the accumulators, whose
- * combination (numpy's) the rest of the leaf is then added to one by one; n < 8: from +0. */
+/* A leaf's sums: its first `body` elements (a multiple of 8; 0 when n < 8) go through the
+ * eight accumulators, whose combination (numpy's) the rest is then added to one by one; n < 8:
+ * from +0. The rest goes through the same vector code as eight elements: the last one
+ * repeated (which changes no extreme and no NaN flag), only the first lanes summed and
+ * counted. So each quantity has one formula. */
+INLINE int leaf_body(int n) { return n < 8 ? 0 : n - n % 8; }
+
+/* The leaf's elements from `body` on (1 to 7 of them), the last repeated to fill eight lanes. */
+INLINE v8f rest_of(const float *v, int body, int n)
+{
+    float lanes[LANES];
+    for (int j = 0; j < LANES; j++) {
+        lanes[j] = v[j < n - body ? body + j : n - 1];
+    }
+    return vload(lanes);
+}
 
 /* ---- first pass ------------------------------------------------------------------------ */
 
 enum { ABS, SQ, XX, YY, REL };
 enum { XW, YW };
-
-/* One element's first-pass quantities; the vector code below does the same lane by lane. */
-typedef struct {
-    float ab, sq, xx, yy, rl;
-} FirstOne;
-
-INLINE FirstOne first_one(float xv, float yv, float eps)
-{
-    FirstOne o;
-    o.ab = fabsf(xv - yv);
-    o.sq = o.ab * o.ab;
-    o.xx = xv * xv;
-    o.yy = yv * yv;
-    float r = fabsf(xv / yv - 1.0f);
-    o.rl = fabsf(yv) > eps ? r : 0.0f; /* a NaN y lands here too */
-    return o;
-}
 
 typedef struct {
     v8f ab, sq, xx, yy, rl;
@@ -385,29 +389,52 @@ INLINE FirstEight first_eight(v8f xv, v8f yv, v8f eps)
     o.xx = xv * xv;
     o.yy = yv * yv;
     v8f r = vabs(xv / yv - 1.0f);
-    o.rl = vselect(vabs(yv) > eps, r, vset(0.0f));
+    o.rl = vselect(vabs(yv) > eps, r, vset(0.0f)); /* |y| <= eps, or a NaN y: 0 */
     return o;
+}
+
+/* The first pass's extremes (one per lane), NaN flags and counts while a leaf runs. */
+typedef struct {
+    v8f abs_top, rel_top, x_hi, x_lo, y_hi, y_lo;
+    v8i bad_abs, bad_rel, bad_x, bad_y, c1, c5;
+} FirstTrack;
+
+INLINE void first_track(FirstTrack *t, v8f xv, v8f yv, const FirstEight *e, v8i counted, v8f v1,
+                        v8f v5)
+{
+    t->c1 += (e->rl < v1) & counted; /* -1 per element counted */
+    t->c5 += (e->rl < v5) & counted;
+    t->abs_top = vmax(e->ab, t->abs_top);
+    t->rel_top = vmax(e->rl, t->rel_top);
+    t->x_hi = vmax(xv, t->x_hi);
+    t->x_lo = vmin(xv, t->x_lo);
+    t->y_hi = vmax(yv, t->y_hi);
+    t->y_lo = vmin(yv, t->y_lo);
+    t->bad_abs |= visnan(e->ab);
+    t->bad_rel |= visnan(e->rl);
+    t->bad_x |= visnan(xv);
+    t->bad_y |= visnan(yv);
 }
 
 HOT static void first_leaf(Pass *pass, Py_ssize_t start, int n, Sums *out)
 {
     const float *xb = side_floats(pass->x, start, n, pass->xw);
     const float *yb = side_floats(pass->y, start, n, pass->yw);
-    const float eps = pass->eps, below1 = pass->below1, below5 = pass->below5;
-    const int body = n < 8 ? 0 : n - n % 8;
+    const v8f eps = vset(pass->eps), v1 = vset(pass->below1), v5 = vset(pass->below5);
+    const v8i all = vseti(-1);
+    const int body = leaf_body(n);
+    FirstTrack t = {vload(pass->abs_top), vload(pass->rel_top), vload(pass->x_hi),
+                    vload(pass->x_lo),    vload(pass->y_hi),    vload(pass->y_lo),
+                    {0},                  {0},                  {0},
+                    {0},                  {0},                  {0}};
     float f[Q32] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     double d[Q64] = {0.0, 0.0};
     if (body) {
-        const v8f veps = vset(eps), v1 = vset(below1), v5 = vset(below5);
-        v8f abs_top = vload(pass->abs_top), rel_top = vload(pass->rel_top);
-        v8f x_hi = vload(pass->x_hi), x_lo = vload(pass->x_lo);
-        v8f y_hi = vload(pass->y_hi), y_lo = vload(pass->y_lo);
-        v8i bad_abs = {0}, bad_rel = {0}, bad_x = {0}, bad_y = {0}, c1 = {0}, c5 = {0};
         FirstEight s = {0};
         v8d sx = {0}, sy = {0};
         for (int k = 0; k < body; k += LANES) {
             v8f xv = vload(xb + k), yv = vload(yb + k);
-            FirstEight e = first_eight(xv, yv, veps);
+            FirstEight e = first_eight(xv, yv, eps);
             if (k == 0) { /* numpy's r[j] = a[j]: -0 stays -0 */
                 s = e;
                 sx = vwide(xv);
@@ -421,31 +448,8 @@ HOT static void first_leaf(Pass *pass, Py_ssize_t start, int n, Sums *out)
                 sx += vwide(xv);
                 sy += vwide(yv);
             }
-            c1 += e.rl < v1;
-            c5 += e.rl < v5;
-            abs_top = vmax(e.ab, abs_top);
-            rel_top = vmax(e.rl, rel_top);
-            x_hi = vmax(xv, x_hi);
-            x_lo = vmin(xv, x_lo);
-            y_hi = vmax(yv, y_hi);
-            y_lo = vmin(yv, y_lo);
-            bad_abs |= visnan(e.ab);
-            bad_rel |= visnan(e.rl);
-            bad_x |= visnan(xv);
-            bad_y |= visnan(yv);
+            first_track(&t, xv, yv, &e, all, v1, v5);
         }
-        vstore(pass->abs_top, abs_top);
-        vstore(pass->rel_top, rel_top);
-        vstore(pass->x_hi, x_hi);
-        vstore(pass->x_lo, x_lo);
-        vstore(pass->y_hi, y_hi);
-        vstore(pass->y_lo, y_lo);
-        pass->nan_abs |= vany(bad_abs);
-        pass->nan_rel |= vany(bad_rel);
-        pass->nan_x |= vany(bad_x);
-        pass->nan_y |= vany(bad_y);
-        pass->c1 += vcount(c1);
-        pass->c5 += vcount(c5);
         f[ABS] = vsum(s.ab);
         f[SQ] = vsum(s.sq);
         f[XX] = vsum(s.xx);
@@ -454,29 +458,35 @@ HOT static void first_leaf(Pass *pass, Py_ssize_t start, int n, Sums *out)
         d[XW] = vsumd(sx);
         d[YW] = vsumd(sy);
     }
-    for (int k = body; k < n; k++) { /* the rest, in sequence; extremes in lane 0 */
-        float xv = xb[k], yv = yb[k];
-        FirstOne o = first_one(xv, yv, eps);
-        f[ABS] += o.ab;
-        f[SQ] += o.sq;
-        f[XX] += o.xx;
-        f[YY] += o.yy;
-        f[REL] += o.rl;
-        d[XW] += (double)xv;
-        d[YW] += (double)yv;
-        pass->c1 += o.rl < below1;
-        pass->c5 += o.rl < below5;
-        pass->abs_top[0] = o.ab > pass->abs_top[0] ? o.ab : pass->abs_top[0];
-        pass->rel_top[0] = o.rl > pass->rel_top[0] ? o.rl : pass->rel_top[0];
-        pass->x_hi[0] = xv > pass->x_hi[0] ? xv : pass->x_hi[0];
-        pass->x_lo[0] = xv < pass->x_lo[0] ? xv : pass->x_lo[0];
-        pass->y_hi[0] = yv > pass->y_hi[0] ? yv : pass->y_hi[0];
-        pass->y_lo[0] = yv < pass->y_lo[0] ? yv : pass->y_lo[0];
-        pass->nan_abs |= o.ab != o.ab;
-        pass->nan_rel |= o.rl != o.rl;
-        pass->nan_x |= xv != xv;
-        pass->nan_y |= yv != yv;
+    if (body < n) {
+        const int m = n - body;
+        v8f xv = rest_of(xb, body, n), yv = rest_of(yb, body, n);
+        FirstEight e = first_eight(xv, yv, eps);
+        v8i counted = {0};
+        for (int j = 0; j < m; j++) { /* in sequence, as numpy adds a leaf's rest */
+            f[ABS] += e.ab[j];
+            f[SQ] += e.sq[j];
+            f[XX] += e.xx[j];
+            f[YY] += e.yy[j];
+            f[REL] += e.rl[j];
+            d[XW] += (double)xv[j];
+            d[YW] += (double)yv[j];
+            counted[j] = -1;
+        }
+        first_track(&t, xv, yv, &e, counted, v1, v5);
     }
+    vstore(pass->abs_top, t.abs_top);
+    vstore(pass->rel_top, t.rel_top);
+    vstore(pass->x_hi, t.x_hi);
+    vstore(pass->x_lo, t.x_lo);
+    vstore(pass->y_hi, t.y_hi);
+    vstore(pass->y_lo, t.y_lo);
+    pass->nan_abs |= vany(t.bad_abs);
+    pass->nan_rel |= vany(t.bad_rel);
+    pass->nan_x |= vany(t.bad_x);
+    pass->nan_y |= vany(t.bad_y);
+    pass->c1 += vcount(t.c1);
+    pass->c5 += vcount(t.c5);
     memcpy(out->f, f, sizeof f);
     memcpy(out->d, d, sizeof d);
 }
@@ -536,18 +546,6 @@ static PyObject *first(PyObject *self, PyObject *args)
  * A NaN span normalises too (span != 0 is true), as in float32._kl_normalised, and v - 0 is v
  * up to the sign of a zero, which the clamp erases: so shifted = span != 0 && low != 0, and
  * scaled = span != 0. */
-INLINE float kl_normal(float v, float low, float span, float floor_, int shifted, int scaled)
-{
-    float w = v;
-    if (shifted) {
-        w = w - low;
-    }
-    if (scaled) {
-        w = w / span;
-    }
-    return w < floor_ ? floor_ : w;
-}
-
 INLINE v8f kl_normal8(v8f v, float low, float span, float floor_, int shifted, int scaled)
 {
     v8f w = v;
@@ -560,13 +558,21 @@ INLINE v8f kl_normal8(v8f v, float low, float span, float floor_, int shifted, i
     return vselect(w < floor_, vset(floor_), w);
 }
 
-/* KL's normalised row of v. */
+/* KL's normalised row of v (n elements; the last 1-7 through a padded chunk). */
 HOT static void kl_normal_row(const float *v, Py_ssize_t n, float low, float span, float floor_,
                               float *out)
 {
     const int shifted = span != 0 && low != 0, scaled = span != 0;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        out[k] = kl_normal(v[k], low, span, floor_, shifted, scaled);
+    Py_ssize_t k = 0;
+    for (; k + LANES <= n; k += LANES) {
+        vstore(out + k, kl_normal8(vload(v + k), low, span, floor_, shifted, scaled));
+    }
+    if (k < n) {
+        float lanes[LANES] = {0};
+        memcpy(lanes, v + k, (size_t)(n - k) * sizeof(float));
+        v8f w = kl_normal8(vload(lanes), low, span, floor_, shifted, scaled);
+        vstore(lanes, w);
+        memcpy(out + k, lanes, (size_t)(n - k) * sizeof(float));
     }
 }
 
@@ -577,85 +583,74 @@ HOT static void kl_normal_row(const float *v, Py_ssize_t n, float low, float spa
 enum { COS, PX, QY };
 enum { XVAR, YVAR };
 
+typedef struct {
+    v8f cs, px, qy; /* what is not wanted stays +0, and sums to +0 */
+    v8d xv, yv;
+} SecondEight;
+
+INLINE SecondEight second_eight(const SecondConsts *k, v8f xv, v8f yv)
+{
+    SecondEight o = {0};
+    if (k->want & WANT_COS) {
+        o.cs = (xv / k->x_norm) * (yv / k->y_norm);
+    }
+    if (k->want & WANT_KL) {
+        o.px = kl_normal8(xv, k->x_low, k->x_span, k->kl_floor, k->x_shift, k->x_scale);
+        o.qy = kl_normal8(yv, k->y_low, k->y_span, k->kl_floor, k->y_shift, k->y_scale);
+    }
+    if (k->want & WANT_STD) {
+        v8d dx = vwide(xv) - k->x_mean, dy = vwide(yv) - k->y_mean;
+        o.xv = dx * dx;
+        o.yv = dy * dy;
+    }
+    return o;
+}
+
 HOT static void second_leaf(Pass *pass, Py_ssize_t start, int n, Sums *out)
 {
     const float *xb = side_floats(pass->x, start, n, pass->xw);
     const float *yb = side_floats(pass->y, start, n, pass->yw);
-    const int cos = pass->want & WANT_COS, kl = pass->want & WANT_KL, sd = pass->want & WANT_STD;
-    const float x_norm = pass->x_norm, y_norm = pass->y_norm, floor_ = pass->kl_floor;
-    const float x_low = pass->x_low, x_span = pass->x_span, y_low = pass->y_low;
-    const float y_span = pass->y_span;
-    const int xsh = pass->x_shift, xsc = pass->x_scale, ysh = pass->y_shift, ysc = pass->y_scale;
-    const double x_mean = pass->x_mean, y_mean = pass->y_mean;
     float *const px_keep = pass->px_keep, *const qy_keep = pass->qy_keep;
-    const int body = n < 8 ? 0 : n - n % 8;
-    /* a quantity not wanted sums +0s to +0, as the numpy path's untouched totals */
+    const SecondConsts k2 = pass->k2;
+    const int body = leaf_body(n);
     float f[Q32] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     double d[Q64] = {0.0, 0.0};
     if (body) {
-        const v8f zero = vset(0.0f);
-        const v8d zerod = {0};
-        v8f s_cos = zero, s_px = zero, s_qy = zero;
-        v8d s_xv = zerod, s_yv = zerod;
+        SecondEight s = {0};
         for (int k = 0; k < body; k += LANES) {
-            v8f xv = vload(xb + k), yv = vload(yb + k);
-            v8f cs = zero, px = zero, qy = zero;
-            v8d xv2 = zerod, yv2 = zerod;
-            if (cos) {
-                cs = (xv / x_norm) * (yv / y_norm);
-            }
-            if (kl) {
-                px = kl_normal8(xv, x_low, x_span, floor_, xsh, xsc);
-                qy = kl_normal8(yv, y_low, y_span, floor_, ysh, ysc);
-                if (px_keep) {
-                    vstore(px_keep + start + k, px);
-                    vstore(qy_keep + start + k, qy);
-                }
-            }
-            if (sd) {
-                v8d dx = vwide(xv) - x_mean, dy = vwide(yv) - y_mean;
-                xv2 = dx * dx;
-                yv2 = dy * dy;
+            SecondEight e = second_eight(&k2, vload(xb + k), vload(yb + k));
+            if (px_keep) {
+                vstore(px_keep + start + k, e.px);
+                vstore(qy_keep + start + k, e.qy);
             }
             if (k == 0) { /* numpy's r[j] = a[j] */
-                s_cos = cs;
-                s_px = px;
-                s_qy = qy;
-                s_xv = xv2;
-                s_yv = yv2;
+                s = e;
             } else {
-                s_cos += cs;
-                s_px += px;
-                s_qy += qy;
-                s_xv += xv2;
-                s_yv += yv2;
+                s.cs += e.cs;
+                s.px += e.px;
+                s.qy += e.qy;
+                s.xv += e.xv;
+                s.yv += e.yv;
             }
         }
-        f[COS] = vsum(s_cos);
-        f[PX] = vsum(s_px);
-        f[QY] = vsum(s_qy);
-        d[XVAR] = vsumd(s_xv);
-        d[YVAR] = vsumd(s_yv);
+        f[COS] = vsum(s.cs);
+        f[PX] = vsum(s.px);
+        f[QY] = vsum(s.qy);
+        d[XVAR] = vsumd(s.xv);
+        d[YVAR] = vsumd(s.yv);
     }
-    for (int k = body; k < n; k++) { /* the rest, in sequence */
-        float xv = xb[k], yv = yb[k];
-        if (cos) {
-            f[COS] += (xv / x_norm) * (yv / y_norm);
-        }
-        if (kl) {
-            float pv = kl_normal(xv, x_low, x_span, floor_, xsh, xsc);
-            float qv = kl_normal(yv, y_low, y_span, floor_, ysh, ysc);
-            f[PX] += pv;
-            f[QY] += qv;
+    if (body < n) {
+        SecondEight e = second_eight(&k2, rest_of(xb, body, n), rest_of(yb, body, n));
+        for (int j = 0; j < n - body; j++) { /* in sequence, as numpy adds a leaf's rest */
+            f[COS] += e.cs[j];
+            f[PX] += e.px[j];
+            f[QY] += e.qy[j];
+            d[XVAR] += e.xv[j];
+            d[YVAR] += e.yv[j];
             if (px_keep) {
-                px_keep[start + k] = pv;
-                qy_keep[start + k] = qv;
+                px_keep[start + body + j] = e.px[j];
+                qy_keep[start + body + j] = e.qy[j];
             }
-        }
-        if (sd) {
-            double dx = (double)xv - x_mean, dy = (double)yv - y_mean;
-            d[XVAR] += dx * dx;
-            d[YVAR] += dy * dy;
         }
     }
     memcpy(out->f, f, sizeof f);
@@ -706,24 +701,26 @@ static PyObject *second(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "second: px and qy keep all n float32 values, or none");
         return NULL;
     }
-    if (pk.len != 0 && (want & WANT_KL)) {
+    if (pk.len != 0 && (want & WANT_KL) && n > 0) {
         pass->px_keep = pk.buf;
         pass->qy_keep = qk.buf;
     }
-    pass->want = want;
-    pass->x_norm = x_norm;
-    pass->y_norm = y_norm;
-    pass->x_low = x_low;
-    pass->x_span = x_span;
-    pass->y_low = y_low;
-    pass->y_span = y_span;
-    pass->x_shift = x_span != 0 && x_low != 0;
-    pass->x_scale = x_span != 0;
-    pass->y_shift = y_span != 0 && y_low != 0;
-    pass->y_scale = y_span != 0;
-    pass->kl_floor = kl_floor;
-    pass->x_mean = x_mean;
-    pass->y_mean = y_mean;
+    pass->k2 = (SecondConsts){
+        .want = want,
+        .x_norm = x_norm,
+        .y_norm = y_norm,
+        .x_low = x_low,
+        .x_span = x_span,
+        .y_low = y_low,
+        .y_span = y_span,
+        .kl_floor = kl_floor,
+        .x_shift = x_span != 0 && x_low != 0,
+        .x_scale = x_span != 0,
+        .y_shift = y_span != 0 && y_low != 0,
+        .y_scale = y_span != 0,
+        .x_mean = x_mean,
+        .y_mean = y_mean,
+    };
     Sums t;
 
     Py_BEGIN_ALLOW_THREADS
