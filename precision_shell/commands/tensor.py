@@ -11,6 +11,11 @@ from pathlib import Path
 import numpy as np
 
 from precision_shell.commands.dump_slice_args import rank_step_arguments
+from precision_shell.commands.foreign_rule_args import (
+    foreign_rule,
+    foreign_rule_arguments,
+    no_foreign_rule,
+)
 from precision_shell.compare.metrics.elementwise import ElementwiseComparison, compare_elements
 from precision_shell.compare.metrics.tolerances import TOLERANCE_TEXT, default_tolerances
 from precision_shell.errors import PrecisionError
@@ -24,6 +29,7 @@ from precision_shell.foreign.explore import (
     ForeignDecoded,
     ForeignSummaries,
     ForeignTensorCompare,
+    compare_paths,
     compare_tensor,
     decode,
     summarize,
@@ -206,6 +212,7 @@ def _layouts(h: TensorHandle, values: np.ndarray, note: str | None) -> tuple[str
     action="store_true",
     help="compare the first min(count) elements when counts differ",
 )
+@foreign_rule_arguments
 def cp_command(
     ctx: ShellContext, args: argparse.Namespace
 ) -> TensorComparison | ForeignTensorCompare:
@@ -213,13 +220,16 @@ def cp_command(
 
     Element-wise compare: worst and first elements, allclose, cosine, error ratio, both sides' stats.
     On a pair of MegEngine / SigmaStar dumps: cp NAME, the var or tensor in both runs (paired
-    as vc pairs them), with vc's metrics and verdict.
+    as vc pairs them), with vc's metrics and verdict (--max-err / --cos-min / --rmse-max move
+    the rule's limits, as for vc).
     """
     foreign = ctx.foreign
     if foreign is not None:
         if args.names or not args.left or args.right:
             raise UsageError("cp: on a pair of dumps give one var or tensor: cp NAME")
-        return compare_tensor(foreign, args.left)
+        pair = compare_paths(foreign, "cp", None, None)
+        return compare_tensor(foreign, args.left, foreign_rule("cp", args, *pair))
+    no_foreign_rule("cp", args)
     left_name, right_name = args.names if args.names else (args.left, args.right)
     if not left_name or not right_name:
         raise UsageError("cp: give two tensors, e.g. cp DUMP_FILE benchmark.npy")

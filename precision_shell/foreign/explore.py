@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from precision_shell.compare.metrics.cells import NOT_COMPUTED
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
 from precision_shell.foreign.dumps import ForeignTensor
 from precision_shell.foreign.metrics import FOREIGN_METRICS
@@ -309,8 +310,11 @@ def _single_tensor(
     return tensors[0]
 
 
-def compare_tensor(ws: ForeignWorkspace, name: str) -> ForeignTensorCompare:
-    """The tensor in the left run against its partner in the right, as `vc` pairs them."""
+def compare_tensor(
+    ws: ForeignWorkspace, name: str, rule: ThresholdRule | None = None
+) -> ForeignTensorCompare:
+    """The tensor in the left run against its partner in the right, as `vc` pairs them, judged
+    by `rule` (None: the family's default, as vc's)."""
     if ws.right is None:
         raise PrecisionError(f"cp: {ws.left.name} is one run; cp NAME needs a pair of dumps")
     right_run = ws.right
@@ -330,7 +334,7 @@ def compare_tensor(ws: ForeignWorkspace, name: str) -> ForeignTensorCompare:
     if lt is None or rt is None:
         missing = right_run.name if rt is None else ws.left.name
         raise PrecisionError(f"cp: {label(tensor)} has no partner in {missing}: {why}")
-    rule = default_rule(ws.family)
+    rule = rule or default_rule(ws.family)
     row = _row(1, lt, rt, why, rule)
     metrics = {
         m: row.metrics[m] for m in FOREIGN_METRICS if row.texts.get(m, NOT_COMPUTED) != NOT_COMPUTED

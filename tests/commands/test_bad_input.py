@@ -131,3 +131,9 @@ def test_tensor_names_cannot_escape_the_output_dir(tiny_demo, tmp_path):
     text = Path(item.text_file)
     assert text.parent == root / "precision_data" / "temp" / "pt"
     assert text.name == "sneaky_name_1_.npy.txt"
+
+
+def test_cp_on_ascend_dumps_refuses_a_foreign_rule_flag(tiny_demo):
+    shell = open_shell(tiny_demo[0])
+    error = run_fail(shell, f"cp {DENSE} {DENSE} --max-err 0.01").error
+    assert error.startswith("cp: --max-err is for a compare of two MegEngine dumps")

@@ -252,6 +252,11 @@ def test_sigmastar_pair_commands_in_process(sigma_dir) -> None:
     for name, value in want.items():
         assert math.isclose(result.metrics[name], value, rel_tol=1e-12), name
     assert result.fails
+    # cp takes vc's rule flags: limits wide enough pass the same tensor
+    loose = run_ok(shell, f"cp {SIGMA_BAD} --cos-min -1 --rmse-max 1e9")
+    assert not loose.fails and loose.metrics == result.metrics
+    assert "1e+09" in loose.rule and "-1" in loose.rule
+    assert "--max-err" in run_fail(shell, f"cp {SIGMA_BAD} --max-err 0.5").error
     decoded = run_ok(shell, f"dc {SIGMA_BAD}")
     files = {run: np.load(path) for run, _, path, _, _ in decoded.files}
     np.testing.assert_array_equal(files[FLOAT], real[SIGMA_BAD])
