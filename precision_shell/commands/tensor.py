@@ -29,7 +29,6 @@ from precision_shell.foreign.explore import (
     ForeignDecoded,
     ForeignSummaries,
     ForeignTensorCompare,
-    compare_paths,
     compare_tensor,
     decode,
     summarize,
@@ -227,8 +226,11 @@ def cp_command(
     if foreign is not None:
         if args.names or not args.left or args.right:
             raise UsageError("cp: on a pair of dumps give one var or tensor: cp NAME")
-        pair = compare_paths(foreign, "cp", None, None)
-        return compare_tensor(foreign, args.left, foreign_rule("cp", args, *pair))
+        rule = None
+        if foreign.right is not None:  # else compare_tensor says cp needs a pair
+            pair = (str(foreign.left.path), str(foreign.right.path))
+            rule = foreign_rule("cp", args, *pair)
+        return compare_tensor(foreign, args.left, rule)
     no_foreign_rule("cp", args)
     left_name, right_name = args.names if args.names else (args.left, args.right)
     if not left_name or not right_name:
