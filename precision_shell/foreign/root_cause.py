@@ -3,8 +3,10 @@
 - MegEngine (the dump holds the graph): a failing var none of whose inputs fail is a root,
   MegEngine's own `accuracy_shake_var_tree` rule. An input is judged by its own row, or,
   when the input var was not dumped as an output, by its `-inp` dumps on both sides. An op is
-  a cause when one of its outputs is a root; causes rank by how many failing vars lie
-  downstream of them (the most consequential first), then by execution order.
+  a cause when one of its outputs is a root. A root some of whose inputs could not be judged
+  (not dumped, or printed only in part by a text dump) is unproven: its reason says so, and
+  it ranks after every proven root. Then causes rank by how many failing vars lie downstream
+  of them (the most consequential first), then by execution order.
 - SigmaStar (no graph): the first failing layer in layer order; the failing layers after it
   follow, as suspects that may only inherit its error.
 
@@ -113,9 +115,14 @@ def graph_causes(nodes: list[Node], rule: ThresholdRule) -> list[ForeignCause]:
             inputs.append(entry)
         if not failing_input:
             roots.setdefault(n.op, []).append((n, inputs))
+
+    def unjudged(entries: list[tuple[Node, list[dict[str, Any]]]]) -> list[str]:
+        return [i["var"] for _, inputs in entries for i in inputs if i["status"] == UNKNOWN]
+
     ranked = sorted(
         roots.items(),
         key=lambda item: (
+            bool(unjudged(item[1])),
             -max(downstream_failing(n.key) for n, _ in item[1]),
             min(n.order for n, _ in item[1]),
         ),
@@ -124,13 +131,23 @@ def graph_causes(nodes: list[Node], rule: ThresholdRule) -> list[ForeignCause]:
     for rank, (op, entries) in enumerate(ranked, start=1):
         first, inputs = entries[0]
         crossings = [str(c) for n, _ in entries for c in rule.crossings(n.row)]
+        unknown = list(dict.fromkeys(unjudged(entries)))
+        if unknown:
+            reason = (
+                f"fails while no judged input fails; {len(unknown)} input(s) not judged "
+                f"({', '.join(unknown[:3])}{', ...' if len(unknown) > 3 else ''}): it may "
+                "inherit their error"
+            )
+        elif inputs:
+            reason = "fails while none of its inputs fail"
+        else:
+            reason = "fails while none of its inputs fail (it has no inputs: a source of the graph)"
         causes.append(
             ForeignCause(
                 op=op,
                 type=first.op_type,
                 index=first.row.index,
-                reason="fails while none of its inputs fail"
-                + ("" if inputs else " (it has no inputs: a source of the graph)"),
+                reason=reason,
                 rank=rank,
                 evidence={
                     "outputs": [
