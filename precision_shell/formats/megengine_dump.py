@@ -95,7 +95,7 @@ DTYPES: dict[int, MegDType] = {
         MegDType(100003, "Quantized4Asymm", None, _LOWBIT),
         MegDType(100004, "QuantizedS4", None, _LOWBIT),
         MegDType(100005, "QuantizedS16", "int16"),
-        MegDType(100006, "QuantizedS1", None, _LOWBIT),
+        MegDType(100006, "QuantizedS1", "int8"),  # one byte a value (MegEngine 1.13.0)
     )
 }
 DTYPE_CODES = {d.name: d.code for d in DTYPES.values()}
@@ -208,12 +208,29 @@ class MegRun:
 # ---------------------------------------------------------------------------- titles
 
 
+def _closing_brace(text: str, start: int) -> int:
+    """Where the `{` at `start` closes (a 4-bit layout nests one: `{2(4),4(1) @ LOWBITS{4,8}
+    QuantizedS4}`), or -1. Linear: one find per brace."""
+    depth, at = 0, start
+    while True:
+        close = text.find("}", at)
+        if close < 0:
+            return -1
+        opened = text.find("{", at, close)
+        if opened >= 0:
+            depth, at = depth + 1, opened + 1
+            continue
+        depth, at = depth - 1, close + 1
+        if depth == 0:
+            return close
+
+
 def _parse_var_info(text: str) -> VarInfo:
     """`{id:..., }` exactly; ValueError saying what is wrong. Linear: finds, no backtracking."""
     head = _VAR_HEAD.match(text)
     if head is None or not text.endswith("}"):
         raise ValueError(f"var info {text[:40]!r} does not start with '{{id:N, layout:'")
-    layout_end = text.find("}", head.end())
+    layout_end = _closing_brace(text, head.end())
     if not text.startswith("{", head.end()) or layout_end < 0:
         raise ValueError(f"var {head.group(1)}: no {{...}} layout")
     layout = text[head.end() : layout_end + 1]

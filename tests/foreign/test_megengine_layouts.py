@@ -81,3 +81,18 @@ def test_a_payload_of_the_span_is_a_one_line_error(tmp_path: Path, layout: str, 
     (tmp_path / "ws" / "precision_data").mkdir(parents=True)
     out = run_fail(open_shell(tmp_path / "ws"), f"vc -lt {path.parent} -rt {tmp_path / 'right'}")
     assert str(path) in (out.error or "")
+
+
+def test_a_title_with_a_nested_lowbits_layout_parses(tmp_path: Path) -> None:
+    """MegEngine prints a 4-bit var's layout with a nested brace: `{.. @ LOWBITS{4,8} ..}`."""
+    path = _strided_file(tmp_path / "run" / "000005", "{3(2),2(1) @ LOWBITS{4,8} Float32}")
+    (tensor,) = open_foreign(path.parent).tensors
+    assert tensor.shape == (3, 2)
+    assert tensor.values().tolist() == VALUES.astype(np.float64).tolist()
+
+
+def test_quantized_s1_reads_one_byte_a_value(tmp_path: Path) -> None:
+    values = np.array([[0, 1, 1], [0, 0, 1]], np.int8)
+    write_bin_io_dump(tmp_path / "run", [VarSpec(7, values, "q", "TypeCvt", dtype=100006)])
+    (tensor,) = open_foreign(tmp_path / "run").tensors
+    assert tensor.values().tolist() == values.tolist()

@@ -351,14 +351,15 @@ def test_real_scalar_is_a_one_element_var(dumps: list[Path]) -> None:
     assert all(b is not None and b.name == a.name and b.shape == (1,) for a, b in scalars)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=FormatError,
-    reason="the title parser does not take a 4-bit layout, '{2(4),4(1) @ LOWBITS{4,8} "
-    "QuantizedS4}', so the whole dir fails to read (docs/FORMATS-OTHER.md 1.1)",
-)
 def test_real_lowbit_dir_reads_and_refuses_only_the_values(dumps: list[Path]) -> None:
+    """A 4-bit var's title (`{2(4),4(1) @ LOWBITS{4,8} QuantizedS4}`) parses; its packed
+    values are refused when asked for; QuantizedS1, one byte a value, reads."""
     run = read_bin_io_dump(dumps[6])
     (var,) = [v for v in run.vars.values() if v.dtype == DTYPE_CODES["QuantizedS4"]]
+    assert "LOWBITS" in var.info.layout and var.shape == (2, 4)
     with pytest.raises(FormatError, match="packed low-bit"):
         read_values(var)
+    (one_bit,) = [v for v in run.vars.values() if v.dtype == DTYPE_CODES["QuantizedS1"]]
+    values = read_values(one_bit)
+    assert values.dtype == np.int8 and values.shape == (2, 4)
+    assert set(values.reshape(-1).tolist()) <= {0, 1}
