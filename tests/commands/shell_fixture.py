@@ -16,6 +16,7 @@ import numpy as np
 
 import precision_shell.commands  # noqa: F401  (registers every command)
 from precision_shell.formats.npu_dump import read_dump_header, read_tensor
+from precision_shell.render.output import Renderer, make_console
 from precision_shell.settings import Settings
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.dispatcher import Dispatcher, Outcome
@@ -38,6 +39,15 @@ def run_ok(shell: Dispatcher, line: str) -> Any:
     outcome = shell.execute(line)
     assert outcome.ok, f"{line!r} failed: {outcome.error} {outcome.internal_log or ''}"
     return outcome.result
+
+
+def rendered(result: object, width: int = 200) -> str:
+    """What the render layer prints for `result`, as plain text `width` columns wide."""
+    import io
+
+    out = io.StringIO()
+    Renderer(make_console(False, file=out, width=width), make_console(False)).result(result)
+    return out.getvalue()
 
 
 def run_fail(shell: Dispatcher, line: str) -> Outcome:

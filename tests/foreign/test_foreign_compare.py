@@ -17,10 +17,9 @@ from precision_shell.foreign.pairing import BY_OP_SLOT, BY_VAR_ID, pair_dumps
 from precision_shell.foreign.run import ForeignCompareResult
 from precision_shell.formats.megengine_dump import TextSpec, write_io_dump_text
 from precision_shell.formats.sigmastar_dump import SigmaSpec, write_sigmastar_dump
-from precision_shell.render.output import Renderer, make_console
 from precision_shell.report.data import gather_report
 from precision_shell.shell.dispatcher import Dispatcher
-from tests.commands.shell_fixture import open_shell, run_fail, run_ok
+from tests.commands.shell_fixture import open_shell, rendered, run_fail, run_ok
 from tests.foreign.fixtures import (
     OPS,
     PLANTED,
@@ -62,14 +61,6 @@ def _check_metrics(row: object, left: np.ndarray, right: np.ndarray) -> None:
         assert math.isclose(got, value, rel_tol=1e-12, abs_tol=1e-15), (column, got, value)
 
 
-def _printed(result: object) -> str:
-    import io
-
-    buffer = io.StringIO()
-    Renderer(make_console(False, file=buffer, width=160), make_console(False)).result(result)
-    return buffer.getvalue()
-
-
 def test_vc_megengine_rows_hold_the_metrics(shell: Dispatcher, meg_pair, tmp_path: Path) -> None:
     a, b, bad, good = meg_pair
     result = run_ok(shell, f"vc -lt {a} -rt {b}")
@@ -89,7 +80,7 @@ def test_vc_megengine_rows_hold_the_metrics(shell: Dispatcher, meg_pair, tmp_pat
     # the bound of a var a text dump printed in part is judged by the same limit
     assert summary["thresholds"] == {REL: 1e-3, AT_LEAST: 1e-3}
     assert "diagnosis" not in summary
-    text = _printed(result)
+    text = rendered(result, 160)
     assert "MegEngine compare" in text and PLANTED in text
 
 
@@ -104,7 +95,7 @@ def test_ac_megengine_names_the_planted_op(shell: Dispatcher, meg_pair, tmp_path
     cause = summary["diagnosis"]["root_causes"][0]
     assert cause["op"] == PLANTED and cause["evidence"] == "estimate"
     assert [i["status"] for i in cause["measures"]["inputs"]] == ["pass", "pass"]
-    assert "root causes" in _printed(result)
+    assert "root causes" in rendered(result, 160)
 
 
 def test_runs_numbered_differently_pair_by_op_and_slot(shell: Dispatcher, tmp_path: Path) -> None:
@@ -215,13 +206,14 @@ def test_vcs_reads_the_foreign_csv(shell: Dispatcher, meg_pair) -> None:
     plain = run_ok(shell, f"vcs -f {result.csv_path}")
     assert plain.rule.to_json() == result.summary.rule.to_json()
     assert (
-        PLANTED in _printed(plain) and plain.failing_total == result.summary.primary.failing_outputs
+        PLANTED in rendered(plain, 160)
+        and plain.failing_total == result.summary.primary.failing_outputs
     )
     # a column of the file by its own name is a --metric too; -c adds a cosine limit
     loose = run_ok(shell, f"vcs -f {result.csv_path} --metric MegEngineRelativeError:1e9")
     assert loose.failing_total == 0
     summary = run_ok(shell, f"vcs -f {result.csv_path} -c 0.99999")
-    text = _printed(summary)
+    text = rendered(summary, 160)
     assert PLANTED in text and "reduce1" not in text.split(PLANTED, 1)[0]
 
 
@@ -289,7 +281,7 @@ def test_max_err_moves_megengines_limit_and_every_reader_judges_by_it(
         assert summary["failing_outputs"] == len(failing)
         assert {f["op"] for f in summary["failing"]} == failing
         assert {r.op_name for r in result.failing} == failing
-        assert f"{REL} > {limit}" in _printed(result)
+        assert f"{REL} > {limit}" in rendered(result, 160)
         # vcs and the report read the recorded rule back
         vcs = run_ok(shell, f"vcs -f {out}")
         assert vcs.rule.to_json() == summary["thresholds"] and vcs.failing_total == len(failing)

@@ -31,7 +31,7 @@ from precision_shell.formats.sigmastar_dump import dequantize
 from precision_shell.settings import Settings
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.dispatcher import Dispatcher
-from tests.commands.shell_fixture import run_fail, run_ok
+from tests.commands.shell_fixture import rendered, run_fail, run_ok
 from tests.foreign.fixtures import (
     OPS,
     PLANTED,
@@ -276,23 +276,13 @@ def _pt_text(path: Path) -> tuple[dict[str, str], np.ndarray]:
     return header, np.loadtxt(path, dtype=np.float64, comments="#", ndmin=1)
 
 
-def _rendered(result: object) -> str:
-    import io
-
-    from precision_shell.render.output import Renderer, make_console
-
-    out = io.StringIO()
-    Renderer(make_console(False, file=out, width=400), make_console(False)).result(result)
-    return out.getvalue()
-
-
 def test_pt_saves_each_runs_values_as_text_beside_the_pairs_results(meg_dir) -> None:
     meg, bad, good = meg_dir
     before = _listing(meg / "runA"), _listing(meg / "runB")
     shell = _shell(meg)
     result = run_ok(shell, "pt mul1:0")
     assert [i.run for i in result.items] == ["runA", "runB"]
-    text = _rendered(result)
+    text = rendered(result, 400)
     out_dir = meg.resolve() / "precision_data" / "temp" / "pt"
     for item, want in zip(result.items, (bad[8], good[8]), strict=True):
         path = Path(item.text_file)
@@ -336,7 +326,7 @@ def test_pt_of_a_single_dump_file_saves_where_its_vc_writes(sigma_dir) -> None:
     want = dequantize(fixed[SIGMA_BAD], SCALE, ZERO)
     np.testing.assert_array_equal(values.astype(np.float32), want.reshape(-1))
     assert header["tensor"] == SIGMA_BAD and "SGS_S8" in header["stored as"]
-    assert f"saved {path}" in _rendered(run_ok(shell, f"pt {SIGMA_BAD}"))
+    assert f"saved {path}" in rendered(run_ok(shell, f"pt {SIGMA_BAD}"), 400)
     vc = run_ok(shell, f"vc -rt {sigma / FLOAT}")
     temp = sigma.resolve() / "precision_data" / "temp"
     assert path.parent == temp / "pt" and vc.csv_path.parent.parent == temp / "vector_compare"

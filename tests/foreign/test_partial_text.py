@@ -4,7 +4,6 @@ never passed."""
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from pathlib import Path
@@ -19,11 +18,10 @@ from precision_shell.foreign.explore import ForeignTensorCompare
 from precision_shell.foreign.metrics import partial_compare, print_error
 from precision_shell.foreign.run import ForeignCompareResult, run_foreign_compare
 from precision_shell.formats.megengine_dump import TextSpec, write_io_dump_text
-from precision_shell.render.output import Renderer, make_console
 from precision_shell.settings import Settings
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.dispatcher import Dispatcher
-from tests.commands.shell_fixture import open_shell, run_ok
+from tests.commands.shell_fixture import open_shell, rendered, run_ok
 from tests.foreign.fixtures import (
     TEXT_SAME,
     TEXT_SHIFT,
@@ -58,12 +56,6 @@ def pair(tmp_path: Path) -> tuple[Path, Path, dict]:
 
 def _rows(result: ForeignCompareResult) -> dict[str, object]:
     return {r.op_name: r for r in read_result_csv(result.csv_path).rows}
-
-
-def _printed(result: object) -> str:
-    buffer = io.StringIO()
-    Renderer(make_console(False, file=buffer, width=200), make_console(False)).result(result)
-    return buffer.getvalue()
 
 
 def test_the_text_prints_part_of_the_values(pair) -> None:
@@ -114,7 +106,7 @@ def test_vc_judges_partial_vars_on_what_both_printed(pair, tmp_path: Path) -> No
     assert {r.op_name for r in result.failing} == set(HAND)
     summary = json.loads(result.summary_path.read_text())
     assert summary["failing_outputs"] == 3 and summary["compared"] == 4
-    text = _printed(result)
+    text = rendered(result, 200)
     assert "(partial)" in text and ">= 0.9582" in text
 
 
