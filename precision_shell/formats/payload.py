@@ -9,6 +9,7 @@ a larger one is memory-mapped, so a tensor of many GB never needs as much RAM.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Literal
 
@@ -30,7 +31,7 @@ def read_payload(
 ) -> np.ndarray:
     """`shape` values of `dtype` at byte `offset` of `path`, read-only. OSError (ShortRead
     when the file is shorter than that) or ValueError from numpy's mapping."""
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize  # exact (np.prod: 40 ms of GIL per compare)
     if nbytes == 0:
         empty = np.zeros(shape, dtype=dtype, order=order)
         empty.flags.writeable = False

@@ -7,6 +7,7 @@ Nothing raises out of it: a bad file or tensor becomes a row with a CompareFailR
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections import OrderedDict
@@ -64,8 +65,14 @@ def _device_dtype(meta: TensorMeta) -> str:
     return "DT_" + dtype_name(meta.dtype)
 
 
+@functools.lru_cache(maxsize=64)
+def _dtype_text(dtype: np.dtype) -> str:
+    name = str(dtype)  # str() of a dtype is slow: once per dtype, not per tensor
+    return _NUMPY_DT.get(name, name)
+
+
 def _numpy_dt(array: np.ndarray) -> str:
-    return _NUMPY_DT.get(str(array.dtype), str(array.dtype))
+    return _dtype_text(array.dtype)
 
 
 def _shape_text(shape: tuple[int, ...]) -> str:
