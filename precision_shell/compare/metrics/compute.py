@@ -39,7 +39,6 @@ from precision_shell.compare.metrics.stream import (
     CHUNK,
     BlockSums,
     chunk_bounds,
-    fp16_overflow,
 )
 
 __all__ = [
@@ -71,7 +70,6 @@ class MetricRow:
     sqnr_db: float
     ratio_rel_err_below_0_001: float
     ratio_rel_err_below_0_005: float
-    fp16_overflow: bool | None  # None: the device tensor is not float16
     reasons: tuple[str, ...]  # msaccucmp-style CompareFailReason parts, in column order
     element_count: int
     not_computed: frozenset[str] = frozenset()  # column/extra names printed as `NaN`
@@ -85,7 +83,6 @@ class MetricRow:
             *(nan,) * 5,
             None,
             *(nan,) * 7,
-            fp16_overflow=None,
             reasons=(reason,),
             element_count=element_count,
             not_computed=frozenset(METRIC_COLUMNS + EXTRA_METRICS),
@@ -121,7 +118,7 @@ def compute_metrics(
             _bool_metrics(x, y, scalar, out)
         else:
             float32_metrics(x, y, scalar, out)
-    return _row(out, int(x.size), fp16_overflow(x))
+    return _row(out, int(x.size))
 
 
 def _wanted(algorithms: Collection[str] | None) -> frozenset[str]:
@@ -179,7 +176,7 @@ def _bool_cosine_sum(
     return total.total()
 
 
-def _row(out: MetricValues, count: int, fp16_overflow: bool | None) -> MetricRow:
+def _row(out: MetricValues, count: int) -> MetricRow:
     def value(name: str, missing: object = math.nan) -> object:
         return missing if name in out.not_computed else out.values.get(name, missing)
 
@@ -204,7 +201,6 @@ def _row(out: MetricValues, count: int, fp16_overflow: bool | None) -> MetricRow
         sqnr_db=number(SQNR),
         ratio_rel_err_below_0_001=below_0_001,
         ratio_rel_err_below_0_005=below_0_005,
-        fp16_overflow=fp16_overflow,
         reasons=out.reasons(),
         element_count=count,
         not_computed=frozenset(out.not_computed),

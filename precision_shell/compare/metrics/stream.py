@@ -189,20 +189,3 @@ def lookup_table(dtype: np.dtype) -> np.ndarray | None:
         return None
     table.flags.writeable = False  # shared by every thread
     return table
-
-
-def fp16_overflow(x: np.ndarray) -> bool | None:
-    """msaccucmp's `np.absolute(data).max() >= 65504`, on the float16 bit patterns.
-
-    Any NaN makes that max NaN, so a tensor holding a NaN is "NO" even beside an inf.
-    """
-    if x.dtype != np.float16:
-        return None
-    if x.size == 0:
-        return False
-    # The largest |x| bit pattern (0x7BFF is 65504, 0x7C00 inf, above that NaN), from two plain
-    # maxima: over int16, positive patterns win; over uint16, negative ones (sign bit set) do.
-    top_positive = int(x.view(np.int16).max())
-    top_negative = int(x.view(np.uint16).max()) - 0x8000
-    top = max(top_positive, top_negative)
-    return 0x7BFF <= top <= 0x7C00
