@@ -169,27 +169,24 @@ class CompiledPasses:
     def kl_sum(
         self, kl_shape: _KlShape, px_total: np.floating, qy_total: np.floating
     ) -> np.floating:
-        """sum p * log(p / q): p and p / q in C, numpy's log, the products summed in C."""
+        """sum p * log(p / q): p and p / q in C, numpy's log, the products summed in C. p and
+        p / q are made in place of the px and qy the second pass kept, else from the data."""
         totals = (float(px_total), float(qy_total))
-        if self._kl_kept is not None:  # p and p / q in place of the kept px and qy
-            px, qy = self._kl_kept
-            self._kl_kept = None
-            running = -0.0
-            for start, stop in chunk_bounds(self.n):
-                pm, rm = px[start:stop], qy[start:stop]
-                self._c.kl_ratio_kept(pm, rm, *totals)
-                np.log(rm, out=rm)
-                running = self._c.kl_terms(pm, rm, running)
-            return np.float32(running) + np.float32(0)
-        (x_low, x_span), (y_low, y_span) = kl_shape
-        size = min(CHUNK, self.n)
-        scratch = thread_scratch()  # the numpy path's reused buffers: no fresh pages per call
-        p, r = scratch.get("a", size, np.float32), scratch.get("b", size, np.float32)
+        kept, self._kl_kept = self._kl_kept, None
+        if kept is None:
+            (x_low, x_span), (y_low, y_span) = kl_shape
+            shape = (float(x_low), float(x_span), float(y_low), float(y_span), float(KL_FLOOR))
+            size = min(CHUNK, self.n)
+            scratch = thread_scratch()  # the numpy path's reused buffers: no fresh pages
+            p, r = scratch.get("a", size, np.float32), scratch.get("b", size, np.float32)
         running = -0.0  # -0 + s == s: the first block sum stays as it is
-        shape = (float(x_low), float(x_span), float(y_low), float(y_span), float(KL_FLOOR))
         for start, stop in chunk_bounds(self.n):
-            pm, rm = p[: stop - start], r[: stop - start]
-            self._c.kl_ratio(*self._args, start, *shape, *totals, pm, rm)
+            if kept is not None:
+                pm, rm = kept[0][start:stop], kept[1][start:stop]
+                self._c.kl_ratio_kept(pm, rm, *totals)
+            else:
+                pm, rm = p[: stop - start], r[: stop - start]
+                self._c.kl_ratio(*self._args, start, *shape, *totals, pm, rm)
             np.log(rm, out=rm)
             running = self._c.kl_terms(pm, rm, running)
         return np.float32(running) + np.float32(0)
