@@ -233,9 +233,8 @@ class _MetricMemo:
     An op's input is usually its producer's output dumped a second time, compared against the
     same benchmark file; measuring it again would cost as much as the first time. Entries
     keep the device values (the array itself when it is read-only, as the readers and `_align`
-    return it: no copy per tensor; a copy otherwise) and a hit needs them to be equal element
-    for element (a memcmp: far cheaper than the metrics, and cheaper than hashing). Bounded in
-    bytes.
+    return it: no copy per tensor; a copy otherwise) and a hit needs the same bytes (`_equal`:
+    a memcmp, far cheaper than the metrics, and cheaper than hashing). Bounded in bytes.
     The memo outlives one `vc`, and a benchmark file is rewritten under the same name
     (`tf_run --overwrite`), so the file is keyed by its identity (size, mtime, ctime, inode),
     not by its path.
