@@ -71,10 +71,8 @@ def encoded_points(data: ReportData) -> dict[str, str]:
         + has_second * HAS_SECOND
     ).astype(np.uint8)
     line = data.columns.line[pts.rows] if data.columns is not None else np.zeros(len(pts))
-    if data.error_panel is None:
-        key, values = "sqnr", np.where(np.isposinf(second), _TOP, second)
-    else:
-        key, values = "error", second
+    key = second_panel(data.cosine_threshold, data.error_panel).data_panel  # "sqnr" / "error"
+    values = np.where(np.isposinf(second), _TOP, second) if data.error_panel is None else second
     return {
         "x": _b64(pts.x, "<f4"),
         "cos": _b64(pts.cosine, "<f4"),
@@ -131,7 +129,7 @@ def big_plot(data: ReportData) -> str:
         # the second panel: its array, its name in the hover text, the unit after its value,
         # whether the array holds log10 of the values
         "second": {
-            "key": "sqnr" if panel is None else "error",
+            "key": second.data_panel,  # the array encoded_points names so
             "label": second.name,
             "unit": " dB" if panel is None else "",
             "log": panel is not None and panel.log,
