@@ -36,6 +36,7 @@ from typing import Protocol
 
 from precision_shell.compare.metrics import compiled
 from precision_shell.compare.pipeline.plan import FileTask
+from precision_shell.compare.pipeline.readahead import READAHEAD_BYTES, Readahead
 from precision_shell.compare.pipeline.worker import CompareOptions, FileResult, compare_file
 
 ProgressCallback = Callable[[FileResult], None]
@@ -162,11 +163,13 @@ def run_tasks(
     work: Callable[[FileTask, CompareOptions], FileResult] = compare_file,
     backend: str = "threads",
     pool: SharedPool | None = None,
+    readahead: int = READAHEAD_BYTES,
 ) -> Iterator[FileResult]:
     """Yield one FileResult per task, in task order, computing up to `workers` batches at a time.
 
     With a `pool`, its executor runs the batches (backend and workers are ignored) and stays
-    open; when the pool loses its workers the run ends early with the results in order so far."""
+    open; when the pool loses its workers the run ends early with the results in order so far.
+    Without one, the files of the next tasks are read ahead, up to `readahead` bytes (0: not)."""
     workers = max(1, pool.worker_count()) if pool is not None else default_workers(workers)
     cancel = cancel or threading.Event()
     size = batch_size(len(tasks), workers)
@@ -179,6 +182,7 @@ def run_tasks(
         executor = (
             pool.executor if pool is not None else owned.enter_context(_make_pool(backend, workers))
         )
+        ahead = owned.enter_context(Readahead(tasks, readahead if pool is None else 0))
         try:
             while next_yield < len(tasks):
                 while (
@@ -210,6 +214,7 @@ def run_tasks(
                 while next_yield in done:
                     yield done.pop(next_yield)
                     next_yield += 1
+                ahead.consumed(next_yield + len(done))
         except BaseException:
             cancel.set()
             _cancel(pending)

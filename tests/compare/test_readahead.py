@@ -1,0 +1,154 @@
+"""Readahead: which files it advises, in what order, and how far ahead of the workers."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from precision_shell.compare.pipeline import readahead
+from precision_shell.compare.pipeline.engine import run_tasks
+from precision_shell.compare.pipeline.plan import FileTask, MappingRow
+from precision_shell.compare.pipeline.readahead import Readahead, advise_willneed, task_files
+from precision_shell.compare.pipeline.worker import CompareOptions, FileResult
+
+
+def _task(seq: int, device: str, *benchmarks: str | None) -> FileTask:
+    rows = tuple(MappingRow("x", b) for b in benchmarks)
+    return FileTask(seq, seq, f"op{seq}", "Add", device, rows, ())
+
+
+def test_task_files_are_the_dump_then_each_benchmark_once() -> None:
+    task = FileTask(
+        0,
+        0,
+        "op",
+        "Add",
+        "/d/op.dump",
+        (MappingRow("a", "/b/a.npy"), MappingRow("*", None), MappingRow("a", "/b/a.npy")),
+        (MappingRow("c", "/b/c.npy"),),
+    )
+    assert task_files(task) == ["/d/op.dump", "/b/a.npy", "/b/c.npy"]
+
+
+def test_advise_willneed_advises_a_regular_file_up_to_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[int, int, int]] = []
+    monkeypatch.setattr(
+        readahead, "_ADVISE", lambda fd, off, n, advice: calls.append((off, n, advice))
+    )
+    path = tmp_path / "t.npy"
+    path.write_bytes(b"x" * 5000)
+    assert advise_willneed(str(path), 4096) == 5000
+    assert calls == [(0, 4096, os.POSIX_FADV_WILLNEED)]
+
+
+def test_advise_willneed_skips_what_is_not_a_readable_regular_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(readahead, "_ADVISE", lambda fd, off, n, advice: calls.append(n))
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)  # opening it for reading would wait for a writer: it must not
+    assert advise_willneed(str(fifo), 100) == 0
+    assert advise_willneed(str(tmp_path), 100) == 0
+    assert advise_willneed(str(tmp_path / "missing.npy"), 100) == 0
+    assert calls == []
+
+
+def test_advise_willneed_really_advises(tmp_path: Path) -> None:
+    path = tmp_path / "t.bin"
+    path.write_bytes(b"y" * 10000)
+    assert advise_willneed(str(path), 2**20) == (10000 if hasattr(os, "posix_fadvise") else 0)
+
+
+def _spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the advised paths instead of advising; every file counts 1000 bytes."""
+    seen: list[str] = []
+
+    def advise(path: str, limit: int) -> int:
+        seen.append(path)
+        return 1000
+
+    monkeypatch.setattr(readahead, "_ADVISE", object())  # as on a system that has it
+    monkeypatch.setattr(readahead, "advise_willneed", advise)
+    return seen
+
+
+def _settled(seen: list[str], count: int) -> list[str]:
+    deadline = time.monotonic() + 10
+    while len(seen) < count and time.monotonic() < deadline:
+        time.sleep(0.005)
+    time.sleep(0.05)  # and no further
+    return list(seen)
+
+
+def test_readahead_stays_within_its_budget_of_the_tasks_not_done(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen = _spy(monkeypatch)
+    tasks = [_task(i, f"/d/{i}.dump") for i in range(10)]  # 1000 bytes each (the spy)
+    with Readahead(tasks, budget=2500) as ahead:
+        # a task is advised while less than the budget is ahead: 3 tasks, 3000 bytes
+        assert _settled(seen, 3) == ["/d/0.dump", "/d/1.dump", "/d/2.dump"]
+        assert ahead.ahead() == 3000
+        ahead.consumed(2)
+        assert _settled(seen, 5) == [f"/d/{i}.dump" for i in range(5)]
+        assert ahead.ahead() == 3000
+        ahead.consumed(10)
+        assert _settled(seen, 5) == [f"/d/{i}.dump" for i in range(5)]  # all done: no reads
+    assert ahead.ahead() <= 0
+
+
+def test_readahead_close_stops_a_waiting_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _spy(monkeypatch)
+    tasks = [_task(i, f"/d/{i}.dump") for i in range(100)]
+    ahead = Readahead(tasks, budget=1)
+    _settled(seen, 1)
+    ahead.close()
+    assert ahead._thread is not None and not ahead._thread.is_alive()
+    assert seen == ["/d/0.dump"]
+
+
+def test_no_budget_or_no_fadvise_starts_no_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    tasks = [_task(0, "/d/0.dump")]
+    assert Readahead(tasks, budget=0)._thread is None
+    monkeypatch.setattr(readahead, "_ADVISE", None)
+    assert Readahead(tasks)._thread is None
+
+
+def _work(task: FileTask, options: CompareOptions) -> FileResult:
+    return FileResult(task.seq, [], 0)
+
+
+def test_run_tasks_reads_ahead_in_task_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = _spy(monkeypatch)
+    tasks = [_task(i, f"/d/{i}.dump", f"/b/{i}.npy") for i in range(20)]
+    results = list(run_tasks(tasks, CompareOptions(), workers=2, work=_work))
+    assert [r.seq for r in results] == list(range(20))
+    # each file at most once, dump before benchmark, tasks in order
+    assert len(seen) == len(set(seen))
+    order = [p for i in range(20) for p in (f"/d/{i}.dump", f"/b/{i}.npy")]
+    assert seen == order[: len(seen)]
+
+
+def test_run_tasks_reads_nothing_ahead_with_readahead_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _spy(monkeypatch)
+    tasks = [_task(i, f"/d/{i}.dump") for i in range(5)]
+    list(run_tasks(tasks, CompareOptions(), workers=1, work=_work, readahead=0))
+    assert seen == []
+
+
+def test_an_advised_file_reads_back_unchanged(tmp_path: Path) -> None:
+    """The advice changes when bytes arrive, never which."""
+    data = np.arange(50000, dtype=np.float32)
+    path = tmp_path / "a.npy"
+    np.save(path, data)
+    assert advise_willneed(str(path), 2**30) == path.stat().st_size
+    np.testing.assert_array_equal(np.load(path), data)
