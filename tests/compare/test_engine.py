@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import multiprocessing
 import os
 import random
 import threading
@@ -195,10 +196,29 @@ def test_process_backend_gives_the_same_rows_as_threads(tiny_demo):
     ]
 
 
+def test_process_workers_fork_from_a_server_that_preloaded_the_worker(tiny_demo):
+    """The forkserver imports the compare's modules once: a later pool's workers start
+    without importing numpy and ours each (then `auto` picks processes from less data)."""
+    from multiprocessing import forkserver
+
+    from precision_shell.compare.pipeline import engine
+
+    root, _ = tiny_demo
+    ws = Workspace.open(root)
+    run = ws.run()
+    plan = benchmark_plan(ws, run, run.dump_graph())
+    list(run_tasks(plan.tasks[:2], CompareOptions(), 2, backend="processes"))
+    assert engine.processes_warm()
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        # what the server was started with (multiprocessing keeps no public accessor)
+        assert forkserver._forkserver._preload_modules == engine._PRELOAD
+
+
 def test_auto_backend_picks_processes_only_for_big_workspaces():
     from precision_shell.compare.pipeline.engine import (
         PROCESS_MIN_BYTES,
         PROCESS_MIN_BYTES_COMPILED,
+        PROCESS_MIN_BYTES_WARM,
         choose_backend,
     )
 
@@ -206,8 +226,15 @@ def test_auto_backend_picks_processes_only_for_big_workspaces():
     assert choose_backend("auto", 2, PROCESS_MIN_BYTES - 1, compiled_metrics=False) == "threads"
     # the compiled metrics hold no GIL while they run: threads stay ahead for longer
     big = PROCESS_MIN_BYTES_COMPILED
-    assert choose_backend("auto", 2, big - 1, compiled_metrics=True) == "threads"
-    assert choose_backend("auto", 2, big, compiled_metrics=True) == "processes"
+    assert choose_backend("auto", 2, big - 1, compiled_metrics=True, warm=False) == "threads"
+    assert choose_backend("auto", 2, big, compiled_metrics=True, warm=False) == "processes"
+    # once the preloaded forkserver runs, a pool costs ~20 ms: processes from less data
+    mid = PROCESS_MIN_BYTES_WARM
+    assert mid < big
+    assert choose_backend("auto", 2, mid, compiled_metrics=True, warm=True) == "processes"
+    assert choose_backend("auto", 2, mid - 1, compiled_metrics=True, warm=True) == "threads"
+    assert choose_backend("auto", 2, mid, compiled_metrics=True, warm=False) == "threads"
+    assert choose_backend("auto", 1, big, compiled_metrics=True, warm=True) == "threads"
     assert choose_backend("auto", 1, 10 * PROCESS_MIN_BYTES) == "threads"
     assert choose_backend("threads", 8, 10 * PROCESS_MIN_BYTES) == "threads"
     with pytest.raises(ValueError, match="unknown backend"):
