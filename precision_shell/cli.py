@@ -136,12 +136,14 @@ def _foreign_root(path: Path | str) -> tuple[Path | None, Path | None]:
 
 
 def _interactive(ctx: ShellContext, dispatcher: Dispatcher, renderer: Renderer) -> int:
+    from precision_shell.compare.pipeline.engine import warm_processes
     from precision_shell.render.progress import live_progress_factory
     from precision_shell.shell.completer import ShellCompleter
     from precision_shell.shell.names import NameSources
     from precision_shell.shell.repl import make_session, run_repl
 
     ctx.progress_factory = live_progress_factory(renderer.out)  # live bars only at the prompt
+    warm_processes()  # the compare's process workers start warm for the whole session
     show_banner(ctx, renderer)
     names = NameSources(ctx)
     completer = ShellCompleter(op_names=names.ops, tensor_names=names.tensors)

@@ -6,12 +6,17 @@ prompt_toolkit redraws with cursor moves, so screen text is compared with escape
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
+
+from tests.process_tree import alive, descendants
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -91,6 +96,36 @@ def test_tab_completion_node_info_bad_flag_and_exit(shell):
     assert child.exitstatus == 0 and child.signalstatus is None
     history = home / "xdg_state_home" / "precision_shell" / "history"
     assert "ni softmax/Softmax" in history.read_text()
+
+
+def _forkservers(pid: int) -> list[int]:
+    found = []
+    for below in descendants(pid):
+        with contextlib.suppress(OSError):
+            if b"forkserver" in Path(f"/proc/{below}/cmdline").read_bytes():
+                found.append(below)
+    return found
+
+
+@pytest.mark.skipif(
+    (os.cpu_count() or 1) < 2 or not Path("/proc/self/stat").exists(),
+    reason="processes are never picked on one core; /proc is Linux's",
+)
+def test_the_shell_starts_its_compare_workers_server_and_it_ends_with_the_shell(shell):
+    """At start the shell runs the preloaded forkserver (a `vc` on processes then starts in
+    ms); killed, even by SIGKILL, it leaves no process behind."""
+    child, _ = shell
+    child.expect_exact(PROMPT, timeout=START_TIMEOUT)
+    deadline = time.monotonic() + START_TIMEOUT
+    while not _forkservers(child.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _forkservers(child.pid), "no forkserver below the interactive shell"
+    below = descendants(child.pid)
+    child.kill(signal.SIGKILL)
+    deadline = time.monotonic() + STEP_TIMEOUT
+    while any(alive(p, start) for p, start in below.items()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [p for p, start in below.items() if alive(p, start)] == []
 
 
 def test_a_dir_without_precision_data_gets_one_hint_then_plain_errors(tmp_path):

@@ -239,3 +239,15 @@ def test_auto_backend_picks_processes_only_for_big_workspaces():
     assert choose_backend("threads", 8, 10 * PROCESS_MIN_BYTES) == "threads"
     with pytest.raises(ValueError, match="unknown backend"):
         choose_backend("gpu", 2, 0)
+
+
+def test_warm_processes_does_nothing_on_one_core(monkeypatch):
+    from precision_shell.compare.pipeline import engine
+
+    monkeypatch.setattr(engine, "_warm", False)
+    monkeypatch.setattr(engine, "default_workers", lambda configured=0: 1)
+    engine.warm_processes()
+    assert not engine.processes_warm()
+    monkeypatch.setattr(engine, "default_workers", lambda configured=0: 2)
+    engine.warm_processes()
+    assert engine.processes_warm() == ("forkserver" in multiprocessing.get_all_start_methods())

@@ -22,6 +22,7 @@ import pytest
 
 from precision_shell.compare.pipeline.plan import FileTask
 from precision_shell.compare.pipeline.worker import CompareOptions, FileResult, compare_file
+from tests.process_tree import alive, descendants
 
 _REPO = Path(__file__).resolve().parents[2]
 _LIVENESS_S = 30.0
@@ -50,41 +51,6 @@ def stuck_after_two(task: FileTask, options: CompareOptions) -> FileResult:
     print(f"busy {os.getpid()}", flush=True)
     time.sleep(3600)
     return compare_file(task, options)
-
-
-def _stat(pid: int) -> tuple[int, str, int] | None:
-    """(ppid, state, start time) of a live process; None when it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2 :].split()
-    return int(fields[1]), fields[0], int(fields[19])
-
-
-def _descendants(root: int) -> dict[int, int]:
-    """pid -> start time of every process below `root`."""
-    children: dict[int, list[int]] = {}
-    starts: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            st = _stat(int(entry))
-            if st is not None:
-                children.setdefault(st[0], []).append(int(entry))
-                starts[int(entry)] = st[2]
-    found: dict[int, int] = {}
-    todo = [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found[child] = starts[child]
-            todo.append(child)
-    return found
-
-
-def _alive(pid: int, start: int) -> bool:
-    st = _stat(pid)
-    # a zombie has ended; whether its new parent reaps it is not ours to decide
-    return st is not None and st[2] == start and st[1] != "Z"
 
 
 def _start(root: Path) -> tuple[subprocess.Popen, queue.Queue]:
@@ -145,7 +111,7 @@ def _reaches_eof(lines: queue.Queue) -> bool:
 def _survivors(procs: dict[int, int]) -> list[int]:
     deadline = time.monotonic() + _LIVENESS_S
     while time.monotonic() < deadline:
-        left = [pid for pid, start in procs.items() if _alive(pid, start)]
+        left = [pid for pid, start in procs.items() if alive(pid, start)]
         if not left:
             return []
         time.sleep(0.2)
@@ -169,7 +135,7 @@ def test_a_killed_compare_leaves_no_process_and_closes_stdout(tiny_demo, sig):
 def _kill_and_check(proc: subprocess.Popen, lines: queue.Queue, sig: int) -> None:
     seen = _wait_for_busy_workers(proc, lines)
     assert seen[0].startswith("tasks ") and int(seen[0].split()[1]) > 4
-    below = _descendants(proc.pid)
+    below = descendants(proc.pid)
     busy = _busy_pids(seen)
     # the forkserver, both workers, and the resource tracker
     assert busy <= set(below) and len(below) >= 3
