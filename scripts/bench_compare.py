@@ -125,6 +125,7 @@ def phase_vc(workspace: Path, jobs: int, backend: str = "auto", again: bool = Fa
     if not outcome.ok:
         raise SystemExit(f"vc failed: {outcome.error}")
     run = outcome.result.primary
+    shutil.rmtree(outcome.result.out_dir, ignore_errors=True)  # runs must not pile up
     return {
         "seconds": elapsed,
         "compare_seconds": run.elapsed,
@@ -132,7 +133,6 @@ def phase_vc(workspace: Path, jobs: int, backend: str = "auto", again: bool = Fa
         "compared": run.tally.compared,
         "mb": run.bytes_read / 1e6,
         "peak_rss_mb": _peak_rss_mb(),
-        "csv": str(run.csv_path),
     }
 
 
@@ -150,6 +150,7 @@ def phase_ranks(workspace: Path, jobs: int) -> dict:
     if not outcome.ok:
         raise SystemExit(f"vc --rank all failed: {outcome.error}")
     runs = [outcome.result.primary, *(run for _, run in outcome.result.slices)]
+    shutil.rmtree(outcome.result.out_dir, ignore_errors=True)
     return {
         "seconds": elapsed,
         "compare_seconds": sum(r.elapsed for r in runs),

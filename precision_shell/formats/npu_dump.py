@@ -302,14 +302,15 @@ def read_dump_header(path: str | Path) -> DumpHeader:
     return _inline_header(path_text, message, file_size)
 
 
-def read_tensor(header: DumpHeader, kind: str, index: int) -> np.ndarray:
-    """The values of one tensor in its device layout, shaped by the header's `shape`.
+def check_tensor(header: DumpHeader, kind: str, index: int) -> None:
+    """What `read_tensor` checks before it reads (a dtype we decode, a shape and a payload size
+    that agree: FormatError naming the file and the tensor otherwise), for a caller that needs
+    no values: the header reader has already checked that the payload lies inside the file."""
+    _readable(header, kind, index)
 
-    Byte-aligned types are a read-only array of the file's bytes (`payload.read_payload`: read
-    when small, memory-mapped when large) or a view of the inline bytes; UINT1 / INT4 are
-    unpacked into a new array. An empty shape gives a
-    1-D array of size / itemsize values.
-    """
+
+def _readable(header: DumpHeader, kind: str, index: int) -> tuple[TensorMeta, np.dtype, int]:
+    """(meta, value dtype, element count) of a tensor `read_tensor` can read."""
     meta = header.tensor(kind, index)
     try:
         dtype = value_dtype(meta.dtype)
@@ -321,7 +322,6 @@ def read_tensor(header: DumpHeader, kind: str, index: int) -> np.ndarray:
     if problem is not None:
         raise FormatError(header.path, f"{meta.label}: {problem}")
     packed = bits_per_value(meta.dtype) < 8
-    shape = meta.shape if meta.shape else (count,)
     # Bit-packed payloads may be padded past their last value; whole items may not.
     if meta.size != needed and not (packed and meta.size > needed):
         if meta.shape:
@@ -335,6 +335,20 @@ def read_tensor(header: DumpHeader, kind: str, index: int) -> np.ndarray:
                 f"of {dtype.itemsize}-byte {meta.dtype_name} values"
             )
         raise FormatError(header.path, f"{meta.label}: {problem}")
+    return meta, dtype, count
+
+
+def read_tensor(header: DumpHeader, kind: str, index: int) -> np.ndarray:
+    """The values of one tensor in its device layout, shaped by the header's `shape`.
+
+    Byte-aligned types are a read-only array of the file's bytes (`payload.read_payload`: read
+    when small, memory-mapped when large) or a view of the inline bytes; UINT1 / INT4 are
+    unpacked into a new array. An empty shape gives a
+    1-D array of size / itemsize values.
+    """
+    meta, dtype, count = _readable(header, kind, index)
+    packed = bits_per_value(meta.dtype) < 8
+    shape = meta.shape if meta.shape else (count,)
     if meta.offset < 0:
         raw = np.frombuffer(header._inline_payloads[(kind, index)], dtype=np.uint8)
         return decode_values(raw, meta.dtype, count).reshape(shape)

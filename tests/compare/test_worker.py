@@ -255,3 +255,57 @@ def test_metric_memo_matches_bytes_nan_included_and_tells_zeros_apart():
     positive = memo.compute(zeros, ref, mapping, None)
     negative = memo.compute(-zeros, ref, mapping, None)  # -0 == +0, but not the same bytes
     assert negative is not positive
+
+
+def _retype_input(dump, index: int, code: int) -> None:
+    from precision_shell.formats.npu_dump_writer import LENGTH_PREFIX, dump_proto
+
+    raw = dump.read_bytes()
+    (length,) = LENGTH_PREFIX.unpack_from(raw)
+    start = LENGTH_PREFIX.size
+    message = dump_proto.DumpData()
+    message.ParseFromString(raw[start : start + length])
+    message.input[index].data_type = code
+    header = message.SerializeToString()
+    dump.write_bytes(LENGTH_PREFIX.pack(len(header)) + header + raw[start + length :])
+
+
+def test_a_tensor_without_benchmark_is_not_read_unless_its_overflow_is_asked(tmp_path, monkeypatch):
+    """A weight (no benchmark) needs no values: its row is the same without reading it, and
+    a tensor that could not be decoded still says why."""
+    from precision_shell.compare.pipeline import worker
+    from precision_shell.formats.dtypes import DumpDataType
+
+    weight = np.array([1.0, np.inf], np.float16)  # an overflow
+    x = np.linspace(-1, 1, 6, dtype=np.float32)
+    dump = tmp_path / "Relu.net_relu.1.1.1700000000000000"
+    odd = TensorSpec(np.zeros(4, np.uint8))
+    write_dump(dump, "net/relu", inputs=[TensorSpec(weight), odd], outputs=[TensorSpec(x)])
+    _retype_input(dump, 1, DumpDataType.QINT8)  # a type we cannot decode (nor write)
+    benchmark = write_benchmark(tmp_path, "relu:0", x, TS)
+    none = MappingRow("*", None, reason="constant input: no benchmark")
+    task = _task(dump, [_benchmark_row(benchmark, x.shape, "ND")], inputs=[none, none])
+    reads: list[str] = []
+    real = worker.read_tensor
+
+    def counted(header, kind, index):
+        reads.append(f"{kind}:{index}")
+        return real(header, kind, index)
+
+    monkeypatch.setattr(worker, "read_tensor", counted)
+    rows = compare_file(task, CompareOptions()).rows
+    assert reads == ["output:0"]
+    assert [(r.reason, r.shape, r.device_dtype, r.overflow) for r in rows[:2]] == [
+        ("constant input: no benchmark", "[2]", "DT_FLOAT16", "NaN"),
+        (
+            f"{dump}: input 1: data type QINT8: no numpy type is known for it",
+            "[4]",
+            "DT_QINT8",
+            "NaN",
+        ),
+    ]
+    assert rows[2].metrics["CosineSimilarity"] == pytest.approx(1.0, abs=1e-6)
+    reads.clear()
+    rows = compare_file(task, CompareOptions(overflow=True)).rows
+    assert reads == ["input:0", "input:1", "output:0"]
+    assert rows[0].overflow == "YES" and rows[0].reason == "constant input: no benchmark"

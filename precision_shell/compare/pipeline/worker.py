@@ -25,7 +25,13 @@ from precision_shell.formats.benchmark import load_benchmark
 from precision_shell.formats.benchmark_layout import to_benchmark_layout
 from precision_shell.formats.dtypes import dtype_name
 from precision_shell.formats.layouts import LayoutError, format_name, is_plain_format
-from precision_shell.formats.npu_dump import DumpHeader, TensorMeta, read_dump_header, read_tensor
+from precision_shell.formats.npu_dump import (
+    DumpHeader,
+    TensorMeta,
+    check_tensor,
+    read_dump_header,
+    read_tensor,
+)
 
 # numpy dtype -> the DT_* name msaccucmp prints for ground-truth tensors
 _NUMPY_DT = {
@@ -320,6 +326,14 @@ def _compare_tensor(
         address=_address(meta),
         shape=_shape_text(meta.original_shape or meta.shape),
     )
+    if mapping.benchmark_path is None and not options.overflow:
+        # Nothing to compare and no overflow to flag (a weight, mostly): the row needs no
+        # values, so none are read; a tensor that could not be read still says why.
+        try:
+            check_tensor(header, meta.kind, meta.index)
+        except PrecisionError as exc:
+            return _row(task, meta.kind, meta.index, mapping, reason=str(exc), **common)
+        return _row(task, meta.kind, meta.index, mapping, **common)
     try:
         raw = read_tensor(header, meta.kind, meta.index)
     except PrecisionError as exc:
