@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from precision_shell.compare.pipeline.process_start import runs_a_compare, warm_processes
 from precision_shell.errors import PrecisionError
 
 if TYPE_CHECKING:
@@ -104,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     except PrecisionError as exc:
         renderer.error(str(exc))
         return EXIT_USAGE
+    if lines is None or runs_a_compare(lines):
+        # the compare's worker server imports on another core while we import the commands
+        warm_processes()
 
     import precision_shell.commands  # noqa: F401  (registers every command)
     from precision_shell.shell.context import ShellContext
@@ -136,14 +140,12 @@ def _foreign_root(path: Path | str) -> tuple[Path | None, Path | None]:
 
 
 def _interactive(ctx: ShellContext, dispatcher: Dispatcher, renderer: Renderer) -> int:
-    from precision_shell.compare.pipeline.engine import warm_processes
     from precision_shell.render.progress import live_progress_factory
     from precision_shell.shell.completer import ShellCompleter
     from precision_shell.shell.names import NameSources
     from precision_shell.shell.repl import make_session, run_repl
 
     ctx.progress_factory = live_progress_factory(renderer.out)  # live bars only at the prompt
-    warm_processes()  # the compare's process workers start warm for the whole session
     show_banner(ctx, renderer)
     names = NameSources(ctx)
     completer = ShellCompleter(op_names=names.ops, tensor_names=names.tensors)

@@ -7,8 +7,8 @@ no input equals its producer's output and the metric memo cannot help):
   (a) the I/O floor: read and decode every device tensor the compare reads (layout
       conversion included) and load every benchmark file, with the same number of threads;
   (b) `vc` end to end (index from its cache, plan, compare, CSV + summary.json) on all cores,
-      with the threads backend (its peak RSS is the whole compare's), and in an interactive
-      shell (it starts the process workers' server at start);
+      as `-e "vc"` runs it (its process workers' server starts with the shell), and with the
+      threads backend (its peak RSS is the whole compare's);
   (c) `vc -j 1`: MB/s per core;
 then `vc --rank all` over 8 ranks (a twin whose rank dir is hard-linked as ranks 1-7, no extra
 disk) against one rank's MB/s; and (a), (b) on the distinct twin with its files dropped from
@@ -85,8 +85,10 @@ def phase_floor(workspace: Path, jobs: int) -> dict:
         header = read_dump_header(task.device_file)
         total = 0
         for meta in (*header.inputs, *header.outputs):
-            values = np.array(read_tensor(header, meta.kind, meta.index))
             mapping = task.mapping(meta.kind, meta.index)
+            if not mapping.benchmark_path:
+                continue  # vc reads no values it neither compares nor flags (no --overflow)
+            values = np.array(read_tensor(header, meta.kind, meta.index))
             with contextlib.suppress(ValueError):
                 values = np.ascontiguousarray(_to_benchmark_layout(values, meta, mapping))
             total += values.nbytes
@@ -104,20 +106,24 @@ def phase_floor(workspace: Path, jobs: int) -> dict:
     }
 
 
-def phase_vc(workspace: Path, jobs: int, backend: str = "auto", again: bool = False) -> dict:
-    """`vc` end to end in a new shell; with `again`, in an interactive shell opened a second
-    earlier (its process workers start warm: the preloaded forkserver runs)."""
+def _as_the_cli() -> None:
+    """What `precision_shell W -e "vc ..."` does before it imports the commands: start the
+    compare's worker server (it imports on another core meanwhile)."""
+    from precision_shell.compare.pipeline.process_start import warm_processes
+
+    warm_processes()
+
+
+def phase_vc(workspace: Path, jobs: int, backend: str = "auto") -> dict:
+    """`vc` end to end in a new shell, as `-e "vc ..."` runs it (the timing starts once the
+    commands are imported, as the floor's starts once its readers are)."""
+    _as_the_cli()
     import precision_shell.commands  # noqa: F401
     from precision_shell.settings import Settings
     from precision_shell.shell.context import ShellContext
     from precision_shell.shell.dispatcher import Dispatcher
 
     command = f"vc -r debug_0 -j {jobs} --backend {backend}"
-    if again:  # as the interactive shell does at start; its banner and the user's typing
-        from precision_shell.compare.pipeline.engine import warm_processes
-
-        warm_processes()
-        time.sleep(1.0)
     t0 = time.perf_counter()
     ctx = ShellContext(workspace, Settings.load())
     outcome = Dispatcher(ctx).execute(command)
@@ -138,6 +144,7 @@ def phase_vc(workspace: Path, jobs: int, backend: str = "auto", again: bool = Fa
 
 def phase_ranks(workspace: Path, jobs: int) -> dict:
     """`vc --rank all`: every rank's first step, one compare each; MB/s over all of them."""
+    _as_the_cli()
     import precision_shell.commands  # noqa: F401
     from precision_shell.settings import Settings
     from precision_shell.shell.context import ShellContext
@@ -255,7 +262,7 @@ def main() -> int:
     )
     parser.add_argument(
         "--phase",
-        choices=("floor", "vc", "vc-threads", "vc-again", "ranks"),
+        choices=("floor", "vc", "vc-threads", "ranks"),
         help=argparse.SUPPRESS,
     )
     parser.add_argument("--workspace", type=Path, help=argparse.SUPPRESS)
@@ -270,7 +277,7 @@ def main() -> int:
             result = phase_ranks(args.workspace, args.jobs)
         else:
             backend = "threads" if args.phase == "vc-threads" else "auto"
-            result = phase_vc(args.workspace, args.jobs, backend, args.phase == "vc-again")
+            result = phase_vc(args.workspace, args.jobs, backend)
         print(json.dumps(result))
         return 0
 
@@ -337,11 +344,6 @@ def main() -> int:
             f"  (b') vc, threads backend: {threads['seconds']:.2f} s (b'/a = "
             f"{threads['seconds'] / floor['seconds']:.2f}), peak RSS {threads['peak_rss_mb']:.0f} "
             f"MB (whole compare in one process; target <= 500 MB)"
-        )
-        again = best("vc-again", where)
-        print(
-            f"  (b'') vc in an interactive shell (process workers start warm): "
-            f"{again['seconds']:.2f} s (b''/a = {again['seconds'] / floor['seconds']:.2f})"
         )
         per_core = mb / one["compare_seconds"]
         print(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import multiprocessing
 import os
 import random
 import threading
@@ -196,24 +195,6 @@ def test_process_backend_gives_the_same_rows_as_threads(tiny_demo):
     ]
 
 
-def test_process_workers_fork_from_a_server_that_preloaded_the_worker(tiny_demo):
-    """The forkserver imports the compare's modules once: a later pool's workers start
-    without importing numpy and ours each (then `auto` picks processes from less data)."""
-    from multiprocessing import forkserver
-
-    from precision_shell.compare.pipeline import engine
-
-    root, _ = tiny_demo
-    ws = Workspace.open(root)
-    run = ws.run()
-    plan = benchmark_plan(ws, run, run.dump_graph())
-    list(run_tasks(plan.tasks[:2], CompareOptions(), 2, backend="processes"))
-    assert engine.processes_warm()
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        # what the server was started with (multiprocessing keeps no public accessor)
-        assert forkserver._forkserver._preload_modules == engine._PRELOAD
-
-
 def test_auto_backend_picks_processes_only_for_big_workspaces():
     from precision_shell.compare.pipeline.engine import (
         PROCESS_MIN_BYTES,
@@ -239,15 +220,3 @@ def test_auto_backend_picks_processes_only_for_big_workspaces():
     assert choose_backend("threads", 8, 10 * PROCESS_MIN_BYTES) == "threads"
     with pytest.raises(ValueError, match="unknown backend"):
         choose_backend("gpu", 2, 0)
-
-
-def test_warm_processes_does_nothing_on_one_core(monkeypatch):
-    from precision_shell.compare.pipeline import engine
-
-    monkeypatch.setattr(engine, "_warm", False)
-    monkeypatch.setattr(engine, "default_workers", lambda configured=0: 1)
-    engine.warm_processes()
-    assert not engine.processes_warm()
-    monkeypatch.setattr(engine, "default_workers", lambda configured=0: 2)
-    engine.warm_processes()
-    assert engine.processes_warm() == ("forkserver" in multiprocessing.get_all_start_methods())

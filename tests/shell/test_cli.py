@@ -137,3 +137,22 @@ def test_forget_workspace_reopens_the_index_with_new_files(tmp_path: Path) -> No
     assert len(ctx.workspace.benchmark.newest) == 1  # the opened index is kept...
     ctx.forget_workspace()
     assert len(ctx.workspace.benchmark.newest) == 2  # ...until a command says files changed
+
+
+@pytest.mark.parametrize(
+    ("commands", "warmed"), [("help; ls", False), ("help; vc -r nosuchrun", True)]
+)
+def test_a_script_that_compares_starts_the_worker_server_first(
+    workspace: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    commands: str,
+    warmed: bool,
+) -> None:
+    import precision_shell.cli as cli
+
+    calls: list[bool] = []
+    monkeypatch.setattr(cli, "warm_processes", lambda: calls.append(True))
+    main([str(workspace), "-e", commands])
+    capsys.readouterr()
+    assert calls == ([True] if warmed else [])

@@ -3,7 +3,7 @@
 Two backends run the same pure tasks: threads (numpy releases the GIL in the heavy parts;
 no start-up cost, best for small workspaces) and processes (no GIL at all between the many
 short numpy calls of the metrics; workers fork from a server that imported the compare once,
-so only the first pool of a session pays for an interpreter start). "auto" picks processes
+`process_start`, so only the first pool of a session pays for an interpreter start). "auto" picks processes
 when there is enough work to pay for them. Without a shared pool, the files of the next
 tasks are read ahead (`readahead`). Tasks and results are small picklable
 records; tensors never cross process boundaries. At most `window` tasks are in flight, so
@@ -18,7 +18,6 @@ early, like Ctrl-C, with what is done.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import threading
@@ -38,6 +37,7 @@ from typing import Protocol
 
 from precision_shell.compare.metrics import compiled
 from precision_shell.compare.pipeline.plan import FileTask
+from precision_shell.compare.pipeline.process_start import process_context, processes_warm
 from precision_shell.compare.pipeline.readahead import READAHEAD_BYTES, Readahead
 from precision_shell.compare.pipeline.worker import CompareOptions, FileResult, compare_file
 
@@ -49,7 +49,7 @@ ProgressCallback = Callable[[FileResult], None]
 # measured on 2 cores, 239 MB of float16 dumps compared in 0.89 s on threads and 1.02 s on
 # processes, 1.9 GB (8 ranks) in 5.7-6.2 s and 4.4-4.5 s; the numpy metrics hold the GIL
 # between their many calls, and processes win from well below 239 MB (1.2-1.5 s vs 1.7-2.0 s).
-# Once the forkserver runs (preloaded: see `_process_context`), a pool starts in ~20 ms and
+# Once the forkserver runs (preloaded: see `process_start`), a pool starts in ~20 ms and
 # processes draw level with threads from ~80 MB of dumps: measured on 2 cores with the compiled
 # metrics, 83 MB in 0.18-0.26 s on both, 239 MB in 0.45-0.69 s on processes and 0.63-0.87 s on
 # threads; 34 MB in 0.11-0.14 s and 0.10-0.11 s.
@@ -144,49 +144,9 @@ def choose_backend(
     return "processes" if workers > 1 and total_bytes >= least else "threads"
 
 
-# What the forkserver imports once, before it forks any worker: a worker then starts ready
-# (~20 ms for a pool of two, instead of ~0.2 s while each imports numpy and ours itself).
-_PRELOAD = ["precision_shell.compare.pipeline.engine"]
-_warm = False
-
-
-def _process_context() -> BaseContext:
-    """forkserver where there is one: a clean server process forks the workers, so no lock
-    held by one of our threads (the REPL's completer, say) is ever copied into a worker. It
-    lives as long as this process (and ends with it), so only the first pool of a session
-    pays for its start."""
-    global _warm
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return multiprocessing.get_context("spawn")
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(_PRELOAD)  # read when the server starts, not after
-    _warm = True
-    return context
-
-
-def processes_warm() -> bool:
-    """Whether this process has started its preloaded forkserver (a pool ran, or
-    `warm_processes`)."""
-    return _warm
-
-
-def warm_processes() -> None:
-    """Start the preloaded forkserver now, in the background: an interactive shell does at
-    start, so the server imports while the user reads the banner and the session's process
-    pools all start in ~20 ms. Nothing on one core (processes are never picked there) or
-    where there is no forkserver; a server that cannot start is left to the first pool."""
-    if default_workers() < 2 or "forkserver" not in multiprocessing.get_all_start_methods():
-        return
-    from multiprocessing import forkserver
-
-    _process_context()
-    with suppress(OSError):
-        forkserver.ensure_running()
-
-
 def _make_pool(backend: str, workers: int) -> Executor:
     if backend == "processes":
-        return _ProcessPool(workers, _process_context())
+        return _ProcessPool(workers, process_context())
     return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="compare")
 
 
