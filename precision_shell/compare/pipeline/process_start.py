@@ -43,14 +43,15 @@ def processes_warm() -> bool:
 
 def warm_processes() -> None:
     """Start the preloaded forkserver now, in the background. Nothing on one core (processes
-    are never picked there) or where there is no forkserver; a server that cannot start is
-    left to the first pool."""
+    are never picked there) or where there is no forkserver."""
     if (os.cpu_count() or 1) < 2 or "forkserver" not in multiprocessing.get_all_start_methods():
         return
     from multiprocessing import forkserver
 
     process_context()
-    with suppress(OSError):
+    # best effort: a server that cannot start now (no fds left, or called while a child
+    # process imports its main module) is started, or reported, by the first pool
+    with suppress(OSError, RuntimeError, ValueError):
         forkserver.ensure_running()
 
 
