@@ -3,9 +3,9 @@
 Two backends run the same pure tasks: threads (numpy releases the GIL in the heavy parts;
 no start-up cost, best for small workspaces) and processes (no GIL at all between the many
 short numpy calls of the metrics; workers fork from a server that imported the compare once,
-`process_start`, so only the first pool of a session pays for an interpreter start). "auto" picks processes
-when there is enough work to pay for them. Without a shared pool, the files of the next
-tasks are read ahead (`readahead`). Tasks and results are small picklable
+`process_start`, so only the first pool of a session pays for an interpreter start). "auto"
+picks processes when there is enough work to pay for them. Without a shared pool, the files
+of the next tasks are read ahead (`readahead`). Tasks and results are small picklable
 records; tensors never cross process boundaries. At most `window` tasks are in flight, so
 memory stays bounded by a few files whatever the workspace size. A cancelled run (Ctrl-C)
 stops submitting, drops what is queued and returns what is done.
