@@ -5,7 +5,8 @@ Times in one run, each phase in its own process (so peak RSS is its own), on the
 and on its distinct-tensor twin (every device input has its lowest mantissa bits flipped, so
 no input equals its producer's output and the metric memo cannot help):
   (a) the I/O floor: read and decode every device tensor the compare reads (layout
-      conversion included) and load every benchmark file, with the same number of threads;
+      conversion included) and load every benchmark file it reads, once, with the same
+      number of threads;
   (b) `vc` end to end (index from its cache, plan, compare, CSV + summary.json) on all cores,
       as `-e "vc"` runs it (its process workers' server starts with the shell), and with the
       threads backend (its peak RSS is the whole compare's);
@@ -79,6 +80,7 @@ def phase_floor(workspace: Path, jobs: int) -> dict:
     from precision_shell.formats.npu_dump import read_dump_header, read_tensor
 
     plan = _plan(workspace)
+    loaded: set[str] = set()  # each benchmark file once (rarely twice: two threads racing)
     t0 = time.perf_counter()
 
     def decode(task) -> int:  # noqa: ANN001
@@ -92,7 +94,8 @@ def phase_floor(workspace: Path, jobs: int) -> dict:
             with contextlib.suppress(ValueError):
                 values = np.ascontiguousarray(_to_benchmark_layout(values, meta, mapping))
             total += values.nbytes
-            if mapping.benchmark_path:
+            if mapping.benchmark_path not in loaded:
+                loaded.add(mapping.benchmark_path)
                 total += np.array(load_benchmark(mapping.benchmark_path)).nbytes
         return total
 

@@ -309,3 +309,59 @@ def test_a_tensor_without_benchmark_is_not_read_unless_its_overflow_is_asked(tmp
     rows = compare_file(task, CompareOptions(overflow=True)).rows
     assert reads == ["input:0", "input:1", "output:0"]
     assert rows[0].overflow == "YES" and rows[0].reason == "constant input: no benchmark"
+
+
+def test_benchmark_cache_reads_a_file_once_until_it_changes(tmp_path, monkeypatch):
+    """An output's benchmark, compared again as its consumer's input, is not read again;
+    a rewritten file is, and nothing past the bound is kept."""
+    import os
+
+    from precision_shell.compare.pipeline import worker
+
+    reads: list[str] = []
+    real = worker.load_benchmark
+
+    def counted(path, mmap=True):
+        reads.append(os.path.basename(path))
+        return real(path, mmap)
+
+    monkeypatch.setattr(worker, "load_benchmark", counted)
+    cache = worker._BenchmarkCache(max_bytes=4 * 4000)  # keeps arrays of <= 4000 bytes
+    small = write_benchmark(tmp_path, "a:0", np.arange(10, dtype=np.float32), TS)
+    first = cache.load(str(small))
+    again = cache.load(str(small))
+    assert again is first and reads == [small.name]
+    assert not first.flags.writeable
+    # rewritten in place (tf_run --overwrite): a new identity, read again, new values
+    before = small.stat().st_mtime_ns
+    os.unlink(small)
+    np.save(small, np.arange(10, 20, dtype=np.float32))
+    os.utime(small, ns=(before, before + 10**9))  # not within the clock's tick of the first
+    np.testing.assert_array_equal(cache.load(str(small)), np.arange(10, 20, dtype=np.float32))
+    assert reads == [small.name, small.name]
+    # too big to keep: read every time
+    big = write_benchmark(tmp_path, "b:0", np.zeros(2000, np.float32), TS)
+    cache.load(str(big))
+    cache.load(str(big))
+    assert reads[2:] == [big.name, big.name]
+    # the bound holds: four 4000-byte arrays fill it, a fifth evicts the oldest
+    names = [
+        write_benchmark(tmp_path, f"c{i}:0", np.full(1000, i, np.float32), TS) for i in range(5)
+    ]
+    reads.clear()
+    for path in names:
+        cache.load(str(path))
+    assert cache._bytes <= 4 * 4000
+    cache.load(str(names[4]))
+    cache.load(str(names[0]))
+    assert reads == [p.name for p in names] + [names[0].name]
+
+
+def test_a_missing_benchmark_file_is_an_error_every_time(tmp_path):
+    from precision_shell.compare.pipeline import worker
+    from precision_shell.errors import PrecisionError
+
+    cache = worker._BenchmarkCache()
+    for _ in range(2):
+        with pytest.raises((PrecisionError, OSError)):
+            cache.load(str(tmp_path / "gone.0.1.npy"))
