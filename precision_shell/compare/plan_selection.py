@@ -8,7 +8,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from precision_shell.compare.pipeline.plan import ComparePlan, benchmark_plan, device_plan
+from precision_shell.compare.pipeline.plan import (
+    ComparePlan,
+    GraphPlanMemo,
+    benchmark_plan,
+    device_plan,
+)
 from precision_shell.errors import PrecisionError
 from precision_shell.workspace.dump_index import index_dump_tree
 from precision_shell.workspace.graph_index import GraphIndex
@@ -32,6 +37,7 @@ def slice_plans(
         return [(run.slices[0] if run.slices else None, primary)]
     chosen = selected_slices(run, request.rank, request.step)
     plans: list[tuple[DumpSlice | None, ComparePlan]] = []
+    memo = GraphPlanMemo()  # ranks and steps of one graph: its part of the plan once
     for where in chosen:
         graph = slice_graph(ws, run, where, request.graph)
         label = f"{run.name} rank {where.rank} step {where.step}"
@@ -39,7 +45,7 @@ def slice_plans(
             # the default slice against the same graph: the primary plan, already made
             plan = replace(primary, left=label)
         else:
-            plan = benchmark_plan(ws, run, graph, dumps=where.dumps, left=label)
+            plan = benchmark_plan(ws, run, graph, dumps=where.dumps, left=label, memo=memo)
         if plan.tasks:
             plans.append((where, plan))
         else:

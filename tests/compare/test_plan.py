@@ -184,3 +184,50 @@ def test_rename_rule_gives_descs_without_an_origin_the_single_original_name():
     assert origins.of_output("bare", 0) == Origin("bare", 0, None, None)  # attribute absent
     assert origins.of_output("cast", 0) is None
     assert origins.of_source(None) is None
+
+
+def test_the_graph_part_of_a_plan_is_worked_out_once_for_several_dump_dirs(tiny_demo, monkeypatch):
+    """Two ranks of one graph, rank 1 missing an op's dump: plans made with one memo equal
+    those made afresh, and each op's benchmark rows are worked out once."""
+    import os
+
+    from precision_shell.compare.pipeline import plan as plan_module
+    from precision_shell.compare.pipeline.plan import GraphPlanMemo
+    from tests.commands.test_second_dump_dir import _add, _step_dir
+
+    root, _ = tiny_demo
+    rank, _step = _add(root, "device")
+    assert rank == "1"
+    rank1 = _step_dir(root).parents[2].parent / "1"
+    dropped = sorted(p for p in rank1.rglob("*") if p.is_file())[0]
+    os.unlink(dropped)
+    ws = Workspace.open(root)
+    run = ws.run()
+    assert len(run.slices) == 2
+    graph = run.dump_graph()
+    fresh = [benchmark_plan(ws, run, graph, dumps=w.dumps) for w in run.slices]
+    assert len(fresh[1].tasks) == len(fresh[0].tasks) - 1
+    calls: list[str] = []
+    real = plan_module._op_rows
+
+    def counted(graph, rec, origins, benchmarks):
+        calls.append(rec.name)
+        return real(graph, rec, origins, benchmarks)
+
+    monkeypatch.setattr(plan_module, "_op_rows", counted)
+    memo = GraphPlanMemo()
+    shared = [benchmark_plan(ws, run, graph, dumps=w.dumps, memo=memo) for w in run.slices]
+    assert shared == fresh
+    assert sorted(calls) == sorted({t.op_name for t in fresh[0].tasks})  # each op once
+
+
+def test_a_plan_memo_starts_over_for_another_graph_or_benchmark_index(demo_plan):
+    from precision_shell.compare.pipeline.plan import GraphPlanMemo
+
+    memo = GraphPlanMemo()
+    graph_a, graph_b = GraphIndex("a", [], [], []), GraphIndex("b", [], [], [])
+    memo.serving(graph_a, None).rows["x"] = ((), ())
+    assert memo.serving(graph_a, None).rows == {"x": ((), ())}
+    assert memo.serving(graph_b, None).rows == {}
+    memo.rows["y"] = ((), ())
+    assert memo.serving(graph_b, object()).rows == {}  # type: ignore[arg-type]

@@ -21,7 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from precision_shell.compare.pipeline.plan import ComparePlan, FileTask, benchmark_plan
+from precision_shell.compare.pipeline.plan import (
+    ComparePlan,
+    FileTask,
+    GraphPlanMemo,
+    benchmark_plan,
+)
 from precision_shell.compare.results.summary import CompareRecord, RunSummary, SummaryBacked
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.statistics.judge import (
@@ -260,10 +265,13 @@ def statistics_plans(
 ) -> list[tuple[DumpSlice, ComparePlan, GraphIndex]]:
     """A statistics plan per selected (rank, step) whose dump belongs to its graph."""
     plans = []
+    memo = GraphPlanMemo()  # ranks and steps of one graph: its part of the plan once
     for where in slices:
         graph = graph_of(where)
         label = f"{run.name} rank {where.rank} step {where.step}"
-        plan = benchmark_plan(ws, run, graph, dumps=where.dumps, left=label, statistics=True)
+        plan = benchmark_plan(
+            ws, run, graph, dumps=where.dumps, left=label, statistics=True, memo=memo
+        )
         if plan.tasks:
             plans.append((where, plan, graph))
         else:
