@@ -36,6 +36,18 @@ class Page:
         return self.result_rows[0][1]
 
 
+def assert_self_contained(html: str, page: Page) -> None:
+    """The page loads nothing from outside: no linked, framed or scripted resource, and every
+    reference is to an anchor in the page itself."""
+    assert not [e for e in page.elements if e.tag in ("link", "iframe", "img", "object")]
+    assert not [e for e in page.elements if e.tag == "script" and "src" in e.attrs]
+    refs = [
+        v for e in page.elements for k, v in e.attrs.items() if k in ("href", "src", "xlink:href")
+    ]
+    assert refs and all(v.startswith("#") for v in refs)
+    assert "url(" not in html and "@import" not in html
+
+
 class _Walker(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
