@@ -309,8 +309,8 @@ def check_tensor(header: DumpHeader, kind: str, index: int) -> None:
     _readable(header, kind, index)
 
 
-def _readable(header: DumpHeader, kind: str, index: int) -> tuple[TensorMeta, np.dtype, int]:
-    """(meta, value dtype, element count) of a tensor `read_tensor` can read."""
+def _readable(header: DumpHeader, kind: str, index: int) -> tuple[TensorMeta, np.dtype, int, bool]:
+    """(meta, value dtype, element count, bit-packed) of a tensor `read_tensor` can read."""
     meta = header.tensor(kind, index)
     try:
         dtype = value_dtype(meta.dtype)
@@ -335,7 +335,7 @@ def _readable(header: DumpHeader, kind: str, index: int) -> tuple[TensorMeta, np
                 f"of {dtype.itemsize}-byte {meta.dtype_name} values"
             )
         raise FormatError(header.path, f"{meta.label}: {problem}")
-    return meta, dtype, count
+    return meta, dtype, count, packed
 
 
 def read_tensor(header: DumpHeader, kind: str, index: int) -> np.ndarray:
@@ -346,8 +346,7 @@ def read_tensor(header: DumpHeader, kind: str, index: int) -> np.ndarray:
     unpacked into a new array. An empty shape gives a
     1-D array of size / itemsize values.
     """
-    meta, dtype, count = _readable(header, kind, index)
-    packed = bits_per_value(meta.dtype) < 8
+    meta, dtype, count, packed = _readable(header, kind, index)
     shape = meta.shape if meta.shape else (count,)
     if meta.offset < 0:
         raw = np.frombuffer(header._inline_payloads[(kind, index)], dtype=np.uint8)

@@ -13,7 +13,7 @@ import pytest
 
 from precision_shell.commands.system import WorkspaceReloaded
 from precision_shell.compare.pipeline.plan import MappingRow
-from precision_shell.compare.pipeline.worker import _MetricMemo
+from precision_shell.compare.pipeline.worker import _file_identity, _MetricMemo
 from precision_shell.render.output import Renderer, make_console
 from tests.commands.shell_fixture import POOL, benchmark_path, open_shell, run_ok
 from tests.workspace.file_times import settle
@@ -108,18 +108,18 @@ def test_the_metric_memo_keys_on_the_file_content_not_its_path(tmp_path):
     device = np.arange(1, 9, dtype=np.float32)
     np.save(path, device)
     mapping = MappingRow("op", str(path))
-    first = memo.compute(device, np.load(path), mapping, None)
+    first = memo.compute(device, np.load(path), mapping, None, _file_identity(str(path)))
     assert first.cosine == pytest.approx(1.0)
     reference = device[::-1].copy()  # same path, same shape and dtype, other values
     st = path.stat()
     np.save(path, reference)
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
-    second = memo.compute(device, np.load(path), mapping, None)
+    second = memo.compute(device, np.load(path), mapping, None, _file_identity(str(path)))
     expected = float(device @ reference) / float(np.linalg.norm(device) * np.linalg.norm(reference))
     assert second.cosine == pytest.approx(expected, rel=1e-6)
     assert not math.isclose(second.cosine, first.cosine)
     # Unchanged file, same device values: the memo answers (the very same row).
-    assert memo.compute(device, np.load(path), mapping, None) is second
+    assert memo.compute(device, np.load(path), mapping, None, _file_identity(str(path))) is second
 
 
 def test_reload_reads_everything_again_and_reports_counts_and_warnings(tiny_demo, capsys):

@@ -208,14 +208,14 @@ def test_metric_memo_reuses_only_identical_device_values():
     mapping = MappingRow("x", "/bench/x.0.1.npy")
     ref = np.linspace(-1, 1, 64, dtype=np.float32)
     dev = ref.astype(np.float16)
-    first = memo.compute(dev, ref, mapping, None)
-    assert memo.compute(dev.copy(), ref, mapping, None) is first  # same values: reused
+    first = memo.compute(dev, ref, mapping, None, None)
+    assert memo.compute(dev.copy(), ref, mapping, None, None) is first  # same values: reused
     changed = dev.copy()
     changed[3] += np.float16(0.5)
-    other = memo.compute(changed, ref, mapping, None)
+    other = memo.compute(changed, ref, mapping, None, None)
     assert other is not first and other.max_abs_error > first.max_abs_error
     # another benchmark file never shares a result
-    assert memo.compute(dev, ref, MappingRow("y", "/bench/y.0.1.npy"), None) is not first
+    assert memo.compute(dev, ref, MappingRow("y", "/bench/y.0.1.npy"), None, None) is not first
 
 
 def test_metric_memo_keeps_read_only_values_and_copies_writable_ones():
@@ -228,13 +228,13 @@ def test_metric_memo_keeps_read_only_values_and_copies_writable_ones():
     ref = np.linspace(-1, 1, 64, dtype=np.float32)
     frozen = ref.astype(np.float16)
     frozen.flags.writeable = False
-    kept_row = memo.compute(frozen, ref, MappingRow("x", "/bench/x.0.1.npy"), None)
+    kept_row = memo.compute(frozen, ref, MappingRow("x", "/bench/x.0.1.npy"), None, None)
     ((kept, row),) = next(iter(memo._entries.values()))
     assert kept is frozen and row is kept_row  # read-only: kept as it is, no copy
     writable = ref.astype(np.float16)
-    first = memo.compute(writable, ref, MappingRow("y", "/bench/y.0.1.npy"), None)
+    first = memo.compute(writable, ref, MappingRow("y", "/bench/y.0.1.npy"), None, None)
     writable[5] = np.float16(9.0)  # changing the caller's array afterwards...
-    again = memo.compute(writable, ref, MappingRow("y", "/bench/y.0.1.npy"), None)
+    again = memo.compute(writable, ref, MappingRow("y", "/bench/y.0.1.npy"), None, None)
     assert again is not first and again.max_abs_error > first.max_abs_error  # ...is no false hit
 
 
@@ -249,11 +249,11 @@ def test_metric_memo_matches_bytes_nan_included_and_tells_zeros_apart():
     ref = np.linspace(-1, 1, 64, dtype=np.float32)
     dev = ref.astype(np.float16)
     dev[7] = np.nan
-    first = memo.compute(dev, ref, mapping, None)
-    assert memo.compute(dev.copy(), ref, mapping, None) is first  # same bytes, NaN and all
+    first = memo.compute(dev, ref, mapping, None, None)
+    assert memo.compute(dev.copy(), ref, mapping, None, None) is first  # same bytes, NaN and all
     zeros = np.zeros(64, np.float16)
-    positive = memo.compute(zeros, ref, mapping, None)
-    negative = memo.compute(-zeros, ref, mapping, None)  # -0 == +0, but not the same bytes
+    positive = memo.compute(zeros, ref, mapping, None, None)
+    negative = memo.compute(-zeros, ref, mapping, None, None)  # -0 == +0, but not the same bytes
     assert negative is not positive
 
 
@@ -311,6 +311,13 @@ def test_a_tensor_without_benchmark_is_not_read_unless_its_overflow_is_asked(tmp
     assert rows[0].overflow == "YES" and rows[0].reason == "constant input: no benchmark"
 
 
+def _load(cache, path: str):
+    """As a task loads a benchmark: the file's identity taken just before."""
+    from precision_shell.compare.pipeline import worker
+
+    return cache.load(path, worker._file_identity(path))
+
+
 def test_benchmark_cache_reads_a_file_once_until_it_changes(tmp_path, monkeypatch):
     """An output's benchmark, compared again as its consumer's input, is not read again;
     a rewritten file is, and nothing past the bound is kept."""
@@ -328,8 +335,8 @@ def test_benchmark_cache_reads_a_file_once_until_it_changes(tmp_path, monkeypatc
     monkeypatch.setattr(worker, "load_benchmark", counted)
     cache = worker._BenchmarkCache(max_bytes=4 * 4000)  # keeps arrays of <= 4000 bytes
     small = write_benchmark(tmp_path, "a:0", np.arange(10, dtype=np.float32), TS)
-    first = cache.load(str(small))
-    again = cache.load(str(small))
+    first = _load(cache, str(small))
+    again = _load(cache, str(small))
     assert again is first and reads == [small.name]
     assert not first.flags.writeable
     # rewritten in place (tf_run --overwrite): a new identity, read again, new values
@@ -337,12 +344,12 @@ def test_benchmark_cache_reads_a_file_once_until_it_changes(tmp_path, monkeypatc
     os.unlink(small)
     np.save(small, np.arange(10, 20, dtype=np.float32))
     os.utime(small, ns=(before, before + 10**9))  # not within the clock's tick of the first
-    np.testing.assert_array_equal(cache.load(str(small)), np.arange(10, 20, dtype=np.float32))
+    np.testing.assert_array_equal(_load(cache, str(small)), np.arange(10, 20, dtype=np.float32))
     assert reads == [small.name, small.name]
     # too big to keep: read every time
     big = write_benchmark(tmp_path, "b:0", np.zeros(2000, np.float32), TS)
-    cache.load(str(big))
-    cache.load(str(big))
+    _load(cache, str(big))
+    _load(cache, str(big))
     assert reads[2:] == [big.name, big.name]
     # the bound holds: four 4000-byte arrays fill it, a fifth evicts the oldest
     names = [
@@ -350,10 +357,10 @@ def test_benchmark_cache_reads_a_file_once_until_it_changes(tmp_path, monkeypatc
     ]
     reads.clear()
     for path in names:
-        cache.load(str(path))
+        _load(cache, str(path))
     assert cache._bytes <= 4 * 4000
-    cache.load(str(names[4]))
-    cache.load(str(names[0]))
+    _load(cache, str(names[4]))
+    _load(cache, str(names[0]))
     assert reads == [p.name for p in names] + [names[0].name]
 
 
@@ -364,4 +371,4 @@ def test_a_missing_benchmark_file_is_an_error_every_time(tmp_path):
     cache = worker._BenchmarkCache()
     for _ in range(2):
         with pytest.raises((PrecisionError, OSError)):
-            cache.load(str(tmp_path / "gone.0.1.npy"))
+            _load(cache, str(tmp_path / "gone.0.1.npy"))

@@ -53,6 +53,10 @@ _NUMPY_DT = {
 }
 
 
+# what changes whenever a file's content may have: (size, mtime, ctime, inode)
+FileIdentity = tuple[int, int, int, int]
+
+
 @dataclass(frozen=True)
 class CompareOptions:
     algorithms: tuple[str, ...] | None = None  # None: all
@@ -113,10 +117,13 @@ def _fit(device: np.ndarray, benchmark: np.ndarray) -> np.ndarray:
 
 
 class _Benchmarks:
-    """Benchmark tensors of one task, each file opened once."""
+    """Benchmark tensors of one task, each file opened once. `identities`: of each .npy
+    loaded, the file identity it was loaded by, which the metric memo keys by too (one stat,
+    and both agree on which version of the file the values are)."""
 
     def __init__(self) -> None:
         self._headers: dict[str, DumpHeader] = {}
+        self.identities: dict[str, FileIdentity | None] = {}
 
     def load(
         self, mapping: MappingRow, kind: str, slot: int
@@ -124,7 +131,9 @@ class _Benchmarks:
         """The benchmark values, and their dump metadata when the benchmark is a dump."""
         assert mapping.benchmark_path is not None
         if mapping.benchmark_kind == "npy":
-            return _BENCHMARKS.load(mapping.benchmark_path), None
+            identity = _file_identity(mapping.benchmark_path)
+            self.identities[mapping.benchmark_path] = identity
+            return _BENCHMARKS.load(mapping.benchmark_path, identity), None
         header = self._headers.get(mapping.benchmark_path)
         if header is None:
             header = read_dump_header(mapping.benchmark_path)
@@ -258,11 +267,12 @@ class _MetricMemo:
         benchmark: np.ndarray,
         mapping: MappingRow,
         algorithms: tuple[str, ...] | None,
+        identity: FileIdentity | None,
     ) -> MetricRow:
+        """`identity`: the benchmark file's when its values were loaded (`_file_identity`).
+        None (the file is gone) is a key of its own: a file made again gets a new identity."""
         if mapping.benchmark_kind != "npy" or device.nbytes > self._max_bytes // 4:
             return compute_metrics(device, benchmark, algorithms)
-        # None (the file is gone) is a key of its own: a file made again gets a new identity.
-        identity = _file_identity(mapping.benchmark_path)
         key = (mapping.benchmark_path, identity, device.dtype.str, device.shape, algorithms)
         with self._lock:
             candidates = list(self._entries.get(key, ()))
@@ -293,7 +303,7 @@ def _equal(kept: np.ndarray, device: np.ndarray) -> bool:
     return head_kept.tobytes() == head_device.tobytes() and _same_bytes(kept, device)
 
 
-def _file_identity(path: str | None) -> tuple[int, int, int, int] | None:
+def _file_identity(path: str | None) -> FileIdentity | None:
     """What changes whenever a file's content may have: a rewrite, a delete and re-create."""
     if path is None:
         return None
@@ -325,8 +335,8 @@ class _BenchmarkCache:
         self._max_bytes = max_bytes
         self._bytes = 0
 
-    def load(self, path: str) -> np.ndarray:
-        identity = _file_identity(path)
+    def load(self, path: str, identity: FileIdentity | None) -> np.ndarray:
+        """`path`'s values; `identity`: the file's, just taken (`_file_identity`)."""
         key = (path, identity)
         if identity is not None:
             with self._lock:
@@ -400,7 +410,8 @@ def _compare_tensor(
     try:
         device, benchmark = _align(raw, meta, benchmark, ref_meta, mapping)
         common["shape"] = _shape_text(benchmark.shape)
-        metrics = _MEMO.compute(device, benchmark, mapping, options.algorithms)
+        identity = refs.identities.get(mapping.benchmark_path)
+        metrics = _MEMO.compute(device, benchmark, mapping, options.algorithms, identity)
     except (LayoutError, ValueError) as exc:
         return _row(task, meta.kind, meta.index, mapping, reason=str(exc), **common)
     # msaccucmp joins the messages of its algorithms with ","
