@@ -120,6 +120,36 @@ def test_compiled_totals_equal_numpy_totals_bit_for_bit(
     assert not wrong
 
 
+LONE = [(np.nan, 1.0), (1.0, np.nan), (np.inf, np.inf), (-np.inf, -np.inf), (np.inf, -np.inf)]
+
+
+@pytest.mark.parametrize("position", [0, 5, 127, 128, 131, 8191, 8192 + 3, 8192 + 136])
+@pytest.mark.parametrize(("x_value", "y_value"), LONE)
+def test_a_lone_non_finite_pair_flags_the_same_extremes(
+    position: int, x_value: float, y_value: float
+) -> None:
+    """One non-finite pair anywhere (a leaf's body or its rest, any block): the extremes it
+    makes NaN (the compiled pass flags NaN from each leaf's sums) are numpy's, bit for bit.
+    A pair of infinities of one sign makes only |x - y| and the relative error NaN."""
+    n = 8192 + 137
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = (x * np.float32(1.001)).astype(np.float32)
+    x[position], y[position] = x_value, y_value
+    with np.errstate(all="ignore"):
+        expected = _all_passes(f32path._NumpyPasses(Float32Pairs(x, y)), n)
+        found = _all_passes(compiled.CompiledPasses(x, y), n)
+    assert {k for k in expected if not _same(expected[k], found[k])} == set()
+    extremes = ("abs_max", "rel_max", "x_max", "x_min", "y_max", "y_min")
+    nan = {k for k in extremes if np.isnan(found[f"first.{k}"])}
+    if np.isnan(x_value):
+        assert nan == {"abs_max", "rel_max", "x_max", "x_min"}
+    elif np.isnan(y_value):  # a NaN benchmark value has no relative error (as |y| <= eps)
+        assert nan == {"abs_max", "y_max", "y_min"}
+    elif x_value == y_value:
+        assert nan == {"abs_max", "rel_max"}
+
+
 @pytest.mark.parametrize("x_kind", ["normal", "special"])
 def test_tensors_too_big_to_keep_for_kl_give_the_same_bits(x_kind: str) -> None:
     """Above RESIDENT elements the second pass keeps nothing and KL's last pass normalises

@@ -197,12 +197,11 @@ INLINE v8f vabs(v8f v) { return (v8f)((v8i)v & 0x7fffffff); }
 /* m ? a : b, lane by lane (m: all ones or zero, as a comparison gives) */
 INLINE v8f vselect(v8i m, v8f a, v8f b) { return (v8f)(((v8i)a & m) | ((v8i)b & ~m)); }
 
-/* e > hi ? e : hi and e < lo ? e : lo: a NaN e keeps the extreme (it is flagged instead, and
- * makes the extreme NaN at the end, as ndarray.max/min do). The order of a max does not
+/* e > hi ? e : hi and e < lo ? e : lo: a NaN e keeps the extreme (its leaf's sum flags it,
+ * and the flag makes the extreme NaN at the end, as ndarray.max/min do). The order of a max does not
  * matter, but for the sign of a zero max(-0, +0), which nothing printed depends on. */
 INLINE v8f vmax(v8f e, v8f hi) { return vselect(e > hi, e, hi); }
 INLINE v8f vmin(v8f e, v8f lo) { return vselect(e < lo, e, lo); }
-INLINE v8i visnan(v8f v) { return v != v; }
 
 /* numpy's combination of its eight leaf accumulators */
 INLINE float vsum(v8f r) { return ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])); }
@@ -393,10 +392,10 @@ INLINE FirstEight first_eight(v8f xv, v8f yv, v8f eps)
     return o;
 }
 
-/* The first pass's extremes (one per lane), NaN flags and counts while a leaf runs. */
+/* The first pass's extremes (one per lane) and counts while a leaf runs. */
 typedef struct {
     v8f abs_top, rel_top, x_hi, x_lo, y_hi, y_lo;
-    v8i bad_abs, bad_rel, bad_x, bad_y, c1, c5;
+    v8i c1, c5;
 } FirstTrack;
 
 INLINE void first_track(FirstTrack *t, v8f xv, v8f yv, const FirstEight *e, v8i counted, v8f v1,
@@ -410,10 +409,6 @@ INLINE void first_track(FirstTrack *t, v8f xv, v8f yv, const FirstEight *e, v8i 
     t->x_lo = vmin(xv, t->x_lo);
     t->y_hi = vmax(yv, t->y_hi);
     t->y_lo = vmin(yv, t->y_lo);
-    t->bad_abs |= visnan(e->ab);
-    t->bad_rel |= visnan(e->rl);
-    t->bad_x |= visnan(xv);
-    t->bad_y |= visnan(yv);
 }
 
 HOT static void first_leaf(Pass *pass, Py_ssize_t start, int n, Sums *out)
@@ -425,8 +420,7 @@ HOT static void first_leaf(Pass *pass, Py_ssize_t start, int n, Sums *out)
     const int body = leaf_body(n);
     FirstTrack t = {vload(pass->abs_top), vload(pass->rel_top), vload(pass->x_hi),
                     vload(pass->x_lo),    vload(pass->y_hi),    vload(pass->y_lo),
-                    {0},                  {0},                  {0},
-                    {0},                  {0},                  {0}};
+                    {0},                  {0}};
     float f[Q32] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     double d[Q64] = {0.0, 0.0};
     if (body) {
@@ -481,10 +475,13 @@ HOT static void first_leaf(Pass *pass, Py_ssize_t start, int n, Sums *out)
     vstore(pass->x_lo, t.x_lo);
     vstore(pass->y_hi, t.y_hi);
     vstore(pass->y_lo, t.y_lo);
-    pass->nan_abs |= vany(t.bad_abs);
-    pass->nan_rel |= vany(t.bad_rel);
-    pass->nan_x |= vany(t.bad_x);
-    pass->nan_y |= vany(t.bad_y);
+    /* NaN flags from the leaf's sums: each quantity summed is >= 0 or NaN (|x - y|, its
+     * square, x * x, y * y, the relative error), and a sum of such values, +inf included, is
+     * NaN exactly when one of them is: no vector compare per element. */
+    pass->nan_abs |= f[ABS] != f[ABS];
+    pass->nan_rel |= f[REL] != f[REL];
+    pass->nan_x |= f[XX] != f[XX];
+    pass->nan_y |= f[YY] != f[YY];
     pass->c1 += vcount(t.c1);
     pass->c5 += vcount(t.c5);
     memcpy(out->f, f, sizeof f);
