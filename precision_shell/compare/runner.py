@@ -50,6 +50,7 @@ from precision_shell.compare.statistics.run import (
 )
 from precision_shell.compare.statistics.run import summary_of as statistics_summary
 from precision_shell.errors import PrecisionError
+from precision_shell.heap import settled
 from precision_shell.progress import ProgressSink
 from precision_shell.workspace.graph_index import GraphIndex
 from precision_shell.workspace.workspace import DumpSlice, Workspace
@@ -95,7 +96,7 @@ def run(
     `result_<ts>_rank<R>_step<S>.csv`), all listed in the summary's `results`.
     Each task is journaled as it completes (`vc --resume` continues from there, `resume`).
     """
-    with JournalSlot(resume) as slot:
+    with settled(), JournalSlot(resume) as slot:
         return _run(ws, request, progress, slot)
 
 
@@ -246,7 +247,7 @@ def run_across_ranks(
     vs device, ops matched by name), one CSV per rank pair
     (`result_<ts>_rank<R>_vs_rank<L>_step<S>.csv`), listed in the summary's `results` with
     `against`; `rank_divergence` lists the ranks that leave the reference and where."""
-    with JournalSlot(resume) as slot:
+    with settled(), JournalSlot(resume) as slot:
         return _run_across_ranks(ws, request, progress, slot)
 
 
