@@ -10,6 +10,7 @@ consumer (summary, `vcs`, diagnosis, report, `ni`) reads the same numbers.
 from __future__ import annotations
 
 import csv
+import io
 import math
 import re
 from collections.abc import Callable, Generator, Iterable
@@ -159,9 +160,13 @@ class ResultCsvWriter:
         self.path = path
         self.overflow = overflow
         self._fh = fh
-        self._writer = csv.writer(fh)
+        # a write's rows are formatted here and reach `fh` in one write (one call through
+        # the journal's byte counter and hash, not one per row)
+        self._text = io.StringIO()
+        self._writer = csv.writer(self._text)
         if header:
             self._writer.writerow(csv_header(overflow))
+            self._drain()
         self.rows = 0
         # given the cells of each write's rows once they are written (vc's columns cache)
         self.on_written: Callable[[list[list[str]]], None] | None = None
@@ -169,10 +174,16 @@ class ResultCsvWriter:
     def write(self, rows: Iterable[ResultRow]) -> None:
         records = [row.cells(self.overflow) for row in rows]
         self._writer.writerows(records)
+        self._drain()
         self.rows += len(records)
         self._fh.flush()
         if self.on_written is not None:
             self.on_written(records)
+
+    def _drain(self) -> None:
+        self._fh.write(self._text.getvalue())
+        self._text.seek(0)
+        self._text.truncate()
 
 
 @dataclass
