@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from precision_shell.blas import single_blas_thread
 from precision_shell.compare.pipeline.process_start import runs_a_compare, warm_processes
 from precision_shell.errors import PrecisionError
 
@@ -105,11 +106,13 @@ def main(argv: list[str] | None = None) -> int:
     except PrecisionError as exc:
         renderer.error(str(exc))
         return EXIT_USAGE
-    if lines is None or runs_a_compare(lines):
-        # the compare's worker server imports on another core while we import the commands
-        warm_processes()
+    with single_blas_thread():  # numpy and the worker server load with one BLAS thread
+        if lines is None or runs_a_compare(lines):
+            # the compare's worker server imports on another core while we import the commands
+            warm_processes()
+        import numpy  # noqa: F401  (OpenBLAS reads its thread count when numpy loads)
 
-    import precision_shell.commands  # noqa: F401  (registers every command)
+        import precision_shell.commands  # noqa: F401  (registers every command)
     from precision_shell.shell.context import ShellContext
     from precision_shell.shell.dispatcher import Dispatcher
 
