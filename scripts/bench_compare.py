@@ -153,18 +153,23 @@ def phase_floor(workspace: Path, jobs: int, only_compared: bool = False) -> dict
 
 
 def _as_the_cli() -> None:
-    """What `precision_shell W -e "vc ..."` does before it imports the commands: start the
-    compare's worker server (it imports on another core meanwhile)."""
+    """What `precision_shell W -e "vc ..."` does before it runs a command: start the compare's
+    worker server (it imports on another core meanwhile) and import numpy and the commands,
+    both with one OpenBLAS thread."""
+    from precision_shell.blas import single_blas_thread
     from precision_shell.compare.pipeline.process_start import warm_processes
 
-    warm_processes()
+    with single_blas_thread():
+        warm_processes()
+        import numpy  # noqa: F401
+
+        import precision_shell.commands  # noqa: F401
 
 
 def phase_vc(workspace: Path, jobs: int, backend: str = "auto") -> dict:
     """`vc` end to end in a new shell, as `-e "vc ..."` runs it (the timing starts once the
     commands are imported, as the floor's starts once its readers are)."""
     _as_the_cli()
-    import precision_shell.commands  # noqa: F401
     from precision_shell.settings import Settings
     from precision_shell.shell.context import ShellContext
     from precision_shell.shell.dispatcher import Dispatcher
@@ -193,7 +198,6 @@ def phase_vc(workspace: Path, jobs: int, backend: str = "auto") -> dict:
 def phase_ranks(workspace: Path, jobs: int) -> dict:
     """`vc --rank all`: every rank's first step, one compare each; MB/s over all of them."""
     _as_the_cli()
-    import precision_shell.commands  # noqa: F401
     from precision_shell.settings import Settings
     from precision_shell.shell.context import ShellContext
     from precision_shell.shell.dispatcher import Dispatcher
