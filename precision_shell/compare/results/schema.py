@@ -173,6 +173,7 @@ class ResultCsvWriter:
 
     def write(self, rows: Iterable[ResultRow]) -> None:
         records = [row.cells(self.overflow) for row in rows]
+        self._take()  # what an interrupted write left is never written after it
         self._writer.writerows(records)
         self._drain()
         self.rows += len(records)
@@ -180,10 +181,14 @@ class ResultCsvWriter:
         if self.on_written is not None:
             self.on_written(records)
 
-    def _drain(self) -> None:
-        self._fh.write(self._text.getvalue())
+    def _take(self) -> str:
+        text = self._text.getvalue()
         self._text.seek(0)
         self._text.truncate()
+        return text
+
+    def _drain(self) -> None:
+        self._fh.write(self._take())
 
 
 @dataclass
