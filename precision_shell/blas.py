@@ -9,8 +9,9 @@ one op's, fast on one core.
 
 `single_blas_thread()` sets OPENBLAS_NUM_THREADS=1 while numpy loads (OpenBLAS reads it then)
 and while the compare's worker server starts (it inherits the environment), unless the user
-set it, and puts the environment back afterwards: a program the shell starts later (`run`,
-tfdbg) gets the user's environment as it was.
+set it or GOTO_NUM_THREADS or OMP_NUM_THREADS (which OpenBLAS reads after it), and puts the
+environment back afterwards: a program the shell starts later (`run`, tfdbg) gets the user's
+environment as it was.
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 VARIABLE = "OPENBLAS_NUM_THREADS"
+# what OpenBLAS reads for its thread count, in its order: a user who set any of them chose
+USER_CHOICES = (VARIABLE, "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
 
 
 @contextmanager
 def single_blas_thread() -> Iterator[None]:
-    added = VARIABLE not in os.environ
+    added = not any(name in os.environ for name in USER_CHOICES)
     if added:
         os.environ[VARIABLE] = "1"
     try:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from precision_shell.blas import VARIABLE, single_blas_thread
+from precision_shell.blas import USER_CHOICES, VARIABLE, single_blas_thread
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
@@ -32,7 +32,7 @@ print(len(os.listdir("/proc/self/task")), inside, os.environ.get(VARIABLE))
 
 
 def _probe(mode: str, **env: str) -> list[str]:
-    base = {k: v for k, v in os.environ.items() if k != VARIABLE}
+    base = {k: v for k, v in os.environ.items() if k not in USER_CHOICES}
     out = subprocess.run(
         [sys.executable, "-c", PROBE, mode],
         env={**base, "PYTHONPATH": str(REPO), **env},
@@ -56,6 +56,9 @@ def test_without_the_scope_numpy_starts_blas_threads() -> None:
 
 def test_a_number_the_user_set_is_kept() -> None:
     assert _probe("scoped", **{VARIABLE: "3"}) == [_probe("bare", **{VARIABLE: "3"})[0], "3", "3"]
+    # OMP_NUM_THREADS is the user's choice too (OpenBLAS reads it when its own is unset)
+    omp = _probe("scoped", OMP_NUM_THREADS="2")
+    assert omp == [_probe("bare", OMP_NUM_THREADS="2")[0], "None", "None"]
 
 
 def test_the_worker_server_starts_with_one_blas_thread() -> None:
@@ -79,7 +82,7 @@ print(b"OPENBLAS_NUM_THREADS=1" in env, os.environ.get("OPENBLAS_NUM_THREADS"))
 """
     if (os.cpu_count() or 1) < 2:
         pytest.skip("no worker server on one core")
-    base = {k: v for k, v in os.environ.items() if k != VARIABLE}
+    base = {k: v for k, v in os.environ.items() if k not in USER_CHOICES}
     out = subprocess.run(
         [sys.executable, "-c", script],
         env={**base, "PYTHONPATH": str(REPO)},
@@ -93,7 +96,8 @@ print(b"OPENBLAS_NUM_THREADS=1" in env, os.environ.get("OPENBLAS_NUM_THREADS"))
 
 
 def test_the_scope_puts_the_environment_back_on_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(VARIABLE, raising=False)
+    for name in USER_CHOICES:
+        monkeypatch.delenv(name, raising=False)
     with pytest.raises(KeyboardInterrupt), single_blas_thread():
         assert os.environ[VARIABLE] == "1"
         raise KeyboardInterrupt
@@ -102,7 +106,7 @@ def test_the_scope_puts_the_environment_back_on_an_error(monkeypatch: pytest.Mon
 
 def test_a_program_the_shell_runs_gets_the_users_environment(tiny_demo_shared, tmp_path) -> None:
     root, _ = tiny_demo_shared
-    base = {k: v for k, v in os.environ.items() if k != VARIABLE}
+    base = {k: v for k, v in os.environ.items() if k not in USER_CHOICES}
     out = subprocess.run(
         [sys.executable, "-m", "precision_shell", str(root), "-e", f'run echo "[${VARIABLE}]"'],
         env={**base, "PYTHONPATH": str(REPO)},
