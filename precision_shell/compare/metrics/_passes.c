@@ -210,15 +210,6 @@ INLINE double vsumd(v8d r)
     return ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
 }
 
-INLINE int vany(v8i m)
-{
-    int any = 0;
-    for (int j = 0; j < LANES; j++) {
-        any |= m[j] != 0;
-    }
-    return any;
-}
-
 INLINE long long vcount(v8i c) /* c counts down: -1 per true comparison */
 {
     long long total = 0;
