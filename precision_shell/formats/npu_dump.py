@@ -342,17 +342,15 @@ def read_tensor(header: DumpHeader, kind: str, index: int) -> np.ndarray:
     """The values of one tensor in its device layout, shaped by the header's `shape`.
 
     Byte-aligned types are a read-only array of the file's bytes (`payload.read_payload`: read
-    when small, memory-mapped when large) or a view of the inline bytes; UINT1 / INT4 are
-    unpacked into a new array. An empty shape gives a
-    1-D array of size / itemsize values.
+    when small, memory-mapped when large, empty without opening the file) or a view of the
+    inline bytes; UINT1 / INT4 are unpacked into a new array. An empty shape gives a 1-D array
+    of size / itemsize values.
     """
     meta, dtype, count, packed = _readable(header, kind, index)
     shape = meta.shape if meta.shape else (count,)
     if meta.offset < 0:
         raw = np.frombuffer(header._inline_payloads[(kind, index)], dtype=np.uint8)
         return decode_values(raw, meta.dtype, count).reshape(shape)
-    if meta.size == 0:
-        return np.zeros(shape, dtype=dtype)  # mmap cannot map 0 bytes
     try:
         if not packed:
             return read_payload(header.path, meta.offset, dtype, shape)
