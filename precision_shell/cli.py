@@ -78,6 +78,18 @@ def _script_lines(args: argparse.Namespace) -> list[str] | None:
     return None
 
 
+def load_commands(warm: bool) -> None:
+    """Import the commands (which registers them) as the shell starts: with `warm`, start the
+    compare's worker server first, so it imports on another core meanwhile; numpy and the
+    server load with one BLAS thread (`blas`)."""
+    with single_blas_thread():
+        if warm:
+            warm_processes()
+        import numpy  # noqa: F401  (OpenBLAS reads its thread count when numpy loads)
+
+        import precision_shell.commands  # noqa: F401
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -106,13 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     except PrecisionError as exc:
         renderer.error(str(exc))
         return EXIT_USAGE
-    with single_blas_thread():  # numpy and the worker server load with one BLAS thread
-        if lines is None or runs_a_compare(lines):
-            # the compare's worker server imports on another core while we import the commands
-            warm_processes()
-        import numpy  # noqa: F401  (OpenBLAS reads its thread count when numpy loads)
-
-        import precision_shell.commands  # noqa: F401  (registers every command)
+    load_commands(warm=lines is None or runs_a_compare(lines))
     from precision_shell.shell.context import ShellContext
     from precision_shell.shell.dispatcher import Dispatcher
 

@@ -153,17 +153,11 @@ def phase_floor(workspace: Path, jobs: int, only_compared: bool = False) -> dict
 
 
 def _as_the_cli() -> None:
-    """What `precision_shell W -e "vc ..."` does before it runs a command: start the compare's
-    worker server (it imports on another core meanwhile) and import numpy and the commands,
-    both with one OpenBLAS thread."""
-    from precision_shell.blas import single_blas_thread
-    from precision_shell.compare.pipeline.process_start import warm_processes
+    """What `precision_shell W -e "vc ..."` does before it runs a command (`cli.load_commands`:
+    the worker server starts while the commands import, with one OpenBLAS thread)."""
+    from precision_shell.cli import load_commands
 
-    with single_blas_thread():
-        warm_processes()
-        import numpy  # noqa: F401
-
-        import precision_shell.commands  # noqa: F401
+    load_commands(warm=True)
 
 
 def phase_vc(workspace: Path, jobs: int, backend: str = "auto") -> dict:
