@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
-import re
 import signal
 import subprocess
 import sys
@@ -33,22 +32,29 @@ from precision_shell.compare.pipeline.engine import run_tasks
 from precision_shell.compare.pipeline.plan import benchmark_plan
 from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.workspace.workspace import Workspace
-from tests.compare.test_worker_death import stuck_after_two
+from tests.compare.test_worker_death import say, stuck_after_two
 
 ws = Workspace.open(sys.argv[1], use_cache=False)
 run = ws.run()
 plan = benchmark_plan(ws, run, run.dump_graph())
-print("tasks", len(plan.tasks), flush=True)
+say(f"tasks {len(plan.tasks)}")
 for result in run_tasks(plan.tasks, CompareOptions(), 2, work=stuck_after_two, backend="processes"):
-    print("result", result.seq, flush=True)
+    say(f"result {result.seq}")
 """
+
+
+def say(line: str) -> None:
+    """One line in one write(2): the parent and both workers share the pipe, and a print can
+    take a write per argument (it does under PYTHONUNBUFFERED), so their lines would interleave
+    mid-line; a write of under PIPE_BUF bytes to a pipe is atomic."""
+    os.write(1, f"{line}\n".encode())
 
 
 def stuck_after_two(task: FileTask, options: CompareOptions) -> FileResult:
     """The first two files compare; every later one hangs, as a huge tensor on a slow disk."""
     if task.seq < 2:
         return compare_file(task, options)
-    print(f"busy {os.getpid()}", flush=True)
+    say(f"busy {os.getpid()}")
     time.sleep(3600)
     return compare_file(task, options)
 
@@ -93,8 +99,7 @@ def _wait_for_busy_workers(proc: subprocess.Popen, lines: queue.Queue) -> list[s
 
 
 def _busy_pids(seen: list[str]) -> set[int]:
-    # the two workers share the pipe: their lines can interleave ("busy 1busy 2", then "")
-    return {int(pid) for line in seen for pid in re.findall(r"busy (\d+)", line)}
+    return {int(line.split()[1]) for line in seen if line.startswith("busy ")}
 
 
 def _reaches_eof(lines: queue.Queue) -> bool:
