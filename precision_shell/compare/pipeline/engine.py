@@ -36,6 +36,7 @@ from multiprocessing.context import BaseContext
 from typing import Protocol
 
 from precision_shell.compare.metrics import compiled
+from precision_shell.compare.pipeline.page_reuse import reuse_freed_memory
 from precision_shell.compare.pipeline.plan import FileTask
 from precision_shell.compare.pipeline.process_start import process_context, processes_warm
 from precision_shell.compare.pipeline.readahead import READAHEAD_BYTES, Readahead
@@ -80,7 +81,8 @@ def default_workers(configured: int = 0) -> int:
 
 
 def _start_worker(lifeline: Connection) -> None:
-    """Initializer of a process worker: ignore Ctrl-C, and end when the main process ends.
+    """Initializer of a process worker: ignore Ctrl-C, end when the main process ends, and
+    keep freed tensor memory for the next tensor (`page_reuse`).
 
     Ctrl-C goes to the whole process group; only the main process decides how to stop. The
     worker's parent is the forkserver, which lives as long as any of its workers does, so
@@ -89,6 +91,7 @@ def _start_worker(lifeline: Connection) -> None:
     `lifeline`; when it ends, for whatever reason, the read end reaches EOF.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    reuse_freed_memory()
     threading.Thread(target=_exit_on_eof, args=(lifeline,), name="lifeline", daemon=True).start()
 
 
