@@ -231,3 +231,28 @@ def test_a_plan_memo_starts_over_for_another_graph_or_benchmark_index(demo_plan)
     assert memo.serving(graph_b, None).rows == {}
     memo.rows["y"] = ((), ())
     assert memo.serving(graph_b, object()).rows == {}  # type: ignore[arg-type]
+
+
+def test_each_benchmark_file_is_marked_at_the_last_task_that_uses_it(demo_plan):
+    _, _, plan = demo_plan
+    seen_later: set[str] = set()
+    marked: dict[str, int] = {}
+    for task in reversed(plan.tasks):
+        used = {
+            row.benchmark_path
+            for row in (*task.inputs, *task.outputs)
+            if row.benchmark_path is not None
+        }
+        assert set(task.last_uses) == used - seen_later
+        assert list(task.last_uses) == sorted(task.last_uses)
+        for path in task.last_uses:
+            marked[path] = task.seq
+        seen_later |= used
+    assert set(marked) == seen_later  # every file once
+    # the demo chains ops: some output's benchmark is used again by its consumer's input
+    assert any(
+        marked[row.benchmark_path] > task.seq
+        for task in plan.tasks
+        for row in task.outputs
+        if row.benchmark_path is not None
+    )

@@ -229,7 +229,7 @@ def test_metric_memo_keeps_read_only_values_and_copies_writable_ones():
     frozen = ref.astype(np.float16)
     frozen.flags.writeable = False
     kept_row = memo.compute(frozen, ref, MappingRow("x", "/bench/x.0.1.npy"), None, None)
-    ((kept, row),) = next(iter(memo._entries.values()))
+    ((kept, row),) = memo.entries.get(("/bench/x.0.1.npy", None, "<f2", (64,), None))
     assert kept is frozen and row is kept_row  # read-only: kept as it is, no copy
     writable = ref.astype(np.float16)
     first = memo.compute(writable, ref, MappingRow("y", "/bench/y.0.1.npy"), None, None)
@@ -358,7 +358,7 @@ def test_benchmark_cache_reads_a_file_once_until_it_changes(tmp_path, monkeypatc
     reads.clear()
     for path in names:
         _load(cache, str(path))
-    assert cache._bytes <= 4 * 4000
+    assert cache.entries.bytes <= 4 * 4000
     _load(cache, str(names[4]))
     _load(cache, str(names[0]))
     assert reads == [p.name for p in names] + [names[0].name]
@@ -372,3 +372,25 @@ def test_a_missing_benchmark_file_is_an_error_every_time(tmp_path):
     for _ in range(2):
         with pytest.raises((PrecisionError, OSError)):
             _load(cache, str(tmp_path / "gone.0.1.npy"))
+
+
+def test_a_task_forgets_the_benchmark_files_no_later_task_uses(tmp_path):
+    """What the memo and the benchmark cache keep of a file goes with its last use, and
+    only then: an earlier task's entries stay for its consumer."""
+    import dataclasses
+
+    from precision_shell.compare.pipeline import worker
+
+    values = np.linspace(-1, 1, 64, dtype=np.float32)
+    dump = tmp_path / "Relu.net_relu.1.1.1700000000000000"
+    write_dump(dump, "net/relu", outputs=[TensorSpec(values, DumpFormat.ND)])
+    benchmark = str(write_benchmark(tmp_path, "relu:0", values, TS))
+    task = _task(dump, [_benchmark_row(benchmark, values.shape, "ND")])
+
+    first = compare_file(task, CompareOptions())
+    assert benchmark in worker._MEMO.entries.paths()
+    assert benchmark in worker._BENCHMARKS.entries.paths()
+    last = compare_file(dataclasses.replace(task, last_uses=(benchmark,)), CompareOptions())
+    assert last.rows[0].texts == first.rows[0].texts  # measured (or remembered) alike
+    assert benchmark not in worker._MEMO.entries.paths()
+    assert benchmark not in worker._BENCHMARKS.entries.paths()

@@ -50,6 +50,10 @@ class FileTask:
     npu_dump: str = ""  # the CSV `NPUDump` cell ("" = op_name)
     ground_truth: str = ""  # the CSV `GroundTruth` cell ("" = each mapping row's own)
     device_kind: str = "dump"  # "dump" (a tensor dump) | "stats" (a statistics dump)
+    # benchmark .npy files no later task of the plan compares against (`last_uses`), sorted
+    # (its repr is part of the plan's fingerprint): the worker forgets what it keeps of them
+    # once this task is done
+    last_uses: tuple[str, ...] = ()
 
     def mapping(self, kind: str, index: int) -> MappingRow:
         if self.fallback is not None:
@@ -223,6 +227,25 @@ def _op_rows(
     return tuple(inputs), tuple(outputs)
 
 
+def last_uses(
+    rows_of: list[tuple[tuple[MappingRow, ...], tuple[MappingRow, ...]]],
+) -> list[tuple[str, ...]]:
+    """For each task's (input rows, output rows), in execution order: the benchmark .npy
+    files it compares against and no later task does, sorted."""
+    later: set[str] = set()
+    found: list[tuple[str, ...]] = []
+    for inputs, outputs in reversed(rows_of):
+        paths = {
+            row.benchmark_path
+            for row in (*inputs, *outputs)
+            if row.benchmark_path is not None and row.benchmark_kind == "npy"
+        }
+        found.append(tuple(sorted(paths - later)))
+        later |= paths
+    found.reverse()
+    return found
+
+
 def benchmark_plan(
     ws: Workspace,
     run: RunIndex,
@@ -253,11 +276,15 @@ def benchmark_plan(
     origins = _Origins(graph, groups)
     numbers: dict[int, int] = {}
     tasks = []
-    for seq, (rec, ref) in enumerate(pairs):
+    rows_of = []
+    for rec, _ in pairs:
         rows = memo.rows.get(rec.name)
         if rows is None:
             rows = memo.rows[rec.name] = _op_rows(graph, rec, origins, benchmark_index)
-        inputs, outputs = rows
+        rows_of.append(rows)
+    for seq, ((rec, ref), (inputs, outputs), last) in enumerate(
+        zip(pairs, rows_of, last_uses(rows_of), strict=True)
+    ):
         group = groups[rec.name]
         tasks.append(
             FileTask(
@@ -271,6 +298,7 @@ def benchmark_plan(
                 npu_dump=group.npu_dump(rec.name),
                 ground_truth=group.ground_truth,
                 device_kind="stats" if statistics else "dump",
+                last_uses=last,
             )
         )
     left = left or str(run.run.dump_dir or run.run.root)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -19,6 +17,7 @@ import numpy as np
 from precision_shell.compare.metrics.cells import METRIC_COLUMNS, NOT_COMPUTED, csv_values
 from precision_shell.compare.metrics.compute import MetricRow, compute_metrics
 from precision_shell.compare.pipeline.plan import FileTask, MappingRow
+from precision_shell.compare.pipeline.recent import RecentByPath
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.errors import PrecisionError
 from precision_shell.formats.benchmark import load_benchmark
@@ -255,18 +254,16 @@ class _MetricMemo:
     later: on the large demo every one of 444 hits came within 1.1 MiB of later entries, on
     the big-tensors workspace within 16 MiB, the size of its largest tensor). Going from 64 to
     32 MiB took ~22k page faults off the two workers' ~96k on the distinct-tensor workspace,
-    with every hit kept.
+    with every hit kept. A file's entries go once no later task uses the file
+    (`FileTask.last_uses`).
     The memo outlives one `vc`, and a benchmark file is rewritten under the same name
     (`tf_run --overwrite`), so the file is keyed by its identity (size, mtime, ctime, inode),
     not by its path.
     """
 
     def __init__(self, max_bytes: int = 32 * 2**20, max_entry_bytes: int = 16 * 2**20) -> None:
-        self._entries: OrderedDict[tuple, list[tuple[np.ndarray, MetricRow]]] = OrderedDict()
-        self._lock = threading.Lock()
-        self._max_bytes = max_bytes
+        self.entries: RecentByPath[list[tuple[np.ndarray, MetricRow]]] = RecentByPath(max_bytes)
         self._max_entry_bytes = max_entry_bytes
-        self._bytes = 0
 
     def compute(
         self,
@@ -281,20 +278,14 @@ class _MetricMemo:
         if mapping.benchmark_kind != "npy" or device.nbytes > self._max_entry_bytes:
             return compute_metrics(device, benchmark, algorithms)
         key = (mapping.benchmark_path, identity, device.dtype.str, device.shape, algorithms)
-        with self._lock:
-            candidates = list(self._entries.get(key, ()))
+        candidates = self.entries.get(key) or []
         for values, row in candidates:
             if _equal(values, device):
                 return row
         row = compute_metrics(device, benchmark, algorithms)
-        with self._lock:
-            kept = np.array(device) if device.flags.writeable else device
-            self._entries.setdefault(key, []).append((kept, row))
-            self._entries.move_to_end(key)
-            self._bytes += device.nbytes
-            while self._bytes > self._max_bytes and self._entries:
-                _, dropped = self._entries.popitem(last=False)
-                self._bytes -= sum(v.nbytes for v, _ in dropped)
+        kept = np.array(device) if device.flags.writeable else device
+        candidates = [*candidates, (kept, row)]
+        self.entries.put(key, candidates, sum(values.nbytes for values, _ in candidates))
         return row
 
 
@@ -334,38 +325,28 @@ class _BenchmarkCache:
     than a quarter of the bound (or memory-mapped) is not kept. The consumer is almost always
     a task or two later, so the bound is small: 8 MiB already read every file of that demo
     once; on a workspace of 8 MB files (39 tensors compared against 18 files) 32 MiB made 19
-    loads, 16 MiB 31. Each process worker has its own."""
+    loads, 16 MiB 31. Each process worker has its own. A file goes once no later task uses it
+    (`FileTask.last_uses`)."""
 
     def __init__(self, max_bytes: int = 32 * 2**20) -> None:
-        self._entries: OrderedDict[tuple, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
-        self._max_bytes = max_bytes
-        self._bytes = 0
+        self.entries: RecentByPath[np.ndarray] = RecentByPath(max_bytes)
 
     def load(self, path: str, identity: FileIdentity | None) -> np.ndarray:
         """`path`'s values; `identity`: the file's, just taken (`_file_identity`)."""
         key = (path, identity)
         if identity is not None:
-            with self._lock:
-                values = self._entries.get(key)
-                if values is not None:
-                    self._entries.move_to_end(key)
-                    return values
+            values = self.entries.get(key)
+            if values is not None:
+                return values
         values = load_benchmark(path)
         keep = (
             identity is not None
             and not values.flags.writeable
             and not isinstance(values, np.memmap)
-            and values.nbytes <= self._max_bytes // 4
+            and values.nbytes <= self.entries.max_bytes // 4
         )
         if keep:
-            with self._lock:
-                if key not in self._entries:
-                    self._entries[key] = values
-                    self._bytes += values.nbytes
-                while self._bytes > self._max_bytes and self._entries:
-                    _, dropped = self._entries.popitem(last=False)
-                    self._bytes -= dropped.nbytes
+            self.entries.put(key, values, values.nbytes)
         return values
 
 
@@ -463,6 +444,9 @@ def compare_file(task: FileTask, options: CompareOptions) -> FileResult:
         _guarded_compare(task, header, meta, refs, options)
         for meta in (*header.inputs, *header.outputs)
     ]
+    for path in task.last_uses:
+        _MEMO.entries.forget(path)
+        _BENCHMARKS.entries.forget(path)
     return FileResult(task.seq, rows, size)
 
 
