@@ -256,3 +256,13 @@ def test_each_benchmark_file_is_marked_at_the_last_task_that_uses_it(demo_plan):
         for row in task.outputs
         if row.benchmark_path is not None
     )
+
+
+def test_last_uses_stay_out_of_the_repr_the_plan_fingerprint_hashes(demo_plan):
+    """A journal written before tasks had last_uses must still resume: same repr."""
+    import dataclasses
+
+    _, _, plan = demo_plan
+    task = next(t for t in plan.tasks if t.last_uses)
+    assert repr(task) == repr(dataclasses.replace(task, last_uses=()))
+    assert "last_uses" not in repr(task)

@@ -50,10 +50,11 @@ class FileTask:
     npu_dump: str = ""  # the CSV `NPUDump` cell ("" = op_name)
     ground_truth: str = ""  # the CSV `GroundTruth` cell ("" = each mapping row's own)
     device_kind: str = "dump"  # "dump" (a tensor dump) | "stats" (a statistics dump)
-    # benchmark .npy files no later task of the plan compares against (`last_uses`), sorted
-    # (its repr is part of the plan's fingerprint): the worker forgets what it keeps of them
-    # once this task is done
-    last_uses: tuple[str, ...] = ()
+    # benchmark .npy files no later task of the plan compares against (`last_uses`), sorted:
+    # the worker forgets what it keeps of them once this task is done. Derived from the rows,
+    # so out of the repr, which the plan's fingerprint hashes: a journal written before this
+    # field existed still resumes.
+    last_uses: tuple[str, ...] = field(default=(), repr=False)
 
     def mapping(self, kind: str, index: int) -> MappingRow:
         if self.fallback is not None:
