@@ -394,3 +394,12 @@ def test_a_task_forgets_the_benchmark_files_no_later_task_uses(tmp_path):
     assert last.rows[0].texts == first.rows[0].texts  # measured (or remembered) alike
     assert benchmark not in worker._MEMO.entries.paths()
     assert benchmark not in worker._BENCHMARKS.entries.paths()
+    # a last use whose dump cannot be read forgets what earlier tasks kept all the same
+    compare_file(task, CompareOptions())
+    assert benchmark in worker._MEMO.entries.paths()
+    unreadable = dataclasses.replace(
+        task, device_file=str(tmp_path / "gone"), last_uses=(benchmark,)
+    )
+    assert compare_file(unreadable, CompareOptions()).rows[0].reason
+    assert benchmark not in worker._MEMO.entries.paths()
+    assert benchmark not in worker._BENCHMARKS.entries.paths()

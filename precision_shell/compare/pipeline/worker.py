@@ -426,7 +426,18 @@ def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def compare_file(task: FileTask, options: CompareOptions) -> FileResult:
-    """Every input and output tensor of one device dump file against its benchmark."""
+    """Every input and output tensor of one device dump file against its benchmark. Then,
+    however that went, the memo and the benchmark cache forget the benchmark files no later
+    task uses (`FileTask.last_uses`)."""
+    try:
+        return _compare_tensors(task, options)
+    finally:
+        for path in task.last_uses:
+            _MEMO.entries.forget(path)
+            _BENCHMARKS.entries.forget(path)
+
+
+def _compare_tensors(task: FileTask, options: CompareOptions) -> FileResult:
     try:
         size = os.path.getsize(task.device_file)
         header = read_dump_header(task.device_file)
@@ -444,9 +455,6 @@ def compare_file(task: FileTask, options: CompareOptions) -> FileResult:
         _guarded_compare(task, header, meta, refs, options)
         for meta in (*header.inputs, *header.outputs)
     ]
-    for path in task.last_uses:
-        _MEMO.entries.forget(path)
-        _BENCHMARKS.entries.forget(path)
     return FileResult(task.seq, rows, size)
 
 
