@@ -256,9 +256,10 @@ class _MetricMemo:
     32 MiB took ~22k page faults off the two workers' ~96k on the distinct-tensor workspace,
     with every hit kept. A file's entries go once no later task uses the file
     (`FileTask.last_uses`).
-    The memo outlives one `vc`, and a benchmark file is rewritten under the same name
-    (`tf_run --overwrite`), so the file is keyed by its identity (size, mtime, ctime, inode),
-    not by its path.
+    An entry can still outlive its `vc` (a Dask worker lives on, and its file's last use may
+    have run on another worker; tasks built without the plan carry no last uses), and a
+    benchmark file is rewritten under the same name (`tf_run --overwrite`), so the file is
+    keyed by its identity (size, mtime, ctime, inode), not by its path.
     """
 
     def __init__(self, max_bytes: int = 32 * 2**20, max_entry_bytes: int = 16 * 2**20) -> None:
