@@ -110,8 +110,10 @@ def plan_fingerprint(plan: ComparePlan) -> str:
     sha.update(repr((plan.skipped, plan.repeated)).encode())
     memo: dict[str, Any] = {}
     for task in plan.tasks:
-        mappings = (*task.inputs, *task.outputs, *([task.fallback] if task.fallback else []))
-        files = [_stat(task.device_file, memo), *(_stat(m.benchmark_path, memo) for m in mappings)]
+        files = [
+            _stat(task.device_file, memo),
+            *(_stat(m.benchmark_path, memo) for m in task.rows()),
+        ]
         sha.update(repr((task, files)).encode("utf-8", "surrogateescape"))
     return sha.hexdigest()
 

@@ -56,6 +56,10 @@ class FileTask:
     # field existed still resumes.
     last_uses: tuple[str, ...] = field(default=(), repr=False)
 
+    def rows(self) -> tuple[MappingRow, ...]:
+        """Every mapping row of the task: inputs, outputs, then the fallback if any."""
+        return (*self.inputs, *self.outputs, *((self.fallback,) if self.fallback else ()))
+
     def mapping(self, kind: str, index: int) -> MappingRow:
         if self.fallback is not None:
             return self.fallback

@@ -37,7 +37,7 @@ _ADVISE = getattr(os, "posix_fadvise", None)
 def task_files(task: FileTask) -> list[str]:
     """The files a task reads: its device dump and each distinct benchmark file."""
     files = [task.device_file]
-    for row in (*task.inputs, *task.outputs, *((task.fallback,) if task.fallback else ())):
+    for row in task.rows():
         if row.benchmark_path and row.benchmark_path not in files:
             files.append(row.benchmark_path)
     return files
