@@ -19,11 +19,13 @@ from precision_shell.compare.pipeline.matcher import (
 )
 from precision_shell.formats.benchmark import BenchmarkIndex, benchmark_key, scan_benchmark_dir
 from precision_shell.formats.dump_names import sanitize_dump_name
+from precision_shell.pickling import by_fields
 from precision_shell.workspace.dump_index import DumpFileRef, DumpIndex
 from precision_shell.workspace.graph_index import GraphIndex, OpRecord
 from precision_shell.workspace.workspace import RunIndex, Workspace
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class MappingRow:
     """Which benchmark tensor stands for one device tensor."""
@@ -37,6 +39,7 @@ class MappingRow:
     reason: str = ""  # why there is no benchmark
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class FileTask:
     seq: int  # position in execution order; rows are written in this order

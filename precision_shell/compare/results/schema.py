@@ -20,6 +20,7 @@ from typing import IO
 
 from precision_shell.compare.metrics.cells import METRIC_COLUMNS, NOT_COMPUTED
 from precision_shell.errors import PrecisionError
+from precision_shell.pickling import by_fields
 
 LEAD_COLUMNS = (
     "Index",
@@ -77,6 +78,7 @@ def _parse_tensor_index(text: str) -> tuple[str, int]:
     return "", 0
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class ResultRow:
     """One device tensor against its benchmark, as the CSV holds it."""
