@@ -39,7 +39,7 @@ def by_fields(cls: T) -> T:
 def _rebuild(cls: type, values: tuple[Any, ...]) -> Any:
     """The object `by_fields` pickled, its fields set as they were (no `__init__` or
     `__post_init__` runs: derived fields come back as they were, not recomputed)."""
-    obj = object.__new__(cls)
+    obj: Any = object.__new__(cls)
     for name, value in zip(cls._pickled_fields, values, strict=True):  # type: ignore[attr-defined]
         _set(obj, name, value)
     return obj
