@@ -8,12 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from precision_shell.compare.pipeline.plan import (
-    ComparePlan,
-    GraphPlanMemo,
-    benchmark_plan,
-    device_plan,
-)
+from precision_shell.compare.pipeline.plan import ComparePlan, benchmark_plan, device_plan
+from precision_shell.compare.pipeline.plan_memos import memo_for, save_memos
 from precision_shell.errors import PrecisionError
 from precision_shell.workspace.dump_index import index_dump_tree
 from precision_shell.workspace.graph_index import GraphIndex
@@ -37,7 +33,6 @@ def slice_plans(
         return [(run.slices[0] if run.slices else None, primary)]
     chosen = selected_slices(run, request.rank, request.step)
     plans: list[tuple[DumpSlice | None, ComparePlan]] = []
-    memo = GraphPlanMemo()  # ranks and steps of one graph: its part of the plan once
     for where in chosen:
         graph = slice_graph(ws, run, where, request.graph)
         label = f"{run.name} rank {where.rank} step {where.step}"
@@ -45,6 +40,8 @@ def slice_plans(
             # the default slice against the same graph: the primary plan, already made
             plan = replace(primary, left=label)
         else:
+            # ranks and steps of one graph: its part of the plan once
+            memo = memo_for(ws, graph, ws.benchmark)
             plan = benchmark_plan(ws, run, graph, dumps=where.dumps, left=label, memo=memo)
         if plan.tasks:
             plans.append((where, plan))
@@ -53,6 +50,7 @@ def slice_plans(
                 f"{run.name} rank {where.rank} step {where.step}: no dump file belongs to an "
                 f"op of graph {graph.root_graph}; not compared"
             )
+    save_memos(ws)
     if not plans:
         raise PrecisionError(f"{run.name}: no selected rank and step has a dump of its graph")
     return plans
@@ -138,7 +136,9 @@ def plans_for(ws: Workspace, request: CompareRequest) -> tuple[ComparePlan, Comp
             "(use -lt/-rt)"
         )
     graph = pick_graph(ws, request.graph, run.name)
-    primary = _nonempty(benchmark_plan(ws, run, graph), graph)
+    primary = benchmark_plan(ws, run, graph, memo=memo_for(ws, graph, ws.benchmark))
+    save_memos(ws)
+    primary = _nonempty(primary, graph)
     secondary = None
     others = [r for r in ws.runs if r is not run]
     if others and request.run is None:

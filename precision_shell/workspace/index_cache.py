@@ -178,6 +178,18 @@ class IndexCache:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
 
+    def load(self, kind: str, source: Path, fingerprint: Any) -> Any | None:
+        """The state stored for (kind, source) at `fingerprint`; None when there is none
+        (or the cache is off, or set to rebuild)."""
+        if not self.enabled or not self._read_entries:
+            return None
+        return self._read(self._entry_path(kind, source), fingerprint)
+
+    def store(self, kind: str, source: Path, fingerprint: Any, state: Any) -> None:
+        """Keep `state` for (kind, source) at `fingerprint` (best effort, as every entry)."""
+        if self.enabled:
+            self._write(self._entry_path(kind, source), fingerprint, state)
+
     def load_or_build(
         self, kind: str, source: Path, fingerprint: Any, build: Callable[[], Any]
     ) -> Any:

@@ -114,8 +114,15 @@ class GraphPlanMemo:
         self.groups: dict[str, FusionGroup] | None = None
         self.rows: dict[str, tuple[tuple[MappingRow, ...], tuple[MappingRow, ...]]] = {}
 
+    @property
+    def graph(self) -> GraphIndex | None:
+        return self._graph
+
+    def serves(self, graph: GraphIndex, benchmarks: BenchmarkIndex | None) -> bool:
+        return graph is self._graph and benchmarks is self._benchmarks
+
     def serving(self, graph: GraphIndex, benchmarks: BenchmarkIndex | None) -> GraphPlanMemo:
-        if graph is not self._graph or benchmarks is not self._benchmarks:
+        if not self.serves(graph, benchmarks):
             self._graph, self._benchmarks = graph, benchmarks
             self.named, self.groups, self.rows = None, None, {}
         return self

@@ -24,9 +24,9 @@ from typing import Any
 from precision_shell.compare.pipeline.plan import (
     ComparePlan,
     FileTask,
-    GraphPlanMemo,
     benchmark_plan,
 )
+from precision_shell.compare.pipeline.plan_memos import memo_for, save_memos
 from precision_shell.compare.results.summary import CompareRecord, RunSummary, SummaryBacked
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.statistics.judge import (
@@ -265,10 +265,11 @@ def statistics_plans(
 ) -> list[tuple[DumpSlice, ComparePlan, GraphIndex]]:
     """A statistics plan per selected (rank, step) whose dump belongs to its graph."""
     plans = []
-    memo = GraphPlanMemo()  # ranks and steps of one graph: its part of the plan once
     for where in slices:
         graph = graph_of(where)
         label = f"{run.name} rank {where.rank} step {where.step}"
+        # ranks and steps of one graph: its part of the plan once
+        memo = memo_for(ws, graph, ws.benchmark)
         plan = benchmark_plan(
             ws, run, graph, dumps=where.dumps, left=label, statistics=True, memo=memo
         )
@@ -276,6 +277,7 @@ def statistics_plans(
             plans.append((where, plan, graph))
         else:
             ws.warnings.append(f"{label}: no statistics dump of an op of graph {graph.root_graph}")
+    save_memos(ws)
     if not plans:
         raise PrecisionError(
             f"{run.name}: no selected rank and step has a statistics dump of its graph"

@@ -1,0 +1,103 @@
+"""The graph-and-benchmark part of a plan (`GraphPlanMemo`), kept while the index is current
+and on disk between shells.
+
+Most of a plan's time goes to working out, op by op, which benchmark file stands for each
+tensor; that depends on the graph and the benchmark dir only, not on the dump. A memo made for
+the workspace's index is kept in `Workspace.derived` (a rebuilt index starts without it) and
+in the index cache, fingerprinted by the graph's and the benchmark dir's index pieces: a
+changed graph file, or a benchmark file added, removed or renamed, makes it start over. On the
+large demo's distinct twin a `vc` in a new shell plans in ~8 ms instead of ~40 ms (its
+first `vc` ever still takes the 40).
+
+Only the workspace's own benchmark dir is kept (a dir given with -rt is scanned anew by each
+plan). A piece whose fingerprint is too recent to trust (`Piece.racy`) is neither read nor
+written: the memo is then made for this shell only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from precision_shell.compare.pipeline.plan import GraphPlanMemo, MappingRow
+from precision_shell.formats.benchmark import BenchmarkIndex
+from precision_shell.workspace.graph_index import GraphIndex
+from precision_shell.workspace.workspace import Workspace
+
+KIND = "planmemo"
+# Bump when what a plan derives from the graph and the benchmarks changes (a matching rule,
+# MappingRow's fields), so memos stored before are not used.
+MEMO_VERSION = 1
+_DERIVED_KEY = "plan memos"
+
+_Rows = dict[str, tuple[tuple[MappingRow, ...], tuple[MappingRow, ...]]]
+
+
+class _Kept:
+    """A memo of this index, with what it was stored with (rows count) and where."""
+
+    def __init__(self, memo: GraphPlanMemo, fingerprint: Any | None, stored: int) -> None:
+        self.memo = memo
+        self.fingerprint = fingerprint  # None: not kept on disk
+        self.stored = stored
+
+
+def memo_for(ws: Workspace, graph: GraphIndex, benchmarks: BenchmarkIndex | None) -> GraphPlanMemo:
+    """The memo of plans of `graph` against `benchmarks`: this index's, else the stored one,
+    else a new one. Only the workspace's own benchmark dir is kept; any other gets a new
+    memo each time."""
+    if benchmarks is None or benchmarks is not ws.benchmark:
+        return GraphPlanMemo().serving(graph, benchmarks)
+    kept: dict[int, _Kept] = ws.derived.setdefault(_DERIVED_KEY, {})
+    found = kept.get(id(graph))
+    if found is not None and found.memo.serves(graph, benchmarks):
+        return found.memo
+    memo = GraphPlanMemo().serving(graph, benchmarks)
+    fingerprint = _fingerprint(ws, graph)
+    stored = 0
+    if fingerprint is not None and ws.cache is not None:
+        rows = _valid_rows(ws.cache.load(KIND, Path(graph.source), fingerprint), graph)
+        if rows is not None:
+            memo.rows = rows
+            stored = len(rows)
+    kept[id(graph)] = _Kept(memo, fingerprint, stored)
+    return memo
+
+
+def save_memos(ws: Workspace) -> None:
+    """Store the memos of this index that gained rows since they were loaded or stored."""
+    if ws.cache is None:
+        return
+    for found in ws.derived.get(_DERIVED_KEY, {}).values():
+        graph = found.memo.graph
+        if found.fingerprint is None or graph is None or len(found.memo.rows) <= found.stored:
+            continue
+        ws.cache.store(KIND, Path(graph.source), found.fingerprint, dict(found.memo.rows))
+        found.stored = len(found.memo.rows)
+
+
+def _fingerprint(ws: Workspace, graph: GraphIndex) -> Any | None:
+    """What the memo depends on: the graph piece's and the benchmark piece's fingerprints;
+    None when either is unknown or too recent to trust."""
+    if ws.layout.benchmark_dir is None:
+        return None
+    graph_piece = ws.pieces.get(("graph", graph.source))
+    bench_piece = ws.pieces.get(("benchmark", str(ws.layout.benchmark_dir)))
+    if graph_piece is None or bench_piece is None or graph_piece.racy or bench_piece.racy:
+        return None
+    return (MEMO_VERSION, graph_piece.fingerprint, bench_piece.fingerprint)
+
+
+def _valid_rows(state: object, graph: GraphIndex) -> _Rows | None:
+    """The stored rows when they have the shape we write, of ops this graph has."""
+    if not isinstance(state, dict):
+        return None
+    for name, pair in state.items():
+        if not (isinstance(name, str) and name in graph and isinstance(pair, tuple)):
+            return None
+        if len(pair) != 2 or not all(
+            isinstance(side, tuple) and all(isinstance(row, MappingRow) for row in side)
+            for side in pair
+        ):
+            return None
+    return state
