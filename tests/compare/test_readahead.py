@@ -41,6 +41,7 @@ def test_advise_willneed_advises_a_regular_file_of_at_most_the_limit(
     monkeypatch.setattr(
         readahead, "_ADVISE", lambda fd, off, n, advice: calls.append((off, n, advice))
     )
+    monkeypatch.setattr(readahead, "in_page_cache", lambda fd: False)  # as if read from disk
     path = tmp_path / "t.npy"
     path.write_bytes(b"x" * 5000)
     assert advise_willneed(str(path), 5000) == 5000
@@ -63,10 +64,76 @@ def test_advise_willneed_skips_what_is_not_a_readable_regular_file(
     assert calls == []
 
 
+def _evicted(path: Path) -> bool:
+    """Drop the file's pages from the page cache (written back first: dirty pages stay);
+    whether the kernel says its first page is gone (a filesystem may keep it all in memory)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        return not readahead.in_page_cache(fd)
+    finally:
+        os.close(fd)
+
+
+needs_probe = pytest.mark.skipif(
+    readahead._NOWAIT is None or not hasattr(os, "posix_fadvise"),
+    reason="no preadv2 RWF_NOWAIT or posix_fadvise here",
+)
+
+
+@needs_probe
 def test_advise_willneed_really_advises(tmp_path: Path) -> None:
     path = tmp_path / "t.bin"
     path.write_bytes(b"y" * 10000)
-    assert advise_willneed(str(path), 2**20) == (10000 if hasattr(os, "posix_fadvise") else 0)
+    if not _evicted(path):
+        pytest.skip("this filesystem keeps the file in memory")
+    assert advise_willneed(str(path), 2**20) == 10000
+
+
+@needs_probe
+def test_a_file_in_the_page_cache_is_not_advised_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    real = readahead._ADVISE
+    assert real is not None
+    monkeypatch.setattr(
+        readahead, "_ADVISE", lambda fd, off, n, advice: (calls.append(n), real(fd, off, n, advice))
+    )
+    path = tmp_path / "t.bin"
+    path.write_bytes(b"z" * 10000)  # just written: in the page cache
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert readahead.in_page_cache(fd)
+    finally:
+        os.close(fd)
+    assert advise_willneed(str(path), 2**20) == 0
+    assert calls == []
+    if not _evicted(path):
+        pytest.skip("this filesystem keeps the file in memory")
+    assert advise_willneed(str(path), 2**20) == 10000
+    assert calls == [10000]
+
+
+def test_a_filesystem_that_cannot_tell_gets_the_advice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(readahead, "_ADVISE", lambda fd, off, n, advice: calls.append(n))
+
+    def no_nowait(*args: object) -> int:
+        raise OSError(95, "Operation not supported")
+
+    monkeypatch.setattr(readahead.os, "preadv", no_nowait)
+    path = tmp_path / "t.bin"
+    path.write_bytes(b"w" * 300)
+    assert advise_willneed(str(path), 2**20) == 300
+    assert calls == [300]
+    # and an empty file has nothing to read ahead
+    (tmp_path / "empty").write_bytes(b"")
+    assert advise_willneed(str(tmp_path / "empty"), 2**20) == 0
+    assert calls == [300]
 
 
 def _spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -153,5 +220,7 @@ def test_an_advised_file_reads_back_unchanged(tmp_path: Path) -> None:
     data = np.arange(50000, dtype=np.float32)
     path = tmp_path / "a.npy"
     np.save(path, data)
+    if hasattr(os, "posix_fadvise") and not _evicted(path):
+        pytest.skip("this filesystem keeps the file in memory")
     assert advise_willneed(str(path), 2**30) == path.stat().st_size
     np.testing.assert_array_equal(np.load(path), data)

@@ -49,7 +49,11 @@ from precision_shell.workspace.output_files import create_output_file, create_un
 # vc caches the columns of at most this many CSVs per run (the primary first): the cache dir
 # keeps the newest files only, and the first slices are those read most
 CACHED_PLANS = 8
-_CACHE_CHUNK = 8_192  # rows gathered between two encodings (a short pause of the writer)
+# Rows gathered between two encodings (a short pause of the writer). Small, so that little is
+# left to encode after the last row, when the workers are done and nothing else runs: per row
+# a chunk of 1,000 costs what one of 8,192 does (5.8 vs 5.9 us); fewer would pass the columns'
+# coded-or-plain sample (`columns._SAMPLE`), which sets the floor anyway.
+_CACHE_CHUNK = 1_000
 
 
 @dataclass

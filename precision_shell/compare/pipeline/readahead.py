@@ -32,6 +32,7 @@ READAHEAD_BYTES = 256 * 2**20
 # against 0.31-0.35 s without.
 READAHEAD_FILE_MAX = 4 * 2**20
 _ADVISE = getattr(os, "posix_fadvise", None)
+_NOWAIT = getattr(os, "RWF_NOWAIT", None) if hasattr(os, "preadv") else None
 
 
 def task_files(task: FileTask) -> list[str]:
@@ -43,9 +44,28 @@ def task_files(task: FileTask) -> list[str]:
     return files
 
 
+def in_page_cache(fd: int) -> bool:
+    """Whether the first page of the open file is in the page cache, asked without waiting on
+    the disk (preadv2 RWF_NOWAIT); False when the OS or the filesystem cannot say.
+
+    The first page of a file read through is the first the kernel evicts (oldest in its LRU):
+    while it is there, the rest most likely is."""
+    if _NOWAIT is None:
+        return False
+    try:
+        os.preadv(fd, [bytearray(1)], 0, _NOWAIT)
+    except OSError:  # BlockingIOError: not cached; EOPNOTSUPP & co: cannot tell
+        return False
+    return True
+
+
 def advise_willneed(path: str, limit: int) -> int:
     """Ask the kernel to read `path` when it is a readable regular file of at most `limit`
-    bytes; the bytes advised (0 otherwise)."""
+    bytes that is not in the page cache already; the bytes advised (0 otherwise).
+
+    Advising a cached file costs the kernel a walk over its pages for nothing: on a warm
+    cache, the 1,041 files of the large demo's distinct twin took 14 ms of CPU to advise,
+    7 ms to find cached."""
     if _ADVISE is None:
         return 0
     try:
@@ -54,7 +74,9 @@ def advise_willneed(path: str, limit: int) -> int:
         return 0
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit or info.st_size == 0:
+            return 0
+        if in_page_cache(fd):
             return 0
         _ADVISE(fd, 0, info.st_size, os.POSIX_FADV_WILLNEED)
         return info.st_size
