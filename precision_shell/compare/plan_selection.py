@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from precision_shell.compare.pipeline.plan import ComparePlan, benchmark_plan, device_plan
-from precision_shell.compare.pipeline.plan_memos import memo_for, save_memos
+from precision_shell.compare.pipeline.plan_memos import PlanMemos
 from precision_shell.errors import PrecisionError
 from precision_shell.workspace.dump_index import index_dump_tree
 from precision_shell.workspace.graph_index import GraphIndex
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def slice_plans(
-    ws: Workspace, request: CompareRequest, primary: ComparePlan
+    ws: Workspace, request: CompareRequest, primary: ComparePlan, memos: PlanMemos
 ) -> list[tuple[DumpSlice | None, ComparePlan]]:
     """The plan of every selected (rank, step) of a device-vs-benchmark compare of the
     workspace; just the primary plan for the other kinds of compare."""
@@ -41,7 +41,7 @@ def slice_plans(
             plan = replace(primary, left=label)
         else:
             # ranks and steps of one graph: its part of the plan once
-            memo = memo_for(ws, graph, ws.benchmark)
+            memo = memos.memo_for(graph, ws.benchmark)
             plan = benchmark_plan(ws, run, graph, dumps=where.dumps, left=label, memo=memo)
         if plan.tasks:
             plans.append((where, plan))
@@ -50,7 +50,6 @@ def slice_plans(
                 f"{run.name} rank {where.rank} step {where.step}: no dump file belongs to an "
                 f"op of graph {graph.root_graph}; not compared"
             )
-    save_memos(ws)
     if not plans:
         raise PrecisionError(f"{run.name}: no selected rank and step has a dump of its graph")
     return plans
@@ -92,7 +91,9 @@ def _side(ws: Workspace | None, text: str) -> tuple[Path, RunIndex | None]:
     return Path(text), None
 
 
-def plans_for(ws: Workspace, request: CompareRequest) -> tuple[ComparePlan, ComparePlan | None]:
+def plans_for(
+    ws: Workspace, request: CompareRequest, memos: PlanMemos
+) -> tuple[ComparePlan, ComparePlan | None]:
     if bool(request.left) != bool(request.right):
         raise PrecisionError("vc: give both -lt LEFT and -rt RIGHT, or neither")
     if request.left and request.right:
@@ -136,9 +137,9 @@ def plans_for(ws: Workspace, request: CompareRequest) -> tuple[ComparePlan, Comp
             "(use -lt/-rt)"
         )
     graph = pick_graph(ws, request.graph, run.name)
-    primary = benchmark_plan(ws, run, graph, memo=memo_for(ws, graph, ws.benchmark))
-    save_memos(ws)
-    primary = _nonempty(primary, graph)
+    primary = _nonempty(
+        benchmark_plan(ws, run, graph, memo=memos.memo_for(graph, ws.benchmark)), graph
+    )
     secondary = None
     others = [r for r in ws.runs if r is not run]
     if others and request.run is None:

@@ -23,6 +23,7 @@ from precision_shell.compare.pipeline.execute import (
 )
 from precision_shell.compare.pipeline.journal import RunJournal
 from precision_shell.compare.pipeline.plan import ComparePlan
+from precision_shell.compare.pipeline.plan_memos import PlanMemos
 from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.compare.plan_selection import (
     optional_graph,
@@ -186,8 +187,10 @@ def run_statistics(
 def _run(
     ws: Workspace, request: CompareRequest, progress: ProgressFor | None, slot: JournalSlot
 ) -> VectorCompareResult:
-    primary, secondary = plans_for(ws, request)
-    slices = slice_plans(ws, request, primary)
+    memos = PlanMemos(ws)
+    primary, secondary = plans_for(ws, request, memos)
+    slices = slice_plans(ws, request, primary, memos)
+    memos.save()
     if request.max_files is not None:
         for _, plan in slices:
             plan.tasks = plan.tasks[: request.max_files]

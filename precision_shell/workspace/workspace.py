@@ -15,7 +15,6 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -85,9 +84,6 @@ class Workspace:
 
     def __post_init__(self) -> None:
         self.stats = StatsCache()
-        # What commands derive from this index and keep while it is current, by their own
-        # key (the compare's plan memos): a rebuilt index starts without them.
-        self.derived: dict[str, Any] = {}
         # path -> (fingerprint, header): a file rewritten in place is read again
         self._headers: OrderedDict[str, tuple[object, DumpHeader]] = OrderedDict()
 

@@ -1,4 +1,4 @@
-"""The plan's graph-and-benchmark memo, kept per index and in the index cache: a new shell
+"""The plan's graph-and-benchmark memo, kept in the index cache: a new command (or shell)
 plans from it, and anything it depends on changing makes it start over."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from precision_shell.compare.pipeline.plan import GraphPlanMemo, benchmark_plan
-from precision_shell.compare.pipeline.plan_memos import KIND, memo_for, save_memos
+from precision_shell.compare.pipeline.plan_memos import KIND, PlanMemos
 from precision_shell.formats.benchmark import scan_benchmark_dir
 from precision_shell.workspace.workspace import Workspace
 from tests.workspace.file_times import settle
@@ -18,9 +18,10 @@ from tests.workspace.file_times import settle
 def _plan(ws: Workspace):
     run = ws.run()
     graph = run.dump_graph()
-    memo = memo_for(ws, graph, ws.benchmark)
+    memos = PlanMemos(ws)
+    memo = memos.memo_for(graph, ws.benchmark)
     plan = benchmark_plan(ws, run, graph, memo=memo)
-    save_memos(ws)
+    memos.save()
     return plan, memo
 
 
@@ -46,25 +47,30 @@ def test_a_new_shell_plans_from_the_stored_memo(tiny_demo):
     assert memo.rows and len(_stored(root)) == 1
 
     ws = Workspace.open(root)
-    loaded = memo_for(ws, ws.run().dump_graph(), ws.benchmark)
+    loaded = PlanMemos(ws).memo_for(ws.run().dump_graph(), ws.benchmark)
     assert loaded.rows == memo.rows  # there before any plan ran
     assert loaded is not memo
     plan, _ = _plan(ws)
     _same(plan, first)
     _same(plan, _fresh_plan(ws))
+    # the same index, a later command: from the cache again (memos go with their command)
+    again, later = _plan(ws)
+    assert later is not memo and later.rows == memo.rows
+    _same(again, first)
 
 
-def test_one_index_keeps_one_memo_per_graph(tiny_demo):
+def test_one_command_keeps_one_memo_per_graph(tiny_demo):
     root, _ = tiny_demo
     settle(root)
     ws = Workspace.open(root)
     graph = ws.run().dump_graph()
-    memo = memo_for(ws, graph, ws.benchmark)
-    assert memo_for(ws, graph, ws.benchmark) is memo
+    memos = PlanMemos(ws)
+    memo = memos.memo_for(graph, ws.benchmark)
+    assert memos.memo_for(graph, ws.benchmark) is memo
     # another benchmark dir (as -rt gives): a memo of its own, never kept
     other = scan_benchmark_dir(ws.layout.benchmark_dir)
-    assert memo_for(ws, graph, other) is not memo
-    assert memo_for(ws, graph, other) is not memo_for(ws, graph, other)
+    assert memos.memo_for(graph, other) is not memo
+    assert memos.memo_for(graph, other) is not memos.memo_for(graph, other)
 
 
 def test_a_newer_benchmark_file_makes_the_memo_start_over(tiny_demo):
@@ -97,7 +103,7 @@ def test_a_graph_changed_since_makes_the_memo_start_over(tiny_demo):
 
     ws2 = Workspace.open(root)
     assert ws2.pieces[("graph", str(graph_file))].fingerprint != stored_fp
-    memo = memo_for(ws2, ws2.run().dump_graph(), ws2.benchmark)
+    memo = PlanMemos(ws2).memo_for(ws2.run().dump_graph(), ws2.benchmark)
     assert memo.rows == {}
 
 
@@ -118,17 +124,18 @@ def test_a_stored_memo_of_the_wrong_shape_is_not_used(tiny_demo):
     settle(root)
     ws = Workspace.open(root)
     graph = ws.run().dump_graph()
-    memo_for(ws, graph, ws.benchmark)
-    kept = ws.derived["plan memos"][id(graph)]
-    assert ws.cache is not None
+    memos = PlanMemos(ws)
+    memos.memo_for(graph, ws.benchmark)
+    fingerprint = memos.fingerprint_of(graph)
+    assert fingerprint is not None and ws.cache is not None
     bad = [
         {"no such op": ((), ())},
         {next(iter(graph.names())): (("not a row",), ())},
         ["a", "list"],
     ]
     for state in bad:
-        ws.cache.store(KIND, Path(graph.source), kept.fingerprint, state)
+        ws.cache.store(KIND, Path(graph.source), fingerprint, state)
         fresh = Workspace.open(root)
-        assert memo_for(fresh, fresh.run().dump_graph(), fresh.benchmark).rows == {}
+        assert PlanMemos(fresh).memo_for(fresh.run().dump_graph(), fresh.benchmark).rows == {}
         plan, _ = _plan(fresh)  # and the plan is right (and stores a good memo again)
         _same(plan, _fresh_plan(fresh))

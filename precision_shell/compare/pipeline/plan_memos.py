@@ -1,17 +1,19 @@
-"""The graph-and-benchmark part of a plan (`GraphPlanMemo`), kept while the index is current
-and on disk between shells.
+"""The graph-and-benchmark part of a plan (`GraphPlanMemo`), kept in the index cache between
+commands and shells.
 
 Most of a plan's time goes to working out, op by op, which benchmark file stands for each
-tensor; that depends on the graph and the benchmark dir only, not on the dump. A memo made for
-the workspace's index is kept in `Workspace.derived` (a rebuilt index starts without it) and
-in the index cache, fingerprinted by the graph's and the benchmark dir's index pieces: a
-changed graph file, or a benchmark file added, removed or renamed, makes it start over. On the
-large demo's distinct twin a `vc` in a new shell plans in ~8 ms instead of ~40 ms (its
-first `vc` ever still takes the 40).
+tensor; that depends on the graph and the benchmark dir only, not on the dump. `PlanMemos`
+gives the plans of one command a memo per graph, loaded from the index cache, fingerprinted
+by the graph's and the benchmark dir's index pieces: a changed graph file, or a benchmark file
+added, removed or renamed, makes it start over. `save()` stores those that gained rows. On
+the large demo's distinct twin a `vc` plans in ~11 ms instead of ~40 (the first `vc` ever
+still takes the 40). The memos are let go with the command rather than kept with the index for
+the session: in memory a mapping row costs ~560 bytes (~140 stored), ~250 MB for a graph of
+100k ops (~440k rows, estimated from the twin's).
 
 Only the workspace's own benchmark dir is kept (a dir given with -rt is scanned anew by each
 plan). A piece whose fingerprint is too recent to trust (`Piece.racy`) is neither read nor
-written: the memo is then made for this shell only.
+written: the memo then serves this command only.
 """
 
 from __future__ import annotations
@@ -28,52 +30,63 @@ KIND = "planmemo"
 # Bump when what a plan derives from the graph and the benchmarks changes (a matching rule,
 # MappingRow's fields), so memos stored before are not used.
 MEMO_VERSION = 1
-_DERIVED_KEY = "plan memos"
 
 _Rows = dict[str, tuple[tuple[MappingRow, ...], tuple[MappingRow, ...]]]
 
 
 class _Kept:
-    """A memo of this index, with what it was stored with (rows count) and where."""
+    """A memo, the fingerprint it is stored under (None: not stored) and its rows then."""
 
     def __init__(self, memo: GraphPlanMemo, fingerprint: Any | None, stored: int) -> None:
         self.memo = memo
-        self.fingerprint = fingerprint  # None: not kept on disk
+        self.fingerprint = fingerprint
         self.stored = stored
 
 
-def memo_for(ws: Workspace, graph: GraphIndex, benchmarks: BenchmarkIndex | None) -> GraphPlanMemo:
-    """The memo of plans of `graph` against `benchmarks`: this index's, else the stored one,
-    else a new one. Only the workspace's own benchmark dir is kept; any other gets a new
-    memo each time."""
-    if benchmarks is None or benchmarks is not ws.benchmark:
-        return GraphPlanMemo().serving(graph, benchmarks)
-    kept: dict[int, _Kept] = ws.derived.setdefault(_DERIVED_KEY, {})
-    found = kept.get(id(graph))
-    if found is not None and found.memo.serves(graph, benchmarks):
-        return found.memo
-    memo = GraphPlanMemo().serving(graph, benchmarks)
-    fingerprint = _fingerprint(ws, graph)
-    stored = 0
-    if fingerprint is not None and ws.cache is not None:
-        rows = _valid_rows(ws.cache.load(KIND, Path(graph.source), fingerprint), graph)
-        if rows is not None:
-            memo.rows = rows
-            stored = len(rows)
-    kept[id(graph)] = _Kept(memo, fingerprint, stored)
-    return memo
+class PlanMemos:
+    """The memos of one command's plans (ranks and steps of one graph share its memo)."""
 
+    def __init__(self, ws: Workspace) -> None:
+        self._ws = ws
+        self._kept: dict[int, _Kept] = {}  # by id(graph); each memo holds its graph
 
-def save_memos(ws: Workspace) -> None:
-    """Store the memos of this index that gained rows since they were loaded or stored."""
-    if ws.cache is None:
-        return
-    for found in ws.derived.get(_DERIVED_KEY, {}).values():
-        graph = found.memo.graph
-        if found.fingerprint is None or graph is None or len(found.memo.rows) <= found.stored:
-            continue
-        ws.cache.store(KIND, Path(graph.source), found.fingerprint, dict(found.memo.rows))
-        found.stored = len(found.memo.rows)
+    def memo_for(self, graph: GraphIndex, benchmarks: BenchmarkIndex | None) -> GraphPlanMemo:
+        """The memo of plans of `graph` against `benchmarks`: this command's, else the stored
+        one, else a new one. Only the workspace's own benchmark dir is kept; any other gets a
+        new memo each time."""
+        ws = self._ws
+        if benchmarks is None or benchmarks is not ws.benchmark:
+            return GraphPlanMemo().serving(graph, benchmarks)
+        found = self._kept.get(id(graph))
+        if found is not None and found.memo.serves(graph, benchmarks):
+            return found.memo
+        memo = GraphPlanMemo().serving(graph, benchmarks)
+        fingerprint = _fingerprint(ws, graph)
+        stored = 0
+        if fingerprint is not None and ws.cache is not None:
+            rows = _valid_rows(ws.cache.load(KIND, Path(graph.source), fingerprint), graph)
+            if rows is not None:
+                memo.rows = rows
+                stored = len(rows)
+        self._kept[id(graph)] = _Kept(memo, fingerprint, stored)
+        return memo
+
+    def fingerprint_of(self, graph: GraphIndex) -> Any | None:
+        """What `graph`'s memo is stored under (None: not stored, or no memo yet)."""
+        found = self._kept.get(id(graph))
+        return found.fingerprint if found is not None else None
+
+    def save(self) -> None:
+        """Store the memos that gained rows since they were loaded or stored."""
+        cache = self._ws.cache
+        if cache is None:
+            return
+        for found in self._kept.values():
+            graph = found.memo.graph
+            if found.fingerprint is None or graph is None or len(found.memo.rows) <= found.stored:
+                continue
+            cache.store(KIND, Path(graph.source), found.fingerprint, dict(found.memo.rows))
+            found.stored = len(found.memo.rows)
 
 
 def _fingerprint(ws: Workspace, graph: GraphIndex) -> Any | None:

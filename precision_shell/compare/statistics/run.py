@@ -26,7 +26,7 @@ from precision_shell.compare.pipeline.plan import (
     FileTask,
     benchmark_plan,
 )
-from precision_shell.compare.pipeline.plan_memos import memo_for, save_memos
+from precision_shell.compare.pipeline.plan_memos import PlanMemos
 from precision_shell.compare.results.summary import CompareRecord, RunSummary, SummaryBacked
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.statistics.judge import (
@@ -265,11 +265,12 @@ def statistics_plans(
 ) -> list[tuple[DumpSlice, ComparePlan, GraphIndex]]:
     """A statistics plan per selected (rank, step) whose dump belongs to its graph."""
     plans = []
+    memos = PlanMemos(ws)
     for where in slices:
         graph = graph_of(where)
         label = f"{run.name} rank {where.rank} step {where.step}"
         # ranks and steps of one graph: its part of the plan once
-        memo = memo_for(ws, graph, ws.benchmark)
+        memo = memos.memo_for(graph, ws.benchmark)
         plan = benchmark_plan(
             ws, run, graph, dumps=where.dumps, left=label, statistics=True, memo=memo
         )
@@ -277,7 +278,7 @@ def statistics_plans(
             plans.append((where, plan, graph))
         else:
             ws.warnings.append(f"{label}: no statistics dump of an op of graph {graph.root_graph}")
-    save_memos(ws)
+    memos.save()
     if not plans:
         raise PrecisionError(
             f"{run.name}: no selected rank and step has a statistics dump of its graph"
