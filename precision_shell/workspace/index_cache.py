@@ -193,15 +193,11 @@ class IndexCache:
     def load_or_build(
         self, kind: str, source: Path, fingerprint: Any, build: Callable[[], Any]
     ) -> Any:
-        if not self.enabled:
-            self.misses += 1
-            return build()
-        path = self._entry_path(kind, source)
-        state = self._read(path, fingerprint) if self._read_entries else None
+        state = self.load(kind, source, fingerprint)
         if state is not None:
             self.hits += 1
             return state
         self.misses += 1
         state = build()
-        self._write(path, fingerprint, state)
+        self.store(kind, source, fingerprint, state)
         return state
