@@ -9,18 +9,23 @@ import time
 from pathlib import Path
 
 from precision_shell.compare.pipeline.plan import GraphPlanMemo, benchmark_plan
-from precision_shell.compare.pipeline.plan_memos import KIND, PlanMemos
+from precision_shell.compare.pipeline.plan_memos import KIND, PlanMemos, _fingerprint
 from precision_shell.formats.benchmark import scan_benchmark_dir
+from precision_shell.workspace.graph_index import GraphIndex
 from precision_shell.workspace.workspace import Workspace
 from tests.workspace.file_times import settle
 
 
-def _plan(ws: Workspace):
-    run = ws.run()
-    graph = run.dump_graph()
+def _memo(ws: Workspace) -> tuple[PlanMemos, GraphIndex, GraphPlanMemo]:
+    """A new command's memos, the run's dump graph, and that graph's memo from them."""
+    graph = ws.run().dump_graph()
     memos = PlanMemos(ws)
-    memo = memos.memo_for(graph, ws.benchmark)
-    plan = benchmark_plan(ws, run, graph, memo=memo)
+    return memos, graph, memos.memo_for(graph, ws.benchmark)
+
+
+def _plan(ws: Workspace):
+    memos, graph, memo = _memo(ws)
+    plan = benchmark_plan(ws, ws.run(), graph, memo=memo)
     memos.save()
     return plan, memo
 
@@ -47,7 +52,7 @@ def test_a_new_shell_plans_from_the_stored_memo(tiny_demo):
     assert memo.rows and len(_stored(root)) == 1
 
     ws = Workspace.open(root)
-    loaded = PlanMemos(ws).memo_for(ws.run().dump_graph(), ws.benchmark)
+    _, _, loaded = _memo(ws)
     assert loaded.rows == memo.rows  # there before any plan ran
     assert loaded is not memo
     plan, _ = _plan(ws)
@@ -63,9 +68,7 @@ def test_one_command_keeps_one_memo_per_graph(tiny_demo):
     root, _ = tiny_demo
     settle(root)
     ws = Workspace.open(root)
-    graph = ws.run().dump_graph()
-    memos = PlanMemos(ws)
-    memo = memos.memo_for(graph, ws.benchmark)
+    memos, graph, memo = _memo(ws)
     assert memos.memo_for(graph, ws.benchmark) is memo
     # another benchmark dir (as -rt gives): a memo of its own, never kept
     other = scan_benchmark_dir(ws.layout.benchmark_dir)
@@ -103,7 +106,7 @@ def test_a_graph_changed_since_makes_the_memo_start_over(tiny_demo):
 
     ws2 = Workspace.open(root)
     assert ws2.pieces[("graph", str(graph_file))].fingerprint != stored_fp
-    memo = PlanMemos(ws2).memo_for(ws2.run().dump_graph(), ws2.benchmark)
+    _, _, memo = _memo(ws2)
     assert memo.rows == {}
 
 
@@ -124,9 +127,7 @@ def test_a_stored_memo_of_the_wrong_shape_is_not_used(tiny_demo):
     settle(root)
     ws = Workspace.open(root)
     graph = ws.run().dump_graph()
-    memos = PlanMemos(ws)
-    memos.memo_for(graph, ws.benchmark)
-    fingerprint = memos.fingerprint_of(graph)
+    fingerprint = _fingerprint(ws, graph)  # what memo_for reads the stored memo under
     assert fingerprint is not None and ws.cache is not None
     bad = [
         {"no such op": ((), ())},
@@ -136,6 +137,6 @@ def test_a_stored_memo_of_the_wrong_shape_is_not_used(tiny_demo):
     for state in bad:
         ws.cache.store(KIND, Path(graph.source), fingerprint, state)
         fresh = Workspace.open(root)
-        assert PlanMemos(fresh).memo_for(fresh.run().dump_graph(), fresh.benchmark).rows == {}
+        assert _memo(fresh)[2].rows == {}
         plan, _ = _plan(fresh)  # and the plan is right (and stores a good memo again)
         _same(plan, _fresh_plan(fresh))

@@ -71,11 +71,6 @@ class PlanMemos:
         self._kept[id(graph)] = _Kept(memo, fingerprint, stored)
         return memo
 
-    def fingerprint_of(self, graph: GraphIndex) -> Any | None:
-        """What `graph`'s memo is stored under (None: not stored, or no memo yet)."""
-        found = self._kept.get(id(graph))
-        return found.fingerprint if found is not None else None
-
     def save(self) -> None:
         """Store the memos that gained rows since they were loaded or stored."""
         cache = self._ws.cache
