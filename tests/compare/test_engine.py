@@ -59,6 +59,26 @@ def test_results_come_back_in_task_order(workers):
     assert sorted(seen) == list(range(40)) and sorted(started) == list(range(40))
 
 
+def test_one_slow_file_holds_back_only_the_writing_of_the_others():
+    """While one worker is busy on the first file, the other computes every later one: it
+    waits for the last task to have run (it would wait forever, bounded here, if the results
+    waiting for the first one were capped at the window's few batches)."""
+    tasks = _tasks(200)
+    last_ran = threading.Event()
+    waited: list[bool] = []
+
+    def work(task: FileTask, options: CompareOptions) -> FileResult:
+        if task.seq == 0:
+            waited.append(last_ran.wait(timeout=20))
+        elif task.seq == len(tasks) - 1:
+            last_ran.set()
+        return FileResult(task.seq, [], 0)
+
+    results = list(run_tasks(tasks, CompareOptions(), workers=2, work=work))
+    assert waited == [True]
+    assert [r.seq for r in results] == list(range(200))
+
+
 def test_tasks_need_not_be_numbered_from_zero():
     tasks = [FileTask(s, 0, f"op{s}", "Relu", "/x", (), ()) for s in (5, 3, 9)]
     results = list(run_tasks(tasks, CompareOptions(), workers=2, work=_sleepy_work([])))
