@@ -59,6 +59,21 @@ def test_results_come_back_in_task_order(workers):
     assert sorted(seen) == list(range(40)) and sorted(started) == list(range(40))
 
 
+@pytest.mark.parametrize(
+    ("n_tasks", "workers", "size"),
+    [
+        (300, 2, 8),  # the large demo on 2 cores
+        (20, 2, 2),  # several batches for each worker
+        (3, 4, 1),
+        (3_000_000, 200, 8),
+        (3_000_000, 1_000, 40),  # 1,000 workers: ~1,300 batches a second, not ~6,600
+        (50_000, 1_000, 12),  # still several batches for each worker
+    ],
+)
+def test_batch_size(n_tasks, workers, size):
+    assert batch_size(n_tasks, workers) == size
+
+
 def test_one_slow_file_holds_back_only_the_writing_of_the_others():
     """While one worker is busy on the first file, the other computes every later one: it
     waits for the last task to have run (it would wait forever, bounded here, if the results

@@ -169,11 +169,20 @@ def _run_batch(
     return [work(task, options) for task in batch]
 
 
+# Files per batch: 8, and more on a big cluster, whose scheduler runs ~2,000-5,000 tasks a
+# second (Dask's documentation): a file takes ~19 ms (measured, docs/SCALING.md), so W
+# workers finish W / (0.019 s x size) batches a second; size >= W / 25 keeps that <= ~1,300.
+BATCH_FILES = 8
+WORKERS_PER_BATCH_FILE = 25
+
+
 def batch_size(n_tasks: int, workers: int) -> int:
     """Neighbouring tasks go to one worker together: an op's input is usually its
     producer's output, so the worker's memo measures that pair once. Small enough that
-    every worker still gets several batches."""
-    return max(1, min(8, n_tasks // (workers * 4)))
+    every worker still gets several batches; bigger on a cluster of hundreds of workers, so
+    its scheduler keeps up."""
+    most = max(BATCH_FILES, workers // WORKERS_PER_BATCH_FILE)
+    return max(1, min(most, n_tasks // (workers * 4)))
 
 
 def run_tasks(
