@@ -4,16 +4,17 @@ the device runs against each other when there is no benchmark."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from precision_shell.compare.pipeline.plan import ComparePlan, benchmark_plan, device_plan
 from precision_shell.compare.pipeline.plan_memos import PlanMemos
 from precision_shell.errors import PrecisionError
 from precision_shell.workspace.dump_index import index_dump_tree
 from precision_shell.workspace.graph_index import GraphIndex
-from precision_shell.workspace.workspace import DumpSlice, RunIndex, Workspace
+from precision_shell.workspace.workspace import DumpSlice, RunIndex, Workspace, number_order
 
 if TYPE_CHECKING:
     from precision_shell.compare.runner import CompareRequest
@@ -64,6 +65,17 @@ def selected_slices(run: RunIndex, rank: str | None, step: str | None) -> list[D
         else:
             chosen.append(run.slice(r, step))
     return chosen
+
+
+def not_selected(run: RunIndex, chosen: Iterable[DumpSlice | None]) -> list[dict[str, Any]]:
+    """The (rank, step) dump dirs of `run` a compare left out (`{rank, step}`, by rank then
+    step): the steps after each rank's first, by default."""
+    taken = {(w.rank, w.step) for w in chosen if w is not None}
+    return [
+        {"rank": w.rank, "step": w.step}
+        for w in sorted(run.slices, key=lambda w: (number_order(w.rank), number_order(w.step)))
+        if (w.rank, w.step) not in taken
+    ]
 
 
 def slice_graph(ws: Workspace, run: RunIndex, where: DumpSlice, name: str | None) -> GraphIndex:

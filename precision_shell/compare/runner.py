@@ -26,6 +26,7 @@ from precision_shell.compare.pipeline.plan import ComparePlan
 from precision_shell.compare.pipeline.plan_memos import PlanMemos
 from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.compare.plan_selection import (
+    not_selected,
     optional_graph,
     plans_for,
     selected_slices,
@@ -180,6 +181,8 @@ def run_statistics(
         if compare.interrupted:
             break
     summary = statistics_summary(ws, request.rule, compares)
+    if plans[0][0] is not None:
+        summary.not_selected = not_selected(ws.run(request.run), [w for w, _, _ in plans])
     summary.write(out_dir / SUMMARY_NAME)
     return StatisticsCompareResult(out_dir, summary, compares)
 
@@ -229,6 +232,9 @@ def _run(
         primary=first.record(),
         device_compare=second.record() if second is not None else None,
         results=[_slice_result(where, run) for where, run in done],
+        not_selected=not_selected(ws.run(request.run), [w for w, _ in slices])
+        if slices[0][0] is not None
+        else [],
     )
     summary.write(out_dir / SUMMARY_NAME)
     slot.finish(

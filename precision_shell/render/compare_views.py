@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
@@ -10,7 +12,12 @@ from rich.text import Text
 from precision_shell.commands.compare_summary import CompareSummary
 from precision_shell.compare.pipeline.execute import CompareRun, VectorCompareResult
 from precision_shell.compare.results.schema import ResultRow
-from precision_shell.compare.results.slice_results import RankStepTable
+from precision_shell.compare.results.slice_results import (
+    RankStepTable,
+    entry_for_csv,
+    rank_step_table,
+)
+from precision_shell.compare.results.summary import RunSummary
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.render.columns import facts_table, number_column, path_text, text_column
 from precision_shell.render.output import renders
@@ -74,9 +81,12 @@ def render_vector_compare(console: Console, result: VectorCompareResult) -> None
     _csv_line(console, result.primary)
     failing = result.first_failing(10)
     rule = result.rule
+    ranks = rank_step_table(result.summary, result.primary.csv_path) if result.slices else None
+    shown = entry_for_csv(ranks.results, result.primary.csv_path) if ranks else None
+    where = f" in {shown.label}" if shown else ""
     if failing:
         table = Table(
-            title=f"first outputs failing the thresholds ({rule.describe()})",
+            title=f"first outputs failing the thresholds{where} ({rule.describe()})",
             title_justify="left",
             show_edge=False,
             pad_edge=False,
@@ -97,12 +107,58 @@ def render_vector_compare(console: Console, result: VectorCompareResult) -> None
                 _cell(row, "MaxAbsoluteError", rule),
             )
         console.print(table)
-    else:
+    elif ranks is None:
         console.print(f"no output fails the thresholds ({rule.describe()})", style="green")
+    else:
+        console.print(f"no output fails the thresholds{where}", style="green")
+    if ranks is not None:
+        console.print(rank_step_grid(RankStepTable(ranks.results)))
+        _run_verdict(console, result.summary, ranks, rule)
+    _not_selected_line(console, result.summary.not_selected)
     if result.secondary is not None:
         console.print(_run_table("vc: device vs device", result.secondary))
         _csv_line(console, result.secondary)
     console.print(Text(f"summary: {result.summary_path}"), style="dim", soft_wrap=True)
+
+
+def _run_verdict(
+    console: Console, summary: RunSummary, ranks: RankStepTable, rule: ThresholdRule
+) -> None:
+    """What holds for every (rank, step) compared, not just the one whose rows are listed."""
+    totals = summary.totals()
+    n = totals["results"]
+    if not totals["failing_outputs"]:
+        console.print(
+            f"no output fails the thresholds in any of the {n} ranks and steps compared "
+            f"({rule.describe()})",
+            style="green",
+        )
+        return
+    failing = [r for r in ranks.results if r.failed]
+    first = failing[0]
+    console.print(
+        Text(
+            f"{totals['failing_outputs']} outputs fail the thresholds in "
+            f"{totals['results_failing']} of {n} ranks and steps ({rule.describe()}); "
+            f"first: {first.label} at {first.first_failed_op} "
+            f"(vcs --rank {first.rank} --step {first.step} lists them)",
+            style="red",
+        )
+    )
+
+
+def _not_selected_line(console: Console, left_out: list[dict[str, Any]]) -> None:
+    if not left_out:
+        return
+    names = ", ".join(f"rank {e.get('rank')} step {e.get('step')}" for e in left_out[:6])
+    more = f" and {len(left_out) - 6} more" if len(left_out) > 6 else ""
+    console.print(
+        Text(
+            f"not compared: {len(left_out)} more dump dirs of this run ({names}{more}); "
+            "--rank all --step all compares every one",
+            style="yellow",
+        )
+    )
 
 
 def _metric_cells(row: ResultRow, metrics: list[str], rule: ThresholdRule) -> list[Text]:

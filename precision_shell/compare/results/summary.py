@@ -223,6 +223,8 @@ class RunSummary:
     # `vc --across ranks`: per rank that leaves the reference rank, its first failing output
     # {rank, step, first_op, index, cosine, max_abs_error}; None (not written) for other compares
     rank_divergence: list[dict[str, Any]] | None = None
+    # (rank, step) dump dirs of the compared run that this compare left out: {rank, step}
+    not_selected: list[dict[str, Any]] = field(default_factory=list)
     created: str = field(
         default_factory=lambda: _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     )
@@ -232,14 +234,32 @@ class RunSummary:
     def partial(self) -> bool:
         return self.primary.interrupted
 
+    def totals(self) -> dict[str, Any]:
+        """The whole run at once (every (rank, step) compared), where the top-level fields are
+        the primary compare's: what a CI check reads."""
+        failed = [e.get("failed") for e in self.results]
+        counts = [n for n in failed if isinstance(n, int)]
+        if not counts:
+            counts = [self.primary.failing_outputs]
+        return {
+            "results": max(1, len(self.results)),
+            "failing_outputs": sum(counts),
+            "results_failing": sum(1 for n in counts if n),
+            "partial": self.partial or any(bool(e.get("partial")) for e in self.results),
+            "not_selected": len(self.not_selected),
+        }
+
     def to_json(self) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "workspace": self.workspace,
             "created": self.created,
             "thresholds": self.rule.to_json(),
+            "totals": self.totals(),
             **self.primary.to_json(),
         }
         payload["results"] = self.results
+        if self.not_selected:
+            payload["not_selected"] = self.not_selected
         if self.rank_divergence is not None:
             payload["rank_divergence"] = self.rank_divergence
         if self.device_compare is not None:
@@ -266,6 +286,7 @@ class RunSummary:
             rank_divergence=_dicts(payload["rank_divergence"])
             if "rank_divergence" in payload
             else None,
+            not_selected=_dicts(payload.get("not_selected")),
             created=_str(payload.get("created")),
             path=path,
         )

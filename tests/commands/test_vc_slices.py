@@ -1,0 +1,100 @@
+"""`vc` over several ranks and steps says what holds for all of them: the rank x step table,
+the failing outputs of every card (not only the first card's), summary.json `totals` for a CI
+check, and the dump dirs the compare left out (`not_selected`)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from precision_shell.demo.builder import build_demo
+from precision_shell.demo.spec import WRONG_CONSTANT, DemoSpec, Fault
+from tests.commands.shell_fixture import CONV2, open_shell, run_ok
+from tests.commands.test_compare_views import render
+from tests.commands.test_second_dump_dir import _link_copy, _step_dir
+
+ONE_FAULT = DemoSpec(size="tiny", faults=(Fault(WRONG_CONSTANT, "bn2/FusedBatchNormV3", 0.5),))
+
+
+@pytest.fixture(scope="module")
+def faulty_rank1_pristine(tmp_path_factory):
+    """Rank 0 healthy (debug_1's dump), rank 1 with a wrong constant in conv2 (debug_0's),
+    and a second step of rank 0 (a copy of its first)."""
+    root = tmp_path_factory.mktemp("faulty_rank1")
+    build_demo(root, ONE_FAULT)
+    faulty = _step_dir(root)  # <ts>/0/<graph>/<model>/<step>
+    rank_dir = faulty.parents[2]
+    rank_dir.rename(rank_dir.parent / "1")
+    healthy = next(p for p in (root / "precision_data/npu/debug_1/dump").rglob("*") if p.is_file())
+    healthy_step = rank_dir / faulty.relative_to(rank_dir)
+    _link_copy(healthy.parent, healthy_step)
+    _link_copy(healthy_step, healthy_step.parent / str(int(healthy_step.name) + 1))
+    shutil.rmtree(root / "precision_data/npu/debug_1")
+    return root
+
+
+@pytest.fixture
+def faulty_rank1(faulty_rank1_pristine, tmp_path) -> Path:
+    root = tmp_path / "ws"
+    shutil.copytree(faulty_rank1_pristine, root, symlinks=True)
+    return root
+
+
+def test_vc_says_a_later_card_fails_when_the_first_card_passes(faulty_rank1):
+    result = run_ok(open_shell(faulty_rank1), "vc")
+    assert not result.primary.tally.failing  # rank 0 step 0: healthy
+    (rank1,) = [run for where, run in result.slices]
+    failing = len(rank1.tally.failing)
+    assert failing > 0
+    text = render(result)
+    assert "no output fails the thresholds in rank 0 step 0" in text
+    assert "no output fails the thresholds (" not in text  # never said of the whole run
+    rows = [ln.split() for ln in text.splitlines() if ln[:2] in ("0 ", "1 ")]
+    assert rows == [["0", "│", "0"], ["1", "│", f"{failing}", f"({CONV2})"]]
+    verdict = next(ln for ln in text.splitlines() if "outputs fail the thresholds in" in ln)
+    assert verdict.startswith(f"{failing} outputs fail the thresholds in 1 of 2 ranks and steps")
+    assert f"first: rank 1 step 0 at {CONV2} (vcs --rank 1 --step 0 lists them)" in text
+    saved = json.loads(result.summary_path.read_text(encoding="utf-8"))
+    assert saved["failing_outputs"] == 0  # the primary compare's, as before
+    assert saved["totals"] == {
+        "results": 2,
+        "failing_outputs": failing,
+        "results_failing": 1,
+        "partial": False,
+        "not_selected": 1,
+    }
+
+
+def test_vc_names_the_steps_it_left_out(faulty_rank1):
+    shell = open_shell(faulty_rank1)
+    result = run_ok(shell, "vc")
+    saved = json.loads(result.summary_path.read_text(encoding="utf-8"))
+    assert saved["not_selected"] == [{"rank": "0", "step": "1"}]
+    assert (
+        "not compared: 1 more dump dirs of this run (rank 0 step 1); --rank all --step all "
+        "compares every one" in render(result)
+    )
+    every = run_ok(shell, "vc --step all")
+    saved = json.loads(every.summary_path.read_text(encoding="utf-8"))
+    assert "not_selected" not in saved and saved["totals"]["results"] == 3
+    assert "not compared:" not in render(every)
+    assert "in any of the" not in render(every)
+
+
+def test_one_dump_dir_keeps_its_plain_verdict(tiny_demo_shared):
+    root, _ = tiny_demo_shared
+    result = run_ok(open_shell(root), "vc")
+    text = render(result)
+    assert "failing outputs per rank" not in text and "not compared:" not in text
+    saved = json.loads(result.summary_path.read_text(encoding="utf-8"))
+    failing = len(result.primary.tally.failing)
+    assert saved["totals"] == {
+        "results": 1,
+        "failing_outputs": failing,
+        "results_failing": int(failing > 0),
+        "partial": False,
+        "not_selected": 0,
+    }
