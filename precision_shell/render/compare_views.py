@@ -10,7 +10,11 @@ from rich.text import Text
 from precision_shell.commands.compare_summary import CompareSummary
 from precision_shell.compare.pipeline.execute import CompareRun, VectorCompareResult
 from precision_shell.compare.results.schema import ResultRow
-from precision_shell.compare.results.slice_results import RankStepTable
+from precision_shell.compare.results.slice_results import (
+    NOT_COMPARED,
+    NOT_COMPARED_MEANS,
+    RankStepTable,
+)
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.render.columns import facts_table, number_column, path_text, text_column
 from precision_shell.render.output import renders
@@ -118,15 +122,19 @@ def _metric_cells(row: ResultRow, metrics: list[str], rule: ThresholdRule) -> li
     return cells
 
 
-def rank_step_grid(ranks: RankStepTable) -> Table:
-    """Rank per row, step per column: failing outputs and the first failing op."""
+def rank_step_grid(ranks: RankStepTable, rule: ThresholdRule | None = None) -> Group:
+    """Rank per row, step per column: failing outputs and the first failing op. `rule`: the
+    thresholds of the look it sits in; counts under other ones (the compare's) say so."""
     versus = f" against rank {ranks.against}" if ranks.against is not None else ""
-    table = Table(
-        title=f"failing outputs per rank{versus} and step (first failing op)",
-        title_justify="left",
-        show_edge=False,
-        pad_edge=False,
-    )
+    title = f"failing outputs per rank{versus} and step (first failing op)"
+    if ranks.recounted:
+        title += ", at the thresholds below"
+    elif rule is not None and ranks.rule is not None and not ranks.rule.judges_like(rule):
+        title += (
+            f", at the compare's thresholds ({ranks.rule.describe()}), not the ones below:"
+            " too many rows to count again"
+        )
+    table = Table(show_edge=False, pad_edge=False)
     text_column(table, "rank")
     for step in ranks.steps:
         text_column(table, f"step {step}")
@@ -135,7 +143,7 @@ def rank_step_grid(ranks: RankStepTable) -> Table:
         for step in ranks.steps:
             entry = ranks.cell(rank, step)
             if entry is None:
-                cells.append(Text("-", style="dim"))
+                cells.append(Text(ranks.missing(rank, step) or "-", style="dim"))
                 continue
             mark = "*" if ranks.shown == (rank, step) else ""
             if entry.failed:
@@ -146,13 +154,13 @@ def rank_step_grid(ranks: RankStepTable) -> Table:
                 cell.append(" partial", style="yellow")
             cells.append(cell)
         table.add_row(Text(rank), *cells)
-    return table
+    return Group(Text(title), table)  # the title on its own line: not wrapped to the table
 
 
 @renders(CompareSummary)
 def render_compare_summary(console: Console, result: CompareSummary) -> None:
     if result.ranks is not None:
-        console.print(rank_step_grid(result.ranks))
+        console.print(rank_step_grid(result.ranks, result.rule))
         console.print(
             Text(
                 f"* the op table below: {result.slice_label or 'the primary compare'}"
@@ -160,6 +168,8 @@ def render_compare_summary(console: Console, result: CompareSummary) -> None:
             ),
             style="dim",
         )
+        if result.ranks.dumped_not_compared:
+            console.print(Text(f"{NOT_COMPARED}: {NOT_COMPARED_MEANS}"), style="dim")
     console.print(
         Text(
             f"{result.path}: {result.failing_total} of {result.compared_ops} ops fail "
