@@ -180,7 +180,7 @@ def render_compare_summary(console: Console, result: CompareSummary) -> None:
     if result.constant_inputs:
         counts += f"; not compared: {result.constant_inputs} constant inputs"
     if result.not_compared:
-        counts += f"; failed: {result.not_compared}"
+        counts += f"; could not be compared: {result.not_compared}"
     console.print(Text(counts), style="dim")
     if result.partial:
         console.print(Text(f"{result.partial}: the compare was interrupted"), style="yellow")
