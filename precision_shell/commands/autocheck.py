@@ -280,6 +280,7 @@ def _diagnose(
         diagnosis = with_replays(diagnosis, graph, table.rows, compare.rule, hits, replayer)
     record = diagnosis.record()
     if entry is not None and len(run.slices) > 1:  # a run of one dump dir keeps the old keys
+        record.rank, record.step = entry.rank, entry.step
         for cause_json in record.root_causes:
             cause_json["rank"], cause_json["step"] = entry.rank, entry.step
     compare.summary.diagnosis = record

@@ -25,9 +25,13 @@ from precision_shell.compare.results.schema import (
 )
 from precision_shell.compare.results.slice_results import (
     RankStepTable,
-    diagnosed_slice,
+    compared_run,
+    diagnosis_elsewhere,
+    dumped_slices,
     entry_for_csv,
+    partial_text,
     rank_step_table,
+    recount,
     slice_csv,
     slice_results,
 )
@@ -282,21 +286,37 @@ def summary_of(
     else:
         result = summarize(table, rule, limit or None)
     if summary is not None:
-        result.partial = summary.primary.partial_text
+        result.partial = partial_text(summary, table.path)
         result.diagnosed = summary.diagnosis is not None
-        result.ranks = rank_step_table(summary, table.path)
+        result.ranks = _rank_table(ctx, summary, table, rule)
         shown = entry_for_csv(slice_results(summary), table.path)
         if result.ranks is not None and shown is not None:
             result.slice_label = shown.label
-        cause = (
-            summary.diagnosis.root_causes[0]
-            if summary.diagnosis and summary.diagnosis.root_causes
-            else None
-        )
-        where = diagnosed_slice(cause)
-        if where is not None and shown is not None and where != (shown.rank, shown.step):
-            # the root cause belongs to another (rank, step): not to this op table
-            result.root_cause_slice = f"rank {where[0]} step {where[1]}"
-        else:
+        elsewhere = diagnosis_elsewhere(summary, table.path)
+        if elsewhere is None:
             result.root_cause = summary.diagnosis.root_cause if summary.diagnosis else None
+        elif elsewhere.root_cause:
+            # the root cause belongs to another compare: not to this op table
+            result.root_cause_slice = elsewhere.label
     return result
+
+
+def _rank_table(
+    ctx: ShellContext, summary: RunSummary, table: ResultTable | ResultColumns, rule: ThresholdRule
+) -> RankStepTable | None:
+    """The rank x step table, counted under `rule` (this look's thresholds) when they are not
+    the compare's and the other compares are small enough to read again (`recount`)."""
+    try:
+        dumped = dumped_slices(compared_run(ctx.workspace, summary))
+    except PrecisionError:  # a foreign compare outside any workspace
+        dumped = None
+    ranks = rank_step_table(summary, table.path, dumped)
+    if ranks is None:
+        return None
+
+    def load(path: Path) -> ResultColumns:
+        if isinstance(table, ResultColumns) and path.name == table.path.name:
+            return table  # the op table's own compare: read already
+        return load_result_columns(path, lambda: ctx.workspace.output_dir(CACHE_DIR))
+
+    return recount(ranks, rule, table.path, load)

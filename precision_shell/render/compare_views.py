@@ -13,6 +13,8 @@ from precision_shell.commands.compare_summary import CompareSummary
 from precision_shell.compare.pipeline.execute import CompareRun, VectorCompareResult
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.slice_results import (
+    NOT_COMPARED,
+    NOT_COMPARED_MEANS,
     RankStepTable,
     entry_for_csv,
     rank_step_table,
@@ -112,7 +114,9 @@ def render_vector_compare(console: Console, result: VectorCompareResult) -> None
     else:
         console.print(f"no output fails the thresholds{where}", style="green")
     if ranks is not None:
-        console.print(rank_step_grid(RankStepTable(ranks.results)))
+        left_out = {(str(e.get("rank")), str(e.get("step"))) for e in result.summary.not_selected}
+        dumped = frozenset({(r.rank, r.step) for r in ranks.results} | left_out)
+        console.print(rank_step_grid(RankStepTable(ranks.results, dumped=dumped)))
         _run_verdict(console, result.summary, ranks, rule)
     _not_selected_line(console, result.summary.not_selected)
     if result.secondary is not None:
@@ -174,15 +178,19 @@ def _metric_cells(row: ResultRow, metrics: list[str], rule: ThresholdRule) -> li
     return cells
 
 
-def rank_step_grid(ranks: RankStepTable) -> Table:
-    """Rank per row, step per column: failing outputs and the first failing op."""
+def rank_step_grid(ranks: RankStepTable, rule: ThresholdRule | None = None) -> Group:
+    """Rank per row, step per column: failing outputs and the first failing op. `rule`: the
+    thresholds of the look it sits in; counts under other ones (the compare's) say so."""
     versus = f" against rank {ranks.against}" if ranks.against is not None else ""
-    table = Table(
-        title=f"failing outputs per rank{versus} and step (first failing op)",
-        title_justify="left",
-        show_edge=False,
-        pad_edge=False,
-    )
+    title = f"failing outputs per rank{versus} and step (first failing op)"
+    if ranks.recounted:
+        title += ", at the thresholds below"
+    elif rule is not None and ranks.rule is not None and not ranks.rule.judges_like(rule):
+        title += (
+            f", at the compare's thresholds ({ranks.rule.describe()}), not the ones below:"
+            " too many rows to count again"
+        )
+    table = Table(show_edge=False, pad_edge=False)
     text_column(table, "rank")
     for step in ranks.steps:
         text_column(table, f"step {step}")
@@ -191,7 +199,7 @@ def rank_step_grid(ranks: RankStepTable) -> Table:
         for step in ranks.steps:
             entry = ranks.cell(rank, step)
             if entry is None:
-                cells.append(Text("-", style="dim"))
+                cells.append(Text(ranks.missing(rank, step) or "-", style="dim"))
                 continue
             mark = "*" if ranks.shown == (rank, step) else ""
             if entry.failed:
@@ -202,13 +210,13 @@ def rank_step_grid(ranks: RankStepTable) -> Table:
                 cell.append(" partial", style="yellow")
             cells.append(cell)
         table.add_row(Text(rank), *cells)
-    return table
+    return Group(Text(title), table)  # the title on its own line: not wrapped to the table
 
 
 @renders(CompareSummary)
 def render_compare_summary(console: Console, result: CompareSummary) -> None:
     if result.ranks is not None:
-        console.print(rank_step_grid(result.ranks))
+        console.print(rank_step_grid(result.ranks, result.rule))
         console.print(
             Text(
                 f"* the op table below: {result.slice_label or 'the primary compare'}"
@@ -216,6 +224,8 @@ def render_compare_summary(console: Console, result: CompareSummary) -> None:
             ),
             style="dim",
         )
+        if result.ranks.dumped_not_compared:
+            console.print(Text(f"{NOT_COMPARED}: {NOT_COMPARED_MEANS}"), style="dim")
     console.print(
         Text(
             f"{result.path}: {result.failing_total} of {result.compared_ops} ops fail "
@@ -226,7 +236,7 @@ def render_compare_summary(console: Console, result: CompareSummary) -> None:
     if result.constant_inputs:
         counts += f"; not compared: {result.constant_inputs} constant inputs"
     if result.not_compared:
-        counts += f"; failed: {result.not_compared}"
+        counts += f"; could not be compared: {result.not_compared}"
     console.print(Text(counts), style="dim")
     if result.partial:
         console.print(Text(f"{result.partial}: the compare was interrupted"), style="yellow")

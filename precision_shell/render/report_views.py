@@ -28,6 +28,8 @@ def render_report(console: Console, report: ReportWritten) -> None:
     )
     if report.root_cause:
         facts += f"root cause {report.root_cause}, {_EMBEDDED[report.subgraph]}"
+    elif report.elsewhere:
+        facts += f"root cause: {report.elsewhere}"
     elif report.diagnosed:
         facts += "no root cause found"
     elif report.partial:

@@ -13,6 +13,11 @@ A MegEngine or SigmaStar compare (`FOREIGN_MODES`, vc -lt/-rt on two foreign dum
 by the rule its summary recorded (that tool's own, as `vcs` judges it); its CSV has no
 relative Euclidean distance, so the plot's second panel is the rule's error metric
 (`ErrorPanel`: MegEngineRelativeError on a log scale, SigmaStarRMSE).
+
+A run of several (rank, step) compares has one diagnosis, of one of them
+(`slice_results.diagnosis_elsewhere`): the page of another names where its root cause was
+found, labels the advisor's findings with that compare and leaves out its baseline; every
+count, the first failing op and the partial state are the page's own compare's.
 """
 
 from __future__ import annotations
@@ -33,13 +38,17 @@ from precision_shell.compare.results.columns import (
 )
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.slice_results import (
+    DiagnosisElsewhere,
     RankStepTable,
-    diagnosed_slice,
+    diagnosis_elsewhere,
     entry_for_csv,
+    failing_outputs,
+    partial_text,
     rank_step_table,
     slice_results,
 )
 from precision_shell.compare.results.summary import RunSummary, summary_beside
+from precision_shell.compare.results.tally import reason_kind
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.foreign.dumps import MEGENGINE, SIGMASTAR
 from precision_shell.report.point_arrays import PointArrays, op_x, point_arrays
@@ -90,7 +99,11 @@ class ReportData:
     warnings: list[str] = field(default_factory=list)
     ranks: RankStepTable | None = None  # several (rank, step) compared: each one's verdict
     slice_label: str | None = None  # "rank 1 step 0": the compare this page is of
-    root_cause_slice: str | None = None  # the root cause was found in another (rank, step)
+    # the diagnosis (root cause, advisor, baseline) is about another compare: which one
+    elsewhere: DiagnosisElsewhere | None = None
+    first_failing_op: str | None = None  # of this page's compare, as the ranks table counts
+    failed_by_reason: dict[str, int] = field(default_factory=dict)  # this CSV's, not compared
+    partial: str | None = None  # "partial: ..." when this page's compare was interrupted
     big: BigResult | None = None  # the page carries part of the table (see BigResult)
     columns: ResultColumns | None = None
     notes: list[str] = field(default_factory=list)  # why the columns cache was not used
@@ -133,8 +146,13 @@ class ReportData:
         return self.summary is not None and self.summary.diagnosis is not None
 
     @property
-    def partial(self) -> str | None:
-        return self.summary.primary.partial_text if self.summary is not None else None
+    def baseline_first_below(self) -> str | None:
+        """What older tools name (the first op below the cosine threshold), when the
+        diagnosis that worked it out is about this page's compare."""
+        diagnosis = self.summary.diagnosis if self.summary is not None else None
+        if diagnosis is None or self.elsewhere is not None:
+            return None
+        return diagnosis.baseline_first_below
 
     @property
     def cosine_line(self) -> bool:
@@ -227,10 +245,12 @@ def gather_report(
     big_rows: int = BIG_ROWS,
     neighbours: Callable[[str], Iterable[str]] | None = None,
     max_carried_rows: int = MAX_CARRIED_ROWS,
+    dumped: frozenset[tuple[str, str]] | None = None,
 ) -> ReportData:
     """Read the CSV (through its columns cache when `cache_dir` gives one) and its summary;
     the summary's rule wins over `fallback` (the settings'). Above `big_rows` rows the page
-    carries the rows `_carried` picks; `neighbours(op)` names an op's graph neighbours."""
+    carries the rows `_carried` picks; `neighbours(op)` names an op's graph neighbours;
+    `dumped` the (rank, step)s the run dumped (the ranks table tells "not dumped" apart)."""
     table = load_result_columns(csv_path, cache_dir)
     summary = summary_beside(csv_path)
     rule = summary.rule if summary is not None else fallback
@@ -238,16 +258,19 @@ def gather_report(
     diagnosis = summary.diagnosis if summary is not None else None
     causes = diagnosis.root_causes if diagnosis is not None else []
     shown = entry_for_csv(slice_results(summary), csv_path)
-    ranks = rank_step_table(summary, csv_path)
-    where = diagnosed_slice(causes[0] if causes else None)
-    elsewhere = None
-    if where is not None and shown is not None and where != (shown.rank, shown.step):
-        # the diagnosis belongs to another (rank, step) compare, not to these rows
-        elsewhere, causes = f"rank {where[0]} step {where[1]}", []
+    ranks = rank_step_table(summary, csv_path, dumped)
+    elsewhere = diagnosis_elsewhere(summary, csv_path)
+    if elsewhere is not None:
+        causes = []  # the diagnosis belongs to another compare, not to these rows
     root = causes[0].get("op") if causes else None
     root = root if isinstance(root, str) else None
     compared = int(np.count_nonzero(table.compared))
     constants = int(np.count_nonzero(table.constant))
+    uncompared = table.rows_at(np.flatnonzero(~table.compared & ~table.constant))
+    reasons: dict[str, int] = {}
+    for row in uncompared:
+        kind = reason_kind(row.reason)
+        reasons[kind] = reasons.get(kind, 0) + 1
     created = summary.created if summary is not None else ""
     if not created:
         mtime = csv_path.stat().st_mtime
@@ -292,7 +315,10 @@ def gather_report(
         warnings=list(table.warnings),
         ranks=ranks,
         slice_label=shown.label if ranks is not None and shown is not None else None,
-        root_cause_slice=elsewhere,
+        elsewhere=elsewhere,
+        first_failing_op=failing_outputs(table, rule)[1],
+        failed_by_reason=dict(sorted(reasons.items(), key=lambda kv: -kv[1])),
+        partial=partial_text(summary, csv_path),
         big=big,
         columns=table,
         notes=list(table.notes),

@@ -16,6 +16,7 @@ from html import escape
 from typing import Any
 
 from precision_shell.compare.results.schema import HIGHER_IS_BETTER, ResultRow
+from precision_shell.compare.results.slice_results import NOT_COMPARED, NOT_COMPARED_MEANS
 from precision_shell.report.assets import SCRIPT, STYLE
 from precision_shell.report.big_plot import big_plot
 from precision_shell.report.data import ReportData
@@ -25,6 +26,7 @@ from precision_shell.report.points import COSINE, RED, cosine_of
 _MAX_WARNINGS = 1_000
 _TEXT_METRICS = frozenset({"StandardDeviation"})
 _NAME_COLUMNS = frozenset({"NPUDump", "GroundTruth", "TensorIndex", "CompareFailReason", "LeftOp"})
+_MISSING_NOTE = f" {NOT_COMPARED.capitalize()}: {NOT_COMPARED_MEANS}."
 _NODE_COLORS = (  # as `ni -s` colors nodes (commands/latest_compare.py)
     ("#c8e6c9", "cosine at or above threshold + 0.01"),
     ("#fff59d", "within 0.01 above the threshold"),
@@ -61,16 +63,14 @@ def _facts(pairs: list[tuple[str, str]]) -> str:
 
 def _header(data: ReportData, generated: str) -> str:
     failing = data.failing_points
-    reasons = data.summary.primary.failed_by_reason if data.summary else {}
-    why = ", ".join(f"{n} x {r}" for r, n in reasons.items())
-    root = data.root_cause
+    why = ", ".join(f"{n} x {r}" for r, n in data.failed_by_reason.items())
     pairs = [
         ("Workspace", _e(data.workspace or "(not recorded: no summary.json)")),
         ("Compared at", _e(data.created)),
         ("Result CSV", _e(data.csv_path)),
         ("Tensors compared", _e(f"{data.compared} of {data.total_rows} rows")),
         ("Not compared", _e(f"{data.constant_inputs} constant inputs (no benchmark by design)")),
-        ("Failed rows", _e(f"{data.failed}" + (f" ({why})" if why else ""))),
+        ("Could not be compared", _e(f"{data.failed}" + (f" ({why})" if why else ""))),
         ("Thresholds", _e(data.rule.describe() + _rule_origin(data))),
     ]
     if data.foreign and data.summary is not None:
@@ -80,25 +80,34 @@ def _header(data: ReportData, generated: str) -> str:
         pairs.append(("Rank and step", _e(data.slice_label)))
     if data.partial:
         pairs.append(("Partial", f'<span class="bad">{_e(data.partial)}: interrupted</span>'))
-    pairs += [
+    pairs.append(
         (
             "Outputs failing the thresholds",
             f'<span class="{"bad" if failing else "good"}">{failing}</span>'
             f" of {data.point_count} plotted",
-        ),
+        )
+    )
+    if data.first_failing_op:
+        pairs.append(("First failing op", _e(data.first_failing_op)))
+    root = data.root_cause
+    pairs.append(
         (
             "Root cause",
-            f'<a href="#root-cause">{_e(root)}</a>' if root else _e(_undiagnosed_text(data)),
-        ),
-    ]
-    diagnosis = data.summary.diagnosis if data.summary else None
-    if diagnosis is not None and diagnosis.baseline_first_below:
-        pairs.append(("First op below threshold", _e(diagnosis.baseline_first_below)))
+            f'<a href="#root-cause">{_e(root)}</a>' if root else _e(undiagnosed_text(data)),
+        )
+    )
+    if data.baseline_first_below:
+        pairs.append(("First op below threshold", _e(data.baseline_first_below)))
     return (
-        "<header><h1>Accuracy report</h1>"
+        f"<header><h1>{_e(_title(data))}</h1>"
         f'<p class="muted">precision_shell · generated {_e(generated)}</p>'
         f"{_facts(pairs)}</header>"
     )
+
+
+def _title(data: ReportData) -> str:
+    """ "Accuracy report: rank 3 step 10" when the run compared several (rank, step)s."""
+    return f"Accuracy report: {data.slice_label}" if data.slice_label else "Accuracy report"
 
 
 def _rule_origin(data: ReportData) -> str:
@@ -107,11 +116,23 @@ def _rule_origin(data: ReportData) -> str:
     return f" ({data.foreign}'s own rule, recorded in summary.json)"
 
 
-def _undiagnosed_text(data: ReportData) -> str:
-    if data.root_cause_slice:
+def undiagnosed_text(data: ReportData) -> str:
+    """Why the page shows no root cause of its own (the page and `report`'s line say it)."""
+    other = data.elsewhere
+    if other is not None:
+        found = f"{other.root_cause} in {other.label}" if other.root_cause else ""
+        see = f" (report {other.command} reports that one)" if other.command else ""
+        if other.where is None:  # the device compare
+            return f"not diagnosed: the diagnosis is of {other.label}"
+        if other.diagnosed_here and found:
+            return f"none in this compare; the run's root cause: {found}{see}"
+        if other.diagnosed_here:
+            return "none: no op degrades the signal on its own (ac -c diagnosed every compare)"
+        shown = data.ranks.shown if data.ranks is not None else None
+        this = f"ac -c --rank {shown[0]} --step {shown[1]}" if shown else "ac -c --rank R --step S"
         return (
-            f"found in {data.root_cause_slice}, not in this compare "
-            "(report --rank R --step S reports that one)"
+            "not diagnosed: ac -c stops at the first compare (step, then rank) with a root"
+            f" cause: {found}{see}; {this} diagnoses this one"
         )
     if data.diagnosed:
         return "none: no op degrades the signal on its own"
@@ -303,7 +324,7 @@ def _subgraph(picture: SubgraphPicture | None) -> str:
 
 def _root_cause(data: ReportData, picture: SubgraphPicture | None) -> str:
     if not data.root_causes:
-        inner = f'<p class="note">{_e(_undiagnosed_text(data))}</p>'
+        inner = f'<p class="note">{_e(undiagnosed_text(data))}</p>'
         return f'<section id="root-cause"><h2>Root cause</h2>{inner}</section>'
     cause = data.root_causes[0]
     op = str(cause.get("op"))
@@ -336,10 +357,12 @@ def _root_cause(data: ReportData, picture: SubgraphPicture | None) -> str:
 
 
 def _advisor(data: ReportData) -> str:
-    if not data.diagnosed:
-        body = f'<p class="note">{_e(_undiagnosed_text(data))}</p>'
+    where = data.elsewhere.label if data.elsewhere is not None else None
+    if not data.diagnosed or (data.elsewhere is not None and data.elsewhere.where is None):
+        body = f'<p class="note">{_e(undiagnosed_text(data))}</p>'
     elif not data.advice:
-        body = '<p class="good">Nothing found.</p>'
+        there = f" in {where} (the compare the advisor read, not this one)" if where else ""
+        body = f'<p class="good">Nothing found{_e(there)}.</p>'
     else:
         rows = "".join(
             f"<tr><td>{_e(a.get('detection', ''))}</td>"
@@ -351,6 +374,11 @@ def _advisor(data: ReportData) -> str:
             "<table><thead><tr><th>detection</th><th>op</th><th>advice</th><th>evidence</th>"
             f"</tr></thead><tbody>{rows}</tbody></table>"
         )
+        if where:
+            body = (
+                f'<p class="note" id="advisor-slice">Found in {_e(where)}, the compare the'
+                f" advisor read, not in this one.</p>{body}"
+            )
     return f'<section id="advisor"><h2>Advisor</h2>{body}</section>'
 
 
@@ -471,20 +499,24 @@ def _ranks(data: ReportData) -> str:
         for step in ranks.steps:
             entry = ranks.cell(rank, step)
             if entry is None:
-                cells.append('<td class="muted">-</td>')
+                cells.append(f'<td class="muted">{_e(ranks.missing(rank, step) or "-")}</td>')
                 continue
             shown = " (this page)" if ranks.shown == (rank, step) else ""
             partial = " partial" if entry.partial else ""
             if entry.failed:
-                text = f"{entry.failed} failing; first {entry.first_failed_op}{partial}{shown}"
+                text = (
+                    f"{entry.failed} failing outputs; first failing op {entry.first_failed_op}"
+                    f"{partial}{shown}"
+                )
                 cells.append(f'<td class="bad">{_e(text)}</td>')
             else:
-                cells.append(f'<td class="good">{_e(f"0 failing{partial}{shown}")}</td>')
+                cells.append(f'<td class="good">{_e(f"0 failing outputs{partial}{shown}")}</td>')
         rows.append(f"<tr><td>rank {_e(rank)}</td>{''.join(cells)}</tr>")
     return (
         '<section id="ranks"><h2>Ranks and steps</h2><p class="muted">Failing outputs and the'
         " first failing op of each (rank, step) compared; report --rank R --step S shows"
-        f" another.</p><table><thead><tr><th>rank</th>{head}</tr></thead>"
+        f" another.{_e(_MISSING_NOTE) if ranks.dumped_not_compared else ''}</p>"
+        f"<table><thead><tr><th>rank</th>{head}</tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table></section>"
     )
 
@@ -494,7 +526,8 @@ def report_html(data: ReportData, picture: SubgraphPicture | None, generated: st
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>Accuracy report: {_e(data.csv_path.name)}</title><style>{STYLE}</style></head>"
+        f"<title>{_e(_title(data))}: {_e(data.csv_path.name)}</title><style>{STYLE}</style>"
+        "</head>"
         f"<body>{_header(data, generated)}{_ranks(data)}{_plot(data)}{_root_cause(data, picture)}"
         f"{_advisor(data)}{_results(data)}{_warnings(data)}"
         f"<script>{SCRIPT}</script></body></html>\n"

@@ -20,11 +20,17 @@ from pathlib import Path
 from precision_shell.compare.pipeline.execute import result_dir
 from precision_shell.compare.results.columns_cache import CACHE_DIR
 from precision_shell.compare.results.latest import LatestCompare
+from precision_shell.compare.results.slice_results import compared_run, dumped_slices
 from precision_shell.compare.results.summary import summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
 from precision_shell.report.data import ReportData, foreign_family, gather_report
-from precision_shell.report.page import SubgraphPicture, inline_svg, report_html
+from precision_shell.report.page import (
+    SubgraphPicture,
+    inline_svg,
+    report_html,
+    undiagnosed_text,
+)
 from precision_shell.workspace.layout import WORKSPACE_DIR_NAME
 from precision_shell.workspace.output_files import create_output_file, ensure_dir
 from precision_shell.workspace.subgraph import neighbourhood
@@ -50,6 +56,8 @@ class ReportWritten:
     subgraph: str | None  # "svg" | "gv" | None (no root cause, or not in the graph)
     slice_label: str | None = None  # "rank 1 step 0" when the run compared several
     ranks_compared: int = 0  # (rank, step) compares in the page's rank x step table
+    # why there is no root cause when the diagnosis is of another compare (as the page says)
+    elsewhere: str | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -183,6 +191,7 @@ def write_report(
             fallback,
             lambda: workspace.output_dir(CACHE_DIR),
             neighbours=_graph_neighbours(workspace),
+            dumped=dumped_slices(compared_run(workspace, summary_beside(csv_path))),
         )
         out_dir = _ReportDir(lambda: workspace.output_dir("report"))
     target = _checked_output(output) if output is not None else None
@@ -214,4 +223,5 @@ def write_report(
         notes=notes,
         slice_label=data.slice_label,
         ranks_compared=len(data.ranks.results) if data.ranks is not None else 0,
+        elsewhere=undiagnosed_text(data) if data.elsewhere is not None else None,
     )

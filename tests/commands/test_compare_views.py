@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 from rich.console import Console
 
 import precision_shell.render.compare_views  # noqa: F401  (registers the views)
+from precision_shell.commands.compare_summary import CompareSummary
 from precision_shell.compare.results.schema import read_result_csv
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.progress import ProgressLabels, Tick
 from precision_shell.render.output import Renderer
 from precision_shell.render.progress import live_progress_factory
@@ -61,3 +64,25 @@ def test_vc_summary_table_lists_reasons_and_the_first_ops_below(tiny_demo_shared
     assert f"outputs failing the thresholds  {failing}" in text
     assert manifest.faults[0].device_op in text.split("first outputs failing the thresholds")[1]
     assert "vc: device vs device" in text
+
+
+def test_vcs_calls_rows_it_could_not_compare_so_not_failing():
+    """`not_compared.failed` (rows without a compare) is not `results[].failed` (failing
+    outputs): vcs does not call it "failed"."""
+    result = CompareSummary(
+        path=Path("r.csv"),
+        rule=ThresholdRule.default(),
+        columns=[],
+        shown_metrics=[],
+        ops=[],
+        failing_total=0,
+        compared_ops=2,
+        rows=4,
+        compared_rows=2,
+        constant_inputs=1,
+        not_compared=1,
+    )
+    assert (
+        "2 of 4 tensors compared; not compared: 1 constant inputs; could not be compared: 1"
+        in render(result).splitlines()
+    )

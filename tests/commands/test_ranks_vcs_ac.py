@@ -19,6 +19,7 @@ from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
 from tests.commands.shell_fixture import CONV1, CONV2, open_shell, run_fail, run_ok
 from tests.commands.test_compare_views import render
 from tests.commands.test_second_dump_dir import _add, _link_copy, _step_dir
+from tests.report.page_parser import parse_page
 
 ONE_FAULT = DemoSpec(size="tiny", faults=(Fault(WRONG_CONSTANT, "bn2/FusedBatchNormV3", 0.5),))
 HEALTHY = DemoSpec(size="tiny", faults=(), second_run=False)
@@ -212,15 +213,22 @@ def test_report_has_the_rank_step_table_and_reports_the_slice_asked_for(
     assert check.report_path is not None
     page = check.report_path.read_text(encoding="utf-8")
     assert '<section id="ranks"><h2>Ranks and steps</h2>' in page
-    assert '<td>rank 0</td><td class="good">0 failing</td>' in page
-    assert f'<td>rank 1</td><td class="bad">{check.summary.failing_total} failing' in page
-    assert f"first {CONV2} (this page)" in page
+    assert '<td>rank 0</td><td class="good">0 failing outputs</td>' in page
+    saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
+    failing = next(e["failed"] for e in saved["results"] if e["rank"] == "1")
+    assert (
+        f'<td>rank 1</td><td class="bad">{failing} failing outputs; first failing op {CONV2}'
+        " (this page)</td>" in page
+    )
     assert "<dt>Rank and step</dt><dd>rank 1 step 0</dd>" in page
     primary = run_ok(shell, "report")
     assert (primary.slice_label, primary.ranks_compared) == ("rank 0 step 0", 2)
     assert primary.root_cause is None
     text = primary.path.read_text(encoding="utf-8")
-    assert "found in rank 1 step 0, not in this compare" in text
+    assert (
+        f"none in this compare; the run&#x27;s root cause: {CONV2} in rank 1 step 0"
+        " (report --rank 1 --step 0 reports that one)" in text
+    )
     faulty = run_ok(shell, "report --rank 1")
     assert faulty.csv_path.name.endswith("_rank1_step0.csv")
     assert (faulty.root_cause, faulty.slice_label) == (CONV2, "rank 1 step 0")
@@ -238,3 +246,147 @@ def test_report_of_one_dump_dir_has_no_rank_section(tiny_demo_shared):
     written = run_ok(shell, "report")
     assert written.slice_label is None and written.ranks_compared == 0
     assert 'id="ranks"' not in written.path.read_text(encoding="utf-8")
+
+
+def _rank_step_dir(root: Path, rank: str) -> Path:
+    """debug_0's dump dir of one rank (its first step): <ts>/<rank>/<graph>/<model>/<step>."""
+    dump = root / "precision_data/npu/debug_0/dump"
+    return next(
+        p.parent
+        for p in sorted(dump.rglob("*"))
+        if p.is_file() and p.relative_to(dump).parts[1] == rank
+    )
+
+
+def _section_text(page, id_: str) -> str:
+    return next(e.text for e in page.elements if e.attrs.get("id") == id_)
+
+
+def test_the_report_of_each_rank_says_only_what_holds_for_that_rank(one_fault_pristine, tmp_path):
+    """rank 0 healthy, rank 1 a wrong constant in conv2, rank 2 NaN born in conv1: `ac -c`
+    diagnoses rank 0 (nothing), then rank 1 (conv2) and stops; rank 2 is not diagnosed."""
+    root = _copy(one_fault_pristine, tmp_path)
+    _healthy_rank0_faulty_rank1(root)
+    healthy = _rank_step_dir(root, "0")
+    rank_dir = healthy.parents[2]
+    nan_dir = rank_dir.parent / "2" / healthy.relative_to(rank_dir)
+    _link_copy(healthy, nan_dir)
+    _poison(next(nan_dir.glob("Conv2D.conv1_*")), 0)
+    shell = open_shell(root)
+    check = run_ok(shell, "ac -c")
+    assert check.root_cause is not None and check.root_cause.where == "rank 1 step 0"
+    saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
+    assert (saved["diagnosis"]["rank"], saved["diagnosis"]["step"]) == ("1", "0")
+    assert saved["diagnosis"]["baseline_first_below"] == CONV2
+
+    nan_report = run_ok(shell, "report --rank 2")
+    page = parse_page(nan_report.path.read_text(encoding="utf-8"))
+    assert next(e.text for e in page.elements if e.tag == "h1") == "Accuracy report: rank 2 step 0"
+    assert page.facts["Rank and step"] == "rank 2 step 0"
+    assert page.facts["First failing op"] == CONV1  # this rank's, not the diagnosed rank's
+    assert "First op below threshold" not in page.facts  # rank 1's baseline: not shown here
+    not_diagnosed = (
+        "not diagnosed: ac -c stops at the first compare (step, then rank) with a root cause: "
+        f"{CONV2} in rank 1 step 0 (report --rank 1 --step 0 reports that one); "
+        "ac -c --rank 2 --step 0 diagnoses this one"
+    )
+    assert page.facts["Root cause"] == not_diagnosed
+    assert _section_text(page, "root-cause") == f"Root cause{not_diagnosed}"
+    advisor = _section_text(page, "advisor")
+    assert "rank 1 step 0" in advisor and "the compare the advisor read, not this one" in advisor
+    assert f"root cause: {not_diagnosed}" in " ".join(render(nan_report).split())
+    assert nan_report.root_cause is None
+
+    healthy_report = run_ok(shell, "report")
+    page = parse_page(healthy_report.path.read_text(encoding="utf-8"))
+    assert page.facts["Outputs failing the thresholds"] == "0 of 14 plotted"
+    assert "First failing op" not in page.facts and "First op below threshold" not in page.facts
+    assert page.facts["Root cause"] == (
+        f"none in this compare; the run's root cause: {CONV2} in rank 1 step 0"
+        " (report --rank 1 --step 0 reports that one)"
+    )
+
+    faulty_report = run_ok(shell, "report --rank 1")
+    page = parse_page(faulty_report.path.read_text(encoding="utf-8"))
+    assert page.facts["Root cause"] == CONV2
+    assert page.facts["First failing op"] == CONV2
+    assert page.facts["First op below threshold"] == CONV2  # the diagnosis is of this rank
+
+
+def test_vcs_counts_the_rank_table_again_under_its_own_thresholds(
+    one_fault_pristine, tmp_path, monkeypatch
+):
+    root = _copy(one_fault_pristine, tmp_path)
+    _healthy_rank0_faulty_rank1(root)
+    shell = open_shell(root)
+    run_ok(shell, "vc")
+    plain = run_ok(shell, "vcs --rank 1")
+    assert not plain.ranks.recounted
+    recorded = plain.ranks.cell("1", "0")
+    assert recorded.failed > 0 and recorded.first_failed_op == CONV2
+    assert render(plain).splitlines()[0] == "failing outputs per rank and step (first failing op)"
+
+    loose = run_ok(shell, "vcs --rank 1 -c 0.5 --metric red:1.0")
+    assert loose.failing_total == 0
+    assert loose.ranks.recounted
+    assert [(r.rank, r.failed, r.first_failed_op) for r in loose.ranks.results] == [
+        ("0", 0, None),
+        ("1", 0, None),
+    ]
+    lines = render(loose).splitlines()
+    assert (
+        lines[0] == "failing outputs per rank and step (first failing op), at the thresholds below"
+    )
+    assert [ln.split() for ln in lines if ln[:1] == "1"][0] == ["1", "│", "*0"]
+    # conv2's cosine (0.892658) still fails 0.9: counted again, conv2 first
+    cosine_only = run_ok(shell, "vcs --rank 1 -c 0.9 --metric red:1.0")
+    assert cosine_only.ranks.cell("1", "0").first_failed_op == CONV2
+    assert cosine_only.ranks.cell("0", "0").failed == 0
+
+    # too many rows to read again: the table stays the compare's, and says so
+    monkeypatch.setattr("precision_shell.compare.results.slice_results.RECOUNT_MAX_ROWS", 0)
+    kept = run_ok(shell, "vcs --rank 1 -c 0.5 --metric red:1.0")
+    assert not kept.ranks.recounted and kept.ranks.cell("1", "0") == recorded
+    assert render(kept).splitlines()[0] == (
+        "failing outputs per rank and step (first failing op), at the compare's thresholds"
+        " (CosineSimilarity < 0.98 or RelativeEuclideanDistance > 0.05 fails), not the ones"
+        " below: too many rows to count again"
+    )
+
+
+def test_the_rank_table_tells_not_dumped_from_dumped_but_not_compared(healthy_pristine, tmp_path):
+    """rank 0 dumped steps 0 and 1, rank 1 step 0, rank 2 step 1: `vc` compares each rank's
+    first step, so rank 0 step 1 is dumped but not compared; rank 1 step 1 was never dumped."""
+    root = _copy(healthy_pristine, tmp_path)
+    step0 = _step_dir(root)
+    rank_dir = step0.parents[2]
+    later = str(int(step0.name) + 1)
+    _link_copy(step0, step0.parent / later)
+    _link_copy(step0, rank_dir.parent / "1" / step0.relative_to(rank_dir))
+    _link_copy(step0, rank_dir.parent / "2" / step0.parent.relative_to(rank_dir) / later)
+    shell = open_shell(root)
+    run_ok(shell, "vc")
+    summary = run_ok(shell, "vcs")
+    first = step0.name
+    assert [(r.rank, r.step) for r in summary.ranks.results] == [
+        ("0", first),
+        ("1", first),
+        ("2", later),
+    ]
+    lines = render(summary).splitlines()
+    cells = {ln.split("│")[0].strip(): [c.strip() for c in ln.split("│")[1:]] for ln in lines[3:6]}
+    assert cells == {
+        "0": ["*0", "not compared"],
+        "1": ["0", "not dumped"],
+        "2": ["not dumped", "0"],
+    }
+    assert "not compared: dumped, but outside this vc's --rank/--step" in lines
+    page = run_ok(shell, "report").path.read_text(encoding="utf-8")
+    assert (
+        '<td>rank 0</td><td class="good">0 failing outputs (this page)</td>'
+        '<td class="muted">not compared</td>' in page
+    )
+    assert (
+        '<td>rank 1</td><td class="good">0 failing outputs</td><td class="muted">not dumped' in page
+    )
+    assert "Not compared: dumped, but outside this vc&#x27;s --rank/--step." in page

@@ -85,9 +85,10 @@ def test_header_states_the_compare(ac_report) -> None:
     assert page.facts["Compared at"] == summary["created"]
     assert page.facts["Tensors compared"] == "29 of 37 rows"
     assert page.facts["Not compared"] == "8 constant inputs (no benchmark by design)"
-    assert page.facts["Failed rows"] == "0"
+    assert page.facts["Could not be compared"] == "0"
     assert page.facts["Thresholds"] == "CosineSimilarity < 0.98 fails"
     assert page.facts["Outputs failing the thresholds"] == "3 of 14 plotted"
+    assert page.facts["First failing op"] == CONV2
     assert page.facts["Root cause"] == ROOT
     assert page.facts["First op below threshold"] == CONV2
 
@@ -255,7 +256,7 @@ def test_report_never_overwrites_and_reads_a_csv_without_summary(
     assert (written.root_cause, written.diagnosed, written.subgraph) == (None, False, None)
     page = parse_page(written.path.read_text(encoding="utf-8"))
     assert page.facts["Tensors compared"] == "29 of 37 rows"
-    assert page.facts["Failed rows"] == "0"
+    assert page.facts["Could not be compared"] == "0"
     assert page.facts["Not compared"] == "8 constant inputs (no benchmark by design)"
     assert page.facts["Root cause"].startswith("diagnosis did not run (ac -c --report")
     assert not page.by_class("root-ring") and not page.by_class("root")

@@ -1,15 +1,38 @@
 """The (rank, step) compares of one `vc` run, as its summary's `results` lists them: the
-rank x step table `vcs`, `report` and `ac` show, and which entry's CSV `--rank/--step` picks."""
+rank x step table `vcs`, `report` and `ac` show, which entry's CSV `--rank/--step` picks, and
+which of them the recorded diagnosis is about.
+
+`results[].failed` counts failing outputs (compared outputs the rule fails), not the rows
+that could not be compared (`not_compared.failed`): the key stays for its readers, every
+view calls it "failing outputs".
+
+The table's counts are the compare's, under the rule it recorded; a look under other
+thresholds (`vcs -c/--metric`) counts them again (`recount`), or, past `RECOUNT_MAX_ROWS`
+rows, says they are the compare's.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from precision_shell.compare.results.columns import KIND_OUTPUT, ResultColumns
 from precision_shell.compare.results.summary import RunSummary
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
-from precision_shell.workspace.workspace import number_order
+from precision_shell.workspace.run_index import RunIndex
+from precision_shell.workspace.workspace import Workspace, number_order
+
+# Rows of the other compares a look under its own thresholds reads again at most (~22 s per
+# 1M rows without their columns cache, docs/SCALING.md); past it the table stays the compare's.
+RECOUNT_MAX_ROWS = 500_000
+NOT_DUMPED = "not dumped"
+NOT_COMPARED = "not compared"
+NOT_COMPARED_MEANS = "dumped, but outside this vc's --rank/--step"
 
 
 @dataclass(frozen=True)
@@ -51,10 +74,30 @@ class SliceResult:
 
 @dataclass
 class RankStepTable:
-    """Failing outputs and the first failing op of every (rank, step) compared."""
+    """Failing outputs and the first failing op of every (rank, step) compared, under `rule`
+    (the compare's, or a look's own when `recounted`)."""
 
     results: list[SliceResult]
     shown: tuple[str, str] | None = None  # the (rank, step) whose op table is shown
+    dumped: frozenset[tuple[str, str]] | None = None  # every (rank, step) dumped, when known
+    rule: ThresholdRule | None = None  # the rule the counts are under
+    recounted: bool = False  # counted again under the thresholds of this look
+
+    def missing(self, rank: str, step: str) -> str | None:
+        """Why (rank, step) has no entry: `NOT_DUMPED`, `NOT_COMPARED` (dumped, outside the
+        vc's --rank/--step), or None when the dumps are not known."""
+        if self.dumped is None:
+            return None
+        return NOT_COMPARED if (rank, step) in self.dumped else NOT_DUMPED
+
+    @property
+    def dumped_not_compared(self) -> bool:
+        """Some cell of the table is `NOT_COMPARED` (its legend is needed)."""
+        return any(
+            self.cell(r, s) is None and self.missing(r, s) == NOT_COMPARED
+            for r in self.ranks
+            for s in self.steps
+        )
 
     @property
     def ranks(self) -> list[str]:
@@ -81,13 +124,69 @@ def slice_results(summary: RunSummary | None) -> list[SliceResult]:
     return sorted(entries, key=lambda r: (number_order(r.step), number_order(r.rank)))
 
 
-def rank_step_table(summary: RunSummary | None, csv_path: Path) -> RankStepTable | None:
+def rank_step_table(
+    summary: RunSummary | None,
+    csv_path: Path,
+    dumped: frozenset[tuple[str, str]] | None = None,
+) -> RankStepTable | None:
     """The table when the run compared more than one (rank, step); else None."""
     results = slice_results(summary)
-    if len(results) <= 1:
+    if summary is None or len(results) <= 1:
         return None
     shown = entry_for_csv(results, csv_path)
-    return RankStepTable(results, (shown.rank, shown.step) if shown else None)
+    return RankStepTable(
+        results, (shown.rank, shown.step) if shown else None, dumped, rule=summary.rule
+    )
+
+
+def compared_run(ws: Workspace, summary: RunSummary | None) -> RunIndex | None:
+    """The device run a summary's compare read ("debug_0 rank 0 step 0" names it)."""
+    if summary is None:
+        return None
+    left = summary.primary.left
+    return next((r for r in ws.runs if left.startswith(f"{r.name} rank ")), None)
+
+
+def dumped_slices(run: RunIndex | None) -> frozenset[tuple[str, str]] | None:
+    """Every (rank, step) the run dumped (None: the run is not known)."""
+    return frozenset((s.rank, s.step) for s in run.slices) if run is not None else None
+
+
+def failing_outputs(table: ResultColumns, rule: ThresholdRule) -> tuple[int, str | None]:
+    """A compare's failing outputs under `rule` and the op of the first (file order), as the
+    compare's tally counts them for `results`."""
+    failing = table.crossing(rule) & (table.kind == KIND_OUTPUT) & table.compared
+    rows = np.flatnonzero(failing)
+    first = table.op_names.value(int(table.op[rows[0]])) if len(rows) else None
+    return len(rows), first
+
+
+def recount(
+    ranks: RankStepTable,
+    rule: ThresholdRule,
+    csv_path: Path,
+    load: Callable[[Path], ResultColumns],
+) -> RankStepTable:
+    """The table under `rule` (a look's own thresholds): each compare's CSV counted again
+    (`load` reads it, through its columns cache), unless the other compares hold more than
+    `RECOUNT_MAX_ROWS` rows: then the table as it was (its `rule` says whose counts)."""
+    if ranks.rule is not None and ranks.rule.judges_like(rule):
+        return ranks
+    others = sum(r.rows for r in ranks.results if (r.rank, r.step) != ranks.shown)
+    if others > RECOUNT_MAX_ROWS:
+        return ranks
+    results = []
+    for entry in ranks.results:
+        failed, first = failing_outputs(load(entry_csv(entry, csv_path)), rule)
+        results.append(replace(entry, failed=failed, first_failed_op=first))
+    return replace(ranks, results=results, rule=rule, recounted=True)
+
+
+def entry_csv(entry: SliceResult, csv_path: Path) -> Path:
+    """The CSV of an entry: where the summary says, else beside `csv_path` (the result dir
+    moved)."""
+    path = Path(entry.csv)
+    return path if path.is_file() else csv_path.parent / path.name
 
 
 def entry_for_csv(results: list[SliceResult], csv_path: Path) -> SliceResult | None:
@@ -125,16 +224,80 @@ def slice_csv(
         there = ", ".join(r.label for r in results)
         raise PrecisionError(f"{command}: {wanted} was not compared in this result; it has {there}")
     chosen = min(found, key=lambda r: (number_order(r.step), number_order(r.rank)))
-    path = Path(chosen.csv)
-    if not path.is_file():  # the result dir moved: the CSV sits beside the one given
-        path = csv_path.parent / path.name
+    path = entry_csv(chosen, csv_path)
     if not path.is_file():
         raise PrecisionError(f"{command}: {path}: the CSV of {chosen.label} is missing")
     return path
 
 
-def diagnosed_slice(cause: dict[str, Any] | None) -> tuple[str, str] | None:
-    """The (rank, step) a recorded root cause was found in (`ac -c` over several ranks)."""
-    if not cause or cause.get("rank") is None or cause.get("step") is None:
+def diagnosed_slice(summary: RunSummary | None) -> tuple[str, str] | None:
+    """The (rank, step) compare the recorded diagnosis is about (`ac -c` over several ranks:
+    its root causes, advisor findings and baseline are that compare's). A summary written
+    before the diagnosis recorded it: its root cause's, else the first compare in (step,
+    rank) order (the one `ac -c` records when none has a root cause)."""
+    diagnosis = summary.diagnosis if summary is not None else None
+    if diagnosis is None:
         return None
-    return str(cause["rank"]), str(cause["step"])
+    if diagnosis.rank is not None and diagnosis.step is not None:
+        return diagnosis.rank, diagnosis.step
+    cause = diagnosis.root_causes[0] if diagnosis.root_causes else {}
+    if cause.get("rank") is not None and cause.get("step") is not None:
+        return str(cause["rank"]), str(cause["step"])
+    results = slice_results(summary)
+    return (results[0].rank, results[0].step) if len(results) > 1 else None
+
+
+@dataclass(frozen=True)
+class DiagnosisElsewhere:
+    """The recorded diagnosis is of another compare than the one looked at."""
+
+    label: str  # "rank 1 step 10", or "the device vs benchmark compare"
+    root_cause: str | None  # the op it found there
+    # the compare looked at was diagnosed too, with no root cause: it comes before the one
+    # recorded in (step, rank) order, or no compare had a root cause (`ac -c` diagnoses them
+    # in that order and stops at the first with one)
+    diagnosed_here: bool
+    where: tuple[str, str] | None = None  # (rank, step) of the compare diagnosed
+
+    @property
+    def command(self) -> str:
+        """The --rank/--step that picks the compare diagnosed ("" for the primary)."""
+        return f"--rank {self.where[0]} --step {self.where[1]}" if self.where else ""
+
+
+def diagnosis_elsewhere(summary: RunSummary | None, csv_path: Path) -> DiagnosisElsewhere | None:
+    """What the recorded diagnosis is about when it is not the compare of `csv_path`; None
+    when it is that one, or nothing was diagnosed."""
+    diagnosis = summary.diagnosis if summary is not None else None
+    if summary is None or diagnosis is None:
+        return None
+    device = summary.device_compare
+    if device is not None and Path(device.csv).name == csv_path.name:
+        return DiagnosisElsewhere("the device vs benchmark compare", diagnosis.root_cause, False)
+    where = diagnosed_slice(summary)
+    results = slice_results(summary)
+    shown = entry_for_csv(results, csv_path)
+    if where is None or shown is None or where == (shown.rank, shown.step):
+        return None
+    diagnosed = next((r for r in results if (r.rank, r.step) == where), None)
+    label = diagnosed.label if diagnosed is not None else f"rank {where[0]} step {where[1]}"
+    order = [(r.rank, r.step) for r in results]
+    before = where in order and order.index((shown.rank, shown.step)) < order.index(where)
+    cause = diagnosis.root_cause
+    return DiagnosisElsewhere(label, cause, before or cause is None, where)
+
+
+def partial_text(summary: RunSummary | None, csv_path: Path) -> str | None:
+    """ "partial: ..." when the compare of `csv_path` was interrupted (the primary's, the
+    device compare's, or a (rank, step)'s, which records no file counts), else None."""
+    if summary is None:
+        return None
+    device = summary.device_compare
+    if device is not None and Path(device.csv).name == csv_path.name:
+        return device.partial_text
+    if Path(summary.primary.csv).name == csv_path.name:
+        return summary.primary.partial_text
+    shown = entry_for_csv(slice_results(summary), csv_path)
+    if shown is None:
+        return summary.primary.partial_text
+    return "partial" if shown.partial else None

@@ -175,12 +175,16 @@ class CompareRecord:
 
 @dataclass
 class DiagnosisRecord:
-    """What a diagnosis concluded (root causes best first, the advisor's findings)."""
+    """What a diagnosis concluded (root causes best first, the advisor's findings), and of
+    which (rank, step) compare when the run compared several: its findings and baseline are
+    about that compare only."""
 
     root_causes: list[dict[str, Any]]
     advice: list[dict[str, Any]]
     baseline_first_below: str | None = None
     replay: dict[str, Any] | None = None  # the replay pass (ops replayed, budget...), if one ran
+    rank: str | None = None  # the compare diagnosed (None: the run compared one dump dir)
+    step: str | None = None
 
     @property
     def root_cause(self) -> str | None:
@@ -195,17 +199,23 @@ class DiagnosisRecord:
         }
         if self.replay is not None:
             payload["replay"] = self.replay
+        if self.rank is not None and self.step is not None:
+            payload["rank"], payload["step"] = self.rank, self.step
         return payload
 
     @classmethod
     def from_json(cls, payload: dict[str, Any]) -> DiagnosisRecord:
         base = payload.get("baseline_first_below")
         replay = payload.get("replay")
+        rank, step = payload.get("rank"), payload.get("step")
+        where = rank is not None and step is not None
         return cls(
             _dicts(payload.get("root_causes")),
             _dicts(payload.get("advice")),
             base if isinstance(base, str) else None,
             replay if isinstance(replay, dict) else None,
+            str(rank) if where else None,
+            str(step) if where else None,
         )
 
 

@@ -87,6 +87,11 @@ class ThresholdRule:
         names = {column: key for key, column in SETTING_COLUMNS.items()}
         return {names.get(c, c): (None if math.isinf(v) else v) for c, v in self.limits.items()}
 
+    def judges_like(self, other: ThresholdRule) -> bool:
+        """Both rules fail the same tensors (the same active limits; "no limit" spelled either
+        way)."""
+        return sorted(self.active()) == sorted(other.active())
+
     def with_limit(self, metric: str, value: float) -> ThresholdRule:
         return replace(self, limits={**self.limits, metric: _checked(metric, value)})
 
