@@ -318,6 +318,7 @@ def _slice_result(where: DumpSlice | None, run: CompareRun) -> dict[str, Any]:
         "rows": run.tally.rows,
         "failed": len(run.tally.failing),
         "first_failed_op": first,
+        "not_compared": run.tally.failed,  # rows that could not be compared (unreadable...)
         "partial": run.interrupted,
         **({} if run.resumed_from is None else {"resumed_from_files": run.resumed_from}),
     }

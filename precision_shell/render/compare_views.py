@@ -205,7 +205,9 @@ def rank_step_grid(ranks: RankStepTable, rule: ThresholdRule | None = None) -> G
             if entry.failed:
                 cell = Text(f"{mark}{entry.failed} ({entry.first_failed_op})", style="red")
             else:
-                cell = Text(f"{mark}0", style="green")
+                cell = Text(f"{mark}0", style="yellow" if entry.not_compared else "green")
+            if entry.not_compared:
+                cell.append(f" ({entry.not_compared} not compared)", style="yellow")
             if entry.partial:
                 cell.append(" partial", style="yellow")
             cells.append(cell)

@@ -502,7 +502,8 @@ def _ranks(data: ReportData) -> str:
                 cells.append(f'<td class="muted">{_e(ranks.missing(rank, step) or "-")}</td>')
                 continue
             shown = " (this page)" if ranks.shown == (rank, step) else ""
-            partial = " partial" if entry.partial else ""
+            partial = f"; {entry.not_compared} not compared" if entry.not_compared else ""
+            partial += " partial" if entry.partial else ""
             if entry.failed:
                 text = (
                     f"{entry.failed} failing outputs; first failing op {entry.first_failed_op}"
@@ -510,7 +511,8 @@ def _ranks(data: ReportData) -> str:
                 )
                 cells.append(f'<td class="bad">{_e(text)}</td>')
             else:
-                cells.append(f'<td class="good">{_e(f"0 failing outputs{partial}{shown}")}</td>')
+                good = "muted" if entry.not_compared else "good"  # not all of it was seen
+                cells.append(f'<td class="{good}">{_e(f"0 failing outputs{partial}{shown}")}</td>')
         rows.append(f"<tr><td>rank {_e(rank)}</td>{''.join(cells)}</tr>")
     return (
         '<section id="ranks"><h2>Ranks and steps</h2><p class="muted">Failing outputs and the'

@@ -98,3 +98,20 @@ def test_one_dump_dir_keeps_its_plain_verdict(tiny_demo_shared):
         "partial": False,
         "not_selected": 0,
     }
+
+
+def test_a_card_with_an_unreadable_dump_is_not_shown_as_clean(faulty_rank1):
+    dump = faulty_rank1 / "precision_data/npu/debug_0/dump"
+    rank0 = [p for p in dump.rglob("*") if p.is_file() and p.parents[3].name == "0"]
+    first_step = min(int(p.parent.name) for p in rank0)  # the one vc compares by default
+    victim = min(
+        p for p in rank0 if p.name.startswith("Conv2D.") and int(p.parent.name) == first_step
+    )
+    victim.unlink()  # a hard link shared with step 1: replaced, not truncated in place
+    victim.write_bytes(b"junk")
+    result = run_ok(open_shell(faulty_rank1), "vc")
+    saved = json.loads(result.summary_path.read_text(encoding="utf-8"))
+    entry = next(e for e in saved["results"] if e["rank"] == "0")
+    assert entry["failed"] == 0 and entry["not_compared"] == result.primary.tally.failed > 0
+    rows = [ln.split() for ln in render(result).splitlines() if ln[:2] == "0 "]
+    assert rows == [["0", "│", "0", f"({entry['not_compared']}", "not", "compared)"]]

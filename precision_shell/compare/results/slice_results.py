@@ -48,12 +48,14 @@ class SliceResult:
     first_failed_op: str | None
     partial: bool = False
     against: str | None = None  # `vc --across ranks`: the reference rank, not the benchmark
+    not_compared: int = 0  # rows that could not be compared (an unreadable file...)
 
     @classmethod
     def from_json(cls, entry: dict[str, Any]) -> SliceResult:
         first = entry.get("first_failed_op")
         failed = entry.get("failed")
         rows = entry.get("rows")
+        not_compared = entry.get("not_compared")
         return cls(
             rank=str(entry.get("rank")),
             step=str(entry.get("step")),
@@ -64,6 +66,7 @@ class SliceResult:
             first_failed_op=first if isinstance(first, str) else None,
             partial=bool(entry.get("partial", False)),
             against=str(entry["against"]) if entry.get("against") is not None else None,
+            not_compared=not_compared if isinstance(not_compared, int) else 0,
         )
 
     @property

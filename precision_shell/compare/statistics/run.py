@@ -300,6 +300,7 @@ def summary_of(ws: Workspace, rule: ThresholdRule, compares: list[StatisticsComp
                 "rows": len(compare.rows),
                 "failed": len(failing),
                 "first_failed_op": failing[0].op_name if failing else None,
+                "not_compared": compare.record().failed,
                 "partial": compare.interrupted,
             }
         )
