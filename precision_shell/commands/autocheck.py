@@ -117,10 +117,12 @@ def _next_commands(
     rec = graph.get(cause.op) if graph else None
     if rec is not None:
         benchmark = ws.output_benchmark(rec, 0)
+    # the same file name is in every rank's dir: the hint names the slice, as `ni`'s does
     if refs and benchmark is not None:
-        commands.append(f"cp {refs[-1].file_name}:output:0 {os.path.basename(benchmark.path)}")
+        benchmark_name = os.path.basename(benchmark.path)
+        commands.append(f"cp {refs[-1].file_name}:output:0 {benchmark_name}{where}")
     elif refs:
-        commands.append(f"pt {refs[-1].file_name}:output:0")
+        commands.append(f"pt {refs[-1].file_name}:output:0{where}")
     return commands
 
 

@@ -62,6 +62,7 @@ class TensorSummary:
     text_file: str
     stored: str = ""  # "NC1HWC0 [2, 1, 4, 4, 16]" when converted from that device layout
     note: str | None = None  # why a device layout was kept as stored
+    where: str = ""  # "rank 2 step 0": the dump dir read, when the run has several
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,8 @@ class TensorComparison:
     left_stats: TensorStats
     right_stats: TensorStats
     saved: str | None
+    left_where: str = ""  # "rank 2 step 0": the dump dir each side was read from, if several
+    right_where: str = ""
 
 
 @dataclass(frozen=True)
@@ -146,10 +149,10 @@ def pt_command(
         flat = np.asarray(values).reshape(-1)
         preview = [float(v) for v in flat[:preview_n].astype(np.float64)]
         # one file per tensor: a repeated pt replaces its own earlier file
-        text_path = out_dir / f"{safe_file_stem(h.label)}.txt"
+        text_path = out_dir / f"{safe_file_stem(_titled(h))}.txt"
         header = {
             "source": str(h.path),
-            "tensor": h.label,
+            "tensor": _titled(h),
             "shape": str(list(stats.shape)),
             "dtype": stats.dtype,
             "layout": layout,
@@ -158,9 +161,16 @@ def pt_command(
             header["stored as"] = stored
         write_tensor_text(text_path, values, header)
         items.append(
-            TensorSummary(h.label, h.path, layout, stats, preview, str(text_path), stored, note)
+            TensorSummary(
+                h.label, h.path, layout, stats, preview, str(text_path), stored, note, h.where
+            )
         )
     return TensorSummaries(items)
+
+
+def _titled(h: TensorHandle) -> str:
+    """The label with the dump dir read: the same file name is in every rank's dir."""
+    return f"{h.label} ({h.where})" if h.where else h.label
 
 
 def _layouts(h: TensorHandle, values: np.ndarray, note: str | None) -> tuple[str, str]:
@@ -250,7 +260,9 @@ def cp_command(
     saved = None
     if args.save:
         saved = str(_save_pair(ctx, left, right, lv, rv))
-    return TensorComparison(left.label, right.label, report, left_stats, right_stats, saved)
+    return TensorComparison(
+        left.label, right.label, report, left_stats, right_stats, saved, left.where, right.where
+    )
 
 
 def _single(handles: list[TensorHandle], name: str) -> TensorHandle:
@@ -269,12 +281,12 @@ def _save_pair(
 ) -> Path:
     out = (
         _output_dir(ctx, "cp")
-        / f"{safe_file_stem(left.label)}__vs__{safe_file_stem(right.label)}.txt"
+        / f"{safe_file_stem(_titled(left))}__vs__{safe_file_stem(_titled(right))}.txt"
     )
     n = min(lv.size, rv.size)
     x = np.asarray(lv, dtype=np.float64).reshape(-1)[:n]
     y = np.asarray(rv, dtype=np.float64).reshape(-1)[:n]
-    header = f"left: {left.label}  right: {right.label}\nleft right diff"
+    header = f"left: {_titled(left)}  right: {_titled(right)}\nleft right diff"
     table = np.stack([x, y, x - y], axis=1)
     return replace_output(out, lambda fh: np.savetxt(fh, table, fmt="%.17g", header=header))
 
@@ -328,13 +340,14 @@ def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles | Fo
                 values, layout = _convert(h, values, fmt)
             except LayoutError as exc:
                 notes.append(f"{h.label}: kept {layout}: {exc}")
-        name = f"{os.path.basename(h.path)}.{h.meta.kind}.{h.meta.index}.{layout}"
+        where = f".rank{h.dump_slice[0]}_step{h.dump_slice[1]}" if h.dump_slice else ""
+        name = f"{os.path.basename(h.path)}{where}.{h.meta.kind}.{h.meta.index}.{layout}"
         # one file per tensor and layout: a repeated dc replaces its own earlier file, and
         # two concurrent ones each write a whole file under a temp name first
         path = out_dir / f"{safe_file_stem(name, 240)}.npy"
         data = np.ascontiguousarray(values)
         replace_output(path, partial(np.save, arr=data, allow_pickle=False))
-        written.append((h.label, str(path), tuple(values.shape), layout))
+        written.append((_titled(h), str(path), tuple(values.shape), layout))
     return DecodedFiles(written, str(out_dir), notes)
 
 
@@ -370,7 +383,7 @@ def _dump_targets(
                 if not refs:
                     raise PrecisionError(f"op {target!r} ({run.name}) has no dump file")
                 return _every_tensor(ws, refs)
-    handles = resolve_tensors(ws, target)
+    handles = resolve_tensors(ws, target, rank=rank, step=step)
     if any(not h.is_dump for h in handles):
         raise UsageError(f"dc: {target} is a .npy file already; dc decodes device dump files")
     return handles

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from precision_shell.compare.pipeline.matcher import input_origin, record_output_origin
-from precision_shell.compare.results.latest import latest_compare
+from precision_shell.compare.results.latest import LatestCompare, latest_compare
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
@@ -65,7 +65,10 @@ class NodeInfo:
     subgraph: SubgraphFiles | None = None
     compare_rows: list[ResultRow] = field(default_factory=list)  # from the newest vc result
     compare_file: str | None = None
-    is_root_cause: bool = False
+    compare_slice: str = ""  # "rank 2 step 0": whose rows, when the compare holds several
+    compare_missing: str | None = None  # why the (rank, step) asked for has no compare rows
+    is_root_cause: bool = False  # of the compare rows shown
+    root_cause_elsewhere: str = ""  # "rank 2 step 0": this op is the root cause found there
     dump_slice: str = ""  # "rank 0 step 1" when the run has several dump dirs
     statistics: StatisticsFile | None = None  # its statistics dump, when that is all there is
     statistics_error: str | None = None
@@ -207,11 +210,14 @@ def collect_node_info(
                 info.statistics = read_statistics_file(stats_refs[-1].path)
             except PrecisionError as exc:
                 info.statistics_error = str(exc)
-    latest = latest_compare(ctx.workspace) if run is ctx.workspace.runs[0] else None
+    latest = _latest_compare(ctx, run, rank, step, info)
     if latest is not None:
         info.compare_rows = latest.rows_by_op.get(rec.name, [])
         info.compare_file = str(latest.csv_path)
-        info.is_root_cause = latest.root_cause == rec.name
+        info.compare_slice = latest.slice_label
+        info.is_root_cause = latest.root_cause_here == rec.name
+        if latest.root_cause == rec.name:
+            info.root_cause_elsewhere = latest.root_cause_slice
     if depth is not None:
         from precision_shell.workspace.subgraph_files import write_subgraph
 
@@ -219,7 +225,27 @@ def collect_node_info(
         if latest is not None:
             rule = latest.rule_or(ThresholdRule.from_settings(ctx.settings))
             sub.node_colors = {name: latest.color(name, rule) for name in sub.nodes}
-            if latest.root_cause in sub.nodes:
-                sub.node_marks[latest.root_cause] = "root cause"
+            cause = latest.root_cause_here
+            if cause in sub.nodes:
+                sub.node_marks[cause] = "root cause"
         info.subgraph = write_subgraph(sub, ctx.workspace.output_dir("op_graph"), run.name)
     return info
+
+
+def _latest_compare(
+    ctx: ShellContext, run: RunIndex, rank: str | None, step: str | None, info: NodeInfo
+) -> LatestCompare | None:
+    """The newest compare's rows of the (rank, step) shown when `--rank/--step` picked one (a
+    line in `info` when it did not compare that one); else its primary CSV's, as before."""
+    ws = ctx.workspace
+    if run is not ws.runs[0]:
+        return None  # compares are of the first run
+    if rank is None and step is None:
+        found = latest_compare(ws)
+    else:
+        shown = run.slice(rank, step)
+        found = latest_compare(ws, shown.rank, shown.step)
+    if found is None or isinstance(found, LatestCompare):
+        return found
+    info.compare_missing = found.message
+    return None

@@ -4,7 +4,6 @@ way, in this order, across the runs given."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,10 +36,13 @@ def dump_file_matches(
     workspace) or its bare file name."""
     found: Matches = {}
     path = find_user_file(text, root)
-    real = os.path.realpath(path) if path is not None else None
     for run in runs:
-        ref = run.file_by_name(path.name if path is not None else text)
-        if ref is None or (real is not None and os.path.realpath(ref.path) != real):
+        if path is not None:
+            found_at = run.file_at(str(path))  # the same name is in every rank's dir
+            ref = found_at[1] if found_at is not None else None
+        else:
+            ref = run.file_by_name(text)
+        if ref is None:
             continue
         for graph in run.graphs:
             rec = graph.by_dump_name(ref.op_name)

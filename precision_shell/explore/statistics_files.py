@@ -25,10 +25,14 @@ class StatisticsFile:
     note: str = NOTE
 
 
-def _workspace_file(ws: Workspace, name: str) -> str | None:
+def _workspace_file(ws: Workspace, name: str, rank: str | None, step: str | None) -> str | None:
+    """A statistics dump by its file name, in the (rank, step) dump dir given."""
     for run in ws.runs:
         ref = run.file_by_name(name)
-        if ref is not None and ref.stats_csv:
+        if ref is None or not ref.stats_csv:
+            continue
+        ref = run.file_in_slice(name, rank, step)  # names repeat across ranks
+        if ref is not None:
             return ref.path
     return None
 
@@ -43,7 +47,7 @@ def find_statistics_file(
         return str(path) if is_statistics_dump_name(path.name) else None
     if ws is None:
         return None
-    found = _workspace_file(ws, os.path.basename(target))
+    found = _workspace_file(ws, os.path.basename(target), rank, step)
     if found is not None:
         return found
     for run in ws.runs:

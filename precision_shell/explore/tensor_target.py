@@ -37,10 +37,18 @@ class TensorHandle:
     meta: TensorMeta | None = None
     graph_origin_format: str | None = None  # the GE graph desc's origin format, when found
     graph_origin_shape: tuple[int, ...] | None = None  # and its origin shape
+    # (rank, step) of the dump dir it was read from, when its run has several
+    dump_slice: tuple[str, str] | None = None
 
     @property
     def is_dump(self) -> bool:
         return self.header is not None
+
+    @property
+    def where(self) -> str:
+        """The dump dir read as `rank 2 step 0` (every rank's dir holds the same file names);
+        empty when its run has one."""
+        return f"rank {self.dump_slice[0]} step {self.dump_slice[1]}" if self.dump_slice else ""
 
     def load(self) -> np.ndarray:
         """Values as stored (device layout for dump tensors)."""
@@ -82,31 +90,34 @@ class TensorHandle:
         return fmt
 
 
-def _graph_origins(
-    ws: Workspace | None, path: str
-) -> dict[tuple[str, int], tuple[str | None, tuple[int, ...] | None]]:
-    """(kind, index) -> (origin format, origin shape) from the GE graph desc of the op that
-    dumped `path`."""
+Origins = dict[tuple[str, int], tuple[str | None, tuple[int, ...] | None]]
+
+
+def _dump_context(ws: Workspace | None, path: str) -> tuple[Origins, tuple[str, str] | None]:
+    """For the dump file at `path`: (kind, index) -> (origin format, origin shape) from the GE
+    graph desc of the op that dumped it, and its (rank, step) when its run has several.
+    Empty when it is no file of the workspace."""
     if ws is None:
-        return {}
-    name = os.path.basename(path)
-    real = os.path.realpath(path)
+        return {}, None
     for run in ws.runs:
-        ref = run.file_by_name(name)
-        if ref is None or os.path.realpath(ref.path) != real:
+        found = run.file_at(path)
+        if found is None:
             continue
+        dump_slice, ref = found
+        where = (dump_slice.rank, dump_slice.step) if len(run.slices) > 1 else None
         for graph in run.graphs:
             rec = graph.by_dump_name(ref.op_name)
             op = graph.op(rec.name) if rec is not None else None
             if op is None:
                 continue
-            found = {}
+            origins: Origins = {}
             for kind, descs in (("input", op.input_descs), ("output", op.output_descs)):
                 for k, desc in enumerate(descs):
                     shape = tuple(desc.origin_shape) if desc.origin_shape else None
-                    found[(kind, k)] = (desc.origin_format or None, shape)
-            return found
-    return {}
+                    origins[(kind, k)] = (desc.origin_format or None, shape)
+            return origins, where
+        return {}, where
+    return {}, None
 
 
 def tensor_stats_in_benchmark_layout(
@@ -133,10 +144,15 @@ def _dump_handles(
         if not metas:
             raise PrecisionError(f"{path}: has no {kind} {index}")
     name = os.path.basename(path)
-    origins = _graph_origins(ws, path)
+    origins, where = _dump_context(ws, path)
     return [
         TensorHandle(
-            f"{name} {m.kind} {m.index}", path, header, m, *origins.get((m.kind, m.index), ())
+            f"{name} {m.kind} {m.index}",
+            path,
+            header,
+            m,
+            *origins.get((m.kind, m.index), (None, None)),
+            dump_slice=where,
         )
         for m in metas
     ]
@@ -169,8 +185,9 @@ def resolve_tensors(
     rank: str | None = None,
     step: str | None = None,
 ) -> list[TensorHandle]:
-    """Every tensor `text` names; an op name gives its newest dump file's output 0, in the
-    (rank, step) dump dir given (the lowest rank's first step by default)."""
+    """Every tensor `text` names; a dump file name is the file of that name, and an op name
+    its newest dump file's output 0, in the (rank, step) dump dir given (the lowest rank's
+    first step by default)."""
     kind: str | None = None
     index: int | None = None
     base = text
@@ -200,7 +217,7 @@ def _workspace_handles(
     step: str | None = None,
 ) -> list[TensorHandle]:
     for run in ws.runs:
-        ref = run.file_by_name(name)
+        ref = run.file_in_slice(name, rank, step)  # names repeat across ranks
         if ref is not None:
             return _file_handles(ref.path, kind, index, ws)
     if ws.overflow_dumps is not None:

@@ -158,8 +158,12 @@ def _compare_table(info: NodeInfo, width: int | None) -> Table:
 
 def _compare_rows_table(info: NodeInfo, compact: bool) -> Table:
     title = Text.assemble("compare ", (info.compare_file or "", "dim"))
+    if info.compare_slice:
+        title.append(f" ({info.compare_slice})")
     if info.is_root_cause:
         title.append("  (root cause of this compare)", style="bold red")
+    elif info.root_cause_elsewhere:
+        title.append(f"  (root cause of this compare in {info.root_cause_elsewhere})", style="red")
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     text_column(table, "tensor")
     if not compact:
@@ -256,6 +260,8 @@ def node_panel(info: NodeInfo, width: int | None = None) -> Panel:
         parts += [Text(""), Text("benchmark: none found for this op", style="yellow")]
     if info.compare_rows:
         parts += [Text(""), _compare_table(info, inner)]
+    elif info.compare_missing:
+        parts += [Text(""), Text(f"compare: {info.compare_missing}", style="yellow")]
     if info.attrs is not None:
         attrs = Table(show_edge=False, pad_edge=False, title="attributes", title_justify="left")
         text_column(attrs, "key")

@@ -28,7 +28,10 @@ def stats_line(stats: TensorStats) -> str:
 @renders(TensorSummaries)
 def render_tensor_summaries(console: Console, result: TensorSummaries) -> None:
     for item in result.items:
-        console.print(Text(item.label, style="bold"), soft_wrap=True)
+        title = Text(item.label, style="bold")
+        if item.where:
+            title.append(f"  ({item.where})")
+        console.print(title, soft_wrap=True)
         stored = f" (stored as {item.stored})" if item.stored else ""
         console.print(
             f"  {stats_line(item.stats)}  layout {item.layout}{stored}",
@@ -66,9 +69,11 @@ def _element_table(title: str, rows: list[ElementRow]) -> Table:
 @renders(TensorComparison)
 def render_tensor_comparison(console: Console, result: TensorComparison) -> None:
     rep = result.report
-    console.print(f"left:  {result.left}", markup=False, soft_wrap=True)
+    left = f"  ({result.left_where})" if result.left_where else ""
+    right = f"  ({result.right_where})" if result.right_where else ""
+    console.print(f"left:  {result.left}{left}", markup=False, soft_wrap=True)
     console.print(f"       {stats_line(result.left_stats)}", markup=False, soft_wrap=True)
-    console.print(f"right: {result.right}", markup=False, soft_wrap=True)
+    console.print(f"right: {result.right}{right}", markup=False, soft_wrap=True)
     console.print(f"       {stats_line(result.right_stats)}", markup=False, soft_wrap=True)
     if rep.truncated_from:
         console.print(

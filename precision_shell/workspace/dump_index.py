@@ -196,6 +196,18 @@ class DumpIndex:
         i = self._by_file_name.get(file_name)
         return None if i is None else self.file(i)
 
+    def has_file_name(self, file_name: str) -> bool:
+        """Whether a file of that name is here: a scan, so asking every slice of a run where a
+        name is builds no lookup table per slice."""
+        if self._by_file_name is not None:
+            return file_name in self._by_file_name
+        return any(row[0] == file_name for state in self._states for row in state["rows"])
+
+    @property
+    def dirs(self) -> list[str]:
+        """The dump dirs indexed, as their files' paths start."""
+        return [state["dir"] for state in self._states]
+
     def file_names(self) -> list[str]:
         return [row[0] for state in self._states for row in state["rows"]]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -22,6 +23,10 @@ class DumpSlice:
     graph_names: tuple[str, ...]
     dumps: DumpIndex
 
+    @property
+    def label(self) -> str:
+        return f"rank {self.rank} step {self.step}"
+
 
 @dataclass
 class RunIndex:
@@ -34,6 +39,7 @@ class RunIndex:
     dumps: DumpIndex
     slices: list[DumpSlice] = field(default_factory=list)
     all_dumps: DumpIndex | None = None
+    _slice_of_dir: dict[str, DumpSlice] | None = field(default=None, init=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -67,6 +73,42 @@ class RunIndex:
     def file_by_name(self, file_name: str) -> DumpFileRef | None:
         """A dump file of any rank and step, by its file name."""
         return (self.all_dumps or self.dumps).by_file_name(file_name)
+
+    def file_in_slice(
+        self, file_name: str, rank: str | None = None, step: str | None = None
+    ) -> DumpFileRef | None:
+        """A dump file by its name in one (rank, step) slice (the default one when not given);
+        None when no slice of the run has that name. Every card dumps the same ops under the
+        same file names, so a name only in other slices is a PrecisionError naming them."""
+        if self.file_by_name(file_name) is None:
+            return None
+        wanted = self.slice(rank, step)
+        ref = wanted.dumps.by_file_name(file_name)
+        if ref is not None:
+            return ref
+        holders = [s for s in self.slices if s.dumps.has_file_name(file_name)]
+        if not holders:
+            return None
+        listed = ", ".join(s.label for s in holders[:4])
+        listed += f" and {len(holders) - 4} more" if len(holders) > 4 else ""
+        default = (
+            " (the default: the lowest rank's first step)" if rank is None and step is None else ""
+        )
+        raise PrecisionError(
+            f"{file_name}: not in {self.name} {wanted.label}{default}; it is in {listed}: "
+            f"use --rank {holders[0].rank} --step {holders[0].step}"
+        )
+
+    def file_at(self, path: str) -> tuple[DumpSlice, DumpFileRef] | None:
+        """The slice and file of a dump file's path; None when it is no file of this run."""
+        name = os.path.basename(path)
+        if self.file_by_name(name) is None:
+            return None
+        if self._slice_of_dir is None:  # built once: `dc DIR` asks for every file in a dir
+            self._slice_of_dir = {os.path.realpath(d): s for s in self.slices for d in s.dumps.dirs}
+        found = self._slice_of_dir.get(os.path.realpath(os.path.dirname(os.path.abspath(path))))
+        ref = found.dumps.by_file_name(name) if found is not None else None
+        return (found, ref) if found is not None and ref is not None else None
 
     def dump_graph(self) -> GraphIndex | None:
         """The graph the dump dir belongs to (by graph name), else the newest Build graph."""

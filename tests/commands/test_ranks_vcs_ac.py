@@ -12,13 +12,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from precision_shell.compare.metrics.cells import COSINE
+from precision_shell.compare.results.latest import GREEN, RED
 from precision_shell.demo.builder import build_demo
 from precision_shell.demo.spec import WRONG_CONSTANT, DemoSpec, Fault
 from precision_shell.formats.npu_dump import read_dump_header, read_tensor
 from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
-from tests.commands.shell_fixture import CONV1, CONV2, open_shell, run_fail, run_ok
+from tests.commands.shell_fixture import (
+    CONV1,
+    CONV2,
+    benchmark_path,
+    open_shell,
+    rendered,
+    run_fail,
+    run_ok,
+)
 from tests.commands.test_compare_views import render
 from tests.commands.test_second_dump_dir import _add, _link_copy, _step_dir
+from tests.commands.test_vc_across_ranks import _negate_outputs
 from tests.report.page_parser import parse_page
 
 ONE_FAULT = DemoSpec(size="tiny", faults=(Fault(WRONG_CONSTANT, "bn2/FusedBatchNormV3", 0.5),))
@@ -153,6 +164,68 @@ def test_ac_c_on_identical_cards_says_every_card(tiny_demo):
     assert [r["rank"] for r in only.compare.summary.results] == ["1"]
     assert only.compare.summary.diagnosis.root_causes[0]["rank"] == "1"
     assert "ranks: 0, 1" in run_fail(shell, "ac --rank 9").error
+
+
+def test_ac_c_hints_and_ni_read_the_rank_and_step_of_the_root_cause(healthy_pristine, tmp_path):
+    """Every card dumps the same file names: `ac -c`'s hints carry the root cause's rank and
+    step, and `ni --rank/--step` shows that (rank, step)'s compare rows and colours."""
+    root = _copy(healthy_pristine, tmp_path)
+    rank0_file = next(p for p in _step_dir(root).iterdir() if ".conv2_Conv2Drelu2_Relu." in p.name)
+    rank, step = _add(root, "device")
+    device = rank0_file.parents[3]  # <ts>/0/<graph>/<model>/<step>/<file>
+    _negate_outputs(device.parent / rank / rank0_file.relative_to(device))
+    shell = open_shell(root)
+    check = run_ok(shell, "ac -c")
+    panel = check.root_cause
+    assert (panel.cause.op, panel.where) == (CONV2, f"rank {rank} step {step}")
+    (row,) = [r for r in panel.rows if r.kind == "output"]
+    assert row.metrics[COSINE] < -0.9
+    bench = benchmark_path(root, "relu2/Relu").name
+    where = f"--rank {rank} --step {step}"
+    assert panel.next_commands == [
+        f"ni {CONV2} -s 2 {where}",
+        f"cp {rank0_file.name}:output:0 {bench} {where}",
+    ]
+    hinted = run_ok(shell, panel.next_commands[1])
+    assert hinted.report.cosine == pytest.approx(row.metrics[COSINE], abs=1e-6)
+
+    def node_line(gv: str) -> str:
+        return next(
+            ln for ln in Path(gv).read_text().splitlines() if ln.startswith(f'  "{CONV2}" [')
+        )
+
+    info = run_ok(shell, panel.next_commands[0]).nodes[0]
+    assert Path(info.compare_file).name.endswith(f"_rank{rank}_step{step}.csv")
+    assert [r.metrics[COSINE] for r in info.compare_rows if r.kind == "output"] == [
+        row.metrics[COSINE]
+    ]
+    assert (info.compare_slice, info.is_root_cause) == (f"rank {rank} step {step}", True)
+    line = node_line(info.subgraph.gv)
+    assert f'fillcolor="{RED}"' in line and 'xlabel="root cause"' in line
+    # no --rank/--step: the primary (rank 0), named, and the root cause is said to be elsewhere
+    plain = run_ok(shell, f"ni {CONV2} -s 2").nodes[0]
+    assert Path(plain.compare_file) == check.compare.primary.csv_path
+    assert [r.metrics[COSINE] for r in plain.compare_rows if r.kind == "output"][0] > 0.99
+    assert (plain.compare_slice, plain.is_root_cause, plain.root_cause_elsewhere) == (
+        f"rank 0 step {step}",
+        False,
+        f"rank {rank} step {step}",
+    )
+    line = node_line(plain.subgraph.gv)
+    assert f'fillcolor="{GREEN}"' in line and "root cause" not in line
+    text = " ".join(rendered(run_ok(shell, f"ni {CONV2}")).replace("│", " ").split())
+    assert (
+        f"{Path(plain.compare_file).name} (rank 0 step {step}) (root cause of this compare in "
+        f"rank {rank} step {step})"
+    ) in text  # the title wraps (a long path may fold): word by word
+    # a (rank, step) the latest compare did not compare: said in one line, no other rows
+    only0 = run_ok(shell, "vc --rank 0")
+    missing = run_ok(shell, f"ni {CONV2} --rank {rank}").nodes[0]
+    assert missing.compare_rows == [] and missing.compare_file is None
+    assert missing.compare_missing == (
+        f"the latest compare ({only0.primary.csv_path.parent}) did not compare rank {rank} step "
+        f"{step}; it compared rank 0 step {step} (vc --rank {rank} --step {step} compares it)"
+    )
 
 
 def _poison(dump: Path, element: int) -> None:

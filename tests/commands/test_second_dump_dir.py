@@ -186,3 +186,64 @@ def test_cp_and_dc_read_the_rank_they_are_given(tiny_demo, tmp_path):
     bench = "relu2/Relu"
     assert run_ok(shell, f"cp {CONV2} {bench}").report.cosine > 0.8
     assert run_ok(shell, f"cp {CONV2} {bench} --rank {rank}").report.cosine < -0.8
+
+
+def test_pt_cp_dc_read_a_dump_file_name_in_the_rank_given_and_say_which(tiny_demo, tmp_path):
+    """Every card dumps its ops under the same file names: a bare name is read in the
+    (rank, step) given, the lowest rank's first step by default, and the output says which."""
+    import numpy as np
+
+    from tests.commands.shell_fixture import benchmark_path, rendered
+    from tests.commands.test_vc_across_ranks import _negate_outputs
+
+    root, _ = tiny_demo
+    rank0_file = next(p for p in _step_dir(root).iterdir() if ".conv2_Conv2Drelu2_Relu." in p.name)
+    rank, step = _add(root, "device")
+    device = rank0_file.parents[3]  # <ts>/0/<graph>/<model>/<step>/<file>
+    rank1_file = device.parent / rank / rank0_file.relative_to(device)
+    name = rank0_file.name
+    original = _negate_outputs(rank1_file)  # rank 1's conv2 output is rank 0's negated
+    shell = open_shell(root)
+
+    (mine,) = run_ok(shell, f"pt {name}:output:0 --rank {rank} --step {step}").items
+    (default,) = run_ok(shell, f"pt {name}:output:0").items
+    assert (mine.path, default.path) == (str(rank1_file), str(rank0_file))
+    assert default.stats.min == 0 and mine.stats.min == -default.stats.max == -original.max()
+    assert (mine.where, default.where) == (f"rank {rank} step {step}", f"rank 0 step {step}")
+    first_line = rendered(run_ok(shell, f"pt {name}:output:0 --rank {rank}")).splitlines()[0]
+    assert first_line == f"{name} output 0  (rank {rank} step {step})"
+
+    bench = benchmark_path(root, "relu2/Relu").name
+    theirs = run_ok(shell, f"cp {name}:output:0 {bench}")
+    ours = run_ok(shell, f"cp {name}:output:0 {bench} --rank {rank} --step {step}")
+    assert ours.report.cosine == pytest.approx(-theirs.report.cosine, abs=1e-6)
+    assert theirs.report.cosine > 0.8
+    assert (ours.left_where, ours.right_where) == (f"rank {rank} step {step}", "")
+    lines = rendered(ours).splitlines()
+    assert lines[0] == f"left:  {name} output 0  (rank {rank} step {step})"
+    assert lines[2] == f"right: {bench}"
+
+    decoded = run_ok(shell, f"dc {name} --rank {rank} -o {tmp_path / 'dc'}")
+    ((label, output),) = [(lb, path) for lb, path, _, _ in decoded.files if ".output.0." in path]
+    assert label == f"{name} output 0 (rank {rank} step {step})"
+    assert Path(output).name.startswith(f"{name}.rank{rank}_step{step}.output.0.")
+    assert np.array_equal(np.load(output).reshape(-1), -original.reshape(-1))
+
+    # the path of rank 1's file names its op too (not only rank 0's file of that name)
+    assert run_ok(shell, f"ni {rank1_file}").nodes[0].record.name == CONV2
+
+    # a name only rank 1 has (dumped once more there): not read from rank 0 unasked
+    *head, ts = name.rsplit(".", 1)
+    only = rank1_file.parent / f"{head[0]}.{int(ts) + 1000}"
+    os.link(rank1_file, only)
+    shell = open_shell(root)
+    error = run_fail(shell, f"pt {only.name}").error
+    assert error == (
+        f"{only.name}: not in debug_0 rank 0 step {step} (the default: the lowest rank's first "
+        f"step); it is in rank {rank} step {step}: use --rank {rank} --step {step}"
+    )
+    assert run_fail(shell, f"cp {only.name}:output:0 {bench} --rank 0").error == (
+        f"{only.name}: not in debug_0 rank 0 step {step}; it is in rank {rank} step {step}: "
+        f"use --rank {rank} --step {step}"
+    )
+    assert run_ok(shell, f"pt {only.name} --rank {rank}").items[0].path == str(only)

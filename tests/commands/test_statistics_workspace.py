@@ -215,3 +215,20 @@ def test_input_data_that_differs_is_named(tmp_path: Path) -> None:
     first = check.statistics.suspects[0]
     assert (first.op, first.kind) == ("trans_Cast_0", "input data")
     assert first.output.tensor_index == "trans_Cast_0:input:0"
+
+
+def test_pt_of_a_statistics_file_name_reads_the_rank_given(pair, tmp_path: Path) -> None:
+    """Every card writes the same statistics file names: `--rank` picks the card's file."""
+    import shutil
+
+    from tests.commands.test_second_dump_dir import _add, _step_dir
+
+    root = tmp_path / "ws"
+    shutil.copytree(pair[0], root, symlinks=True)
+    rank0_file = next(p for p in _step_dir(root).iterdir() if p.name.endswith(".csv"))
+    rank, step = _add(root, "device")
+    device = rank0_file.parents[3]  # <ts>/0/<graph>/<model>/<step>/<file>
+    shell = open_shell(root)
+    assert run_ok(shell, f"pt {rank0_file.name}").path == str(rank0_file)
+    mine = run_ok(shell, f"pt {rank0_file.name} --rank {rank} --step {step}")
+    assert mine.path == str(device.parent / rank / rank0_file.relative_to(device))

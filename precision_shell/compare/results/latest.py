@@ -1,5 +1,6 @@
 """The newest compare result of a workspace, as `ni` and its subgraph colours use it: rows by
-op, the rule it was judged by, and the root cause when a diagnosis ran.
+op, the rule it was judged by, and the root cause when a diagnosis ran; of its primary CSV or
+of the CSV of one (rank, step) it compared.
 
 Read once per result file (kept while its mtime and size are unchanged)."""
 
@@ -14,6 +15,12 @@ from precision_shell.compare.metrics.cells import COSINE
 from precision_shell.compare.results.columns import ResultColumns, load_result_columns
 from precision_shell.compare.results.columns_cache import CACHE_DIR
 from precision_shell.compare.results.schema import ResultRow, find_result_csv, is_statistics_csv
+from precision_shell.compare.results.slice_results import (
+    SliceResult,
+    diagnosed_slice,
+    entry_for_csv,
+    slice_results,
+)
 from precision_shell.compare.results.summary import RunSummary, summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
@@ -59,6 +66,8 @@ class LatestCompare:
     csv_path: Path
     rows_by_op: Mapping[str, list[ResultRow]]
     summary: RunSummary | None
+    entry: SliceResult | None = None  # the (rank, step) compare of this CSV, when listed
+    several: bool = False  # the compare holds more than one (rank, step)
 
     @classmethod
     def of(
@@ -76,6 +85,27 @@ class LatestCompare:
         if self.summary is None or self.summary.diagnosis is None:
             return None
         return self.summary.diagnosis.root_cause
+
+    @property
+    def slice_label(self) -> str:
+        """Whose rows these are (`rank 2 step 0`) when the compare holds several; else empty."""
+        return self.entry.label if self.several and self.entry is not None else ""
+
+    @property
+    def root_cause_slice(self) -> str:
+        """Where the root cause was found (`rank 2 step 0`) when that is another (rank, step)
+        than these rows' (their colours and the op's rows do not show it); else empty."""
+        if self.root_cause is None:
+            return ""
+        where = diagnosed_slice(self.summary)
+        if where is None or self.entry is None or where == (self.entry.rank, self.entry.step):
+            return ""
+        return f"rank {where[0]} step {where[1]}"
+
+    @property
+    def root_cause_here(self) -> str | None:
+        """The root cause when it was found in these rows' (rank, step) (or in the only one)."""
+        return None if self.root_cause_slice else self.root_cause
 
     def rule_or(self, fallback: ThresholdRule) -> ThresholdRule:
         """The rule this compare was judged by (its summary's), else `fallback`."""
@@ -106,30 +136,71 @@ class LatestCompare:
         return YELLOW if near else GREEN
 
 
-_CACHE: dict[str, tuple[tuple[int, int], LatestCompare]] = {}
+_CACHE: dict[str, tuple[tuple[int, int], ColumnRowsByOp]] = {}
 
 
-def latest_compare(ws: Workspace) -> LatestCompare | None:
-    """The newest `vc` result under temp/vector_compare/, or None when there is none."""
+def latest_compare(
+    ws: Workspace, rank: str | None = None, step: str | None = None
+) -> LatestCompare | SliceNotCompared | None:
+    """The newest `vc` result under temp/vector_compare/, or None when there is none: its
+    primary CSV, or with `rank` and `step` the CSV of exactly that (rank, step) (its summary's
+    `results`); SliceNotCompared when it did not compare that one."""
     base = ws.layout.temp_dir / "vector_compare"
     if not base.is_dir():
         return None
     try:
         path = find_result_csv(base, statistics=True)
-        st = path.stat()
-    except (PrecisionError, OSError):
+    except PrecisionError:
         return None
     if is_statistics_csv(path):
         return None  # the newest compare is a statistics one: it has no tensor metrics
-    key = (st.st_mtime_ns, st.st_size)
-    hit = _CACHE.get(str(path))
-    if hit is not None and hit[0] == key:
-        return hit[1]
-    columns = load_result_columns(path, lambda: ws.output_dir(CACHE_DIR))
     try:
         summary = summary_beside(path)
     except PrecisionError:
         summary = None
-    latest = LatestCompare(path, ColumnRowsByOp(columns), summary)
-    _CACHE[str(path)] = (key, latest)
-    return latest
+    results = slice_results(summary)
+    if rank is not None and step is not None:
+        wanted = next((r for r in results if r.rank == rank and r.step == step), None)
+        if wanted is None:
+            return SliceNotCompared(_not_compared(path, rank, step, results))
+        primary, path = path, Path(wanted.csv)
+        if not path.is_file():  # the result dir moved: the CSV sits beside the primary
+            path = primary.parent / path.name
+        if not path.is_file():
+            return SliceNotCompared(f"{path}: the CSV of {wanted.label} is missing")
+    return _load(ws, path, summary, entry_for_csv(results, path), len(results) > 1)
+
+
+@dataclass(frozen=True)
+class SliceNotCompared:
+    """The newest compare has no rows of the (rank, step) asked for, and why (one line)."""
+
+    message: str
+
+
+def _not_compared(primary: Path, rank: str, step: str, results: list[SliceResult]) -> str:
+    there = ", ".join(r.label for r in results[:4])
+    there += f" and {len(results) - 4} more" if len(results) > 4 else ""
+    return (
+        f"the latest compare ({primary.parent}) did not compare rank {rank} step {step}; it "
+        f"compared {there or 'no (rank, step): two dump dirs'} (vc --rank {rank} --step {step} "
+        "compares it)"
+    )
+
+
+def _load(
+    ws: Workspace, path: Path, summary: RunSummary | None, entry: SliceResult | None, several: bool
+) -> LatestCompare | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    key = (st.st_mtime_ns, st.st_size)
+    hit = _CACHE.get(str(path))
+    if hit is not None and hit[0] == key:
+        rows = hit[1]
+    else:
+        rows = ColumnRowsByOp(load_result_columns(path, lambda: ws.output_dir(CACHE_DIR)))
+        _CACHE[str(path)] = (key, rows)
+    # the summary is read each time: `ac -c` records its diagnosis after the compare
+    return LatestCompare(path, rows, summary, entry, several)
