@@ -220,8 +220,10 @@ class RunSummary:
     diagnosis: DiagnosisRecord | None = None  # None: no diagnosis ran on this compare
     # one entry per (rank, step) compare: rank, step, graph, csv, rows, failed, first_failed_op
     results: list[dict[str, Any]] = field(default_factory=list)
-    # `vc --across ranks`: per rank that leaves the reference rank, its first failing output
-    # {rank, step, first_op, index, cosine, max_abs_error}; None (not written) for other compares
+    # `vc --across ranks`: per rank that leaves the reference rank, its first output whose
+    # values differ {rank, step, first_op, index, cosine, max_abs_error} and its first output
+    # the rule fails (`first_failing`: {op, index, cosine, max_abs_error} or None); None (not
+    # written) for other compares
     rank_divergence: list[dict[str, Any]] | None = None
     created: str = field(
         default_factory=lambda: _dt.datetime.now().astimezone().isoformat(timespec="seconds")
