@@ -1,6 +1,7 @@
 """`vcs`, `ac` and `ac -c` over several ranks and steps: the rank x step table, `--rank/--step`
-picking a compare's CSV, the first (step, rank) with a root cause recorded in summary.json,
-whether the fault is on one card or all, and where NaN/inf first appears (no benchmark)."""
+picking a compare's CSV, the first (step, op, rank) with a root cause recorded in summary.json,
+whether the fault is on one card or all (and each other card's own root cause), and where
+NaN/inf first appears (no benchmark)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 from precision_shell.demo.builder import build_demo
-from precision_shell.demo.spec import WRONG_CONSTANT, DemoSpec, Fault
+from precision_shell.demo.spec import NAN_BIRTH, WRONG_CONSTANT, DemoSpec, Fault
 from precision_shell.formats.npu_dump import read_dump_header, read_tensor
 from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
 from tests.commands.shell_fixture import CONV1, CONV2, open_shell, run_fail, run_ok
@@ -22,6 +23,16 @@ from tests.commands.test_second_dump_dir import _add, _link_copy, _step_dir
 
 ONE_FAULT = DemoSpec(size="tiny", faults=(Fault(WRONG_CONSTANT, "bn2/FusedBatchNormV3", 0.5),))
 HEALTHY = DemoSpec(size="tiny", faults=(), second_run=False)
+DENSE = "dense/MatMul"
+# NaN born at conv1 on one card, at the dense layer (later) on another
+NAN_CONV1 = DemoSpec(size="tiny", faults=(Fault(NAN_BIRTH, "conv1/Conv2D", 3),), second_run=False)
+NAN_DENSE = DemoSpec(size="tiny", faults=(Fault(NAN_BIRTH, DENSE, 3),), second_run=False)
+# the wrong constant of ONE_FAULT, and a NaN born later at the dense layer
+FAULT_AND_NAN = DemoSpec(
+    size="tiny",
+    faults=(Fault(WRONG_CONSTANT, "bn2/FusedBatchNormV3", 0.5), Fault(NAN_BIRTH, DENSE, 3)),
+    second_run=False,
+)
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +64,74 @@ def _healthy_rank0_faulty_rank1(root: Path) -> None:
     healthy = next(p for p in (root / "precision_data/npu/debug_1/dump").rglob("*") if p.is_file())
     _link_copy(healthy.parent, rank_dir / faulty.relative_to(rank_dir))
     shutil.rmtree(root / "precision_data/npu/debug_1")
+
+
+def _as_rank(root: Path, built: Path, rank: str) -> None:
+    """`built`'s debug_0 step dir (another demo of the same seed) as rank `rank` of root's."""
+    step = _step_dir(root)
+    device = step.parents[2]
+    _link_copy(_step_dir(built), device.parent / rank / step.relative_to(device))
+
+
+def _card_workspace(tmp_path_factory, name: str, specs: list[DemoSpec]) -> Path:
+    """Rank r is the dump of specs[r] (rank 0 is the workspace built with specs[0])."""
+    roots = []
+    for n, spec in enumerate(specs):
+        root = tmp_path_factory.mktemp(f"{name}{n}")
+        build_demo(root, spec)
+        roots.append(root)
+    for rank, built in enumerate(roots[1:], start=1):
+        _as_rank(roots[0], built, str(rank))
+    return roots[0]
+
+
+def test_ac_c_names_the_earliest_fault_across_cards_and_each_other_cards_own(tmp_path_factory):
+    """Rank 1's NaN is born at the dense layer, rank 2's earlier at conv1: the root cause is
+    rank 2's conv1 (as the NaN/inf origin says), and rank 1 is named with its own fault, not
+    counted as failing at conv1 nor rank 2 as failing at the dense layer."""
+    root = _card_workspace(tmp_path_factory, "nan", [HEALTHY, NAN_DENSE, NAN_CONV1])
+    check = run_ok(open_shell(root), "ac -c")
+    assert (check.nonfinite[0].first.rank, check.nonfinite[0].first.op) == ("2", CONV1)
+    panel = check.root_cause
+    assert (panel.cause.op, panel.where) == (CONV1, "rank 2 step 0")
+    assert panel.cards == (
+        "rank 2 only: the other 2 cards match the benchmark here: "
+        "suspect that card or its input data"
+    )
+    saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))["diagnosis"]
+    assert [(c["op"], c["rank"]) for c in saved["root_causes"]][:1] == [(CONV1, "2")]
+    (other,) = saved["other_cards"]
+    assert (other["rank"], other["step"], other["op"]) == ("1", "0", DENSE)
+    assert other["reason"] == "NaN/inf born here: finite inputs, non-finite output"
+    dense_index = other["index"]
+    assert panel.card_notes == [
+        f"rank 1: matches the benchmark here; its own root cause is {DENSE} (index "
+        f"{dense_index}): NaN/inf born here: finite inputs, non-finite output "
+        "(ac -c --rank 1 --step 0)"
+    ]
+    text = render(check)
+    assert f"rank 1: matches the benchmark here; its own root cause is {DENSE}" in text
+
+
+def test_ac_c_does_not_call_a_fault_every_cards_when_one_card_has_its_own(tmp_path_factory):
+    """Both cards fail at conv2 (the same wrong constant); rank 1 also has a NaN born later
+    at the dense layer: "every card" comes with that card's own fault."""
+    root = _card_workspace(tmp_path_factory, "both", [ONE_FAULT, FAULT_AND_NAN])
+    shutil.rmtree(root / "precision_data/npu/debug_1")
+    check = run_ok(open_shell(root), "ac -c")
+    panel = check.root_cause
+    assert (panel.cause.op, panel.where) == (CONV2, "rank 0 step 0")
+    assert panel.cards == (
+        "on every card: all 2 cards fail here at step 0, but they disagree (below): "
+        "suspect the op, and each card named below"
+    )
+    (note,) = panel.card_notes
+    assert note.startswith(
+        f"rank 1: fails here too, and has a root cause of its own at {DENSE} (index "
+    )
+    assert note.endswith(
+        "NaN/inf born here: finite inputs, non-finite output (ac -c --rank 1 --step 0)"
+    )
 
 
 def test_vcs_shows_the_rank_step_table_and_picks_a_slice(tiny_demo):
@@ -112,7 +191,10 @@ def test_ac_c_names_the_first_rank_with_a_root_cause_and_says_it_is_that_card_on
     )
     assert panel.next_commands[0] == f"ni {CONV2} -s 2 --rank 1 --step 0"
     text = render(check)
-    assert "where         rank 1 step 0 (the first step, then rank, with a root cause)" in text
+    assert (
+        "where         rank 1 step 0 (the first step with a root cause, then the earliest op "
+        "across its cards)"
+    ) in text
     assert "cards         rank 1 only: the other 1 cards match the benchmark here" in text
     assert "no NaN/inf in any device output" in text
     saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))

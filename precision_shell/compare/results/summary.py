@@ -181,6 +181,9 @@ class DiagnosisRecord:
     advice: list[dict[str, Any]]
     baseline_first_below: str | None = None
     replay: dict[str, Any] | None = None  # the replay pass (ops replayed, budget...), if one ran
+    # `ac -c` on several cards: each other card whose own root cause is another op than the
+    # root cause's ({rank, step, op, ...} as a root cause); None: none or one card
+    other_cards: list[dict[str, Any]] | None = None
 
     @property
     def root_cause(self) -> str | None:
@@ -195,6 +198,8 @@ class DiagnosisRecord:
         }
         if self.replay is not None:
             payload["replay"] = self.replay
+        if self.other_cards is not None:
+            payload["other_cards"] = self.other_cards
         return payload
 
     @classmethod
@@ -206,6 +211,7 @@ class DiagnosisRecord:
             _dicts(payload.get("advice")),
             base if isinstance(base, str) else None,
             replay if isinstance(replay, dict) else None,
+            _dicts(payload["other_cards"]) if "other_cards" in payload else None,
         )
 
 
