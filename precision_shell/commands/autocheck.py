@@ -16,11 +16,18 @@ from precision_shell.commands.foreign_rule_args import (
     no_foreign_rule,
 )
 from precision_shell.compare.diagnosis.advisor import ACCUMULATED_DRIFT, Finding, OverflowHit
+from precision_shell.compare.diagnosis.cards import (
+    CardDiagnosis,
+    card_scope,
+    first_card,
+    slice_check,
+)
 from precision_shell.compare.diagnosis.diagnose import (
     Diagnosis,
     Replayer,
     diagnose,
     with_replays,
+    with_scope,
 )
 from precision_shell.compare.diagnosis.graph_checks import (
     DangerousCast,
@@ -42,7 +49,6 @@ from precision_shell.compare.diagnosis.root_cause import OpEvidence, RootCause
 from precision_shell.compare.pipeline.execute import VectorCompareResult
 from precision_shell.compare.results.schema import ResultRow, ResultTable, read_result_csv
 from precision_shell.compare.results.slice_results import SliceResult, slice_results
-from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.statistics.diagnose import StatisticsDiagnosis, diagnose_statistics
 from precision_shell.compare.statistics.dump_config import DEFAULT_DEPTH, DEFAULT_DUMP_PATH
 from precision_shell.compare.statistics.run import StatisticsCompareResult
@@ -68,6 +74,7 @@ class RootCausePanel:
     next_commands: list[str]
     where: str | None = None  # "rank 3 step 0" when several ranks/steps were diagnosed
     cards: str | None = None  # one card only, or every card (the other ranks of that step)
+    card_notes: list[str] = field(default_factory=list)  # the cards that differ, and how
 
 
 @dataclass
@@ -172,49 +179,6 @@ def _slice_tables(
     return tables
 
 
-def card_scope(
-    rule: ThresholdRule,
-    op: str,
-    entry: SliceResult,
-    tables: list[tuple[SliceResult | None, ResultTable]],
-) -> str | None:
-    """Whether `op` fails on the other cards of the same step: one card's fault or all's."""
-    failing: list[str] = []
-    passing: list[str] = []
-    unseen: list[str] = []
-    for other, table in tables:
-        if other is None or other.step != entry.step or other.rank == entry.rank:
-            continue
-        outputs = [r for r in table.rows if r.op_name == op and r.kind == "output" and r.compared]
-        if not outputs:
-            unseen.append(other.rank)
-        elif any(rule.fails(r) for r in outputs):
-            failing.append(other.rank)
-        else:
-            passing.append(other.rank)
-    others = len(failing) + len(passing) + len(unseen)
-    if not others:
-        return None
-    unseen_text = f"; not compared on rank {', '.join(unseen)}" if unseen else ""
-    if not failing and passing:
-        return (
-            f"rank {entry.rank} only: the other {len(passing)} cards match the benchmark here: "
-            f"suspect that card or its input data{unseen_text}"
-        )
-    if failing and not passing:
-        return (
-            f"on every card: all {len(failing) + 1} cards fail here at step {entry.step}: "
-            f"suspect the op, not one card{unseen_text}"
-        )
-    if failing:
-        ranks = ", ".join([entry.rank, *failing])
-        return (
-            f"ranks {ranks} fail here; the other {len(passing)} cards match the benchmark: "
-            f"suspect those cards or their input data{unseen_text}"
-        )
-    return f"rank {entry.rank}: not compared on the other cards{unseen_text}"
-
-
 @dataclass(frozen=True)
 class ReplayChoice:
     """`ac -c --replay MODE --replay-budget S`."""
@@ -252,9 +216,10 @@ def _diagnose(
     limit: int,
     choice: ReplayChoice = ReplayChoice(),
 ) -> None:
-    """Diagnose every (rank, step) compare in (step, rank) order; the first with a root
-    cause is recorded in the summary, its rank and step beside the root causes. That one is
-    diagnosed again with its replays (`choice`), which re-rank its causes."""
+    """Diagnose every (rank, step) compare; the first that goes wrong (diagnosis.cards:
+    step, then execution order, then rank) is recorded in the summary, its rank and step
+    beside the root causes, with the other cards' own root causes. That one is diagnosed
+    again with its replays (`choice`), which re-rank its causes."""
     compare = check.compare
     assert compare is not None
     if compare.primary.plan_mode != "benchmark":
@@ -263,23 +228,38 @@ def _diagnose(
     run = ctx.workspace.run()
     hits = [OverflowHit(f.op, f.texts) for f in check.overflows]
     tables = _slice_tables(check, primary)
-    chosen: tuple[SliceResult | None, ResultTable, GraphIndex, Diagnosis] | None = None
+    cards: list[CardDiagnosis] = []
+    single: tuple[ResultTable, GraphIndex, Diagnosis] | None = None
     for entry, table in tables:
         graph = run.graph_of_dump(entry.graph.split(",") if entry is not None else ())
         if graph is None:
             continue
         diagnosis = diagnose(graph, table.rows, compare.rule, hits)
-        if chosen is None or (diagnosis.causes and not chosen[3].causes):
-            chosen = (entry, table, graph, diagnosis)
-        if diagnosis.causes:
-            break
-    if chosen is None:
+        if entry is None:
+            single = (table, graph, diagnosis)
+        else:
+            cards.append(CardDiagnosis(entry, table, graph, diagnosis))
+    chosen = first_card(cards)
+    if chosen is not None:
+        entry, table, graph, diagnosis = chosen.entry, chosen.table, chosen.graph, chosen.diagnosis
+    elif single is not None:
+        entry, (table, graph, diagnosis) = None, single
+    else:
         check.diagnosis_skipped = "no parsed graph to walk"
         return
-    entry, table, graph, diagnosis = chosen
+    several = len(tables) > 1 and chosen is not None
+    if several and chosen is not None:
+        diagnosis = with_scope(
+            diagnosis, graph, table.rows, compare.rule, hits, slice_check(chosen, cards)
+        )
     if choice.mode != "none":
         replayer = _replayer(ctx, choice, entry)
         diagnosis = with_replays(diagnosis, graph, table.rows, compare.rule, hits, replayer)
+    scope = None
+    if several and chosen is not None and diagnosis.causes:
+        scope = card_scope(compare.rule, diagnosis.causes[0], chosen, cards)
+        if scope is not None:
+            diagnosis.other_cards = [(e.rank, e.step, c) for e, c in scope.elsewhere]
     record = diagnosis.record()
     if entry is not None and len(run.slices) > 1:  # a run of one dump dir keeps the old keys
         record.rank, record.step = entry.rank, entry.step
@@ -296,7 +276,6 @@ def _diagnose(
         readings = diagnosis.findings_for(cause.op) + [
             f for f in diagnosis.findings if f.detection == ACCUMULATED_DRIFT and f.op != cause.op
         ]
-        several = len(tables) > 1 and entry is not None
         check.root_cause = RootCausePanel(
             cause,
             graph.get(cause.op),
@@ -304,9 +283,8 @@ def _diagnose(
             readings,
             _next_commands(ctx, cause, rows, entry if several else None),
             where=entry.label if several and entry is not None else None,
-            cards=card_scope(compare.rule, cause.op, entry, tables)
-            if several and entry is not None
-            else None,
+            cards=scope.verdict if scope is not None else None,
+            card_notes=scope.notes if scope is not None else [],
         )
 
 
@@ -381,9 +359,12 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
     """ac [-c] [-l N] [--report] [--rank R|all] [--step S|all] [--replay candidates|all|none] [--replay-budget S] [--depth N] [--dump-path DIR] [-lt DUMP -rt DUMP [-o DIR] [--max-err E | --cos-min C --rmse-max R]]
 
     Auto check: fusion, overflow (first first), casts, first NaN/inf by rank and step;
-    with -c compare, advisor and the root cause (its first step, then rank). On a statistics
-    dump (dump_data: stats), -c ranks the suspect ops and writes the tensor dump config
-    (acl.json, TF session options) that dumps exactly them for the next run.
+    with -c compare, advisor and the root cause: each card's (rank, step) is diagnosed, the
+    first step with a root cause is shown, at its earliest op across the cards, and the
+    other cards of that step are read against it (the same fault, matching, or a root cause
+    of their own, named). On a statistics dump (dump_data: stats), -c ranks the suspect ops
+    and writes the tensor dump config (acl.json, TF session options) that dumps exactly them
+    for the next run.
 
     Replay (-c on tensor dumps): each candidate op is recomputed in float64 from the
     device's own inputs; its own error (device vs replay) says whether the kernel itself is

@@ -4,11 +4,13 @@ In data-parallel training the weights, the gradients after all-reduce and often 
 activations agree across cards; a rank whose dump leaves the others points at a broken
 collective or a card-specific fault. This module plans the rank-pair compares (device vs
 device, ops matched by name) and finds, per rank that differs, the first output in execution
-order that fails the threshold rule. `compare.runner` executes the plans.
+order whose values differ from the reference's and the first that fails the threshold rule.
+`compare.runner` executes the plans.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from precision_shell.compare.metrics.cells import COSINE, MAX_ABS
 from precision_shell.compare.pipeline.execute import CompareRun
 from precision_shell.compare.pipeline.plan import ComparePlan, device_plan
 from precision_shell.compare.pipeline.worker import SAME_BYTES
+from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.summary import RunSummary, SummaryBacked
 from precision_shell.errors import PrecisionError
 from precision_shell.workspace.graph_index import GraphIndex
@@ -36,25 +39,48 @@ class RankPair:
 
 
 @dataclass(frozen=True)
+class DivergencePoint:
+    """One output of a rank against the reference rank's."""
+
+    op: str
+    index: int | None
+    cosine: float | None
+    max_abs_error: float | None
+
+    @classmethod
+    def of(cls, row: ResultRow) -> DivergencePoint:
+        return cls(row.op_name, row.index, row.value(COSINE), row.value(MAX_ABS))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "index": self.index,
+            "cosine": self.cosine,
+            "max_abs_error": self.max_abs_error,
+        }
+
+
+@dataclass(frozen=True)
 class RankDivergence:
-    """Where one rank leaves the reference rank: its first failing output."""
+    """Where one rank leaves the reference rank: the first output whose values differ at all
+    (`first`), and the first one that fails the threshold rule (`failing`, None when every
+    output stays within it)."""
 
     rank: str
     step: str
     against: str
-    first_op: str
-    index: int | None
-    cosine: float | None
-    max_abs_error: float | None
+    first: DivergencePoint
+    failing: DivergencePoint | None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "rank": self.rank,
             "step": self.step,
-            "first_op": self.first_op,
-            "index": self.index,
-            "cosine": self.cosine,
-            "max_abs_error": self.max_abs_error,
+            "first_op": self.first.op,
+            "index": self.first.index,
+            "cosine": self.first.cosine,
+            "max_abs_error": self.first.max_abs_error,
+            "first_failing": self.failing.to_json() if self.failing is not None else None,
         }
 
 
@@ -106,23 +132,41 @@ def rank_pair_plans(
     return pairs
 
 
+def differs(row: ResultRow) -> bool:
+    """The output holds other values on the two ranks: not the same bytes, and a max abs
+    error the CSV prints as non-zero (or NaN/inf on one side). Cards fed the same data run
+    the same kernels, so they agree bit for bit; -0 against +0, or a difference below the
+    CSV's six decimals, is not counted, so that every departure named has its row."""
+    if row.extras.get(SAME_BYTES):
+        return False
+    if row.nonfinite(MAX_ABS) or row.nonfinite(COSINE):
+        return True
+    error = row.metrics.get(MAX_ABS, math.nan)
+    return not math.isnan(error) and error > 0
+
+
 def divergence_of(pair: RankPair, compare: CompareRun) -> RankDivergence | None:
-    """The first output (in execution order) of this rank that fails the rule, or None.
+    """The first output (in execution order) of this rank whose values differ from the
+    reference's, and the first that fails the rule; None when no output differs.
 
     An output that holds the same bytes on both ranks does not leave the reference even when
     the rule fails it: the same inf from an fp16 overflow on every card gives a NaN cosine."""
-    row = next((r for r in compare.tally.failing if not r.extras.get(SAME_BYTES)), None)
-    if row is None:
+    first = next((r for r in compare.tally.outputs if r.compared and differs(r)), None)
+    if first is None:
         return None
+    failing = next((r for r in compare.tally.failing if not r.extras.get(SAME_BYTES)), None)
     return RankDivergence(
         pair.rank,
         pair.step,
         pair.against,
-        row.op_name,
-        row.index,
-        row.value(COSINE),
-        row.value(MAX_ABS),
+        DivergencePoint.of(first),
+        DivergencePoint.of(failing) if failing is not None else None,
     )
+
+
+def _numbers(compare: CompareRun) -> list[tuple[str, tuple[tuple[str, str], ...]]]:
+    """Every compared output's printed numbers, in order."""
+    return [(r.tensor_index, tuple(sorted(r.texts.items()))) for r in compare.tally.outputs]
 
 
 @dataclass
@@ -141,9 +185,21 @@ class RankDivergenceResult(SummaryBacked):
 
     @property
     def agreeing(self) -> list[str]:
-        """The compared ranks no output of which fails the rule."""
+        """The compared ranks every output of which holds the reference's values."""
         differing = {d.rank for d in self.divergence}
         return [pair.rank for pair, _ in self.compares if pair.rank not in differing]
+
+    @property
+    def reference_is_odd(self) -> bool:
+        """Two ranks or more were compared, each differs from the reference, and every
+        output gives the same numbers against it on each: they agree with each other, and the
+        reference rank is the one that differs."""
+        if len(self.compares) < 2 or len(self.divergence) < len(self.compares):
+            return False
+        if any(run.interrupted for _, run in self.compares):
+            return False
+        first = _numbers(self.compares[0][1])
+        return all(_numbers(run) == first for _, run in self.compares[1:])
 
     @property
     def error_message(self) -> str | None:

@@ -205,9 +205,17 @@ def render_root_cause(console: Console, panel: RootCausePanel) -> None:
     head.add_column()
     head.add_row("op", Text(c.op))
     if panel.where is not None:
-        head.add_row("where", Text(f"{panel.where} (the first step, then rank, with a root cause)"))
+        head.add_row(
+            "where",
+            Text(
+                f"{panel.where} (the first step with a root cause, then the earliest op "
+                "across its cards)"
+            ),
+        )
     if panel.cards is not None:
         head.add_row("cards", Text(panel.cards, style="bold yellow"))
+    for note in panel.card_notes:
+        head.add_row("", Text(note, style="yellow"))
     head.add_row("type", c.type)
     head.add_row("index", str(c.index) if c.index is not None else "-")
     if panel.record is not None:

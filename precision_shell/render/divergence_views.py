@@ -6,13 +6,26 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from precision_shell.compare.rank_divergence import RankDivergenceResult, rank_list_text
+from precision_shell.compare.rank_divergence import (
+    DivergencePoint,
+    RankDivergenceResult,
+    rank_list_text,
+)
 from precision_shell.render.columns import number_column, path_text, text_column
 from precision_shell.render.output import renders
 
 
 def _number(value: float | None, digits: int) -> str:
     return "-" if value is None else f"{value:.{digits}g}"
+
+
+def _failing_text(point: DivergencePoint | None, first: DivergencePoint) -> Text:
+    if point is None:
+        return Text("never (within the thresholds)", style="green")
+    if point == first:
+        return Text("the same op")
+    index = "" if point.index is None else f"[{point.index}] "
+    return Text(f"{index}{point.op} (cosine {_number(point.cosine, 6)})")
 
 
 @renders(RankDivergenceResult)
@@ -30,31 +43,46 @@ def render_rank_divergence(console: Console, result: RankDivergenceResult) -> No
         console.print(Text(warning), style="yellow")
     if result.divergence:
         table = Table(
-            title=f"ranks that leave rank {result.against}",
+            title=f"ranks that differ from rank {result.against} (first output whose values "
+            "differ at all, then the first that crosses the thresholds)",
             title_justify="left",
             show_edge=False,
             pad_edge=False,
         )
         number_column(table, "rank", justify="left")
         number_column(table, "Index", justify="left")
-        text_column(table, f"first op where it leaves rank {result.against}")
+        text_column(table, f"first op that differs from rank {result.against}")
         number_column(table, "cosine")
         number_column(table, "max abs err")
+        text_column(table, "crosses the thresholds at")
         for d in result.divergence:
             table.add_row(
                 d.rank,
-                "" if d.index is None else str(d.index),
-                Text(d.first_op),
-                _number(d.cosine, 6),
-                _number(d.max_abs_error, 6),
+                "" if d.first.index is None else str(d.first.index),
+                Text(d.first.op),
+                _number(d.first.cosine, 6),
+                _number(d.first.max_abs_error, 6),
+                _failing_text(d.failing, d.first),
             )
         console.print(table)
+    if result.reference_is_odd:
+        console.print(
+            Text(
+                f"ranks {rank_list_text(compared)} give the same numbers against rank "
+                f"{result.against} on every output: they agree with each other, and rank "
+                f"{result.against} is the one that differs",
+                style="bold yellow",
+            )
+        )
     agreeing = result.agreeing
     if agreeing:
-        who = "rank {} agrees" if len(agreeing) == 1 else "ranks {} agree"
+        who = "rank {} matches" if len(agreeing) == 1 else "ranks {} match"
         console.print(
-            Text(f"{who.format(rank_list_text(agreeing))} with rank {result.against}"),
-            style="green",
+            Text(
+                f"{who.format(rank_list_text(agreeing))} rank {result.against} on every "
+                "compared output",
+                style="green",
+            )
         )
     for pair, run in result.compares:
         console.print(

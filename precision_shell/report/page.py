@@ -124,6 +124,12 @@ def undiagnosed_text(data: ReportData) -> str:
         see = f" (report {other.command} reports that one)" if other.command else ""
         if other.where is None:  # the device compare
             return f"not diagnosed: the diagnosis is of {other.label}"
+        own = other.own_cause
+        if own is not None:
+            return (
+                f"this card's own: {own.get('op')} (index {own.get('index')}); the run's root"
+                f" cause, the earliest across its cards: {found}{see}"
+            )
         if other.diagnosed_here and found:
             return f"none in this compare; the run's root cause: {found}{see}"
         if other.diagnosed_here:
@@ -131,8 +137,8 @@ def undiagnosed_text(data: ReportData) -> str:
         shown = data.ranks.shown if data.ranks is not None else None
         this = f"ac -c --rank {shown[0]} --step {shown[1]}" if shown else "ac -c --rank R --step S"
         return (
-            "not diagnosed: ac -c stops at the first compare (step, then rank) with a root"
-            f" cause: {found}{see}; {this} diagnoses this one"
+            "not recorded: ac -c records the first step with a root cause (its cards) and"
+            f" names the earliest: {found}{see}; {this} diagnoses this one"
         )
     if data.diagnosed:
         return "none: no op degrades the signal on its own"

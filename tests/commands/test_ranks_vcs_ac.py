@@ -1,6 +1,7 @@
 """`vcs`, `ac` and `ac -c` over several ranks and steps: the rank x step table, `--rank/--step`
-picking a compare's CSV, the first (step, rank) with a root cause recorded in summary.json,
-whether the fault is on one card or all, and where NaN/inf first appears (no benchmark)."""
+picking a compare's CSV, the first (step, op, rank) with a root cause recorded in summary.json,
+whether the fault is on one card or all (and each other card's own root cause), and where
+NaN/inf first appears (no benchmark)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from precision_shell.compare.metrics.cells import COSINE
 from precision_shell.compare.results.latest import GREEN, RED
 from precision_shell.demo.builder import build_demo
-from precision_shell.demo.spec import WRONG_CONSTANT, DemoSpec, Fault
+from precision_shell.demo.spec import NAN_BIRTH, WRONG_CONSTANT, DemoSpec, Fault
 from precision_shell.formats.npu_dump import read_dump_header, read_tensor
 from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
 from tests.commands.shell_fixture import (
@@ -34,6 +35,16 @@ from tests.report.page_parser import parse_page
 
 ONE_FAULT = DemoSpec(size="tiny", faults=(Fault(WRONG_CONSTANT, "bn2/FusedBatchNormV3", 0.5),))
 HEALTHY = DemoSpec(size="tiny", faults=(), second_run=False)
+DENSE = "dense/MatMul"
+# NaN born at conv1 on one card, at the dense layer (later) on another
+NAN_CONV1 = DemoSpec(size="tiny", faults=(Fault(NAN_BIRTH, "conv1/Conv2D", 3),), second_run=False)
+NAN_DENSE = DemoSpec(size="tiny", faults=(Fault(NAN_BIRTH, DENSE, 3),), second_run=False)
+# the wrong constant of ONE_FAULT, and a NaN born later at the dense layer
+FAULT_AND_NAN = DemoSpec(
+    size="tiny",
+    faults=(Fault(WRONG_CONSTANT, "bn2/FusedBatchNormV3", 0.5), Fault(NAN_BIRTH, DENSE, 3)),
+    second_run=False,
+)
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +76,74 @@ def _healthy_rank0_faulty_rank1(root: Path) -> None:
     healthy = next(p for p in (root / "precision_data/npu/debug_1/dump").rglob("*") if p.is_file())
     _link_copy(healthy.parent, rank_dir / faulty.relative_to(rank_dir))
     shutil.rmtree(root / "precision_data/npu/debug_1")
+
+
+def _as_rank(root: Path, built: Path, rank: str) -> None:
+    """`built`'s debug_0 step dir (another demo of the same seed) as rank `rank` of root's."""
+    step = _step_dir(root)
+    device = step.parents[2]
+    _link_copy(_step_dir(built), device.parent / rank / step.relative_to(device))
+
+
+def _card_workspace(tmp_path_factory, name: str, specs: list[DemoSpec]) -> Path:
+    """Rank r is the dump of specs[r] (rank 0 is the workspace built with specs[0])."""
+    roots = []
+    for n, spec in enumerate(specs):
+        root = tmp_path_factory.mktemp(f"{name}{n}")
+        build_demo(root, spec)
+        roots.append(root)
+    for rank, built in enumerate(roots[1:], start=1):
+        _as_rank(roots[0], built, str(rank))
+    return roots[0]
+
+
+def test_ac_c_names_the_earliest_fault_across_cards_and_each_other_cards_own(tmp_path_factory):
+    """Rank 1's NaN is born at the dense layer, rank 2's earlier at conv1: the root cause is
+    rank 2's conv1 (as the NaN/inf origin says), and rank 1 is named with its own fault, not
+    counted as failing at conv1 nor rank 2 as failing at the dense layer."""
+    root = _card_workspace(tmp_path_factory, "nan", [HEALTHY, NAN_DENSE, NAN_CONV1])
+    check = run_ok(open_shell(root), "ac -c")
+    assert (check.nonfinite[0].first.rank, check.nonfinite[0].first.op) == ("2", CONV1)
+    panel = check.root_cause
+    assert (panel.cause.op, panel.where) == (CONV1, "rank 2 step 0")
+    assert panel.cards == (
+        "rank 2 only: the other 2 cards match the benchmark here: "
+        "suspect that card or its input data"
+    )
+    saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))["diagnosis"]
+    assert [(c["op"], c["rank"]) for c in saved["root_causes"]][:1] == [(CONV1, "2")]
+    (other,) = saved["other_cards"]
+    assert (other["rank"], other["step"], other["op"]) == ("1", "0", DENSE)
+    assert other["reason"] == "NaN/inf born here: finite inputs, non-finite output"
+    dense_index = other["index"]
+    assert panel.card_notes == [
+        f"rank 1: matches the benchmark here; its own root cause is {DENSE} (index "
+        f"{dense_index}): NaN/inf born here: finite inputs, non-finite output "
+        "(ac -c --rank 1 --step 0)"
+    ]
+    text = render(check)
+    assert f"rank 1: matches the benchmark here; its own root cause is {DENSE}" in text
+
+
+def test_ac_c_does_not_call_a_fault_every_cards_when_one_card_has_its_own(tmp_path_factory):
+    """Both cards fail at conv2 (the same wrong constant); rank 1 also has a NaN born later
+    at the dense layer: "every card" comes with that card's own fault."""
+    root = _card_workspace(tmp_path_factory, "both", [ONE_FAULT, FAULT_AND_NAN])
+    shutil.rmtree(root / "precision_data/npu/debug_1")
+    check = run_ok(open_shell(root), "ac -c")
+    panel = check.root_cause
+    assert (panel.cause.op, panel.where) == (CONV2, "rank 0 step 0")
+    assert panel.cards == (
+        "on every card: all 2 cards fail here at step 0, but they disagree (below): "
+        "suspect the op, and each card named below"
+    )
+    (note,) = panel.card_notes
+    assert note.startswith(
+        f"rank 1: fails here too, and has a root cause of its own at {DENSE} (index "
+    )
+    assert note.endswith(
+        "NaN/inf born here: finite inputs, non-finite output (ac -c --rank 1 --step 0)"
+    )
 
 
 def test_vcs_shows_the_rank_step_table_and_picks_a_slice(tiny_demo):
@@ -124,7 +203,10 @@ def test_ac_c_names_the_first_rank_with_a_root_cause_and_says_it_is_that_card_on
     )
     assert panel.next_commands[0] == f"ni {CONV2} -s 2 --rank 1 --step 0"
     text = render(check)
-    assert "where         rank 1 step 0 (the first step, then rank, with a root cause)" in text
+    assert (
+        "where         rank 1 step 0 (the first step with a root cause, then the earliest op "
+        "across its cards)"
+    ) in text
     assert "cards         rank 1 only: the other 1 cards match the benchmark here" in text
     assert "no NaN/inf in any device output" in text
     saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
@@ -337,7 +419,8 @@ def _section_text(page, id_: str) -> str:
 
 def test_the_report_of_each_rank_says_only_what_holds_for_that_rank(one_fault_pristine, tmp_path):
     """rank 0 healthy, rank 1 a wrong constant in conv2, rank 2 NaN born in conv1: `ac -c`
-    diagnoses rank 0 (nothing), then rank 1 (conv2) and stops; rank 2 is not diagnosed."""
+    diagnoses every card and names the earliest root cause (rank 2's conv1); rank 1's own
+    (conv2) is kept in `other_cards`. Each page says what holds for its own rank."""
     root = _copy(one_fault_pristine, tmp_path)
     _healthy_rank0_faulty_rank1(root)
     healthy = _rank_step_dir(root, "0")
@@ -347,43 +430,45 @@ def test_the_report_of_each_rank_says_only_what_holds_for_that_rank(one_fault_pr
     _poison(next(nan_dir.glob("Conv2D.conv1_*")), 0)
     shell = open_shell(root)
     check = run_ok(shell, "ac -c")
-    assert check.root_cause is not None and check.root_cause.where == "rank 1 step 0"
+    assert check.root_cause is not None and check.root_cause.where == "rank 2 step 0"
     saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
-    assert (saved["diagnosis"]["rank"], saved["diagnosis"]["step"]) == ("1", "0")
-    assert saved["diagnosis"]["baseline_first_below"] == CONV2
+    diagnosis = saved["diagnosis"]
+    assert (diagnosis["rank"], diagnosis["step"]) == ("2", "0")
+    assert diagnosis["baseline_first_below"] == CONV1
+    (own,) = diagnosis["other_cards"]
+    assert (own["rank"], own["step"], own["op"]) == ("1", "0", CONV2)
 
     nan_report = run_ok(shell, "report --rank 2")
     page = parse_page(nan_report.path.read_text(encoding="utf-8"))
     assert next(e.text for e in page.elements if e.tag == "h1") == "Accuracy report: rank 2 step 0"
     assert page.facts["Rank and step"] == "rank 2 step 0"
-    assert page.facts["First failing op"] == CONV1  # this rank's, not the diagnosed rank's
-    assert "First op below threshold" not in page.facts  # rank 1's baseline: not shown here
-    not_diagnosed = (
-        "not diagnosed: ac -c stops at the first compare (step, then rank) with a root cause: "
-        f"{CONV2} in rank 1 step 0 (report --rank 1 --step 0 reports that one); "
-        "ac -c --rank 2 --step 0 diagnoses this one"
+    assert page.facts["Root cause"] == CONV1
+    assert page.facts["First failing op"] == CONV1
+    assert page.facts["First op below threshold"] == CONV1  # the diagnosis is of this rank
+
+    faulty_report = run_ok(shell, "report --rank 1")
+    page = parse_page(faulty_report.path.read_text(encoding="utf-8"))
+    assert page.facts["First failing op"] == CONV2  # this rank's, not the diagnosed rank's
+    assert "First op below threshold" not in page.facts  # rank 2's baseline: not shown here
+    its_own = (
+        f"this card's own: {CONV2} (index {own['index']}); the run's root cause, the earliest "
+        f"across its cards: {CONV1} in rank 2 step 0 (report --rank 2 --step 0 reports that one)"
     )
-    assert page.facts["Root cause"] == not_diagnosed
-    assert _section_text(page, "root-cause") == f"Root cause{not_diagnosed}"
+    assert page.facts["Root cause"] == its_own
+    assert _section_text(page, "root-cause") == f"Root cause{its_own}"
     advisor = _section_text(page, "advisor")
-    assert "rank 1 step 0" in advisor and "the compare the advisor read, not this one" in advisor
-    assert f"root cause: {not_diagnosed}" in " ".join(render(nan_report).split())
-    assert nan_report.root_cause is None
+    assert "rank 2 step 0" in advisor and "the compare the advisor read, not this one" in advisor
+    assert f"root cause: {its_own}" in " ".join(render(faulty_report).split())
+    assert faulty_report.root_cause is None
 
     healthy_report = run_ok(shell, "report")
     page = parse_page(healthy_report.path.read_text(encoding="utf-8"))
     assert page.facts["Outputs failing the thresholds"] == "0 of 14 plotted"
     assert "First failing op" not in page.facts and "First op below threshold" not in page.facts
     assert page.facts["Root cause"] == (
-        f"none in this compare; the run's root cause: {CONV2} in rank 1 step 0"
-        " (report --rank 1 --step 0 reports that one)"
+        f"none in this compare; the run's root cause: {CONV1} in rank 2 step 0"
+        " (report --rank 2 --step 0 reports that one)"
     )
-
-    faulty_report = run_ok(shell, "report --rank 1")
-    page = parse_page(faulty_report.path.read_text(encoding="utf-8"))
-    assert page.facts["Root cause"] == CONV2
-    assert page.facts["First failing op"] == CONV2
-    assert page.facts["First op below threshold"] == CONV2  # the diagnosis is of this rank
 
 
 def test_vcs_counts_the_rank_table_again_under_its_own_thresholds(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ from precision_shell.compare.results.summary import read_summary
 from precision_shell.formats.npu_dump import read_dump_header, read_tensor
 from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
 from precision_shell.render.output import Renderer
-from tests.commands.shell_fixture import CONV2, dump_path, open_shell, run_fail, run_ok
+from tests.commands.shell_fixture import CONV1, CONV2, dump_path, open_shell, run_fail, run_ok
 
 
 def _link_copy(src: Path, dst: Path) -> None:
@@ -48,17 +49,27 @@ def _spec(header, meta, array: np.ndarray) -> TensorSpec:
     )
 
 
-def _negate_outputs(path: Path) -> np.ndarray:
-    """Rewrite a (hard-linked) dump file with its outputs negated; returns output 0 as was."""
+def _rewrite_outputs(path: Path, change: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Rewrite a (hard-linked) dump file with `change` applied to its outputs; returns
+    output 0 as was."""
     header = read_dump_header(str(path))
     inputs = [
         _spec(header, m, np.array(read_tensor(header, "input", m.index))) for m in header.inputs
     ]
     originals = [np.array(read_tensor(header, "output", m.index)) for m in header.outputs]
-    outputs = [_spec(header, m, -a) for m, a in zip(header.outputs, originals, strict=True)]
+    outputs = [_spec(header, m, change(a)) for m, a in zip(header.outputs, originals, strict=True)]
     path.unlink()  # a hard link: write a file of its own, not into rank 0's
     write_dump(path, header.op_name, inputs, outputs, dump_time=header.dump_time)
     return originals[0]
+
+
+def _negate_outputs(path: Path) -> np.ndarray:
+    return _rewrite_outputs(path, np.negative)
+
+
+def _nudge_outputs(path: Path) -> np.ndarray:
+    """Outputs off by ~0.2 %: well within the thresholds (cosine 1.0, rel euclid 0.002)."""
+    return _rewrite_outputs(path, lambda a: (a.astype(np.float64) * 1.002).astype(a.dtype))
 
 
 @pytest.fixture
@@ -113,7 +124,57 @@ def test_view_shows_the_table_and_the_ranks_that_agree(three_ranks):
     assert f"step {step}, ranks 1, 2 against rank 0" in text
     row = next(line for line in text.splitlines() if CONV2 in line)
     assert row.split()[0] == "2" and "-1" in row.split()
-    assert "rank 1 agrees with rank 0" in text
+    assert "rank 1 matches rank 0 on every compared output" in text
+
+
+def _render(result) -> str:
+    console = Console(record=True, width=250, color_system=None, highlight=False)
+    Renderer(console, console).result(result)
+    return console.export_text()
+
+
+def test_a_rank_leaves_at_its_first_difference_not_at_its_first_threshold_crossing(tiny_demo):
+    """Rank 2 is off by 0.2 % at CONV1 (within the thresholds) and negated at CONV2: it
+    leaves rank 0 at CONV1, and crosses the thresholds at CONV2."""
+    root, manifest = tiny_demo
+    device, _ = _add_ranks(root, manifest, ["1", "2"])
+    rank2 = device.parent / "2"
+    _nudge_outputs(rank2 / dump_path(root, manifest, CONV1).relative_to(device))
+    _negate_outputs(rank2 / dump_path(root, manifest, CONV2).relative_to(device))
+    result = run_ok(open_shell(root), "vc --across ranks")
+    (diverged,) = result.summary.rank_divergence
+    rank2_rows = read_result_csv(result.summary.results[1]["csv"]).rows
+    conv1 = next(r for r in rank2_rows if r.op_name == CONV1 and r.kind == "output")
+    conv2 = next(r for r in rank2_rows if r.op_name == CONV2 and r.kind == "output")
+    assert conv1.metrics["CosineSimilarity"] > 0.999  # within the thresholds
+    assert (diverged["rank"], diverged["first_op"], diverged["index"]) == ("2", CONV1, conv1.index)
+    assert diverged["max_abs_error"] == conv1.metrics["MaxAbsoluteError"] > 0
+    failing = diverged["first_failing"]
+    assert (failing["op"], failing["index"]) == (CONV2, conv2.index)
+    assert failing["cosine"] == pytest.approx(-1.0, abs=1e-6)
+    text = _render(result)
+    row = next(line for line in text.splitlines() if line.startswith("2 "))
+    assert row.split()[:3] == ["2", "│", str(conv1.index)] and CONV1 in row
+    assert f"[{conv2.index}] {CONV2} (cosine -1)" in row
+    assert "rank 1 matches rank 0 on every compared output" in text
+    assert "is the one that differs" not in text
+
+
+def test_the_reference_rank_that_differs_from_the_others_is_named(tiny_demo):
+    """Only rank 0's CONV2 is negated: ranks 1 and 2 leave it the same way, so they agree with
+    each other and rank 0 is the odd one."""
+    root, manifest = tiny_demo
+    _add_ranks(root, manifest, ["1", "2"])
+    _negate_outputs(dump_path(root, manifest, CONV2))
+    result = run_ok(open_shell(root), "vc --across ranks")
+    assert [d.rank for d in result.divergence] == ["1", "2"]
+    assert result.reference_is_odd and result.agreeing == []
+    text = _render(result)
+    assert (
+        "ranks 1, 2 give the same numbers against rank 0 on every output: they agree with "
+        "each other, and rank 0 is the one that differs"
+    ) in text
+    assert run_ok(open_shell(root), "vc --across ranks --rank 2").reference_is_odd is False
 
 
 def test_agreeing_ranks_list_no_divergence(tiny_demo):
@@ -195,7 +256,7 @@ def test_ranks_run_as_one_engine_run_and_ctrl_c_keeps_what_was_compared(three_ra
     results = outcome.result.summary.results
     assert [(r["rank"], r["partial"]) for r in results] == [("1", False), ("2", True)]
     assert read_result_csv(results[1]["csv"]).rows[-1].index == 5  # 6 files: Index 0-5
-    assert [d.first_op for d in outcome.result.divergence] == [CONV2]
+    assert [d.first.op for d in outcome.result.divergence] == [CONV2]
     _stop_after(monkeypatch, 5)  # inside rank 1's: rank 2 never started, its CSV is gone
     outcome = open_shell(root).execute("vc --across ranks")
     assert outcome.error == "vc: interrupted (rank 1 partial); the rows written so far are kept"

@@ -13,8 +13,10 @@ from precision_shell.compare.diagnosis.advisor import (
     INPUT_INCONSISTENCY,
     SINGLE_POINT,
     OverflowHit,
+    SliceCheck,
 )
 from precision_shell.compare.diagnosis.diagnose import diagnose as _diagnose
+from precision_shell.compare.diagnosis.diagnose import with_scope
 from precision_shell.compare.diagnosis.root_cause import QUALITY_CAP, tensor_quality
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
@@ -261,3 +263,48 @@ def test_the_advisor_never_says_the_network_matches_next_to_a_root_cause():
     d = diagnose(graph_of(CHAIN), chain_rows(cos, CHAIN))
     assert d.causes and d.causes[0].op == "b"
     assert "global consistency" not in {f.detection for f in d.findings}
+
+
+def test_drift_is_not_claimed_for_the_cards_where_an_op_loses_much_on_its_own():
+    """One card drifts; another compared card has an op that loses 20+ dB: the drift
+    finding says on which cards no op does, and names the other card's op."""
+    names = [f"op{i}" for i in range(30)]
+    edges = {n: ([names[i - 1]] if i else []) for i, n in enumerate(names)}
+    cos = {n: cos_of_sqnr(60 - 2.0 * i) for i, n in enumerate(names)}
+    graph = graph_of(edges)
+    drifting = diagnose(graph, chain_rows(cos, edges))
+    cos["op20"] = 0.5
+    broken = diagnose(graph, chain_rows(cos, edges)).causes[0]
+    assert broken.op == "op20" and broken.drop_db > 10
+    rows = chain_rows({n: cos_of_sqnr(60 - 2.0 * i) for i, n in enumerate(names)}, edges)
+    scope = SliceCheck(("0", "0"), (("2", "0"), ("3", "0")), ((("1", "0"), broken),))
+    scoped = with_scope(drifting, graph, rows, COSINE_ONLY, (), scope)
+    (drift,) = [f for f in scoped.findings if f.detection == ACCUMULATED_DRIFT]
+    assert drift.advice.startswith(
+        "On ranks 0, 2, 3 step 0 no single op loses more than 10 dB: there the error grows"
+    )
+    assert (
+        f"Not on every card: on rank 1 step 0, op20 (index {broken.index}) alone loses "
+        f"{broken.drop_db:.1f} dB (ac -c --rank 1 --step 0): look for a fault there."
+    ) in drift.advice
+    assert "rather than hunting one faulty op" not in drift.advice
+    assert drift.evidence["not_on"] == [
+        {
+            "rank": "1",
+            "step": "0",
+            "op": "op20",
+            "index": broken.index,
+            "drop_db": round(broken.drop_db, 6),
+        }
+    ]
+    assert drift.evidence["checked_on"][0] == {"rank": "0", "step": "0"}
+    # every card checked and none loses much: the claim covers them all
+    clean = SliceCheck(("0", "0"), (("1", "0"),), ())
+    (drift,) = [
+        f
+        for f in with_scope(drifting, graph, rows, COSINE_ONLY, (), clean).findings
+        if f.detection == ACCUMULATED_DRIFT
+    ]
+    assert drift.advice.startswith(
+        "No single op loses more than 10 dB on any compared card or step (ranks 0, 1 step 0)"
+    )

@@ -67,7 +67,7 @@ def test_the_diagnosis_names_its_compare_and_old_summaries_are_read_as_ac_wrote_
     assert diagnosed_slice(_summary(None)) is None
 
 
-def test_another_compare_knows_whether_ac_diagnosed_it_before_stopping():
+def test_another_compare_knows_whether_the_diagnosis_read_it():
     summary = _summary(DiagnosisRecord([{"op": "conv2"}], [], "conv2", rank="0", step="10"))
     assert diagnosis_elsewhere(summary, RUN / "result_1_rank0_step10.csv") is None
     before = diagnosis_elsewhere(summary, RUN / "result_1_rank1_step0.csv")
@@ -78,6 +78,15 @@ def test_another_compare_knows_whether_ac_diagnosed_it_before_stopping():
         True,
     )
     assert before.command == "--rank 0 --step 10"
+    # a card of the step diagnosed: read by the diagnosis (its own cause, if any, recorded)
+    beside = diagnosis_elsewhere(summary, RUN / "result_1_rank1_step10.csv")
+    assert beside is not None and beside.diagnosed_here and beside.own_cause is None
+    own = {"rank": "1", "step": "10", "op": "conv1", "index": 2}
+    summary.diagnosis.other_cards = [own]  # type: ignore[union-attr]
+    beside = diagnosis_elsewhere(summary, RUN / "result_1_rank1_step10.csv")
+    assert beside is not None and beside.own_cause == own
+    # a later step than the one diagnosed: not recorded
+    summary = _summary(DiagnosisRecord([{"op": "conv2"}], [], "conv2", rank="0", step="0"))
     after = diagnosis_elsewhere(summary, RUN / "result_1_rank1_step10.csv")
     assert after is not None and not after.diagnosed_here
     device = diagnosis_elsewhere(summary, RUN / "result_1_device.csv")

@@ -17,6 +17,7 @@ from precision_shell.compare.diagnosis.root_cause import (
     OpEvidence,
     RootCause,
 )
+from precision_shell.compare.rank_divergence import rank_list_text
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.workspace.graph_index import GraphIndex
@@ -52,6 +53,78 @@ class OverflowHit:
 
     op: str | None
     texts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SliceCheck:
+    """The other compared (rank, step) dumps, for what a finding says of the whole run: one
+    dump's compare cannot say "no single op loses 10 dB" of the cards it did not read."""
+
+    here: tuple[str, str]  # the (rank, step) diagnosed
+    clean: tuple[tuple[str, str], ...]  # the others where no op loses OUTLIER_DROP on its own
+    # the others where one does: ((rank, step), that op)
+    lossy: tuple[tuple[tuple[str, str], RootCause], ...]
+
+
+def _slices_text(slices: Sequence[tuple[str, str]]) -> str:
+    """`ranks 0, 2, 3 step 0; rank 1 step 10`: the (rank, step) dumps, by step."""
+    by_step: dict[str, list[str]] = {}
+    for rank, step in slices:
+        by_step.setdefault(step, []).append(rank)
+    return "; ".join(
+        f"{'rank' if len(ranks) == 1 else 'ranks'} {rank_list_text(ranks)} step {step}"
+        for step, ranks in by_step.items()
+    )
+
+
+def loses_on_its_own(cause: RootCause) -> bool:
+    """The op alone loses OUTLIER_DROP dB or more (NaN/inf born there: an infinite loss)."""
+    return not math.isfinite(cause.drop_db) or cause.drop_db >= OUTLIER_DROP
+
+
+def _drift_advice(scope: SliceCheck | None) -> tuple[str, dict]:
+    """The accumulated-drift advice, as far as the dumps checked bear it out."""
+    remedy = (
+        "Try float32 for the accumulating ops (normalisation, reductions, long matmul chains) "
+        "or a higher-precision mode"
+    )
+    if scope is None:
+        return (
+            f"No single op loses more than {OUTLIER_DROP:g} dB; the error grows slowly over many "
+            f"ops (float16 rounding accumulating through a deep network). {remedy}, rather than "
+            "hunting one faulty op.",
+            {},
+        )
+    checked = [scope.here, *scope.clean]
+    evidence: dict = {"checked_on": [{"rank": r, "step": s} for r, s in checked]}
+    if not scope.lossy:
+        return (
+            f"No single op loses more than {OUTLIER_DROP:g} dB on any compared card or step "
+            f"({_slices_text(checked)}); the error grows slowly over many ops (float16 rounding "
+            f"accumulating through a deep network). {remedy}, rather than hunting one faulty op.",
+            evidence,
+        )
+    evidence["not_on"] = [
+        {"rank": r, "step": s, "op": c.op, "index": c.index, "drop_db": _num(c.drop_db)}
+        for (r, s), c in scope.lossy
+    ]
+    faults = "; ".join(
+        f"on rank {r} step {s}, {c.op} (index {c.index if c.index is not None else '-'}) "
+        + (
+            "gives birth to NaN/inf"
+            if not math.isfinite(c.drop_db)
+            else f"alone loses {c.drop_db:.1f} dB"
+        )
+        + f" (ac -c --rank {r} --step {s})"
+        for (r, s), c in scope.lossy
+    )
+    return (
+        f"On {_slices_text(checked)} no single op loses more than {OUTLIER_DROP:g} dB: there the "
+        f"error grows slowly over many ops (float16 rounding accumulating through a deep "
+        f"network); {remedy[0].lower()}{remedy[1:]}. Not on every card: {faults}: look for "
+        "a fault there.",
+        evidence,
+    )
 
 
 def _downstream(graph: GraphIndex, name: str) -> set[str]:
@@ -115,8 +188,10 @@ def advise(
     causes: Sequence[RootCause],
     rule: ThresholdRule,
     overflows: Sequence[OverflowHit] = (),
+    scope: SliceCheck | None = None,
 ) -> list[Finding]:
-    """The findings, consistent with `causes`: never "the network matches" next to a cause."""
+    """The findings, consistent with `causes`: never "the network matches" next to a cause.
+    `scope`: the other (rank, step) dumps compared, which a claim about every op must cover."""
     findings = _fp16_findings(rows, overflows, evidence)
     ordered = sorted(evidence.values(), key=lambda e: e.position)
     failing = [e for e in ordered if any(q.fails for q in e.outputs.values())]
@@ -173,26 +248,25 @@ def advise(
                 )
             )
 
-    big = [c for c in causes if not math.isfinite(c.drop_db) or c.drop_db >= OUTLIER_DROP]
+    big = [c for c in causes if loses_on_its_own(c)]
     if failing and not big and not inputs:
         first = failing[0]
         start = next((e for e in ordered if e.outputs), first)
         q0 = min(start.outputs.values(), key=lambda q: q.sqnr)
         q1 = min(failing[-1].outputs.values(), key=lambda q: q.sqnr)
+        advice, scope_evidence = _drift_advice(scope)
         findings.append(
             Finding(
                 ACCUMULATED_DRIFT,
                 first.name,
                 first.index,
-                f"No single op loses more than {OUTLIER_DROP:g} dB; the error grows slowly over many "
-                "ops (float16 rounding accumulating through a deep network). Try float32 for the "
-                "accumulating ops (normalisation, reductions, long matmul chains) or a higher-precision "
-                "mode, rather than hunting one faulty op.",
+                advice,
                 {
                     "first_failing": first.name,
                     "sqnr_start_db": _num(q0.sqnr),
                     "sqnr_end_db": _num(q1.sqnr),
                     "failing_ops": len(failing),
+                    **scope_evidence,
                 },
             )
         )

@@ -4,10 +4,10 @@ baseline older tools report. Recorded in the run's summary by the result store."
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from precision_shell.compare.diagnosis.advisor import Finding, OverflowHit, advise
+from precision_shell.compare.diagnosis.advisor import Finding, OverflowHit, SliceCheck, advise
 from precision_shell.compare.diagnosis.replay_evidence import (
     ReplayPass,
     replay_reading,
@@ -34,6 +34,9 @@ class Diagnosis:
     baseline: str | None  # "first op in execution order whose output cosine < threshold"
     evidence: dict[str, OpEvidence]
     replays: ReplayPass | None = None  # the replay pass that re-ranked the causes, if one ran
+    scope: SliceCheck | None = None  # the other (rank, step) dumps the findings speak for
+    # the other cards whose own root cause is elsewhere: (rank, step, their best cause)
+    other_cards: list[tuple[str, str, RootCause]] = field(default_factory=list)
 
     def findings_for(self, op: str) -> list[Finding]:
         return [f for f in self.findings if f.op == op]
@@ -45,6 +48,11 @@ class Diagnosis:
             [f.to_json() for f in self.findings],
             self.baseline,
             self.replays.to_json() if self.replays is not None else None,
+            other_cards=[
+                {"rank": rank, "step": step, **cause_json(cause)}
+                for rank, step, cause in self.other_cards
+            ]
+            or None,
         )
 
 
@@ -101,6 +109,20 @@ def diagnose(
     return Diagnosis(causes, findings, baseline, evidence)
 
 
+def with_scope(
+    diagnosis: Diagnosis,
+    graph: GraphIndex,
+    rows: Sequence[ResultRow],
+    rule: ThresholdRule,
+    overflows: Sequence[OverflowHit],
+    scope: SliceCheck,
+) -> Diagnosis:
+    """`diagnosis` (of `rows`, one of several (rank, step) dumps compared) with the advisor's
+    findings read again for what the other dumps, `scope`, show."""
+    findings = advise(graph, rows, diagnosis.evidence, diagnosis.causes, rule, overflows, scope)
+    return replace(diagnosis, findings=findings, scope=scope)
+
+
 def with_replays(
     diagnosis: Diagnosis,
     graph: GraphIndex,
@@ -115,5 +137,5 @@ def with_replays(
     evidence = diagnosis.evidence
     replays = replayer(graph, evidence, diagnosis.causes)
     causes = rerank(diagnosis.causes, replays, graph, evidence)
-    findings = advise(graph, rows, evidence, causes, rule, overflows)
-    return Diagnosis(causes, findings, diagnosis.baseline, evidence, replays)
+    findings = advise(graph, rows, evidence, causes, rule, overflows, diagnosis.scope)
+    return replace(diagnosis, causes=causes, findings=findings, replays=replays)

@@ -256,11 +256,12 @@ class DiagnosisElsewhere:
 
     label: str  # "rank 1 step 10", or "the device vs benchmark compare"
     root_cause: str | None  # the op it found there
-    # the compare looked at was diagnosed too, with no root cause: it comes before the one
-    # recorded in (step, rank) order, or no compare had a root cause (`ac -c` diagnoses them
-    # in that order and stops at the first with one)
+    # the compare looked at was read by the diagnosis too: a card of the step diagnosed (each
+    # one with a root cause of its own is recorded in `other_cards`), an earlier step (no
+    # root cause), or no compare had a root cause; `ac -c` records the first step with one
     diagnosed_here: bool
     where: tuple[str, str] | None = None  # (rank, step) of the compare diagnosed
+    own_cause: dict[str, Any] | None = None  # this card's own root cause (`other_cards`)
 
     @property
     def command(self) -> str:
@@ -287,7 +288,16 @@ def diagnosis_elsewhere(summary: RunSummary | None, csv_path: Path) -> Diagnosis
     order = [(r.rank, r.step) for r in results]
     before = where in order and order.index((shown.rank, shown.step)) < order.index(where)
     cause = diagnosis.root_cause
-    return DiagnosisElsewhere(label, cause, before or cause is None, where)
+    own = next(
+        (
+            c
+            for c in diagnosis.other_cards or []
+            if (str(c.get("rank")), str(c.get("step"))) == (shown.rank, shown.step)
+        ),
+        None,
+    )
+    read = before or cause is None or shown.step == where[1]
+    return DiagnosisElsewhere(label, cause, read, where, own)
 
 
 def partial_text(summary: RunSummary | None, csv_path: Path) -> str | None:

@@ -185,6 +185,9 @@ class DiagnosisRecord:
     replay: dict[str, Any] | None = None  # the replay pass (ops replayed, budget...), if one ran
     rank: str | None = None  # the compare diagnosed (None: the run compared one dump dir)
     step: str | None = None
+    # `ac -c` on several cards: each other card whose own root cause is another op than the
+    # root cause's ({rank, step, op, ...} as a root cause); None: none or one card
+    other_cards: list[dict[str, Any]] | None = None
 
     @property
     def root_cause(self) -> str | None:
@@ -201,6 +204,8 @@ class DiagnosisRecord:
             payload["replay"] = self.replay
         if self.rank is not None and self.step is not None:
             payload["rank"], payload["step"] = self.rank, self.step
+        if self.other_cards is not None:
+            payload["other_cards"] = self.other_cards
         return payload
 
     @classmethod
@@ -216,6 +221,7 @@ class DiagnosisRecord:
             replay if isinstance(replay, dict) else None,
             str(rank) if where else None,
             str(step) if where else None,
+            _dicts(payload["other_cards"]) if "other_cards" in payload else None,
         )
 
 
@@ -230,8 +236,10 @@ class RunSummary:
     diagnosis: DiagnosisRecord | None = None  # None: no diagnosis ran on this compare
     # one entry per (rank, step) compare: rank, step, graph, csv, rows, failed, first_failed_op
     results: list[dict[str, Any]] = field(default_factory=list)
-    # `vc --across ranks`: per rank that leaves the reference rank, its first failing output
-    # {rank, step, first_op, index, cosine, max_abs_error}; None (not written) for other compares
+    # `vc --across ranks`: per rank that leaves the reference rank, its first output whose
+    # values differ {rank, step, first_op, index, cosine, max_abs_error} and its first output
+    # the rule fails (`first_failing`: {op, index, cosine, max_abs_error} or None); None (not
+    # written) for other compares
     rank_divergence: list[dict[str, Any]] | None = None
     # (rank, step) dump dirs of the compared run that this compare left out: {rank, step}
     not_selected: list[dict[str, Any]] = field(default_factory=list)

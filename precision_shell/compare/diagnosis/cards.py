@@ -1,0 +1,247 @@
+"""`ac -c` over several cards (ranks) and steps: which (rank, step) names the root cause, and
+what the other cards of that step say about it.
+
+Each (rank, step) compare is diagnosed on its own (its best root cause is what
+`ac -c --rank R --step S` names). The root cause shown is the first that goes wrong: the
+first step with one, then the earliest in execution order across that step's cards (cards
+run the same graph side by side, so a rank number says nothing of which went wrong first;
+the NaN/inf origin orders the same way), then the lowest rank. Data-parallel cards should
+agree, so the other cards of that step are read against it: which fail at the same op for
+the same reason, which match the benchmark there, which have a root cause of their own
+elsewhere (each is named: a failure here may be inherited from it), and which fail more
+outputs than the others (where they first fail alone).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from precision_shell.compare.diagnosis.advisor import SliceCheck, loses_on_its_own
+from precision_shell.compare.diagnosis.diagnose import Diagnosis
+from precision_shell.compare.diagnosis.root_cause import RootCause
+from precision_shell.compare.rank_divergence import rank_list_text
+from precision_shell.compare.results.schema import ResultRow, ResultTable
+from precision_shell.compare.results.slice_results import SliceResult
+from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.workspace.graph_index import GraphIndex
+from precision_shell.workspace.workspace import number_order
+
+
+@dataclass
+class CardDiagnosis:
+    """The diagnosis of one (rank, step) compare."""
+
+    entry: SliceResult
+    table: ResultTable
+    graph: GraphIndex
+    diagnosis: Diagnosis
+
+    @property
+    def cause(self) -> RootCause | None:
+        """Its best root cause (the estimate)."""
+        return self.diagnosis.causes[0] if self.diagnosis.causes else None
+
+    def outputs_of(self, op: str) -> list[ResultRow]:
+        return [r for r in self.table.rows if r.op_name == op and r.kind == "output" and r.compared]
+
+
+def first_card(cards: list[CardDiagnosis]) -> CardDiagnosis | None:
+    """The card whose root cause is shown: the first step with one, then the earliest op in
+    execution order, then the lowest rank; the first card when none has a root cause."""
+    with_cause = [c for c in cards if c.cause is not None]
+    if not with_cause:
+        return cards[0] if cards else None
+
+    def order(card: CardDiagnosis) -> tuple:
+        assert card.cause is not None
+        entry = card.entry
+        return (number_order(entry.step), card.cause.position, number_order(entry.rank))
+
+    return min(with_cause, key=order)
+
+
+def slice_check(chosen: CardDiagnosis, cards: list[CardDiagnosis]) -> SliceCheck:
+    """What the other (rank, step) compares say of "no single op loses 10 dB"."""
+    clean: list[tuple[str, str]] = []
+    lossy: list[tuple[tuple[str, str], RootCause]] = []
+    for card in cards:
+        if card is chosen:
+            continue
+        where = (card.entry.rank, card.entry.step)
+        big = [c for c in card.diagnosis.causes if loses_on_its_own(c)]
+        if big:
+            lossy.append((where, big[0]))
+        else:
+            clean.append(where)
+    return SliceCheck((chosen.entry.rank, chosen.entry.step), tuple(clean), tuple(lossy))
+
+
+@dataclass
+class CardScope:
+    """What the other cards of the root cause's step say about it."""
+
+    verdict: str  # one card, some cards or every card fails here
+    notes: list[str] = field(default_factory=list)  # each card that differs, and how
+    # the other cards whose own root cause is another op: (its entry, that cause)
+    elsewhere: list[tuple[SliceResult, RootCause]] = field(default_factory=list)
+
+
+def _ranks(ranks: list[str]) -> str:
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {rank_list_text(ranks)}"
+
+
+def _where(cause: RootCause) -> str:
+    return f"{cause.op} (index {cause.index if cause.index is not None else '-'})"
+
+
+def _elsewhere_note(card: CardDiagnosis, own: RootCause, cause: RootCause, fails_here: bool) -> str:
+    entry = card.entry
+    ask = f" (ac -c --rank {entry.rank} --step {entry.step})"
+    if fails_here and own.position < cause.position:
+        return (
+            f"rank {entry.rank}: first goes wrong at {_where(own)}: {own.reason}; its failure "
+            f"at {cause.op} comes after that, not from the same fault{ask}"
+        )
+    if fails_here:
+        return (
+            f"rank {entry.rank}: fails here too, and has a root cause of its own at "
+            f"{_where(own)}: {own.reason}{ask}"
+        )
+    return (
+        f"rank {entry.rank}: matches the benchmark here; its own root cause is {_where(own)}: "
+        f"{own.reason}{ask}"
+    )
+
+
+def _apart(card: CardDiagnosis, others: list[CardDiagnosis], rule: ThresholdRule) -> str:
+    """Where `card` first parts from the others: its first output that fails on it alone,
+    or else its first that passes on it alone."""
+    fails_on: dict[str, list[bool]] = {}
+    for other in others:
+        for row in other.table.rows:
+            if row.kind == "output" and row.compared:
+                fails_on.setdefault(row.tensor_index, []).append(rule.fails(row))
+    own = [r for r in card.table.rows if r.kind == "output" and r.compared]
+    alone = next(
+        (r for r in own if rule.fails(r) and not any(fails_on.get(r.tensor_index, [True]))),
+        None,
+    )
+    rank = card.entry.rank
+    if alone is not None:
+        return f"the first that fails on rank {rank} alone: {alone.op_name} (index {alone.index})"
+    spared = next(
+        (
+            r
+            for r in own
+            if not rule.fails(r) and (seen := fails_on.get(r.tensor_index)) and all(seen)
+        ),
+        None,
+    )
+    if spared is not None:
+        return (
+            f"the first that fails on the others but not on rank {rank}: {spared.op_name} "
+            f"(index {spared.index})"
+        )
+    return "no output fails on it alone"
+
+
+def _count_notes(
+    card_of: dict[str, CardDiagnosis], ranks: list[str], named: set[str], rule: ThresholdRule
+) -> list[str]:
+    """Cards among `ranks` whose count of failing outputs is not the most common one (but
+    those `named` already: their own root cause says where they part)."""
+    counts = {r: card_of[r].entry.failed for r in ranks}
+    if len(set(counts.values())) < 2:
+        return []
+    usual = Counter(counts[r] for r in ranks).most_common(1)[0][0]
+    usual_ranks = [r for r in ranks if counts[r] == usual]
+    notes = []
+    for rank in ranks:
+        if counts[rank] == usual or rank in named:
+            continue
+        others = [card_of[r] for r in ranks if r != rank]
+        notes.append(
+            f"rank {rank} fails {counts[rank]} outputs, {_ranks(usual_ranks)} "
+            f"{'fails' if len(usual_ranks) == 1 else 'fail'} {usual}: the "
+            f"cards part after this op; {_apart(card_of[rank], others, rule)} "
+            "(vc --across ranks compares the cards with each other)"
+        )
+    return notes
+
+
+def card_scope(
+    rule: ThresholdRule, cause: RootCause, chosen: CardDiagnosis, cards: list[CardDiagnosis]
+) -> CardScope | None:
+    """Whether `cause` is one card's fault or every card's, read on the other cards of its
+    step; None when it has no other card."""
+    entry = chosen.entry
+    here = [entry.rank]  # cards whose own first failure is this op
+    passing: list[str] = []
+    after_own: list[str] = []  # cards failing here that have a root cause of their own
+    unseen: list[str] = []
+    notes: list[str] = []
+    elsewhere: list[tuple[SliceResult, RootCause]] = []
+    card_of = {entry.rank: chosen}
+    for card in cards:
+        other = card.entry
+        if other.step != entry.step or other.rank == entry.rank:
+            continue
+        card_of[other.rank] = card
+        outputs = card.outputs_of(cause.op)
+        fails_here = any(rule.fails(r) for r in outputs)
+        own = card.cause
+        apart = own is not None and own.op != cause.op
+        if own is not None and apart:
+            elsewhere.append((other, own))
+            notes.append(_elsewhere_note(card, own, cause, fails_here))
+        if not outputs:
+            unseen.append(other.rank)
+        elif not fails_here:
+            passing.append(other.rank)
+        elif own is not None and apart and own.position < cause.position:
+            after_own.append(other.rank)  # its failure here may be inherited from its own
+        else:
+            here.append(other.rank)
+    if len(card_of) == 1:
+        return None
+    named = {e.rank for e, _ in elsewhere}
+    notes += _count_notes(card_of, here, named, rule)
+    unseen_text = f"; not compared on rank {', '.join(unseen)}" if unseen else ""
+    after_text = (
+        f"; {_ranks(after_own)} {'fails' if len(after_own) == 1 else 'fail'} here too after a "
+        "fault of its own (below)"
+        if after_own
+        else ""
+    )
+    if len(here) > 1 and not passing and not after_own:
+        if notes:
+            verdict = (
+                f"on every card: all {len(here)} cards fail here at step {entry.step}, but "
+                f"they disagree (below): suspect the op, and each card named below{unseen_text}"
+            )
+        else:
+            verdict = (
+                f"on every card: all {len(here)} cards fail here at step {entry.step}: suspect "
+                f"the op, not one card{unseen_text}"
+            )
+    elif len(here) == 1 and passing and not after_own:
+        verdict = (
+            f"rank {entry.rank} only: the other {len(passing)} cards match the benchmark here: "
+            f"suspect that card or its input data{unseen_text}"
+        )
+    elif passing:
+        verdict = (
+            f"{_ranks(here)} fail{'s' if len(here) == 1 else ''} here; {_ranks(passing)} "
+            f"match{'es' if len(passing) == 1 else ''} the benchmark{after_text}: suspect "
+            f"{'that card or its' if len(here) == 1 else 'those cards or their'} input data"
+            f"{unseen_text}"
+        )
+    elif after_own:
+        verdict = (
+            f"{_ranks(here)} fail{'s' if len(here) == 1 else ''} here first{after_text}"
+            f"{unseen_text}"
+        )
+    else:
+        verdict = f"rank {entry.rank}: not compared on the other cards{unseen_text}"
+    return CardScope(verdict, notes, elsewhere)

@@ -1,0 +1,82 @@
+"""`ac -c` over several cards: which card's root cause is shown, and what the other cards of
+its step say about it (compare.diagnosis.cards), on small graphs built in code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from precision_shell.compare.diagnosis.cards import CardDiagnosis, card_scope, first_card
+from precision_shell.compare.results.schema import ResultTable
+from precision_shell.compare.results.slice_results import SliceResult
+from tests.compare.test_root_cause import COSINE_ONLY, chain_rows, diagnose, graph_of
+
+# two branches off one input: a fault in one does not reach the other
+FORK = {"a": [], "b": ["a"], "c": ["a"], "d": ["b"], "e": ["c"]}
+
+
+def _card(rank: str, cosines: dict[str, float], step: str = "0") -> CardDiagnosis:
+    graph = graph_of(FORK)
+    rows = chain_rows(cosines, FORK)
+    failing = [r for r in rows if r.kind == "output" and COSINE_ONLY.fails(r)]
+    entry = SliceResult(rank, step, f"r{rank}.csv", "g", len(rows), len(failing), None)
+    table = ResultTable(Path(f"r{rank}.csv"), [], rows)
+    return CardDiagnosis(entry, table, graph, diagnose(graph, rows))
+
+
+HEALTHY = {"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0, "e": 1.0}
+
+
+def test_the_earliest_root_cause_across_cards_is_shown_not_the_lowest_rank():
+    cards = [
+        _card("0", HEALTHY),
+        _card("1", {**HEALTHY, "d": 0.5}),  # later (index 3)
+        _card("2", {**HEALTHY, "b": 0.5, "d": 0.5}),  # earlier (index 1)
+    ]
+    chosen = first_card(cards)
+    assert chosen is cards[2] and chosen.cause.op == "b"
+    scope = card_scope(COSINE_ONLY, chosen.cause, chosen, cards)
+    assert scope.verdict == (
+        "rank 2 only: the other 2 cards match the benchmark here: "
+        "suspect that card or its input data"
+    )
+    assert [(e.rank, c.op) for e, c in scope.elsewhere] == [("1", "d")]
+    assert scope.notes[0].startswith(
+        "rank 1: matches the benchmark here; its own root cause is d (index 3): output crosses"
+    )
+    # named at rank 1's d, rank 2 fails there only after its own fault at b
+    scope = card_scope(COSINE_ONLY, cards[1].cause, cards[1], cards)
+    assert scope.verdict == (
+        "rank 1 fails here; rank 0 matches the benchmark; rank 2 fails here too after a fault "
+        "of its own (below): suspect that card or its input data"
+    )
+    assert scope.notes == [
+        "rank 2: first goes wrong at b (index 1): output crosses the thresholds (CosineSimilarity "
+        "0.500000000 < 0.98) while every input is within them; its failure at d comes after "
+        "that, not from the same fault (ac -c --rank 2 --step 0)"
+    ]
+
+
+def test_cards_failing_alike_but_one_failing_more_is_named_where_it_parts():
+    fault = {**HEALTHY, "b": 0.5, "d": 0.5}
+    cards = [
+        _card("0", fault),
+        _card("1", {**fault, "e": 0.97}),  # a small fault of its own, not its root cause
+        _card("2", fault),
+    ]
+    chosen = first_card(cards)
+    assert chosen is cards[0] and [c.cause.op for c in cards] == ["b", "b", "b"]
+    scope = card_scope(COSINE_ONLY, chosen.cause, chosen, cards)
+    assert scope.verdict == (
+        "on every card: all 3 cards fail here at step 0, but they disagree (below): "
+        "suspect the op, and each card named below"
+    )
+    assert scope.notes == [
+        "rank 1 fails 3 outputs, ranks 0, 2 fail 2: the cards part after this op; the first that "
+        "fails on rank 1 alone: e (index 4) (vc --across ranks compares the cards with each "
+        "other)"
+    ]
+    alike = [_card("0", fault), _card("1", fault)]
+    assert card_scope(COSINE_ONLY, alike[0].cause, alike[0], alike).verdict == (
+        "on every card: all 2 cards fail here at step 0: suspect the op, not one card"
+    )
+    assert card_scope(COSINE_ONLY, alike[0].cause, alike[0], alike[:1]) is None
