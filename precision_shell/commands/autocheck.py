@@ -39,6 +39,12 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     replay_targets,
 )
 from precision_shell.compare.diagnosis.root_cause import OpEvidence, RootCause
+from precision_shell.compare.diagnosis.slice_replays import (
+    DiagnosedSlice,
+    SliceReplays,
+    replay_every_slice,
+    shown_slice,
+)
 from precision_shell.compare.pipeline.execute import VectorCompareResult
 from precision_shell.compare.results.schema import ResultRow, ResultTable, read_result_csv
 from precision_shell.compare.results.slice_results import SliceResult, slice_results
@@ -68,6 +74,7 @@ class RootCausePanel:
     next_commands: list[str]
     where: str | None = None  # "rank 3 step 0" when several ranks/steps were diagnosed
     cards: str | None = None  # one card only, or every card (the other ranks of that step)
+    where_why: str = "the first step, then rank, with a root cause"  # why `where`
 
 
 @dataclass
@@ -88,6 +95,7 @@ class AutoCheck:
     diagnosis: Diagnosis | None = None
     diagnosis_skipped: str | None = None  # why no diagnosis ran on this compare
     root_cause: RootCausePanel | None = None
+    slice_replays: SliceReplays | None = None  # --replay all on several (rank, step) compares
     report_path: Path | None = None  # the HTML report (`--report`)
     # a statistics-only dump: its compare and the suspects it points at (instead of the above)
     statistics_compare: StatisticsCompareResult | None = None
@@ -221,13 +229,21 @@ class ReplayChoice:
     budget_s: float = DEFAULT_BUDGET_S
 
 
-def _replayer(ctx: ShellContext, choice: ReplayChoice, entry: SliceResult | None) -> Replayer:
-    """Replays in the (rank, step) `entry` names, with a live progress bar at the prompt."""
+def _replayer(
+    ctx: ShellContext,
+    choice: ReplayChoice,
+    entry: SliceResult | None,
+    where: str | None = None,
+    spent_s: float = 0.0,
+) -> Replayer:
+    """Replays in the (rank, step) `entry` names (`where`: its name when the compare covered
+    several), with what `spent_s` left of the budget and a live progress bar at the prompt."""
 
     def run_pass(
         graph: GraphIndex, evidence: dict[str, OpEvidence], causes: list[RootCause]
     ) -> ReplayPass:
         targets = replay_targets(graph, evidence, causes, choice.mode)
+        label = f"ac: replay ({choice.mode})" + (f" {where}" if where else "")
         return replay_pass(
             ctx.workspace,
             ctx.workspace.run(),
@@ -237,10 +253,24 @@ def _replayer(ctx: ShellContext, choice: ReplayChoice, entry: SliceResult | None
             rank=entry.rank if entry is not None else None,
             step=entry.step if entry is not None else None,
             budget_s=choice.budget_s,
-            progress=ctx.progress(f"ac: replay ({choice.mode})", "ops"),
+            spent_s=spent_s,
+            where=where,
+            progress=ctx.progress(label, "ops"),
         )
 
     return run_pass
+
+
+def _where_why(first: DiagnosedSlice, moved: bool) -> str:
+    """Why the root cause shown is in its slice: the first with a root cause, or (moved
+    there from `first` by `--replay all`) a kernel the replay proves wrong."""
+    if not moved:
+        return "the first step, then rank, with a root cause"
+    reading = "none" if not first.diagnosis.causes else "no kernel proven wrong"
+    return (
+        f"its kernel is proven wrong by the replay; {first.where}, the first step then rank "
+        f"with a root cause, has {reading}"
+    )
 
 
 def _diagnose(
@@ -252,7 +282,9 @@ def _diagnose(
 ) -> None:
     """Diagnose every (rank, step) compare in (step, rank) order; the first with a root
     cause is recorded in the summary, its rank and step beside the root causes. That one is
-    diagnosed again with its replays (`choice`), which re-rank its causes."""
+    diagnosed again with its replays (`choice`), which re-rank its causes. `--replay all`
+    on several compares replays every one (slice_replays) and shows the slice whose kernel
+    it proves wrong when the first one's best cause is not."""
     compare = check.compare
     assert compare is not None
     if compare.primary.plan_mode != "benchmark":
@@ -261,24 +293,47 @@ def _diagnose(
     run = ctx.workspace.run()
     hits = [OverflowHit(f.op, f.texts) for f in check.overflows]
     tables = _slice_tables(check, primary)
-    chosen: tuple[SliceResult | None, ResultTable, GraphIndex, Diagnosis] | None = None
+    several = len(tables) > 1
+    every = choice.mode == "all" and several  # --replay all replays every slice
+    slices: list[tuple[SliceResult | None, ResultTable, DiagnosedSlice]] = []
+    chosen: int | None = None
     for entry, table in tables:
         graph = run.graph_of_dump(entry.graph.split(",") if entry is not None else ())
         if graph is None:
             continue
         diagnosis = diagnose(graph, table.rows, compare.rule, hits)
-        if chosen is None or (diagnosis.causes and not chosen[3].causes):
-            chosen = (entry, table, graph, diagnosis)
-        if diagnosis.causes:
+        where = entry.label if entry is not None and several else ""
+        step = entry.step if entry is not None else ""
+        slices.append((entry, table, DiagnosedSlice(where, step, graph, table.rows, diagnosis)))
+        if chosen is None or (diagnosis.causes and not slices[chosen][2].diagnosis.causes):
+            chosen = len(slices) - 1
+        if diagnosis.causes and not every:
             break
     if chosen is None:
         check.diagnosis_skipped = "no parsed graph to walk"
         return
-    entry, table, graph, diagnosis = chosen
-    if choice.mode != "none":
-        replayer = _replayer(ctx, choice, entry)
-        diagnosis = with_replays(diagnosis, graph, table.rows, compare.rule, hits, replayer)
+    first = chosen
+    diagnosis = slices[chosen][2].diagnosis
+    if every:
+
+        def replayer_for(n: int, spent_s: float) -> Replayer:
+            return _replayer(ctx, choice, slices[n][0], slices[n][2].where, spent_s)
+
+        diagnoses, check.slice_replays = replay_every_slice(
+            [s for _, _, s in slices], first, compare.rule, hits, replayer_for, choice.budget_s
+        )
+        chosen = shown_slice(diagnoses, first)
+        diagnosis = diagnoses[chosen]
+    elif choice.mode != "none":
+        entry, diagnosed = slices[chosen][0], slices[chosen][2]
+        replayer = _replayer(ctx, choice, entry, diagnosed.where or None)
+        diagnosis = with_replays(
+            diagnosis, diagnosed.graph, diagnosed.rows, compare.rule, hits, replayer
+        )
+    entry, table, graph = slices[chosen][0], slices[chosen][1], slices[chosen][2].graph
     record = diagnosis.record()
+    if check.slice_replays is not None and record.replay is not None:
+        record.replay["slices"] = check.slice_replays.to_json()
     if entry is not None and len(run.slices) > 1:  # a run of one dump dir keeps the old keys
         for cause_json in record.root_causes:
             cause_json["rank"], cause_json["step"] = entry.rank, entry.step
@@ -293,7 +348,7 @@ def _diagnose(
         readings = diagnosis.findings_for(cause.op) + [
             f for f in diagnosis.findings if f.detection == ACCUMULATED_DRIFT and f.op != cause.op
         ]
-        several = len(tables) > 1 and entry is not None
+        several = several and entry is not None
         check.root_cause = RootCausePanel(
             cause,
             graph.get(cause.op),
@@ -301,6 +356,7 @@ def _diagnose(
             readings,
             _next_commands(ctx, cause, rows, entry if several else None),
             where=entry.label if several and entry is not None else None,
+            where_why=_where_why(slices[first][2], chosen != first),
             cards=card_scope(compare.rule, cause.op, entry, tables)
             if several and entry is not None
             else None,
@@ -344,7 +400,8 @@ def _diagnose(
     choices=REPLAY_MODES,
     default=DEFAULT_REPLAY_MODE,
     help="ops to recompute on the CPU from the device's own inputs: the root-cause "
-    "candidates (default), every op with a replay kernel, or none",
+    "candidates (default), every op with a replay kernel in every rank and step compared, "
+    "or none",
 )
 @argument(
     "--replay-budget",
@@ -388,8 +445,11 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
     exact result lacks) rank first, by own error; the other causes keep the estimate's order
     (an exact kernel can still be where the error is born: a wrong weight, a float16
     overflow). --replay all also replays every other op with a kernel, candidates first,
-    then by the quality each loses, until --replay-budget runs out. summary.json root
-    causes say "evidence": "replay" or "estimate" with their "own_error".
+    then by the quality each loses, until --replay-budget runs out. On a compare of several
+    ranks or steps it replays every (rank, step) under that one budget (the diagnosed one
+    first, then those leaving the others most) and shows a kernel it proves wrong on
+    another card; candidates replays the diagnosed (rank, step) only and says so. summary.json
+    root causes say "evidence": "replay" or "estimate" with their "own_error".
 
     ac -c -lt A -rt B on two MegEngine io dumps (or two SigmaStar DumpDebug dumps): vc's
     compare of the pair, then the root cause: MegEngine, a failing var none of whose inputs

@@ -67,6 +67,7 @@ class ReplayPass:
     unreached: list[str] = field(default_factory=list)  # left when the budget ran out / Ctrl-C
     interrupted: bool = False
     elapsed_s: float = 0.0
+    where: str | None = None  # the (rank, step) replayed, when the compare covered several
 
     @property
     def not_reached(self) -> int:
@@ -94,7 +95,8 @@ class ReplayPass:
         return [op for op in self.reports if proves_wrong(self.worst(op))]
 
     def to_json(self) -> dict[str, object]:
-        return {
+        where = {"slice": self.where} if self.where is not None else {}
+        return where | {
             "mode": self.mode,
             "budget_s": self.budget_s,
             "replayed": len(self.reports),
@@ -147,12 +149,17 @@ def replay_pass(
     rank: str | None = None,
     step: str | None = None,
     budget_s: float = DEFAULT_BUDGET_S,
+    spent_s: float = 0.0,
+    where: str | None = None,
     progress: ProgressSink | None = None,
 ) -> ReplayPass:
-    """Replay `targets` in the (rank, step) dump given until the budget runs out."""
-    done = ReplayPass(mode, budget_s)
+    """Replay `targets` in the (rank, step) dump given until the budget runs out; `spent_s`
+    of it went to earlier passes of the same command (other slices), `where` names the
+    slice in the pass."""
+    done = ReplayPass(mode, budget_s, where=where)
     sink = progress or ProgressSink()
     start = time.monotonic()
+    left_s = budget_s - spent_s
     runnable: list[str] = []
     for name in targets:
         op = graph.op(name)
@@ -168,7 +175,7 @@ def replay_pass(
     finished = 0
     try:
         for name in runnable:
-            if time.monotonic() - start >= budget_s:
+            if time.monotonic() - start >= left_s:
                 break
             try:
                 done.reports[name] = replay_op_in_workspace(ws, run, name, rank, step)
