@@ -46,6 +46,12 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     replay_targets,
 )
 from precision_shell.compare.diagnosis.root_cause import OpEvidence, RootCause
+from precision_shell.compare.diagnosis.slice_replays import (
+    DiagnosedSlice,
+    SliceReplays,
+    replay_every_slice,
+    shown_slice,
+)
 from precision_shell.compare.pipeline.execute import VectorCompareResult
 from precision_shell.compare.results.schema import ResultRow, ResultTable, read_result_csv
 from precision_shell.compare.results.slice_results import SliceResult, slice_results
@@ -62,6 +68,9 @@ from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import REGISTRY, UsageError, argument, command
 from precision_shell.workspace.graph_index import GraphIndex, OpRecord
 
+# why the root cause shown is in its (rank, step), unless `--replay all` moved it
+FIRST_CARD = "the first step with a root cause, then the earliest op across its cards"
+
 
 @dataclass
 class RootCausePanel:
@@ -75,6 +84,7 @@ class RootCausePanel:
     where: str | None = None  # "rank 3 step 0" when several ranks/steps were diagnosed
     cards: str | None = None  # one card only, or every card (the other ranks of that step)
     card_notes: list[str] = field(default_factory=list)  # the cards that differ, and how
+    where_why: str = FIRST_CARD  # why `where`
 
 
 @dataclass
@@ -95,6 +105,7 @@ class AutoCheck:
     diagnosis: Diagnosis | None = None
     diagnosis_skipped: str | None = None  # why no diagnosis ran on this compare
     root_cause: RootCausePanel | None = None
+    slice_replays: SliceReplays | None = None  # --replay all on several (rank, step) compares
     report_path: Path | None = None  # the HTML report (`--report`)
     # a statistics-only dump: its compare and the suspects it points at (instead of the above)
     statistics_compare: StatisticsCompareResult | None = None
@@ -187,13 +198,21 @@ class ReplayChoice:
     budget_s: float = DEFAULT_BUDGET_S
 
 
-def _replayer(ctx: ShellContext, choice: ReplayChoice, entry: SliceResult | None) -> Replayer:
-    """Replays in the (rank, step) `entry` names, with a live progress bar at the prompt."""
+def _replayer(
+    ctx: ShellContext,
+    choice: ReplayChoice,
+    entry: SliceResult | None,
+    where: str | None = None,
+    spent_s: float = 0.0,
+) -> Replayer:
+    """Replays in the (rank, step) `entry` names (`where`: its name when the compare covered
+    several), with what `spent_s` left of the budget and a live progress bar at the prompt."""
 
     def run_pass(
         graph: GraphIndex, evidence: dict[str, OpEvidence], causes: list[RootCause]
     ) -> ReplayPass:
         targets = replay_targets(graph, evidence, causes, choice.mode)
+        label = f"ac: replay ({choice.mode})" + (f" {where}" if where else "")
         return replay_pass(
             ctx.workspace,
             ctx.workspace.run(),
@@ -203,10 +222,24 @@ def _replayer(ctx: ShellContext, choice: ReplayChoice, entry: SliceResult | None
             rank=entry.rank if entry is not None else None,
             step=entry.step if entry is not None else None,
             budget_s=choice.budget_s,
-            progress=ctx.progress(f"ac: replay ({choice.mode})", "ops"),
+            spent_s=spent_s,
+            where=where,
+            progress=ctx.progress(label, "ops"),
         )
 
     return run_pass
+
+
+def _where_why(first: CardDiagnosis | None, shown: CardDiagnosis | None) -> str:
+    """Why the root cause shown is in its card: the first that goes wrong, or (moved there
+    from `first` by `--replay all`) a kernel the replay proves wrong."""
+    if first is None or shown is None or shown is first:
+        return FIRST_CARD
+    reading = "none" if first.cause is None else "no kernel proven wrong"
+    return (
+        f"its kernel is proven wrong by the replay; {first.entry.label}, the first step with a "
+        f"root cause then the earliest op across its cards, has {reading}"
+    )
 
 
 def _diagnose(
@@ -219,7 +252,9 @@ def _diagnose(
     """Diagnose every (rank, step) compare; the first that goes wrong (diagnosis.cards:
     step, then execution order, then rank) is recorded in the summary, its rank and step
     beside the root causes, with the other cards' own root causes. That one is diagnosed
-    again with its replays (`choice`), which re-rank its causes."""
+    again with its replays (`choice`), which re-rank its causes. `--replay all` on several
+    compares replays every one (slice_replays) and shows the card whose kernel it proves
+    wrong when the first one's best cause is not."""
     compare = check.compare
     assert compare is not None
     if compare.primary.plan_mode != "benchmark":
@@ -248,12 +283,39 @@ def _diagnose(
         check.diagnosis_skipped = "no parsed graph to walk"
         return
     several = len(tables) > 1 and chosen is not None
+    first = chosen
     if several and chosen is not None:
         diagnosis = with_scope(
             diagnosis, graph, table.rows, compare.rule, hits, slice_check(chosen, cards)
         )
-    if choice.mode != "none":
-        replayer = _replayer(ctx, choice, entry)
+    if several and choice.mode == "all" and chosen is not None:  # every card replayed
+        slices = [
+            DiagnosedSlice(
+                c.entry.label,
+                c.entry.step,
+                c.graph,
+                c.table.rows,
+                diagnosis
+                if c is chosen
+                else with_scope(
+                    c.diagnosis, c.graph, c.table.rows, compare.rule, hits, slice_check(c, cards)
+                ),
+            )
+            for c in cards
+        ]
+
+        def replayer_for(n: int, spent_s: float) -> Replayer:
+            return _replayer(ctx, choice, cards[n].entry, slices[n].where, spent_s)
+
+        at = cards.index(chosen)
+        diagnoses, check.slice_replays = replay_every_slice(
+            slices, at, compare.rule, hits, replayer_for, choice.budget_s
+        )
+        shown = shown_slice(diagnoses, at)
+        chosen, diagnosis = cards[shown], diagnoses[shown]
+        entry, table, graph = chosen.entry, chosen.table, chosen.graph
+    elif choice.mode != "none":
+        replayer = _replayer(ctx, choice, entry, entry.label if several and entry else None)
         diagnosis = with_replays(diagnosis, graph, table.rows, compare.rule, hits, replayer)
     scope = None
     if several and chosen is not None and diagnosis.causes:
@@ -261,6 +323,8 @@ def _diagnose(
         if scope is not None:
             diagnosis.other_cards = [(e.rank, e.step, c) for e, c in scope.elsewhere]
     record = diagnosis.record()
+    if check.slice_replays is not None and record.replay is not None:
+        record.replay["slices"] = check.slice_replays.to_json()
     if entry is not None and len(run.slices) > 1:  # a run of one dump dir keeps the old keys
         record.rank, record.step = entry.rank, entry.step
         for cause_json in record.root_causes:
@@ -283,6 +347,7 @@ def _diagnose(
             readings,
             _next_commands(ctx, cause, rows, entry if several else None),
             where=entry.label if several and entry is not None else None,
+            where_why=_where_why(first, chosen),
             cards=scope.verdict if scope is not None else None,
             card_notes=scope.notes if scope is not None else [],
         )
@@ -325,7 +390,8 @@ def _diagnose(
     choices=REPLAY_MODES,
     default=DEFAULT_REPLAY_MODE,
     help="ops to recompute on the CPU from the device's own inputs: the root-cause "
-    "candidates (default), every op with a replay kernel, or none",
+    "candidates (default), every op with a replay kernel in every rank and step compared, "
+    "or none",
 )
 @argument(
     "--replay-budget",
@@ -372,8 +438,11 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
     exact result lacks) rank first, by own error; the other causes keep the estimate's order
     (an exact kernel can still be where the error is born: a wrong weight, a float16
     overflow). --replay all also replays every other op with a kernel, candidates first,
-    then by the quality each loses, until --replay-budget runs out. summary.json root
-    causes say "evidence": "replay" or "estimate" with their "own_error".
+    then by the quality each loses, until --replay-budget runs out. On a compare of several
+    ranks or steps it replays every (rank, step) under that one budget (the diagnosed one
+    first, then those leaving the others most) and shows a kernel it proves wrong on
+    another card; candidates replays the diagnosed (rank, step) only and says so. summary.json
+    root causes say "evidence": "replay" or "estimate" with their "own_error".
 
     ac -c -lt A -rt B on two MegEngine io dumps (or two SigmaStar DumpDebug dumps): vc's
     compare of the pair, then the root cause: MegEngine, a failing var none of whose inputs

@@ -17,6 +17,7 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     replay_reading,
 )
 from precision_shell.compare.diagnosis.root_cause import RootCause
+from precision_shell.compare.diagnosis.slice_replays import SliceReplays
 from precision_shell.explore.nonfinite_origin import NonfiniteOrigin
 from precision_shell.render.compare_views import render_compare_summary, render_vector_compare
 from precision_shell.render.graph_views import tensor_table
@@ -205,13 +206,7 @@ def render_root_cause(console: Console, panel: RootCausePanel) -> None:
     head.add_column()
     head.add_row("op", Text(c.op))
     if panel.where is not None:
-        head.add_row(
-            "where",
-            Text(
-                f"{panel.where} (the first step with a root cause, then the earliest op "
-                "across its cards)"
-            ),
-        )
+        head.add_row("where", Text(f"{panel.where} ({panel.where_why})"))
     if panel.cards is not None:
         head.add_row("cards", Text(panel.cards, style="bold yellow"))
     for note in panel.card_notes:
@@ -253,9 +248,18 @@ def render_root_cause(console: Console, panel: RootCausePanel) -> None:
 
 
 def replay_pass_line(done: ReplayPass) -> str:
-    """`replay (candidates): 5 ops replayed in 0.02 s, 1 kernel wrong; 2 refused; ...`"""
+    """`replay (candidates): 5 ops replayed in 0.02 s, 1 kernel wrong; 2 refused; ...`; a
+    pass over one slice of several compared says which, and how to replay another."""
     wrong = done.wrong
-    parts = [f"replay ({done.mode}): {len(done.reports)} ops replayed in {done.elapsed_s:.2f} s"]
+    where = ""
+    if done.where is not None:
+        where = (
+            f" of {done.where} only (ac -c --rank R --step S replays another; "
+            "--replay all every compared slice)"
+        )
+    parts = [
+        f"replay ({done.mode}){where}: {len(done.reports)} ops replayed in {done.elapsed_s:.2f} s"
+    ]
     parts[0] += f", {len(wrong)} kernel{'s' if len(wrong) != 1 else ''} wrong"
     if done.refused:
         parts.append(f"{len(done.refused)} without a replay (no kernel, attribute or dump)")
@@ -264,6 +268,39 @@ def replay_pass_line(done: ReplayPass) -> str:
     if done.not_reached:
         why = "Ctrl-C" if done.interrupted else f"the {done.budget_s:g} s budget ran out"
         parts.append(f"{done.not_reached} not reached ({why})")
+    return "; ".join(parts)
+
+
+def slice_replays_line(done: SliceReplays) -> str:
+    """`replay (all) of 4 rank/step slices: 532 ops replayed in 0.45 s, 1 kernel wrong
+    (rank 2 step 0: OP); ...`, and the slices the budget (or Ctrl-C) left unfinished."""
+    passes, wrong, unfinished = done.passes, done.wrong, done.unfinished
+    replayed = sum(len(p.reports) for p in passes)
+    head = (
+        f"replay (all) of {len(passes)} rank/step slices: {replayed} ops replayed in "
+        f"{done.elapsed_s:.2f} s, {len(wrong)} kernel{'s' if len(wrong) != 1 else ''} wrong"
+    )
+    if unfinished:
+        head += " among them"
+    if wrong:
+        shown = "; ".join(f"{where}: {op}" for where, op in wrong[:3])
+        head += f" ({shown}{'; ...' if len(wrong) > 3 else ''})"
+    parts = [head]
+    refused = sum(len(p.refused) for p in passes)
+    if refused:
+        parts.append(f"{refused} without a replay (no kernel, attribute or dump)")
+    undumped = sum(p.undumped for p in passes)
+    if undumped:
+        parts.append(f"{undumped} not dumped")
+    if unfinished:
+        left = sum(p.not_reached for p in unfinished)
+        interrupted = any(p.interrupted for p in unfinished)
+        why = "Ctrl-C" if interrupted else f"the {done.budget_s:g} s budget ran out"
+        slices = ", ".join(p.where or "" for p in unfinished)
+        parts.append(
+            f"{left} not reached ({why}) on {slices}: "
+            "ac -c --replay all --rank R --step S replays one slice"
+        )
     return "; ".join(parts)
 
 
@@ -311,9 +348,11 @@ def render_autocheck(console: Console, check: AutoCheck) -> None:
             if len(d.causes) > 1:
                 others = ", ".join(_candidate(c) for c in d.causes[1:4])
                 console.print(Text(f"other candidates: {others}", style="dim"))
-        if d.replays is not None:
-            console.print(Text(replay_pass_line(d.replays), style="dim"))
         else:
             _panel(console, "Root cause", None, "no op degrades the signal on its own")
+        if check.slice_replays is not None:
+            console.print(Text(slice_replays_line(check.slice_replays), style="dim"))
+        elif d.replays is not None:
+            console.print(Text(replay_pass_line(d.replays), style="dim"))
     if check.report_path is not None:
         console.print(Text.assemble(("report: ", "bold"), str(check.report_path)), soft_wrap=True)

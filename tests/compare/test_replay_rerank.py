@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from precision_shell.compare.diagnosis.diagnose import cause_json
 from precision_shell.compare.diagnosis.replay_evidence import (
     ReplayPass,
@@ -26,8 +28,8 @@ def _cause(op: str, position: int, drop: float = 20.0, in_q: float = 60.0) -> Ro
     return RootCause(op, "Op", position, position, "estimate", drop, in_q, in_q - drop, 1.0, 0.9)
 
 
-def _output(own: OwnError, overflow: int = 0) -> OutputReplay:
-    inherited = OwnError(0.9, 1.0, 0.4, 900.0)
+def _output(own: OwnError, overflow: int = 0, inherited_red: float = 0.4) -> OutputReplay:
+    inherited = OwnError(0.9, 1.0, inherited_red, 900.0)  # the replay against the benchmark
     return OutputReplay(
         0,
         "DT_FLOAT16",
@@ -145,8 +147,10 @@ def test_the_reading_names_overflow_constants_or_inheritance():
     assert "constant inputs (weights, bias, scale) or its attributes" in (
         replay_reading(clean_inputs) or ""
     )
-    drifting = replace_cause(_cause("c", 2, in_q=20.0), _output(EXACT))
-    assert (replay_reading(drifting) or "").endswith("its deviation is inherited from its inputs")
+    drifting = replace_cause(_cause("c", 2, in_q=9.0), _output(EXACT))  # 0.4 is 8.0 dB
+    assert (replay_reading(drifting) or "").endswith(
+        "its deviation is inherited from its inputs (inputs 9.0 dB, its exact output 8.0 dB)"
+    )
     wrong = replace_cause(_cause("c", 2), _output(OwnError(0.9, 1.0, 0.1, 200.0)))
     assert replay_reading(wrong) == "verdict"
     assert replay_reading(_cause("c", 2)) is None
@@ -169,3 +173,34 @@ def test_targets_candidates_then_ops_by_own_drop():
     everything = replay_targets(graph, evidence, causes, "all")
     assert everything == candidates  # every op of the graph, in the same order
     assert replay_targets(graph, evidence, causes, "none") == []
+
+
+# (worst data input dB, rel euclid of the replay from the device's inputs vs the benchmark):
+# the numbers of the deep drift demos (DemoSpec(size="tiny", blocks=60, branch_gain=6,
+# fp32_head=True)) at block44/conv2 (drift only) and block50/conv2 (weights scaled by 1.3
+# and by 1.1 under the same drift)
+DRIFT_ONLY = (26.8, 0.0571)
+WEIGHTS_X1_3 = (24.1, 0.444)
+WEIGHTS_X1_1 = (24.1, 0.166)
+
+
+@pytest.mark.parametrize(
+    ("measured", "says"),
+    [
+        (DRIFT_ONLY, "its deviation is inherited from its inputs (inputs 26.8 dB, "),
+        (WEIGHTS_X1_3, "its exact output loses 17.0 dB more than they carry"),
+        (WEIGHTS_X1_1, "its deviation is inherited from its inputs (inputs 24.1 dB, "),
+    ],
+    ids=["drift_only", "weights_x1.3", "weights_x1.1"],
+)
+def test_under_drift_the_reading_weighs_the_replay_against_its_inputs_deviation(measured, says):
+    """An exact kernel whose exact output is far worse than its drifting inputs has a wrong
+    constant (x1.3: 24.1 -> 7.0 dB); one that carries its inputs' drift on inherits it. x1.1
+    (8.4 dB lost) stays under the 10 dB margin, above the 5.9 dB drift alone adds."""
+    in_q, red = measured
+    reading = replay_reading(
+        replace_cause(_cause("c", 2, in_q=in_q), _output(EXACT, inherited_red=red))
+    )
+    assert says in (reading or "")
+    constants = "its constant inputs (weights, bias, scale) or its attributes"
+    assert (constants in (reading or "")) == (measured == WEIGHTS_X1_3)

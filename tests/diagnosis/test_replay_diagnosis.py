@@ -9,16 +9,19 @@ every op measures each kernel's own error from the device's own inputs and names
 from __future__ import annotations
 
 import json
+import math
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from precision_shell.compare.diagnosis import replay_evidence
+from precision_shell.compare.diagnosis.advisor import FP16_OVERFLOW
 from precision_shell.demo.builder import build_demo
-from precision_shell.demo.spec import LOCAL_ERROR, DemoSpec, Fault
+from precision_shell.demo.spec import LOCAL_ERROR, NAN_BIRTH, WRONG_CONSTANT, DemoSpec, Fault
 from precision_shell.replay.session import WRONG_ULP
-from tests.commands.shell_fixture import open_shell, run_fail, run_ok
+from tests.commands.shell_fixture import DENSE, open_shell, rendered, run_fail, run_ok
 from tests.diagnosis.cases import DEEP_BLOCKS, DEEP_BRANCH_GAIN, conv_op, fused_residual_op
 
 HIDDEN = [
@@ -157,3 +160,50 @@ def test_a_replay_that_fails_loses_that_op_not_the_diagnosis(
         c.replay is None and (c.replay_skipped or "").startswith(reason)
         for c in check.diagnosis.causes
     )
+
+
+def _drifting(root: Path, faults: tuple[Fault, ...]) -> Path:
+    """The deep drift stack of the QA report (drift alone fails first at block44/conv2)."""
+    spec = DemoSpec(
+        size="tiny", blocks=60, branch_gain=6, fp32_head=True, faults=faults, second_run=False
+    )
+    build_demo(root, spec)
+    return root / "precision_data"
+
+
+def test_a_wrong_constant_under_drift_is_read_as_its_constants_and_drift_as_inherited(tmp_path):
+    """block50/conv2's weights x1.3 under float16 drift: its data input is at rel euclid
+    0.063 (24.1 dB) but the replay from it is at 0.444 (7.0 dB): the op adds the error, its
+    kernel is exact, so its constants are named; block44 (drift only) inherits."""
+    fault = Fault(WRONG_CONSTANT, "block50/conv2/Conv2D", 0.3)
+    check = run_ok(open_shell(_drifting(tmp_path / "d1", (fault,))), "ac -c")
+    summary = json.loads(check.compare.summary_path.read_text())["diagnosis"]
+    verdicts = {c["op"]: c["replay"]["verdict"] for c in summary["root_causes"]}
+    faulty, drifting = conv_op(50), conv_op(44)
+    assert check.diagnosis.causes[0].op == faulty
+    assert "its exact output loses 17.0 dB more than they carry" in verdicts[faulty]
+    assert verdicts[faulty].endswith("its constant inputs (weights, bias, scale) or its attributes")
+    assert verdicts[drifting].endswith(
+        "its deviation is inherited from its inputs (inputs 26.8 dB, its exact output 24.9 dB)"
+    )
+    assert "replay says   " + verdicts[faulty][:60] in rendered(check)
+
+
+def test_a_nan_the_kernel_makes_is_no_float16_overflow(tmp_path):
+    """NaN/inf born in dense/MatMul from small exact values, no Opdebug file: the compare's
+    overflow flag is set, but the replay proves the kernel wrong with no exact value beyond
+    float16, so the advisor does not call it an overflow (it does without the replay, from
+    the flag alone)."""
+    build_demo(
+        tmp_path,
+        DemoSpec(size="tiny", faults=(Fault(NAN_BIRTH, "dense/MatMul", 3),), second_run=False),
+    )
+    shutil.rmtree(tmp_path / "precision_data" / "overflow")  # the device reported nothing
+    shell = open_shell(tmp_path / "precision_data")
+    estimate = run_ok(shell, "ac -c --replay none").diagnosis
+    assert [(f.detection, f.op) for f in estimate.findings] == [(FP16_OVERFLOW, DENSE)]
+    replayed = run_ok(shell, "ac -c").diagnosis
+    cause = replayed.causes[0]
+    assert cause.op == DENSE and cause.replay is not None and cause.replay.overflow == 0
+    assert cause.replay.own.max_ulp == math.inf
+    assert not [f for f in replayed.findings if f.detection == FP16_OVERFLOW]

@@ -4,6 +4,8 @@ Each finding has a detection type, the op (index and name) it is about, advice t
 numbers it rests on. The detections follow MindStudio's accuracy advisor (seed documents
 000/002), made concrete with the root-cause walk: float16 overflow (by value and by Opdebug
 file), input inconsistency, global consistency, single-point deviation, accumulated drift.
+A float16 output at the limit or non-finite is no overflow when the replay of that output
+proves the kernel wrong with every exact value within the dtype (a NaN/inf the kernel makes).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from precision_shell.compare.diagnosis.replay_evidence import proves_wrong
 from precision_shell.compare.diagnosis.root_cause import (
     OUTLIER_DROP,
     OpEvidence,
@@ -138,11 +141,25 @@ def _downstream(graph: GraphIndex, name: str) -> set[str]:
     return seen
 
 
+def _kernel_made(causes: Sequence[RootCause]) -> set[tuple[str, int]]:
+    """(op, output slot) whose replay proves the kernel wrong while no exact value exceeds
+    the dtype: a saturated or non-finite output there is the kernel's, not the range's."""
+    return {
+        (c.op, c.replay.slot)
+        for c in causes
+        if c.replay is not None and proves_wrong(c.replay) and not c.replay.overflow
+    }
+
+
 def _fp16_findings(
-    rows: Sequence[ResultRow], overflows: Sequence[OverflowHit], evidence: dict[str, OpEvidence]
+    rows: Sequence[ResultRow],
+    overflows: Sequence[OverflowHit],
+    evidence: dict[str, OpEvidence],
+    causes: Sequence[RootCause],
 ) -> list[Finding]:
     found: list[Finding] = []
     seen: set[str] = set()
+    kernel_made = _kernel_made(causes)
     for hit in overflows:
         if hit.op and hit.op not in seen:
             seen.add(hit.op)
@@ -166,6 +183,7 @@ def _fp16_findings(
             and row.kind == "output"
             and row.op_name not in seen
             and not inherited
+            and (row.op_name, row.slot) not in kernel_made
         ):
             seen.add(row.op_name)
             found.append(
@@ -192,7 +210,7 @@ def advise(
 ) -> list[Finding]:
     """The findings, consistent with `causes`: never "the network matches" next to a cause.
     `scope`: the other (rank, step) dumps compared, which a claim about every op must cover."""
-    findings = _fp16_findings(rows, overflows, evidence)
+    findings = _fp16_findings(rows, overflows, evidence, causes)
     ordered = sorted(evidence.values(), key=lambda e: e.position)
     failing = [e for e in ordered if any(q.fails for q in e.outputs.values())]
 

@@ -27,11 +27,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from precision_shell.compare.diagnosis.root_cause import (
-    CONCERN,
+    OUTLIER_DROP,
     OpEvidence,
     RootCause,
     measured_cause,
     own_drops,
+    quality_db,
 )
 from precision_shell.errors import PrecisionError
 from precision_shell.progress import ProgressSink, Tick
@@ -66,6 +67,7 @@ class ReplayPass:
     unreached: list[str] = field(default_factory=list)  # left when the budget ran out / Ctrl-C
     interrupted: bool = False
     elapsed_s: float = 0.0
+    where: str | None = None  # the (rank, step) replayed, when the compare covered several
 
     @property
     def not_reached(self) -> int:
@@ -93,7 +95,8 @@ class ReplayPass:
         return [op for op in self.reports if proves_wrong(self.worst(op))]
 
     def to_json(self) -> dict[str, object]:
-        return {
+        where = {"slice": self.where} if self.where is not None else {}
+        return where | {
             "mode": self.mode,
             "budget_s": self.budget_s,
             "replayed": len(self.reports),
@@ -146,12 +149,17 @@ def replay_pass(
     rank: str | None = None,
     step: str | None = None,
     budget_s: float = DEFAULT_BUDGET_S,
+    spent_s: float = 0.0,
+    where: str | None = None,
     progress: ProgressSink | None = None,
 ) -> ReplayPass:
-    """Replay `targets` in the (rank, step) dump given until the budget runs out."""
-    done = ReplayPass(mode, budget_s)
+    """Replay `targets` in the (rank, step) dump given until the budget runs out; `spent_s`
+    of it went to earlier passes of the same command (other slices), `where` names the
+    slice in the pass."""
+    done = ReplayPass(mode, budget_s, where=where)
     sink = progress or ProgressSink()
     start = time.monotonic()
+    left_s = budget_s - spent_s
     runnable: list[str] = []
     for name in targets:
         op = graph.op(name)
@@ -167,7 +175,7 @@ def replay_pass(
     finished = 0
     try:
         for name in runnable:
-            if time.monotonic() - start >= budget_s:
+            if time.monotonic() - start >= left_s:
                 break
             try:
                 done.reports[name] = replay_op_in_workspace(ws, run, name, rank, step)
@@ -215,14 +223,32 @@ def rerank(
     return wrong + [c for c in found if not proves_wrong(c.replay)]
 
 
+def added_quality_loss(cause: RootCause) -> float | None:
+    """The signal quality in dB the op's exact computation loses below its worst data input:
+    the input's quality minus the quality of the replay from the device's own inputs against
+    the benchmark (the device's output when the replay has no benchmark). None without a
+    replay or an input quality."""
+    out = cause.replay
+    if out is None or math.isnan(cause.input_quality):
+        return None
+    if out.inherited is not None:
+        exact = quality_db(out.inherited.relative_euclidean_distance)
+    else:
+        exact = cause.output_quality
+    return None if math.isnan(exact) else cause.input_quality - exact
+
+
 def replay_reading(cause: RootCause) -> str | None:
     """What the replay says about `cause` in one sentence, None when none ran.
 
     A wrong kernel is named as such. An exact kernel whose exact value overflows its dtype
-    is where the overflow happens. An exact kernel fed data inputs that still match the
-    benchmark (>= CONCERN dB) computes a wrong output from right data: what differs is what
-    the replay shares with the device, its constant inputs (weights, bias, scale) or its
-    attributes. Otherwise the deviation is inherited from its inputs."""
+    is where the overflow happens. An exact kernel whose exact output (the replay against the
+    benchmark) is OUTLIER_DROP dB or more worse than its worst data input adds error its
+    inputs do not carry: what the device gave it besides data differs, its constant inputs
+    (weights, bias, scale) or its attributes. Otherwise the deviation is inherited from its
+    inputs. The margin is the loss an op must show on its own to be a candidate: float16 drift
+    alone adds at most 5.9 dB at any exact op (measured over every op of four deep drift-only
+    demo networks, 128-152 ops each), a wrong weight scaled by 1.3 under that drift 17 dB."""
     out = cause.replay
     if out is None:
         return None
@@ -235,10 +261,15 @@ def replay_reading(cause: RootCause) -> str | None:
             f"{exact}, but {out.overflow} exact values exceed the {word} range: the overflow "
             f"happens here; run this op in float32 or rescale its inputs"
         )
-    if cause.input_quality >= CONCERN:
+    added = added_quality_loss(cause)
+    if added is None:
+        return f"{exact}; its inputs' deviation is unknown, so what it adds is not measured"
+    in_q = cause.input_quality
+    qualities = f"inputs {in_q:.1f} dB, its exact output {in_q - added:.1f} dB"
+    if added >= OUTLIER_DROP:
         return (
-            f"{exact} and its data inputs match the benchmark ({cause.input_quality:.0f} dB): "
-            "what differs is what the device gave it besides data: its constant inputs "
-            "(weights, bias, scale) or its attributes"
+            f"{exact}, yet from the device's inputs its exact output loses {added:.1f} dB "
+            f"more than they carry ({qualities}): what differs is what the device gave it "
+            "besides data: its constant inputs (weights, bias, scale) or its attributes"
         )
-    return f"{exact}: its deviation is inherited from its inputs"
+    return f"{exact}: its deviation is inherited from its inputs ({qualities})"

@@ -64,8 +64,12 @@ def tensor_quality(row: ResultRow, rule: ThresholdRule) -> TensorQuality | None:
         red = math.sqrt(max(0.0, 2.0 * (1.0 - cos)))  # small-error equivalence of the two
     if math.isnan(red):
         return None
-    sqnr = QUALITY_CAP if red <= 0 else min(QUALITY_CAP, -20.0 * math.log10(red))
-    return TensorQuality(cos, sqnr, False, crossed)
+    return TensorQuality(cos, quality_db(red), False, crossed)
+
+
+def quality_db(red: float) -> float:
+    """The signal quality in dB of a relative Euclidean distance, clamped at QUALITY_CAP."""
+    return QUALITY_CAP if red <= 0 else min(QUALITY_CAP, -20.0 * math.log10(red))
 
 
 @dataclass

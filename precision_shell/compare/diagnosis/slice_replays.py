@@ -1,0 +1,154 @@
+"""`ac -c --replay all` on a compare of several (rank, step) dumps: every slice replayed.
+
+A kernel error on one card (or at one step) is in that slice's dumps only, so a replay of
+the slice the diagnosis picked says nothing about the others. Every slice is replayed under
+the one budget: the slice diagnosed first (its panel needs it), then the others by how far
+their compare leaves the other slices of their step, so a budget that runs out leaves the
+slices most like the ones replayed. The slice shown is the diagnosed one unless its best
+cause is not a kernel proven wrong and another slice's is: then the first such slice in
+(step, rank) order.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from precision_shell.compare.diagnosis.advisor import OverflowHit
+from precision_shell.compare.diagnosis.diagnose import Diagnosis, Replayer, with_replays
+from precision_shell.compare.diagnosis.replay_evidence import ReplayPass, proves_wrong
+from precision_shell.compare.diagnosis.root_cause import OpEvidence, RootCause
+from precision_shell.compare.results.schema import ResultRow
+from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.workspace.graph_index import GraphIndex
+
+
+@dataclass(frozen=True)
+class DiagnosedSlice:
+    """One (rank, step) compare with its diagnosis (before any replay)."""
+
+    where: str  # "rank 2 step 0"
+    step: str
+    graph: GraphIndex
+    rows: Sequence[ResultRow]
+    diagnosis: Diagnosis
+
+
+@dataclass
+class SliceReplays:
+    """The replay passes over every slice, in the order they ran."""
+
+    budget_s: float
+    passes: list[ReplayPass]
+
+    @property
+    def wrong(self) -> list[tuple[str, str]]:
+        """(slice, op) of every kernel proven wrong."""
+        return [(p.where or "", op) for p in self.passes for op in p.wrong]
+
+    @property
+    def elapsed_s(self) -> float:
+        return sum(p.elapsed_s for p in self.passes)
+
+    @property
+    def unfinished(self) -> list[ReplayPass]:
+        """The passes the budget (or Ctrl-C) ended before their last op."""
+        return [p for p in self.passes if p.not_reached]
+
+    def to_json(self) -> list[dict[str, object]]:
+        return [p.to_json() for p in self.passes]
+
+
+def divergence_order(slices: Sequence[tuple[str, dict[str, OpEvidence]]]) -> list[int]:
+    """Indexes of `slices` ((step, evidence) each), the one leaving the others most first:
+    the largest gap in dB between an op's worst output quality on the slice and that op's
+    median over the slices of the same step. Ties (a slice alone at its step: 0) keep
+    their order."""
+    by_op: dict[tuple[str, str], list[float]] = {}
+    worst: list[dict[str, float]] = []
+    for step, evidence in slices:
+        qualities = {
+            name: min(q.sqnr for q in ev.outputs.values())
+            for name, ev in evidence.items()
+            if ev.outputs and not ev.inferred_output
+        }
+        worst.append(qualities)
+        for name, sqnr in qualities.items():
+            by_op.setdefault((step, name), []).append(sqnr)
+    medians = {key: statistics.median(values) for key, values in by_op.items()}
+
+    def gap(n: int) -> float:
+        step = slices[n][0]
+        gaps = [_gap(sqnr, medians[(step, name)]) for name, sqnr in worst[n].items()]
+        return max(gaps, default=0.0)
+
+    return sorted(range(len(slices)), key=lambda n: -gap(n))
+
+
+def _gap(value: float, median: float) -> float:
+    if value == median:
+        return 0.0  # also two -inf (NaN/inf on most slices)
+    return math.inf if math.isinf(value) or math.isinf(median) else abs(value - median)
+
+
+def replay_every_slice(
+    slices: Sequence[DiagnosedSlice],
+    first: int,
+    rule: ThresholdRule,
+    overflows: Sequence[OverflowHit],
+    replayer_for: Callable[[int, float], Replayer],
+    budget_s: float,
+) -> tuple[list[Diagnosis], SliceReplays]:
+    """Each slice's diagnosis re-ranked by its replays (module order: `first`, then by
+    divergence) and the passes; `replayer_for(n, spent_s)` replays slice n with what is
+    left of the budget. After a Ctrl-C the slices not begun are counted, not replayed."""
+    order = [first] + [
+        n for n in divergence_order([(s.step, s.diagnosis.evidence) for s in slices]) if n != first
+    ]
+    start = time.monotonic()
+    replayed: dict[int, Diagnosis] = {}
+    interrupted = False
+    for n in order:
+        s = slices[n]
+        spent = budget_s if interrupted else time.monotonic() - start
+        replayer = replayer_for(n, spent)
+        if interrupted:
+            replayer = _after_ctrl_c(replayer)
+        replayed[n] = with_replays(s.diagnosis, s.graph, s.rows, rule, overflows, replayer)
+        interrupted = interrupted or _pass_of(replayed[n]).interrupted
+    passes = [_pass_of(replayed[n]) for n in order]
+    return [replayed[n] for n in range(len(slices))], SliceReplays(budget_s, passes)
+
+
+def _pass_of(diagnosis: Diagnosis) -> ReplayPass:
+    assert diagnosis.replays is not None  # with_replays always records its pass
+    return diagnosis.replays
+
+
+def _after_ctrl_c(replayer: Replayer) -> Replayer:
+    """`replayer` (given no budget left) with its ops counted as left by Ctrl-C."""
+
+    def run(
+        graph: GraphIndex, evidence: dict[str, OpEvidence], causes: list[RootCause]
+    ) -> ReplayPass:
+        done = replayer(graph, evidence, causes)
+        done.interrupted = True
+        return done
+
+    return run
+
+
+def shown_slice(diagnoses: Sequence[Diagnosis], first: int) -> int:
+    """The slice whose root cause to show: `first` (the first step, then rank, with a root
+    cause) unless its best cause is not a kernel proven wrong and another slice's is."""
+
+    def kernel_wrong(n: int) -> bool:
+        causes = diagnoses[n].causes
+        return bool(causes) and proves_wrong(causes[0].replay)
+
+    if kernel_wrong(first):
+        return first
+    return next((n for n in range(len(diagnoses)) if kernel_wrong(n)), first)

@@ -1,0 +1,141 @@
+"""`ac -c --replay all` on a compare of several ranks: every (rank, step) slice is replayed,
+a kernel proven wrong on another card than the first with a root cause is shown, and a
+replay of one slice (the default candidates, a budget or Ctrl-C) says which slices it left.
+
+The workspace: two cards of the tiny demo with a wrong constant in conv2 (rank 0's root
+cause, an exact kernel); rank 1 also has a kernel error (local_error) in conv1."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from precision_shell.compare.diagnosis import replay_evidence
+from precision_shell.compare.diagnosis.root_cause import OpEvidence, TensorQuality
+from precision_shell.compare.diagnosis.slice_replays import divergence_order
+from precision_shell.demo.builder import build_demo
+from precision_shell.demo.spec import LOCAL_ERROR, WRONG_CONSTANT, DemoSpec, Fault
+from tests.commands.shell_fixture import CONV1, CONV2, open_shell, rendered, run_ok
+from tests.commands.test_second_dump_dir import _link_copy, _step_dir
+
+WRONG_WEIGHT = Fault(WRONG_CONSTANT, "bn2/FusedBatchNormV3", 0.5)
+KERNEL_ERROR = Fault(LOCAL_ERROR, "conv1/Conv2D", 0.004)
+
+
+@pytest.fixture(scope="module")
+def two_cards_pristine(tmp_path_factory):
+    """rank 0: the wrong weight; rank 1: the same and a kernel error in conv1."""
+    root = tmp_path_factory.mktemp("two_cards")
+    build_demo(root, DemoSpec(size="tiny", faults=(WRONG_WEIGHT,), second_run=False))
+    other = tmp_path_factory.mktemp("rank1")
+    build_demo(other, DemoSpec(size="tiny", faults=(WRONG_WEIGHT, KERNEL_ERROR), second_run=False))
+    step = _step_dir(root)
+    device = step.parents[2]  # <ts>/0/<graph>/<model>/<step>
+    _link_copy(_step_dir(other), device.parent / "1" / step.relative_to(device))
+    return root
+
+
+@pytest.fixture
+def two_cards(two_cards_pristine, tmp_path):
+    root = tmp_path / "ws"
+    shutil.copytree(two_cards_pristine, root, symlinks=True)
+    return open_shell(root)
+
+
+def test_replay_all_replays_every_card_and_shows_the_kernel_proven_wrong(two_cards):
+    estimate = run_ok(two_cards, "ac -c --replay none")
+    assert (estimate.root_cause.cause.op, estimate.root_cause.where) == (CONV2, "rank 0 step 0")
+    # one root-cause panel (without a replay it was followed by an empty "nothing found" one)
+    assert rendered(estimate).count("Root cause") == 1
+
+    check = run_ok(two_cards, "ac -c --replay all")
+    done = check.slice_replays
+    assert [p.where for p in done.passes] == ["rank 0 step 0", "rank 1 step 0"]
+    assert done.wrong == [("rank 1 step 0", CONV1)] and not done.unfinished
+    panel = check.root_cause
+    assert (panel.cause.op, panel.where) == (CONV1, "rank 1 step 0")
+    assert panel.where_why == (
+        "its kernel is proven wrong by the replay; rank 0 step 0, the first step with a root "
+        "cause then the earliest op across its cards, has no kernel proven wrong"
+    )
+    assert panel.next_commands[0] == f"ni {CONV1} -s 2 --rank 1 --step 0"
+    summary = json.loads(check.compare.summary_path.read_text())["diagnosis"]
+    first = summary["root_causes"][0]
+    assert (first["op"], first["rank"], first["step"]) == (CONV1, "1", "0")
+    slices = summary["replay"]["slices"]
+    assert [(s["slice"], s["kernel_wrong"]) for s in slices] == [
+        ("rank 0 step 0", []),
+        ("rank 1 step 0", [CONV1]),
+    ]
+    line = next(ln for ln in rendered(check, 400).splitlines() if ln.startswith("replay ("))
+    per_slice = slices[0]["replayed"]
+    assert line.startswith(
+        f"replay (all) of 2 rank/step slices: {2 * per_slice} ops replayed in "
+    ) and line.split(" s, ", 1)[1].startswith(f"1 kernel wrong (rank 1 step 0: {CONV1});")
+
+
+def test_a_replay_of_one_card_says_which(two_cards):
+    check = run_ok(two_cards, "ac -c")
+    assert check.diagnosis.replays.where == "rank 0 step 0" and check.slice_replays is None
+    line = next(ln for ln in rendered(check, 400).splitlines() if ln.startswith("replay ("))
+    assert line.startswith(
+        "replay (candidates) of rank 0 step 0 only (ac -c --rank R --step S replays another; "
+        "--replay all every compared slice): "
+    )
+    summary = json.loads(check.compare.summary_path.read_text())["diagnosis"]
+    assert summary["replay"]["slice"] == "rank 0 step 0" and "slices" not in summary["replay"]
+    one = run_ok(two_cards, "ac -c --replay all --rank 1")  # one slice compared: as before
+    assert one.slice_replays is None and one.diagnosis.replays.where is None
+    assert one.diagnosis.causes[0].op == CONV1
+
+
+def test_the_budget_names_the_cards_it_left(two_cards):
+    check = run_ok(two_cards, "ac -c --replay all --replay-budget 0.0001")
+    assert check.root_cause.where == "rank 0 step 0"
+    line = next(ln for ln in rendered(check, 400).splitlines() if ln.startswith("replay ("))
+    assert "0 kernels wrong among them" in line
+    assert line.endswith(
+        "not reached (the 0.0001 s budget ran out) on rank 0 step 0, rank 1 step 0: "
+        "ac -c --replay all --rank R --step S replays one slice"
+    )
+
+
+def test_ctrl_c_ends_every_card_s_pass(two_cards, monkeypatch):
+    real = replay_evidence.replay_op_in_workspace
+    calls: list[str] = []
+
+    def interrupted_on_the_third(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        calls.append(args[2])
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(replay_evidence, "replay_op_in_workspace", interrupted_on_the_third)
+    done = run_ok(two_cards, "ac -c --replay all").slice_replays
+    assert len(calls) == 3  # nothing replayed after the Ctrl-C
+    assert [(len(p.reports), p.interrupted) for p in done.passes] == [(2, True), (0, True)]
+    assert all(p.not_reached for p in done.passes)
+
+
+def _evidence(qualities: dict[str, float]) -> dict[str, OpEvidence]:
+    found = {}
+    for n, (name, sqnr) in enumerate(qualities.items()):
+        ev = OpEvidence(name, "Op", n, n)
+        ev.outputs[0] = TensorQuality(1.0, sqnr, False)
+        found[name] = ev
+    return found
+
+
+def test_the_card_that_leaves_the_others_is_replayed_first():
+    alike = {"a": 60.0, "b": 40.0, "c": 30.0}
+    apart = {"a": 60.0, "b": 34.0, "c": 29.0}  # 6 dB below the others at b
+    slices = [
+        ("0", _evidence(alike)),
+        ("0", _evidence(alike)),
+        ("0", _evidence(apart)),
+        ("10", _evidence(apart)),  # alone at its step: nothing to leave
+        ("0", _evidence(alike | {"c": 28.5})),
+    ]
+    assert divergence_order(slices) == [2, 4, 0, 1, 3]
