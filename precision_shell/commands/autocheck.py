@@ -284,10 +284,10 @@ def _diagnose(
         return
     several = len(tables) > 1 and chosen is not None
     first = chosen
-    if several and chosen is not None:
-        diagnosis = with_scope(
-            diagnosis, graph, table.rows, compare.rule, hits, slice_check(chosen, cards)
-        )
+    left_out = tuple((str(e.get("rank")), str(e.get("step"))) for e in compare.summary.not_selected)
+    if chosen is not None and (several or left_out):
+        others = slice_check(chosen, cards, left_out)
+        diagnosis = with_scope(diagnosis, graph, table.rows, compare.rule, hits, others)
     if several and choice.mode == "all" and chosen is not None:  # every card replayed
         slices = [
             DiagnosedSlice(
@@ -298,7 +298,12 @@ def _diagnose(
                 diagnosis
                 if c is chosen
                 else with_scope(
-                    c.diagnosis, c.graph, c.table.rows, compare.rule, hits, slice_check(c, cards)
+                    c.diagnosis,
+                    c.graph,
+                    c.table.rows,
+                    compare.rule,
+                    hits,
+                    slice_check(c, cards, left_out),
                 ),
             )
             for c in cards

@@ -1,6 +1,8 @@
-"""`vc` over several ranks and steps says what holds for all of them: the rank x step table,
-the failing outputs of every card (not only the first card's), summary.json `totals` for a CI
-check, and the dump dirs the compare left out (`not_selected`)."""
+"""`vc` and `ac -c` over several ranks and steps say what holds for all of them: the rank x
+step table, the failing outputs of every card (not only the first card's), summary.json
+`totals` for a CI check, the dump dirs the compare left out (`not_selected`), and an advisor
+that claims "the network matches" only for the dumps it compared and never while another card
+fails."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from precision_shell.compare.diagnosis.advisor import GLOBAL_CONSISTENCY, SliceCheck, advise
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.demo.builder import build_demo
 from precision_shell.demo.spec import WRONG_CONSTANT, DemoSpec, Fault
 from tests.commands.shell_fixture import CONV2, open_shell, run_ok
@@ -115,3 +119,43 @@ def test_a_card_with_an_unreadable_dump_is_not_shown_as_clean(faulty_rank1):
     assert entry["failed"] == 0 and entry["not_compared"] == result.primary.tally.failed > 0
     rows = [ln.split() for ln in render(result).splitlines() if ln[:2] == "0 "]
     assert rows == [["0", "│", "0", f"({entry['not_compared']}", "not", "compared)"]]
+
+
+@pytest.fixture(scope="module")
+def healthy_two_steps(tmp_path_factory):
+    root = tmp_path_factory.mktemp("healthy_two_steps")
+    build_demo(root, DemoSpec(size="tiny", faults=(), second_run=False))
+    step = _step_dir(root)
+    _link_copy(step, step.parent / str(int(step.name) + 1))
+    return root
+
+
+def test_ac_c_says_the_network_matches_only_for_the_dumps_it_compared(healthy_two_steps):
+    check = run_ok(open_shell(healthy_two_steps), "ac -c")
+    (finding,) = [f for f in check.diagnosis.findings if f.detection == GLOBAL_CONSISTENCY]
+    assert finding.advice.endswith(
+        "the network itself matches the benchmark. Look at what lies outside the dumped graph: "
+        "data pipeline, post-processing, loss and optimizer settings, or later training steps. "
+        "Only the dumps compared: rank 0 step 1 were not (ac -c --rank all --step all compares "
+        "every one)."
+    )
+    assert finding.evidence["not_compared"] == [{"rank": "0", "step": "1"}]
+    every = run_ok(open_shell(healthy_two_steps), "ac -c --step all")
+    (finding,) = [f for f in every.diagnosis.findings if f.detection == GLOBAL_CONSISTENCY]
+    assert "on any compared card or step (rank 0 step 0; rank 0 step 1)" in finding.advice
+    assert "Only the dumps compared" not in finding.advice
+
+
+def test_no_network_wide_match_is_claimed_when_another_card_fails():
+    rule = ThresholdRule.default()
+    scope = SliceCheck(("0", "0"), (("1", "0"), ("2", "0")), (), (("2", "0"),), ())
+    (finding,) = advise(None, [], {}, [], rule, (), scope)  # type: ignore[arg-type]
+    assert finding.detection == GLOBAL_CONSISTENCY
+    assert finding.advice == (
+        f"No output of rank 0 step 0 crosses the thresholds ({rule.describe()}) and no op there "
+        "loses signal on its own, but rank 2 step 0 fails them (vcs --rank 2 --step 0 lists the "
+        "outputs): the cards or steps disagree. Look at what differs there: input data, the "
+        "card, or what changed between the steps."
+    )
+    assert "matches the benchmark" not in finding.advice
+    assert finding.evidence["failing_on"] == [{"rank": "2", "step": "0"}]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from precision_shell.compare.diagnosis.replay_evidence import proves_wrong
 from precision_shell.compare.diagnosis.root_cause import (
@@ -67,6 +68,8 @@ class SliceCheck:
     clean: tuple[tuple[str, str], ...]  # the others where no op loses OUTLIER_DROP on its own
     # the others where one does: ((rank, step), that op)
     lossy: tuple[tuple[tuple[str, str], RootCause], ...]
+    failing: tuple[tuple[str, str], ...] = ()  # the others with outputs failing the thresholds
+    left_out: tuple[tuple[str, str], ...] = ()  # dumped but not compared (vc's --rank/--step)
 
 
 def _slices_text(slices: Sequence[tuple[str, str]]) -> str:
@@ -78,6 +81,40 @@ def _slices_text(slices: Sequence[tuple[str, str]]) -> str:
         f"{'rank' if len(ranks) == 1 else 'ranks'} {rank_list_text(ranks)} step {step}"
         for step, ranks in by_step.items()
     )
+
+
+def _consistency(rule: ThresholdRule, compared_ops: int, scope: SliceCheck | None) -> Finding:
+    """Nothing fails in the compare diagnosed: the network matches, as far as the other
+    (rank, step) compares and the dumps left out let it be said."""
+    evidence: dict[str, Any] = {"compared_ops": compared_ops}
+    if scope is not None and scope.failing:
+        evidence["failing_on"] = [{"rank": r, "step": s} for r, s in scope.failing]
+        r, s = scope.failing[0]
+        text = (
+            f"No output of rank {scope.here[0]} step {scope.here[1]} crosses the thresholds "
+            f"({rule.describe()}) and no op there loses signal on its own, but "
+            f"{_slices_text(scope.failing)} {'fails' if len(scope.failing) == 1 else 'fail'}"
+            f" them (vcs --rank {r} --step {s} lists the "
+            "outputs): the cards or steps disagree. Look at what differs there: input data, "
+            "the card, or what changed between the steps."
+        )
+        return Finding(GLOBAL_CONSISTENCY, None, None, text, evidence)
+    where = ""
+    if scope is not None and scope.clean:
+        where = f" on any compared card or step ({_slices_text([scope.here, *scope.clean])})"
+    text = (
+        f"No compared output crosses the thresholds ({rule.describe()}){where} and no op loses "
+        "signal on its own: the network itself matches the benchmark. Look at what lies "
+        "outside the dumped graph: data pipeline, post-processing, loss and optimizer "
+        "settings, or later training steps."
+    )
+    if scope is not None and scope.left_out:
+        evidence["not_compared"] = [{"rank": r, "step": s} for r, s in scope.left_out]
+        text += (
+            f" Only the dumps compared: {_slices_text(scope.left_out)} were not "
+            "(ac -c --rank all --step all compares every one)."
+        )
+    return Finding(GLOBAL_CONSISTENCY, None, None, text, evidence)
 
 
 def loses_on_its_own(cause: RootCause) -> bool:
@@ -230,18 +267,7 @@ def advise(
         )
 
     if not failing and not causes:
-        findings.append(
-            Finding(
-                GLOBAL_CONSISTENCY,
-                None,
-                None,
-                f"No compared output crosses the thresholds ({rule.describe()}) and no op loses "
-                "signal on its own: the network itself matches the benchmark. Look at what lies "
-                "outside the dumped graph: data pipeline, post-processing, loss and optimizer "
-                "settings, or later training steps.",
-                {"compared_ops": len(ordered)},
-            )
-        )
+        findings.append(_consistency(rule, len(ordered), scope))
         return findings
 
     for cause in causes:

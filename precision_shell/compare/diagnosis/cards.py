@@ -61,10 +61,16 @@ def first_card(cards: list[CardDiagnosis]) -> CardDiagnosis | None:
     return min(with_cause, key=order)
 
 
-def slice_check(chosen: CardDiagnosis, cards: list[CardDiagnosis]) -> SliceCheck:
-    """What the other (rank, step) compares say of "no single op loses 10 dB"."""
+def slice_check(
+    chosen: CardDiagnosis,
+    cards: list[CardDiagnosis],
+    left_out: tuple[tuple[str, str], ...] = (),
+) -> SliceCheck:
+    """What the other (rank, step) compares say of "no single op loses 10 dB" and of "the
+    network matches"; `left_out`: the (rank, step) dumps the compare did not cover."""
     clean: list[tuple[str, str]] = []
     lossy: list[tuple[tuple[str, str], RootCause]] = []
+    failing: list[tuple[str, str]] = []
     for card in cards:
         if card is chosen:
             continue
@@ -74,7 +80,15 @@ def slice_check(chosen: CardDiagnosis, cards: list[CardDiagnosis]) -> SliceCheck
             lossy.append((where, big[0]))
         else:
             clean.append(where)
-    return SliceCheck((chosen.entry.rank, chosen.entry.step), tuple(clean), tuple(lossy))
+        if card.entry.failed:
+            failing.append(where)
+    return SliceCheck(
+        (chosen.entry.rank, chosen.entry.step),
+        tuple(clean),
+        tuple(lossy),
+        tuple(failing),
+        left_out,
+    )
 
 
 @dataclass
