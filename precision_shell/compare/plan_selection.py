@@ -141,7 +141,13 @@ def plans_for(
         if others:  # no benchmark: the device runs against each other is what can be done
             device_graph = optional_graph(run, request.graph)
             return (
-                device_plan(run.dumps, others[0].dumps, run.name, others[0].name, device_graph),
+                device_plan(
+                    run.dumps,
+                    others[0].dumps,
+                    default_slice_name(run),
+                    default_slice_name(others[0]),
+                    device_graph,
+                ),
                 None,
             )
         raise PrecisionError(
@@ -155,8 +161,23 @@ def plans_for(
     secondary = None
     others = [r for r in ws.runs if r is not run]
     if others and request.run is None:
-        secondary = device_plan(run.dumps, others[0].dumps, run.name, others[0].name, graph)
+        secondary = device_plan(
+            run.dumps,
+            others[0].dumps,
+            default_slice_name(run),
+            default_slice_name(others[0]),
+            graph,
+        )
     return primary, secondary
+
+
+def default_slice_name(run: RunIndex) -> str:
+    """A run as its default dumps are named: `debug_0`, or `debug_0 rank 0 step 0` when it
+    holds several (rank, step) dump dirs (those are its lowest rank's first step)."""
+    here = next((w for w in run.slices if w.dumps is run.dumps), None)
+    if len(run.slices) <= 1 or here is None:
+        return run.name
+    return f"{run.name} rank {here.rank} step {here.step}"
 
 
 def statistics_pair_plan(

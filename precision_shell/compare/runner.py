@@ -8,6 +8,7 @@ return its result.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -207,7 +208,7 @@ def _run(
         title = "vc" if len(slices) == 1 else f"vc: {len(slices)} ranks and steps"
         plans, paths = [plan for _, plan in slices], [out_dir / n for n in names]
         if secondary is not None:
-            left, right = Path(secondary.left).name, Path(secondary.right).name
+            left, right = _csv_part(secondary.left), _csv_part(secondary.right)
             second_csv = out_dir / f"result_{stamp}_{left}_vs_{right}.csv"
         journal = slot.open(
             ws,
@@ -322,6 +323,12 @@ def _slice_result(where: DumpSlice | None, run: CompareRun) -> dict[str, Any]:
         "partial": run.interrupted,
         **({} if run.resumed_from is None else {"resumed_from_files": run.resumed_from}),
     }
+
+
+def _csv_part(label: str) -> str:
+    """A device-vs-device side in its CSV's name: the run or dir name (`debug_0`), without the
+    ` rank R step S` its label carries when the run has several dump dirs."""
+    return re.sub(r" rank \S+ step \S+$", "", Path(label).name)
 
 
 def _raise_if_lost(pool: DaskPool | None, runs: list[CompareRun], out_dir: Path) -> None:

@@ -198,7 +198,7 @@ def test_ac_c_names_the_first_rank_with_a_root_cause_and_says_it_is_that_card_on
     assert panel.cause.op == CONV2
     assert panel.where == "rank 1 step 0"
     assert panel.cards == (
-        "rank 1 only: the other 1 cards match the benchmark here: "
+        "rank 1 only: the other card matches the benchmark here: "
         "suspect that card or its input data"
     )
     assert panel.next_commands[0] == f"ni {CONV2} -s 2 --rank 1 --step 0"
@@ -207,7 +207,7 @@ def test_ac_c_names_the_first_rank_with_a_root_cause_and_says_it_is_that_card_on
         "where         rank 1 step 0 (the first step with a root cause, then the earliest op "
         "across its cards)"
     ) in text
-    assert "cards         rank 1 only: the other 1 cards match the benchmark here" in text
+    assert "cards         rank 1 only: the other card matches the benchmark here" in text
     assert "no NaN/inf in any device output" in text
     saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
     first = saved["diagnosis"]["root_causes"][0]

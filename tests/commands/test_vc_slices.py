@@ -18,7 +18,7 @@ from precision_shell.demo.builder import build_demo
 from precision_shell.demo.spec import WRONG_CONSTANT, DemoSpec, Fault
 from tests.commands.shell_fixture import CONV2, open_shell, run_ok
 from tests.commands.test_compare_views import render
-from tests.commands.test_second_dump_dir import _link_copy, _step_dir
+from tests.commands.test_second_dump_dir import _add, _link_copy, _step_dir
 
 ONE_FAULT = DemoSpec(size="tiny", faults=(Fault(WRONG_CONSTANT, "bn2/FusedBatchNormV3", 0.5),))
 
@@ -159,3 +159,15 @@ def test_no_network_wide_match_is_claimed_when_another_card_fails():
     )
     assert "matches the benchmark" not in finding.advice
     assert finding.evidence["failing_on"] == [{"rank": "2", "step": "0"}]
+
+
+def test_the_device_compare_names_the_rank_and_step_it_compares(tiny_demo):
+    root, _ = tiny_demo
+    _add(root, "device")  # debug_0 gets a rank 1; debug_1 keeps one dump dir
+    result = run_ok(open_shell(root), "vc")
+    second = result.secondary
+    assert second is not None
+    assert (second.left, second.right) == ("debug_0 rank 0 step 0", "debug_1")
+    assert second.csv_path.name == f"{result.primary.csv_path.stem}_debug_0_vs_debug_1.csv"
+    device_part = render(result).split("vc: device vs device")[1]
+    assert device_part.splitlines()[1].split() == ["left", "debug_0", "rank", "0", "step", "0"]

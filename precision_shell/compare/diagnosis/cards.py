@@ -241,7 +241,13 @@ def card_scope(
             )
     elif len(here) == 1 and passing and not after_own:
         verdict = (
-            f"rank {entry.rank} only: the other {len(passing)} cards match the benchmark here: "
+            f"rank {entry.rank} only: "
+            + (
+                "the other card matches"
+                if len(passing) == 1
+                else f"the other {len(passing)} cards match"
+            )
+            + " the benchmark here: "
             f"suspect that card or its input data{unseen_text}"
         )
     elif passing:
