@@ -216,7 +216,8 @@ def index_dump_tree(directory: Path) -> DumpIndex:
     """Every dump file under `directory`, its sub-dirs too (a dir given by the user, not the
     workspace's); a missing dir or one without dump files is a PrecisionError naming it."""
     if not directory.is_dir():
-        raise PrecisionError(f"{directory}: no such directory")
+        what = "not a directory" if directory.exists() else "no such directory"
+        raise PrecisionError(f"{directory}: {what}")
     index = DumpIndex([scan_dump_dir(d) for d in leaf_dirs(directory)])
     if not len(index):
         raise PrecisionError(f"{directory}: no dump files found (searched its sub-dirs too)")

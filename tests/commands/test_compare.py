@@ -323,6 +323,9 @@ def test_missing_dirs_are_named(vc_run, tmp_path):
     _, _, shell, _, _, _ = vc_run
     outcome = run_fail(shell, f"vc -lt {tmp_path / 'a'} -rt {tmp_path}")
     assert outcome.error == f"{tmp_path / 'a'}: no such directory"
+    (tmp_path / "f").write_text("a file")
+    outcome = run_fail(shell, f"vc -lt {tmp_path / 'f'} -rt {tmp_path}")
+    assert outcome.error == f"{tmp_path / 'f'}: not a directory"
 
 
 def test_vc_on_a_workspace_with_a_corrupt_dump_and_a_missing_benchmark_goes_on(tiny_demo):
