@@ -195,6 +195,11 @@ def tf_dump_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestBatch
             status = run_user_script(argv, root, timeouts.run, log)
             notes.append(f"ran {shlex.join(argv)}: {status} (output: {log})")
     if not tf_debug.is_dir():
+        if args.cmd:
+            raise PrecisionError(
+                f"tf_dump: {notes[-1]}, but it wrote no {tf_debug}/: wrap its session with "
+                "precision_shell.tf_config.sess_dump_offline(sess)"
+            )
         raise PrecisionError(
             f"{tf_debug}: no such dir; wrap the session with "
             "precision_shell.tf_config.sess_dump_offline(sess) and run the script (or give CMD)"

@@ -125,6 +125,17 @@ def test_tf_dump_without_runs_says_how_to_make_them(tmp_path: Path) -> None:
     )
 
 
+def test_tf_dump_cmd_that_writes_no_run_says_it_ran(tmp_path: Path) -> None:
+    outcome = run_fail(open_shell(tmp_path), f"tf_dump {sys.executable} -c pass")
+    tf_debug = tmp_path / "precision_data" / "tf" / "tf_debug"
+    log_dir = tmp_path / "precision_data" / "temp" / "harvest"
+    [log] = list(log_dir.iterdir())
+    assert outcome.error == (
+        f"tf_dump: ran {sys.executable} -c pass: exit status 0 (output: {log}), but it wrote no "
+        f"{tf_debug}/: wrap its session with precision_shell.tf_config.sess_dump_offline(sess)"
+    )
+
+
 def test_tf_dump_runs_cmd_into_an_empty_dir_then_harvests_the_last_run(
     tmp_path: Path, fake_python: Path
 ) -> None:
