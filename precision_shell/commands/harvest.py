@@ -233,5 +233,11 @@ def tf_dump_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestBatch
             )
         if reports[-1].aborted == "interrupted":
             break
+    if args.all_runs and reports:
+        notes.append(
+            f"each run is in its own dir under {root / 'tf' / 'dump'}/; the workspace's "
+            "benchmark is tf/dump/ itself: compare against one run with "
+            f"vc -rt {root / 'tf' / 'dump' / runs[0].name}"
+        )
     ctx.forget_workspace()  # new benchmark files: the next command re-reads the index
     return HarvestBatch(reports, notes)

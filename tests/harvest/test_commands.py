@@ -163,7 +163,10 @@ def test_tf_dump_runs_cmd_into_an_empty_dir_then_harvests_the_last_run(
     # Runs exist now: CMD is not run again, and --all puts each run in its own folder.
     batch = run_ok(shell, f"tf_dump --all --python {fake_python} {sys.executable} {script}")
     assert batch.notes == [
-        f"{root / 'tf' / 'tf_debug'} already holds runs: harvested them; CMD was not run"
+        f"{root / 'tf' / 'tf_debug'} already holds runs: harvested them; CMD was not run",
+        f"each run is in its own dir under {root / 'tf' / 'dump'}/; the workspace's benchmark "
+        "is tf/dump/ itself: compare against one run with "
+        f"vc -rt {root / 'tf' / 'dump' / 'run_1600000000000000_0'}",
     ]
     for run in ("run_1600000000000000_0", "run_1600000000000001_1"):
         assert len(npy_files(root / "tf" / "dump" / run)) == 8
