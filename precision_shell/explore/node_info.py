@@ -15,7 +15,10 @@ from precision_shell.explore.statistics_files import (
     StatisticsFile,
     read_statistics_file,
 )
-from precision_shell.explore.tensor_target import tensor_stats_in_benchmark_layout
+from precision_shell.explore.tensor_target import (
+    dump_file_tensors,
+    tensor_stats_in_benchmark_layout,
+)
 from precision_shell.formats.ge.graph import OpDef, TensorDesc
 from precision_shell.shell.context import ShellContext
 from precision_shell.workspace.dump_index import DumpFileRef
@@ -113,14 +116,15 @@ def dump_tensor_rows(ws: Workspace, ref: DumpFileRef) -> list[TensorRow]:
     """Every input and output of one dump file with its stats (or the reason it can't be read).
 
     Raises PrecisionError when the file's header itself is unreadable."""
-    header = ws.header(ref)
     rows: list[TensorRow] = []
-    for meta in (*header.inputs, *header.outputs):
+    for handle in dump_file_tensors(ws, ref.path):
+        meta = handle.meta
+        assert meta is not None
         label = f"{meta.kind} {meta.index}"
         common = (label, ref.file_name, meta.shape, meta.dtype_name, meta.format_name)
         try:
             # in the benchmark layout, as pt/cp/vc see it: a C0 pad is not data
-            stats = tensor_stats_in_benchmark_layout(ws, ref.path, meta.kind, meta.index)
+            stats = tensor_stats_in_benchmark_layout(ws, handle)
             rows.append(TensorRow(*common, stats))
         except PrecisionError as exc:
             rows.append(TensorRow(*common, error=str(exc)))

@@ -120,24 +120,32 @@ def _dump_context(ws: Workspace | None, path: str) -> tuple[Origins, tuple[str, 
     return {}, None
 
 
-def tensor_stats_in_benchmark_layout(
-    ws: Workspace, path: str, kind: str, index: int
-) -> TensorStats:
+def dump_file_tensors(ws: Workspace, path: str) -> list[TensorHandle]:
+    """Every input and output of one dump file of the workspace, its header read once (a file
+    of thousands of inputs is one header parse, not one per tensor)."""
+    return _dump_handles(path, None, None, ws)
+
+
+def tensor_stats_in_benchmark_layout(ws: Workspace, handle: TensorHandle) -> TensorStats:
     """Statistics of one dump tensor in its benchmark layout (pads cut off), as `pt` and `cp`
     show them; as stored when it does not convert. Cached in the workspace's stats cache."""
-    key = (path, kind, index, file_fingerprint(Path(path)), "benchmark-layout")
-
-    def load() -> np.ndarray:
-        (handle,) = _dump_handles(path, kind, index, ws)
-        return handle.load_for_summary()[0]
-
-    return ws.stats.get(key, load)
+    assert handle.meta is not None, "a dump tensor"
+    meta = handle.meta
+    key = (
+        handle.path,
+        meta.kind,
+        meta.index,
+        file_fingerprint(Path(handle.path)),
+        "benchmark-layout",
+    )
+    return ws.stats.get(key, lambda: handle.load_for_summary()[0])
 
 
 def _dump_handles(
     path: str, kind: str | None, index: int | None, ws: Workspace | None = None
 ) -> list[TensorHandle]:
-    header = read_dump_header(path)
+    # the workspace's header cache: `ni` then `pt` of the same file parse its header once
+    header = ws.header(path) if ws is not None else read_dump_header(path)
     metas = [*header.inputs, *header.outputs]
     if kind is not None:
         metas = [m for m in metas if m.kind == kind and m.index == index]

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from precision_shell.errors import FormatError
+from precision_shell.formats.dir_entries import list_dir
 from precision_shell.formats.payload import read_payload
 from precision_shell.formats.shapes import shape_problem, shape_text
 
@@ -235,6 +236,10 @@ def _odd_name_warning(directory: Path, disk_name: str, name: str) -> str:
     )
 
 
+# in the index cache's fingerprint: 2 warns of dirs and dangling links named like a tensor
+BENCHMARK_INDEX_VERSION = 2
+
+
 def scan_benchmark_dir(directory: Path) -> BenchmarkIndex:
     """Index the `.npy` benchmark tensors directly inside `directory`.
 
@@ -244,13 +249,18 @@ def scan_benchmark_dir(directory: Path) -> BenchmarkIndex:
     directory = Path(directory)
     warnings: list[str] = []
     try:
-        disk_names = [entry.name for entry in os.scandir(directory) if entry.is_file()]
+        disk_names, others = list_dir(directory)
     except OSError as error:
         raise FormatError(directory, f"cannot list benchmark directory: {error.strerror}") from None
 
     mapping: dict[str, str] = {}
     if MAPPING_FILE_NAME in disk_names:
         mapping, warnings = read_mapping_csv(directory / MAPPING_FILE_NAME)
+    # a dir or a dangling symlink named like a tensor is not skipped silently; other dirs
+    # (tf_dump --all's run dirs) are no entries of this dir
+    for disk_name, problem in sorted(others):
+        if mapping.get(disk_name, disk_name).endswith(".npy"):
+            warnings.append(f"{directory / disk_name}: {problem}; skipped")
 
     files_by_key: dict[str, list[tuple[int, str]]] = {}
     # The hot loop of a 100k-file directory: inlined split, one tuple per file, no objects.

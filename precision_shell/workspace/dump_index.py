@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from precision_shell.errors import PrecisionError
+from precision_shell.formats.dir_entries import list_dir
 from precision_shell.formats.dump_names import parse_dump_name, read_mapping_csv
 from precision_shell.workspace.layout import leaf_dirs
 
-DIR_RECORD_VERSION = 2
+DIR_RECORD_VERSION = 3  # 3: warnings for entries named like a dump file that are none
 _SKIP = {"mapping.csv"}
 
 
@@ -48,11 +49,15 @@ def scan_dump_dir(directory: Path) -> dict:
     mapping, warnings = read_mapping_csv(directory)
     rows: list[tuple] = []
     try:
-        entries = [e.name for e in os.scandir(directory) if e.is_file()]
+        entries, others = list_dir(directory)
     except OSError as exc:
-        entries = []
+        entries, others = [], []
         warnings.append(f"{directory}: cannot list: {exc.strerror}")
     entries.sort()
+    # a dir or a dangling symlink named like a dump file is not skipped silently
+    for name, problem in sorted(others):
+        if _named_like_a_dump(mapping.get(name, name)):
+            warnings.append(f"{directory / name}: {problem}; skipped")
     for name in entries:
         if name in _SKIP:
             continue
@@ -87,6 +92,14 @@ def scan_dump_dir(directory: Path) -> dict:
         "by_op": dict(by_op),
         "warnings": warnings,
     }
+
+
+def _named_like_a_dump(name: str) -> bool:
+    try:
+        parse_dump_name(name)
+    except ValueError:
+        return False
+    return True
 
 
 class DumpIndex:

@@ -26,27 +26,31 @@ def stamp(path: Path) -> DirStamp:
     return (path, file_fingerprint(path))
 
 
-def newest_numbered_dir(parent: Path) -> Path | None:
-    """The child dir whose whole name is digits and numerically largest (FORMATS.md section 1)."""
-    best: tuple[int, str] | None = None
-    try:
-        entries = list(os.scandir(parent))
-    except OSError:
-        return None
-    for entry in entries:
-        if entry.name.isdigit() and entry.is_dir():
-            key = (int(entry.name), entry.name)
-            if best is None or key > best:
-                best = key
-    return parent / best[1] if best else None
+def newest_numbered_dir(parent: Path, warnings: list[str]) -> Path | None:
+    """The child dir whose whole name is digits and numerically largest (FORMATS.md section 1);
+    a `parent` that is there but cannot be listed is a warning."""
+    names = _numbered_dirs(parent, warnings)
+    return parent / max(names, key=lambda name: (int(name), name)) if names else None
 
 
-def _numbered_dirs(parent: Path) -> list[str]:
-    """The names of the child dirs whose whole name is digits (dump session dirs)."""
+def _numbered_dirs(parent: Path, warnings: list[str]) -> list[str] | None:
+    """The names of the child dirs whose whole name is digits (dump session dirs); None, and a
+    warning saying why, when `parent` is there but cannot be listed."""
+    entries = _listing(parent, warnings)
+    return None if entries is None else [e.name for e in entries if e.name.isdigit() and e.is_dir()]
+
+
+def _listing(path: Path, warnings: list[str]) -> list[os.DirEntry] | None:
+    """The entries of `path`: empty when there is no such dir; None, and a warning naming it
+    and why ("Permission denied"), when it is there and cannot be listed."""
     try:
-        return [e.name for e in os.scandir(parent) if e.name.isdigit() and e.is_dir()]
-    except OSError:
+        with os.scandir(path) as entries:
+            return list(entries)
+    except (FileNotFoundError, NotADirectoryError):
         return []
+    except OSError as exc:
+        warnings.append(f"{path}: cannot list: {exc.strerror or exc}")
+        return None
 
 
 @dataclass(frozen=True)
@@ -155,11 +159,14 @@ def _graph_files(graph_dir: Path, warnings: list[str]) -> list[GraphFile]:
     return found
 
 
-def _subdirs(path: Path) -> list[os.DirEntry]:
-    try:
-        return sorted((e for e in os.scandir(path) if e.is_dir()), key=lambda e: e.name)
-    except OSError:
-        return []
+def _subdirs(path: Path, warnings: list[str]) -> list[os.DirEntry] | None:
+    """The sub-dirs of `path` by name; None (and a warning) when it cannot be listed."""
+    entries = _listing(path, warnings)
+    return None if entries is None else sorted((e for e in entries if e.is_dir()), key=_name)
+
+
+def _name(entry: os.DirEntry) -> str:
+    return entry.name
 
 
 def graph_dump_dirs(
@@ -172,23 +179,23 @@ def graph_dump_dirs(
     seen: list[DirStamp] = [] if walked is None else walked
     seen.append(stamp(dump_dir))
     found: list[GraphDumpDir] = []
-    for device in _subdirs(dump_dir):
+    for device in _subdirs(dump_dir, warnings) or []:
         seen.append(stamp(Path(device.path)))
-        graphs = _subdirs(Path(device.path))
-        if not graphs:
+        graphs = _subdirs(Path(device.path), warnings)
+        if graphs == []:
             warnings.append(f"{device.path}: empty device dir, expected <graph_name>/ inside")
-        for graph in graphs:
+        for graph in graphs or []:
             seen.append(stamp(Path(graph.path)))
-            for model in _subdirs(Path(graph.path)):
+            for model in _subdirs(Path(graph.path), warnings) or []:
                 seen.append(stamp(Path(model.path)))
-                steps = _subdirs(Path(model.path))
-                for step in steps:
+                steps = _subdirs(Path(model.path), warnings)
+                for step in steps or []:
                     found.append(
                         GraphDumpDir(
                             graph.name, device.name, model.name, step.name, Path(step.path)
                         )
                     )
-                if not steps:
+                if steps == []:
                     warnings.append(f"{model.path}: no <step>/ dir inside the model dir")
     return found
 
@@ -208,17 +215,18 @@ def _device_runs(root: Path, warnings: list[str], watched: list[DirStamp]) -> li
     for entry in entries:
         run_root = Path(entry.path)
         watched.extend(stamp(d) for d in (run_root, run_root / "dump", run_root / "graph"))
-        dump_dir = newest_numbered_dir(run_root / "dump")
         # every dump session, oldest first: a later session's file of the same op and step
         # sorts after (and is compared before) an earlier one's
-        sessions = sorted(_numbered_dirs(run_root / "dump"), key=int)
+        listed = _numbered_dirs(run_root / "dump", warnings)
+        sessions = sorted(listed or [], key=lambda name: (int(name), name))
+        dump_dir = run_root / "dump" / sessions[-1] if sessions else None
         dirs = [
             d
             for session in sessions
             for d in graph_dump_dirs(run_root / "dump" / session, warnings, watched)
         ]
         graphs = _graph_files(run_root / "graph", warnings)
-        if dump_dir is None:
+        if listed == []:  # None: the dump dir cannot be listed, a warning says why
             warnings.append(f"{run_root}: no dump/<timestamp>/ dir")
         if not graphs:
             warnings.append(f"{run_root}: no graph/ge_proto_*_Build.txt graph dump")
@@ -236,7 +244,7 @@ def discover(path: str | Path) -> WorkspaceLayout:
     watched = [stamp(root), stamp(root / "tf"), stamp(root / "overflow"), stamp(fusion.parent)]
     watched.append(stamp(root / "overflow" / "dump"))
     runs = _device_runs(root, warnings, watched)
-    overflow_dump = newest_numbered_dir(root / "overflow" / "dump")
+    overflow_dump = newest_numbered_dir(root / "overflow" / "dump", warnings)
     return WorkspaceLayout(
         root=root,
         runs=runs,

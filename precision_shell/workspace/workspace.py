@@ -21,6 +21,7 @@ import numpy as np
 from precision_shell.compare.pipeline.matcher import input_origin, record_output_origin
 from precision_shell.errors import PrecisionError
 from precision_shell.formats.benchmark import (
+    BENCHMARK_INDEX_VERSION,
     BenchmarkFile,
     BenchmarkIndex,
     benchmark_key,
@@ -131,7 +132,7 @@ class Workspace:
             benchmark = pieces.get(
                 "benchmark",
                 gdir,
-                lambda: dir_fingerprint(gdir, "mapping.csv"),
+                lambda: (BENCHMARK_INDEX_VERSION, dir_fingerprint(gdir, "mapping.csv")),
                 lambda: scan_benchmark_dir(gdir),
                 warnings,
             )

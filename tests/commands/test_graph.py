@@ -11,6 +11,10 @@ import numpy as np
 import pytest
 
 from precision_shell.commands.graph import NodeInfoResult, OpListing, TypeCounts
+from precision_shell.explore import tensor_target
+from precision_shell.formats.npu_dump import read_dump_header
+from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
+from precision_shell.workspace import workspace as workspace_module
 from tests.commands.shell_fixture import (
     CONV1,
     CONV2,
@@ -362,3 +366,49 @@ def test_ni_s_follows_control_edges_both_ways(demo):
     nodes, _ = _parse_gv(Path(info.subgraph.gv).read_text())
     # its producer, its data consumer (the long-named Muls) and its control consumer
     assert nodes == {"l2_loss/Sum", "l2_loss/Square", manifest.long_name_op, "global_pool/Mean"}
+
+
+# -- a dump file of many tensors --------------------------------------------------------------
+
+MANY = 300  # inputs of the rewritten conv1 dump: enough that a parse per tensor would show
+
+
+@pytest.fixture
+def many_inputs(tiny_demo, monkeypatch):
+    """conv1's dump rewritten with MANY float32 inputs (input k holds k and -k) and one output;
+    (root, its path, the header reads of that path, counted)."""
+    root, manifest = tiny_demo
+    path = dump_path(root, manifest, CONV1)
+    inputs = [TensorSpec(np.array([k, -k], dtype=np.float32)) for k in range(MANY)]
+    write_dump(path, CONV1, inputs, [TensorSpec(np.ones((2, 8), dtype=np.float32))])
+    reads: Counter[str] = Counter()
+
+    def counted(p):
+        reads[str(p)] += 1
+        return read_dump_header(p)
+
+    for module in (workspace_module, tensor_target):
+        monkeypatch.setattr(module, "read_dump_header", counted)
+    return root, path, reads
+
+
+@pytest.mark.parametrize("line", [f"ni {CONV1}", f"ni -a {CONV1} -s 1"])
+def test_ni_of_a_dump_file_of_many_inputs_reads_its_header_once(many_inputs, line):
+    root, path, reads = many_inputs
+    (info,) = run_ok(open_shell(root), line).nodes
+    assert reads[str(path)] == 1  # not once per tensor: that was quadratic in the inputs
+    rows = info.dump_tensors
+    assert [r.label for r in rows] == [f"input {k}" for k in range(MANY)] + ["output 0"]
+    assert all(r.error is None for r in rows)
+    assert [(r.stats.max, r.stats.min) for r in rows[:MANY]] == [(k, -k) for k in range(MANY)]
+
+
+@pytest.mark.parametrize("command", ["pt {name}", "dc {op}", "cp {name}:input:7 {name}:input:9"])
+def test_commands_over_every_tensor_of_a_file_read_its_header_once(many_inputs, command):
+    root, path, reads = many_inputs
+    result = run_ok(open_shell(root), command.format(name=path.name, op=CONV1))
+    assert reads[str(path)] == 1
+    if command.startswith("pt"):
+        assert [s.stats.max for s in result.items[:MANY]] == list(range(MANY))
+    elif command.startswith("dc"):
+        assert len(result.files) == MANY + 1

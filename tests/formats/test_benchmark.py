@@ -107,7 +107,7 @@ def test_scan_newest_timestamp_wins_and_all_is_sorted(tmp_path: Path) -> None:
         "block1.conv_Relu.0.7.npy",
         "notes.txt",
     )
-    (tmp_path / "sub.0.1.npy").mkdir()  # a directory is not a tensor
+    (tmp_path / "sub.0.1.npy").mkdir()  # a directory is not a tensor: skipped, with a warning
     index = scan_benchmark_dir(tmp_path)
 
     assert sorted(index.newest) == ["block1_conv_Relu.0", "dense_BiasAdd.0", "dense_BiasAdd.1"]
@@ -121,7 +121,7 @@ def test_scan_newest_timestamp_wins_and_all_is_sorted(tmp_path: Path) -> None:
     assert index.lookup("dense/BiasAdd", 2) is None
     assert "missing.0" not in index.newest
     assert len(index) == 3
-    assert index.warnings == []
+    assert index.warnings == [f"{tmp_path / 'sub.0.1.npy'}: a directory, not a file; skipped"]
 
 
 def test_scan_warns_about_odd_names_and_ties(tmp_path: Path) -> None:

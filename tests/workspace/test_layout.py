@@ -8,8 +8,8 @@ def test_newest_dir_is_numeric_not_string_order(tmp_path):
     for name in ("9", "10", "20220101", "abc123", "2022x"):
         (tmp_path / name).mkdir()
     (tmp_path / "99999999999").write_text("a file, not a dir")
-    assert newest_numbered_dir(tmp_path).name == "20220101"
-    assert newest_numbered_dir(tmp_path / "missing") is None
+    assert newest_numbered_dir(tmp_path, []).name == "20220101"
+    assert newest_numbered_dir(tmp_path / "missing", []) is None
 
 
 def test_root_accepts_parent_or_precision_data_itself(tmp_path):

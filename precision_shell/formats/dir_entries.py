@@ -1,0 +1,57 @@
+"""Listing a dir of dump or benchmark files: its files, and what is wrong with every other entry.
+
+An entry that is no readable file (a dir, a dangling or looping symlink, a FIFO) is not
+indexed; the indexers make the ones named like their files a warning naming it, so nothing
+that looks like a dump or a benchmark tensor disappears silently.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+
+def list_dir(directory: Path | str) -> tuple[list[str], list[tuple[str, str]]]:
+    """(names of the files directly in `directory`, symlinks to files included; (name, what
+    is wrong with it) of every other entry, sub-dirs included: the caller keeps those named
+    like its files). Raises OSError when the dir cannot be listed."""
+    files: list[str] = []
+    others: list[tuple[str, str]] = []
+    with os.scandir(directory) as entries:
+        for entry in entries:
+            try:
+                if entry.is_file():  # the file type from the listing: no stat for most entries
+                    files.append(entry.name)
+                    continue
+            except OSError:
+                pass  # a symlink whose target cannot be reached: said below
+            others.append((entry.name, _not_a_file(entry)))
+    return files, others
+
+
+def _not_a_file(entry: os.DirEntry) -> str:
+    """Why `entry` is no file to read, as a phrase: "a directory, not a file"..."""
+    try:
+        mode = os.stat(entry.path).st_mode
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        if not entry.is_symlink():
+            return f"cannot read: {reason}"
+        try:
+            target = os.readlink(entry.path)
+        except OSError:
+            return f"a symlink that cannot be followed: {reason}"
+        if isinstance(exc, FileNotFoundError):
+            return f"a dangling symlink (to {target}: no such file)"
+        return f"a symlink to {target} that cannot be followed: {reason}"
+    if stat.S_ISDIR(mode):
+        return "a directory, not a file"
+    kinds = {
+        stat.S_ISFIFO: "a FIFO",
+        stat.S_ISSOCK: "a socket",
+        stat.S_ISCHR: "a character device",
+        stat.S_ISBLK: "a block device",
+    }
+    kind = next((name for test, name in kinds.items() if test(mode)), "a special file")
+    return f"not a regular file ({kind})"
