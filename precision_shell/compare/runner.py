@@ -242,7 +242,7 @@ def _run(
         and not any(r.interrupted for _, r in done)
         and (secondary is None or (second is not None and not second.interrupted))
     )
-    _raise_if_lost(pool, [run for _, run in done], out_dir)
+    _raise_if_lost(pool, [run for _, run in done] + ([second] if second else []), out_dir)
     return VectorCompareResult(out_dir, summary, first, second, slices=done[1:])
 
 
@@ -320,18 +320,23 @@ def _slice_result(where: DumpSlice | None, run: CompareRun) -> dict[str, Any]:
         "first_failed_op": first,
         "not_compared": run.tally.failed,  # rows that could not be compared (unreadable...)
         "partial": run.interrupted,
+        "files_done": run.files_done,
+        "files_total": run.tasks,
         **({} if run.resumed_from is None else {"resumed_from_files": run.resumed_from}),
     }
 
 
 def _raise_if_lost(pool: DaskPool | None, runs: list[CompareRun], out_dir: Path) -> None:
-    """A cluster that went away mid-compare: one line, once the partial summary is written."""
-    reason = pool.lost() if pool is not None else None
+    """A worker that died or a cluster that went away mid-compare: one line, once the partial
+    summary is written."""
+    reason = next((run.lost for run in runs if run.lost), None)
+    if reason is None and pool is not None:
+        reason = pool.lost()
     if reason is not None and any(run.interrupted for run in runs):
         done, total = sum(r.files_done for r in runs), sum(r.tasks for r in runs)
         raise PrecisionError(
             f"vc: {reason} (partial: {done} of {total} files); the rows written so far and "
-            f"summary.json are in {out_dir}"
+            f"summary.json are in {out_dir}; vc --resume continues"
         )
 
 
