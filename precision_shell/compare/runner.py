@@ -242,7 +242,7 @@ def _run(
         and not any(r.interrupted for _, r in done)
         and (secondary is None or (second is not None and not second.interrupted))
     )
-    _raise_if_lost(pool, [run for _, run in done] + ([second] if second else []), out_dir)
+    _raise_if_lost([run for _, run in done] + ([second] if second else []), out_dir)
     return VectorCompareResult(out_dir, summary, first, second, slices=done[1:])
 
 
@@ -300,7 +300,7 @@ def _run_across_ranks(
     )
     summary.write(out_dir / SUMMARY_NAME)
     slot.finish(len(done) == len(pairs) and not any(r.interrupted for _, r in done))
-    _raise_if_lost(pool, runs, out_dir)
+    _raise_if_lost(runs, out_dir)
     first = pairs[0]
     return RankDivergenceResult(
         out_dir, summary, run.name, first.against, first.step, done, divergence, warnings
@@ -326,13 +326,11 @@ def _slice_result(where: DumpSlice | None, run: CompareRun) -> dict[str, Any]:
     }
 
 
-def _raise_if_lost(pool: DaskPool | None, runs: list[CompareRun], out_dir: Path) -> None:
-    """A worker that died or a cluster that went away mid-compare: one line, once the partial
-    summary is written."""
+def _raise_if_lost(runs: list[CompareRun], out_dir: Path) -> None:
+    """A worker that died or a cluster that went away mid-compare (not Ctrl-C: the result
+    says that itself): one line, once the partial summary is written."""
     reason = next((run.lost for run in runs if run.lost), None)
-    if reason is None and pool is not None:
-        reason = pool.lost()
-    if reason is not None and any(run.interrupted for run in runs):
+    if reason is not None:
         done, total = sum(r.files_done for r in runs), sum(r.tasks for r in runs)
         raise PrecisionError(
             f"vc: {reason} (partial: {done} of {total} files); the rows written so far and "

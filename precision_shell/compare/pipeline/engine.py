@@ -16,7 +16,7 @@ stops submitting, drops what is queued and returns what is done. A process worke
 A third kind of pool is opened by the caller and shared by several runs: a Dask cluster
 (`dask_backend.DaskPool`, a `SharedPool`). The same window and ordering apply; its workers
 may live on other machines, and a pool that loses them (the scheduler went away) ends the run
-early, like Ctrl-C, with what is done.
+early, like a process pool that loses a worker: what is done, then `WorkersLost`.
 """
 
 from __future__ import annotations
@@ -92,8 +92,9 @@ WORKER_DIED = "a compare worker died (killed, or out of memory?)"
 
 
 class WorkersLost(Exception):
-    """The pool lost a worker mid-run (its message says how): the tasks in flight never come
-    back; the results before them in task order were yielded."""
+    """The pool lost a worker (a process pool) or its workers (a shared pool) mid-run, as its
+    message says: the tasks in flight never come back; the results before them in task order
+    were yielded. Never raised for Ctrl-C, whatever happens to the pool afterwards."""
 
 
 def default_workers(configured: int = 0) -> int:
@@ -211,7 +212,8 @@ def run_tasks(
     """Yield one FileResult per task, in task order, computing up to `workers` batches at a time.
 
     With a `pool`, its executor runs the batches (backend and workers are ignored) and stays
-    open; when the pool loses its workers the run ends early with the results in order so far.
+    open; when the pool loses its workers the run ends early with the results in order so far,
+    then raises WorkersLost.
     Without one, the files of the next tasks are read ahead, up to `readahead` bytes (0: not).
     A process pool that loses a worker ends the run the same way, then raises WorkersLost."""
     workers = max(1, pool.worker_count()) if pool is not None else default_workers(workers)
@@ -258,7 +260,9 @@ def run_tasks(
                         done[first + offset] = result
                         if on_result is not None:
                             on_result(result)
-                if lost is not None or (pool is not None and pool.lost() is not None):
+                if lost is None and pool is not None:
+                    lost = pool.lost()
+                if lost is not None:
                     cancel.set()  # what is in flight will never come back
                     _cancel(pending)
                     pending.clear()
@@ -266,6 +270,8 @@ def run_tasks(
                     yield done.pop(next_yield)
                     next_yield += 1
                 ahead.consumed(next_yield + len(done))
+            if lost is None and pool is not None and next_yield < len(tasks):
+                lost = pool.lost()  # it may say so only after dropping the tasks
             if lost is not None:
                 raise WorkersLost(lost)
         except BaseException:
