@@ -61,6 +61,16 @@ def test_ctrl_c_in_the_device_vs_device_compare_is_an_interrupted_vc(tiny_demo, 
     assert run_fail(open_shell(root), "vc").error == message
 
 
+def test_ac_diagnoses_nothing_when_the_device_vs_device_compare_was_cut(tiny_demo, monkeypatch):
+    root, _ = tiny_demo
+    Engine(monkeypatch, 14 + 6)
+    outcome = run_fail(open_shell(root), "ac -c")
+    cut = "device vs device debug_0 vs debug_1 partial: 6 of 14 files"
+    assert outcome.error == f"vc: interrupted ({cut}); the rows written so far are kept"
+    assert outcome.result.diagnosis is None
+    assert outcome.result.diagnosis_skipped == f"the compare is {cut}"
+
+
 def test_ctrl_c_in_a_later_rank_names_it(tiny_demo, monkeypatch):
     from tests.commands.test_vc_across_ranks import _add_ranks
 
