@@ -507,8 +507,9 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
             return check
         if isinstance(result, StatisticsCompareResult):
             check.statistics_compare = result
-            if result.summary.partial:
-                check.diagnosis_skipped = f"the compare is {result.summary.primary.partial_text}"
+            cut = result.summary.cut_text()
+            if cut is not None:
+                check.diagnosis_skipped = f"the compare is {cut}"
             else:
                 check.statistics = diagnose_statistics(result, args.depth, args.dump_path)
             if args.report:
@@ -516,9 +517,10 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
             return check
         assert isinstance(result, VectorCompareResult)
         check.compare = result
-        if check.compare.summary.partial:
+        cut = check.compare.summary.cut_text()
+        if cut is not None:
             # the interruption is vc's error line; nothing is concluded from part of a run
-            check.diagnosis_skipped = f"the compare is {check.compare.summary.primary.partial_text}"
+            check.diagnosis_skipped = f"the compare is {cut}"
             return check
         table = read_result_csv(check.compare.primary.csv_path)
         choice = ReplayChoice(args.replay, args.replay_budget)

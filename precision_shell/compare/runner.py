@@ -243,7 +243,7 @@ def _run(
         and not any(r.interrupted for _, r in done)
         and (secondary is None or (second is not None and not second.interrupted))
     )
-    _raise_if_lost(pool, [run for _, run in done], out_dir)
+    _raise_if_lost([run for _, run in done] + ([second] if second else []), out_dir)
     return VectorCompareResult(out_dir, summary, first, second, slices=done[1:])
 
 
@@ -301,7 +301,7 @@ def _run_across_ranks(
     )
     summary.write(out_dir / SUMMARY_NAME)
     slot.finish(len(done) == len(pairs) and not any(r.interrupted for _, r in done))
-    _raise_if_lost(pool, runs, out_dir)
+    _raise_if_lost(runs, out_dir)
     first = pairs[0]
     return RankDivergenceResult(
         out_dir, summary, run.name, first.against, first.step, done, divergence, warnings
@@ -321,6 +321,8 @@ def _slice_result(where: DumpSlice | None, run: CompareRun) -> dict[str, Any]:
         "first_failed_op": first,
         "not_compared": run.tally.failed,  # rows that could not be compared (unreadable...)
         "partial": run.interrupted,
+        "files_done": run.files_done,
+        "files_total": run.tasks,
         **({} if run.resumed_from is None else {"resumed_from_files": run.resumed_from}),
     }
 
@@ -331,14 +333,15 @@ def _csv_part(label: str) -> str:
     return re.sub(r" rank \S+ step \S+$", "", Path(label).name)
 
 
-def _raise_if_lost(pool: DaskPool | None, runs: list[CompareRun], out_dir: Path) -> None:
-    """A cluster that went away mid-compare: one line, once the partial summary is written."""
-    reason = pool.lost() if pool is not None else None
-    if reason is not None and any(run.interrupted for run in runs):
+def _raise_if_lost(runs: list[CompareRun], out_dir: Path) -> None:
+    """A worker that died or a cluster that went away mid-compare (not Ctrl-C: the result
+    says that itself): one line, once the partial summary is written."""
+    reason = next((run.lost for run in runs if run.lost), None)
+    if reason is not None:
         done, total = sum(r.files_done for r in runs), sum(r.tasks for r in runs)
         raise PrecisionError(
             f"vc: {reason} (partial: {done} of {total} files); the rows written so far and "
-            f"summary.json are in {out_dir}"
+            f"summary.json are in {out_dir}; vc --resume continues"
         )
 
 

@@ -373,3 +373,54 @@ def test_the_no_worker_wait_comes_from_the_settings_and_must_be_positive(
     error = run_fail(shell, "vc --cluster local:1").error
     assert error == "vc: parallelism.no_worker_wait_s must be above 0 seconds, not 0"
     assert run_ok(shell, "vc --max 1 --backend threads").primary.files_done == 1  # local: unused
+
+
+def _ignores_sigint(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status").read_text()
+    ignored = int(next(ln for ln in status.splitlines() if ln.startswith("SigIgn:")).split()[1], 16)
+    return bool(ignored & (1 << (signal.SIGINT - 1)))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ctrl_c_on_a_local_cluster_is_an_interrupt_and_its_workers_ignore_it(
+    tiny_demo_shared, tmp_path, capfd
+):
+    """The terminal sends Ctrl-C's SIGINT to every process of its foreground group: the local
+    cluster's workers too. They ignore it (the shell stops the compare and closes them): no
+    traceback from them, and the compare says it was interrupted, not that it lost them."""
+    from tests.process_tree import alive, descendants
+
+    root, _ = tiny_demo_shared
+    shell = open_shell(root)
+    request = compare_runner.CompareRequest(
+        rule=ThresholdRule.default(), output=tmp_path / "out", dask=DaskTarget(local_workers=2)
+    )
+    workers: dict[int, int] = {}
+    ticks = []
+
+    def advance(tick: Tick) -> None:
+        ticks.append(tick)
+        if len(ticks) == 3:
+            below = descendants(os.getpid())
+            cmdlines = {pid: Path(f"/proc/{pid}/cmdline").read_bytes() for pid in below}
+            workers.update({p: below[p] for p, cmd in cmdlines.items() if b"spawn_main" in cmd})
+            assert len(workers) == 2 and all(_ignores_sigint(pid) for pid in workers)
+            for pid in workers:  # what the terminal does, to the workers and to the shell
+                os.kill(pid, signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    capfd.readouterr()
+    result = compare_runner.run(
+        shell.context.workspace, request, lambda title: ProgressSink(advance=advance)
+    )
+    assert result.error_message == (
+        "vc: interrupted (partial: 3 of 14 files); the rows written so far are kept"
+    )
+    assert result.summary.totals()["partial"] is True
+    assert "Traceback" not in capfd.readouterr().err
+    # the shell's own Ctrl-C is back to raising KeyboardInterrupt
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    deadline = time.monotonic() + 30
+    while any(alive(pid, start) for pid, start in workers.items()):
+        assert time.monotonic() < deadline, "a worker outlived the closed cluster"
+        time.sleep(0.2)

@@ -19,6 +19,8 @@ from __future__ import annotations
 import logging
 import math
 import os
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Executor
@@ -157,7 +159,7 @@ def _connect(distributed: Any, target: DaskTarget) -> tuple[Any, Any]:
     # The workers run as the process pool's do: no memory limit (they hold no data between
     # tasks), and none of the nanny's pre-spawn variables (one BLAS thread, an aggressive
     # malloc trim), which it would also leave in this process's environment.
-    with dask.config.set({"distributed.nanny.pre-spawn-environ": {}}):
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": {}}), _workers_ignore_ctrl_c():
         cluster = distributed.LocalCluster(
             n_workers=target.local_workers,
             threads_per_worker=1,
@@ -174,6 +176,24 @@ def _connect(distributed: Any, target: DaskTarget) -> tuple[Any, Any]:
         cluster.close(timeout=CLOSE_TIMEOUT_S)
         raise
     return client, cluster
+
+
+@contextmanager
+def _workers_ignore_ctrl_c() -> Iterator[None]:
+    """The worker processes started inside ignore Ctrl-C for good (an ignored signal stays
+    ignored across exec, and Python keeps it so): the terminal sends SIGINT to its whole
+    foreground process group, and a worker that took it would die printing tracebacks, the
+    compare then blaming a lost cluster. The shell takes Ctrl-C, stops the compare and closes
+    the cluster. This process ignores it too meanwhile: a Ctrl-C then would leave a cluster
+    half started. Only the main thread can set a handler; elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
 
 
 @contextmanager

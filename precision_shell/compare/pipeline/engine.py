@@ -9,12 +9,14 @@ of the next tasks are read ahead (`readahead`). Tasks and results are small pick
 records; tensors never cross process boundaries. At most `window` batches are in flight and
 at most `WAITING_RESULTS` results wait for an earlier one, so memory stays bounded by a few
 files' tensors and ~17 MB of rows whatever the workspace size. A cancelled run (Ctrl-C)
-stops submitting, drops what is queued and returns what is done.
+stops submitting, drops what is queued and returns what is done. A process worker that dies
+(killed, out of memory) breaks its pool: the run ends with what is done in order, then raises
+`WorkersLost`, so the caller can write what it has and say why it stopped.
 
 A third kind of pool is opened by the caller and shared by several runs: a Dask cluster
 (`dask_backend.DaskPool`, a `SharedPool`). The same window and ordering apply; its workers
 may live on other machines, and a pool that loses them (the scheduler went away) ends the run
-early, like Ctrl-C, with what is done.
+early, like a process pool that loses a worker: what is done, then `WorkersLost`.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from concurrent.futures import (
     ThreadPoolExecutor,
     wait,
 )
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack, suppress
 from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
@@ -82,6 +85,16 @@ class SharedPool(Protocol):
     def lost(self) -> str | None:
         """Why the pool can no longer run tasks (one line), or None while it can."""
         ...
+
+
+# Why a run whose process pool broke stopped: the kernel's OOM killer is the usual killer.
+WORKER_DIED = "a compare worker died (killed, or out of memory?)"
+
+
+class WorkersLost(Exception):
+    """The pool lost a worker (a process pool) or its workers (a shared pool) mid-run, as its
+    message says: the tasks in flight never come back; the results before them in task order
+    were yielded. Never raised for Ctrl-C, whatever happens to the pool afterwards."""
 
 
 def default_workers(configured: int = 0) -> int:
@@ -199,8 +212,10 @@ def run_tasks(
     """Yield one FileResult per task, in task order, computing up to `workers` batches at a time.
 
     With a `pool`, its executor runs the batches (backend and workers are ignored) and stays
-    open; when the pool loses its workers the run ends early with the results in order so far.
-    Without one, the files of the next tasks are read ahead, up to `readahead` bytes (0: not)."""
+    open; when the pool loses its workers the run ends early with the results in order so far,
+    then raises WorkersLost.
+    Without one, the files of the next tasks are read ahead, up to `readahead` bytes (0: not).
+    A process pool that loses a worker ends the run the same way, then raises WorkersLost."""
     workers = max(1, pool.worker_count()) if pool is not None else default_workers(workers)
     cancel = cancel or threading.Event()
     size = batch_size(len(tasks), workers)
@@ -210,6 +225,7 @@ def run_tasks(
     done: dict[int, FileResult] = {}
     next_submit = 0
     next_yield = 0
+    lost: str | None = None  # why the pool can run no more of the tasks
     with ExitStack() as owned:
         executor = (
             pool.executor if pool is not None else owned.enter_context(_make_pool(backend, workers))
@@ -235,11 +251,18 @@ def run_tasks(
                     if fut.cancelled():  # not by us (only on the way out): the pool dropped it
                         cancel.set()
                         continue
-                    for offset, result in enumerate(fut.result()):
+                    try:
+                        batch_results = fut.result()
+                    except BrokenProcessPool:  # every task in flight fails with it
+                        lost = WORKER_DIED
+                        continue
+                    for offset, result in enumerate(batch_results):
                         done[first + offset] = result
                         if on_result is not None:
                             on_result(result)
-                if pool is not None and pool.lost() is not None:
+                if lost is None and pool is not None:
+                    lost = pool.lost()
+                if lost is not None:
                     cancel.set()  # what is in flight will never come back
                     _cancel(pending)
                     pending.clear()
@@ -247,6 +270,10 @@ def run_tasks(
                     yield done.pop(next_yield)
                     next_yield += 1
                 ahead.consumed(next_yield + len(done))
+            if lost is None and pool is not None and next_yield < len(tasks):
+                lost = pool.lost()  # it may say so only after dropping the tasks
+            if lost is not None:
+                raise WorkersLost(lost)
         except BaseException:
             cancel.set()
             _cancel(pending)

@@ -2,7 +2,8 @@
 per rank, step or rank pair, go through one worker pool: ranks are just more tasks).
 
 Rows are written as they complete, in execution order; Ctrl-C stops the engine, and what
-was written stays (the summary says the run was interrupted).
+was written stays (the summary says the run was interrupted). So does a pool that lost a
+worker (the runs it cut short say why: `lost`).
 
 Given a place for it (`columns_cache`), the rows written are also gathered as typed columns
 (`ColumnsBuilder`, a few thousand rows at a time while the workers compute), and once a
@@ -24,6 +25,7 @@ from typing import Any
 
 from precision_shell.compare.pipeline.engine import (
     SharedPool,
+    WorkersLost,
     choose_backend,
     default_workers,
     run_tasks,
@@ -73,6 +75,7 @@ class CompareRun:
     skipped: list[str] = field(default_factory=list)  # dump files the plan could not place
     repeated: list[tuple[str, int, str]] = field(default_factory=list)  # see ComparePlan
     resumed_from: int | None = None  # `vc --resume`: the files an earlier run had compared
+    lost: str | None = None  # why the pool stopped running it, when it lost a worker mid-run
 
     @property
     def mb_per_s(self) -> float:
@@ -177,7 +180,8 @@ def execute_plans(
 
     A plan's `elapsed` is the time from the end of the plan before it to its last row, so the
     plans' times add up to the whole run. Ctrl-C keeps the rows written; the plans it cut
-    short (and those it never reached: files_done 0) are `interrupted`.
+    short (and those it never reached: files_done 0) are `interrupted`; a pool that lost a
+    worker ends the run the same way, and the runs it cut say why (`lost`).
 
     With a `journal` (plan k is its plan `journal_first + k`) each task is journaled once its
     rows are flushed, and the tasks it already holds are not run again: their rows stay in the
@@ -202,6 +206,7 @@ def execute_plans(
         for plan, path in zip(plans, csv_paths, strict=True)
     ]
     cancel = cancel or threading.Event()
+    lost: str | None = None
     if columns_cache is not None and not caching_enabled():
         columns_cache = None
     columns: list[ColumnsBuilder | None] = [None] * len(runs)
@@ -258,6 +263,8 @@ def execute_plans(
         except KeyboardInterrupt:
             if writing is not None:  # its CSV may hold rows its columns lack
                 columns[writing] = None
+        except WorkersLost as exc:  # raised between two results: every CSV is whole so far
+            lost = str(exc)
         finally:
             progress.stop()
             cut = next((run for run in runs if run.files_done < run.tasks), None)
@@ -265,6 +272,7 @@ def execute_plans(
                 cut.elapsed = time.perf_counter() - mark
     for run in runs:
         run.interrupted = run.files_done < run.tasks
+        run.lost = lost if run.interrupted else None
     try:  # the CSVs are closed: those not done yet are as partial as they stay
         for k, run in enumerate(runs):
             _cache_columns(run.csv_path, columns, k, columns_cache)

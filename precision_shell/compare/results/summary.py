@@ -252,6 +252,23 @@ class RunSummary:
     def partial(self) -> bool:
         return self.primary.interrupted
 
+    def cut_text(self) -> str | None:
+        """Which compare of the run was cut short (Ctrl-C, a lost worker), and how far it got:
+        `partial: 5 of 14 files` (the primary), `rank 1 step 0 partial: 9 of 14 files`,
+        `device vs device debug_0 vs debug_1 partial: 6 of 14 files`; None for a whole run."""
+        if self.primary.interrupted:
+            return self.primary.partial_text
+        for entry in self.results[1:]:
+            if entry.get("partial"):
+                done, total = entry.get("files_done"), entry.get("files_total")
+                counts = f": {done} of {total} files" if _int(total, -1) >= 0 else ""
+                return f"rank {entry.get('rank')} step {entry.get('step')} partial{counts}"
+        device = self.device_compare
+        if device is not None and device.interrupted:
+            left, right = Path(device.left).name, Path(device.right).name
+            return f"device vs device {left} vs {right} {device.partial_text}"
+        return None
+
     def totals(self) -> dict[str, Any]:
         """The whole run at once (every (rank, step) compared), where the top-level fields are
         the primary compare's: what a CI check reads."""
@@ -263,7 +280,7 @@ class RunSummary:
             "results": max(1, len(self.results)),
             "failing_outputs": sum(counts),
             "results_failing": sum(1 for n in counts if n),
-            "partial": self.partial or any(bool(e.get("partial")) for e in self.results),
+            "partial": self.cut_text() is not None,
             "not_selected": len(self.not_selected),
         }
 
@@ -354,5 +371,5 @@ class SummaryBacked:
 
     @property
     def error_message(self) -> str | None:
-        partial = self.summary.primary.partial_text
-        return f"vc: interrupted ({partial}); the rows written so far are kept" if partial else None
+        cut = self.summary.cut_text()
+        return f"vc: interrupted ({cut}); the rows written so far are kept" if cut else None
