@@ -288,7 +288,9 @@ def _save_pair(
     y = np.asarray(rv, dtype=np.float64).reshape(-1)[:n]
     header = f"left: {_titled(left)}  right: {_titled(right)}\nleft right diff"
     table = np.stack([x, y, x - y], axis=1)
-    return replace_output(out, lambda fh: np.savetxt(fh, table, fmt="%.17g", header=header))
+    return replace_output(
+        out, lambda fh: np.savetxt(fh, table, fmt="%.17g", header=header), text=True
+    )
 
 
 @command("dc")

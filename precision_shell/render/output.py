@@ -15,6 +15,7 @@ from typing import Any, TextIO, cast
 from rich.console import Console
 from rich.text import Text
 
+from precision_shell.file_name_text import shown
 from precision_shell.shell.dispatcher import HelpText, Outcome, write_traceback_log
 
 PROMPT = "PrecisionTool > "
@@ -27,6 +28,32 @@ def renders(result_type: type) -> Callable[[Callable[[Console, Any], None]], Cal
         return fn
 
     return decorate
+
+
+class ShownText(io.TextIOBase):
+    """A text stream that shows each byte of a file name that was not UTF-8 as `\\xNN`
+    (`file_name_text.shown`): a terminal cannot show it, and a strict UTF-8 stdout (the
+    usual locale) would fail on it."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(shown(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.stream, "encoding", None) or "utf-8"
 
 
 class TrailingSpaceStripper(io.TextIOBase):
@@ -75,12 +102,12 @@ def plain_width(default: int = 120) -> int:
 def make_console(
     color: bool, stderr: bool = False, width: int | None = None, file: TextIO | None = None
 ) -> Console:
-    stream = file or (sys.stderr if stderr else sys.stdout)
+    stream = ShownText(file or (sys.stderr if stderr else sys.stdout))
     if color:
-        return Console(file=stream, highlight=False, width=width, force_terminal=True)
+        return Console(file=cast(TextIO, stream), highlight=False, width=width, force_terminal=True)
     return Console(
         # rich only writes and flushes `file`; its IO[str] annotation is narrower than that.
-        file=cast(TextIO, TrailingSpaceStripper(stream)),
+        file=cast(TextIO, TrailingSpaceStripper(cast(TextIO, stream))),
         highlight=False,
         color_system=None,
         no_color=True,

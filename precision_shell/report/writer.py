@@ -24,6 +24,7 @@ from precision_shell.compare.results.slice_results import compared_run, dumped_s
 from precision_shell.compare.results.summary import summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
+from precision_shell.file_name_text import shown
 from precision_shell.report.data import ReportData, foreign_family, gather_report
 from precision_shell.report.page import (
     SubgraphPicture,
@@ -199,7 +200,7 @@ def write_report(
     if target is None:
         target = out_dir.path() / REPORT_NAME
     generated = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
-    page = report_html(data, picture, generated)
+    page = shown(report_html(data, picture, generated))  # a browser shows no non-UTF-8 byte
     with create_output_file(target, keep_on_interrupt=False) as fh:
         fh.write(page)
     notes = list(data.warnings[:20]) + data.notes

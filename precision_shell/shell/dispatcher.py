@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from precision_shell.errors import PrecisionError
+from precision_shell.file_name_text import TEXT_ERRORS
 from precision_shell.shell.registry import REGISTRY, HelpShown, Registry, UsageError
 
 
@@ -68,7 +69,7 @@ def write_traceback_log(line: str) -> str:
                 suffix = f"-{attempt}" if attempt else ""
                 path = directory / f"error-{stamp}-{os.getpid()}{suffix}.log"
                 try:
-                    with path.open("x", encoding="utf-8") as log:
+                    with path.open("x", encoding="utf-8", errors=TEXT_ERRORS) as log:
                         log.write(text)
                     return str(path)
                 except FileExistsError:

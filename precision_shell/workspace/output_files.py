@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from precision_shell.errors import PrecisionError
+from precision_shell.file_name_text import TEXT_ERRORS
 
 _FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _MAX_SUFFIX = 10_000
@@ -151,7 +152,7 @@ def _check_replaceable(path: Path) -> None:
 
 def _fdopen(fd: int, text: bool) -> IO[Any]:
     if text:
-        return os.fdopen(fd, "w", encoding="utf-8", newline="")
+        return os.fdopen(fd, "w", encoding="utf-8", errors=TEXT_ERRORS, newline="")
     return os.fdopen(fd, "wb")
 
 

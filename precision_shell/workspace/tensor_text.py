@@ -20,10 +20,10 @@ from precision_shell.workspace.output_files import replace_output
 def write_tensor_text(path: Path, values: np.ndarray, header: dict[str, str]) -> Path:
     """Write `values` to `path` under `header` (key -> value, in order), atomically."""
     text = "\n".join(f"{key}: {value}" for key, value in header.items())
-    return replace_output(path, partial(_write_text, values=values, header=text))
+    return replace_output(path, partial(_write_text, values=values, header=text), text=True)
 
 
-def _write_text(fh: IO[bytes], values: np.ndarray, header: str) -> None:
+def _write_text(fh: IO[str], values: np.ndarray, header: str) -> None:
     flat = np.asarray(values).reshape(-1)
     if flat.dtype.kind not in "biuf":
         flat = flat.astype(np.float64)

@@ -4,8 +4,10 @@ config planned from them (ops, producers to a depth, exact byte estimates)."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -306,7 +308,16 @@ def test_csv_not_utf8(tmp_path: Path) -> None:
     path.write_bytes(b"\xff\xfe\x00Index")
     with pytest.raises(FormatError) as info:
         read_statistics_csv(path)
-    assert str(info.value) == f"{path}: not UTF-8 text"
+    assert str(info.value).startswith(f"{path}: not a statistics compare CSV")
+
+
+def test_csv_round_trip_of_a_name_that_is_not_utf8(tmp_path: Path) -> None:
+    """An op named from a dump file name with Latin-1 bytes (file_name_text's policy)."""
+    row = dataclasses.replace(hand_rows()[0], op_name=os.fsdecode(b"net/caf\xe9"))
+    path = tmp_path / "s.csv"
+    write_statistics_csv(path, [row])
+    assert b"\n0,Conv2D,net/caf\xe9,bench/conv.0.npy,net/caf\xe9:output:0," in path.read_bytes()
+    assert_rows_equal(read_statistics_csv(path)[0], row)
 
 
 def test_csv_oversized_cell_raises_format_error(tmp_path: Path) -> None:

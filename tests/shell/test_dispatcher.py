@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from precision_shell.shell.dispatcher import Dispatcher, Outcome
+from precision_shell.shell.dispatcher import Dispatcher, Outcome, write_traceback_log
 from tests.shell.fake_commands import Calls, Listed, make_registry
 
 
@@ -204,3 +205,13 @@ def test_a_failing_view_becomes_a_one_line_internal_error(tmp_path, monkeypatch)
     assert "internal error while printing: RuntimeError: view bug" in err.getvalue()
     assert "line 3:" in err.getvalue()
     assert outcome.internal_log and "view bug" in Path(outcome.internal_log).read_text()
+
+
+def test_a_command_line_naming_a_non_utf8_file_is_logged_with_its_bytes(state_home: Path) -> None:
+    line = "pt " + os.fsdecode(b"caf\xe9")  # a file name tab-completed in a Latin-1 dir
+    try:
+        raise ValueError("a bug")
+    except ValueError:
+        log = Path(write_traceback_log(line))
+    assert log.parent == state_home / "precision_shell" / "logs"
+    assert log.read_bytes().startswith(b"command: pt caf\xe9\nTraceback")

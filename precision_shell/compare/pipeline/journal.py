@@ -41,6 +41,7 @@ from precision_shell.compare.metrics.cells import METRIC_COLUMNS
 from precision_shell.compare.pipeline.plan import ComparePlan, FileTask
 from precision_shell.compare.results.schema import ResultCsvWriter, ResultRow, csv_header
 from precision_shell.errors import PrecisionError
+from precision_shell.file_name_text import TEXT_ERRORS, json_text
 from precision_shell.workspace.output_files import output_error
 
 JOURNAL_NAME = "vc.journal"
@@ -80,7 +81,7 @@ class CsvOut:
         self.sha = sha if sha is not None else hashlib.sha256()
 
     def write(self, text: str) -> int:
-        data = text.encode("utf-8")
+        data = text.encode("utf-8", TEXT_ERRORS)
         written = self._fh.write(text)
         self.sha.update(data)
         self.offset += len(data)
@@ -114,7 +115,7 @@ def plan_fingerprint(plan: ComparePlan) -> str:
             _stat(task.device_file, memo),
             *(_stat(m.benchmark_path, memo) for m in task.rows()),
         ]
-        sha.update(repr((task, files)).encode("utf-8", "surrogateescape"))
+        sha.update(repr((task, files)).encode("utf-8", TEXT_ERRORS))
     return sha.hexdigest()
 
 
@@ -356,9 +357,7 @@ class RunJournal:
     # -- the file -----------------------------------------------------------------------------
 
     def _append(self, entry: dict[str, Any]) -> None:
-        data = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode(
-            "utf-8", "surrogateescape"
-        )
+        data = (json_text(entry, separators=(",", ":")) + "\n").encode("utf-8")
         try:
             view = memoryview(data)
             while view:
@@ -386,7 +385,7 @@ class RunJournal:
 
 def _json_object(line: bytes) -> dict[str, Any] | None:
     try:
-        value = json.loads(line.decode("utf-8", "surrogateescape"))
+        value = json.loads(line.decode("utf-8", TEXT_ERRORS))
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
@@ -474,7 +473,7 @@ def _read_prefix(fd: int, length: int) -> bytes:
 def _text_file(fd: int, path: Path) -> Iterator[IO[str]]:
     """A CSV's text stream; a failed write keeps the file (its journaled rows stay resumable)
     and says what went wrong, naming it."""
-    fh = os.fdopen(fd, "w", encoding="utf-8", newline="")
+    fh = os.fdopen(fd, "w", encoding="utf-8", errors=TEXT_ERRORS, newline="")
     try:
         yield fh
         fh.close()
@@ -495,7 +494,7 @@ def _journaled_rows(
     lead = 9 + (1 if overflow else 0)
     width = lead + len(METRIC_COLUMNS) + 1
     try:
-        records = list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
+        records = list(csv.reader(io.StringIO(data.decode("utf-8", TEXT_ERRORS), newline="")))
     except (UnicodeDecodeError, csv.Error) as exc:
         raise JournalError(f"{path}: its journaled rows do not parse: {exc}") from None
     if not records or records[0] != csv_header(overflow):

@@ -63,7 +63,7 @@ class StrColumn:
         hit = self._memo.get(k)
         if hit is None:
             lo, hi = int(self.offsets[k]), int(self.offsets[k + 1])
-            hit = self.blob[lo:hi].tobytes().decode("utf-8", "replace")
+            hit = _decode(self.blob[lo:hi].tobytes())
             if self.codes is not None:
                 self._memo[k] = hit
         return hit
@@ -77,9 +77,7 @@ class StrColumn:
     def values(self) -> list[str]:
         """Every stored string (the table's values when coded)."""
         data, cuts = self.blob.tobytes(), self.offsets.tolist()
-        return [
-            data[a:b].decode("utf-8", "replace") for a, b in zip(cuts[:-1], cuts[1:], strict=True)
-        ]
+        return [_decode(data[a:b]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
 
     def all(self) -> list[str]:
         """Every cell, in row order."""
@@ -87,6 +85,15 @@ class StrColumn:
         if self.codes is None:
             return values
         return [values[c] for c in self.codes.tolist()]
+
+
+def _decode(data: bytes) -> str:
+    """A stored string: `surrogatepass` gives back a cell's lone surrogates (a file name's
+    bytes that were not UTF-8, see file_name_text) as `_encode` kept them."""
+    try:
+        return data.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:  # a damaged cache file
+        return data.decode("utf-8", "replace")
 
 
 def _encode(values: Sequence[str]) -> tuple[bytes, list[int]]:

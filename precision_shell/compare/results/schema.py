@@ -20,6 +20,7 @@ from typing import IO
 
 from precision_shell.compare.metrics.cells import METRIC_COLUMNS, NOT_COMPUTED
 from precision_shell.errors import PrecisionError
+from precision_shell.file_name_text import TEXT_ERRORS
 from precision_shell.pickling import by_fields
 
 LEAD_COLUMNS = (
@@ -277,7 +278,7 @@ def iter_result_records(
     A malformed file is a PrecisionError naming it, raised here or while iterating."""
     path = Path(path)
     try:
-        fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115
+        fh = open(path, newline="", encoding="utf-8-sig", errors=TEXT_ERRORS)  # noqa: SIM115
     except OSError as exc:
         raise PrecisionError(f"{path}: cannot open: {exc.strerror}") from None
     reader = csv.reader(fh)

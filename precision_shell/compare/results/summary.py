@@ -17,6 +17,7 @@ from typing import IO, Any
 from precision_shell.compare.results.tally import CompareTally, row_json
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import FormatError
+from precision_shell.file_name_text import json_text
 from precision_shell.workspace.output_files import replace_output
 
 SUMMARY_NAME = "summary.json"
@@ -328,7 +329,7 @@ class RunSummary:
 
     def write(self, path: Path) -> None:
         """Atomically: a reader sees the old summary or the new one, never half of one."""
-        text = json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n"
+        text = json_text(self.to_json(), indent=2) + "\n"
 
         def write(fh: IO[Any]) -> None:
             fh.write(text)

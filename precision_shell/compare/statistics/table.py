@@ -24,6 +24,7 @@ from precision_shell.compare.statistics.judge import (
     TensorJudgement,
 )
 from precision_shell.errors import FormatError
+from precision_shell.file_name_text import TEXT_ERRORS
 from precision_shell.formats.json_limits import json_number
 from precision_shell.formats.stats_dump import VALUE_KEYS, StatsRow
 from precision_shell.workspace.output_files import replace_output
@@ -244,11 +245,9 @@ def _int(text: str) -> int | None:
 def read_statistics_csv(path: Path) -> list[StatisticsRow]:
     """The rows `write_statistics_csv` wrote; FormatError naming the file otherwise."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8", errors=TEXT_ERRORS)
     except OSError as exc:
         raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise FormatError(path, "not UTF-8 text") from None
     try:
         return _parse_rows(path, csv.reader(io.StringIO(text)))
     except csv.Error as exc:
