@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -243,6 +244,9 @@ def cp_command(
     left_name, right_name = args.names if args.names else (args.left, args.right)
     if not left_name or not right_name:
         raise UsageError("cp: give two tensors, e.g. cp DUMP_FILE benchmark.npy")
+    for flag, value in (("-al", args.atol), ("-rl", args.rtol)):
+        if value is not None and not math.isfinite(value):
+            raise UsageError(f"cp: {flag} must be a finite number, got {value:g}")
     if args.top < 0 or (args.atol or 0) < 0 or (args.rtol or 0) < 0:
         raise UsageError("cp: -p, -al and -rl must not be negative")
     ws = _workspace(ctx)

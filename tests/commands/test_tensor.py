@@ -246,6 +246,9 @@ def test_cp_usage_errors(demo):
     _, _, shell = demo
     assert "cp: give two tensors" in run_fail(shell, f"cp {DENSE}").error
     assert "must not be negative" in run_fail(shell, f"cp {DENSE} {DENSE} -p -1").error
+    for flag, value in (("-al", "nan"), ("-rl", "nan"), ("-al", "inf"), ("-rl", "inf")):
+        error = run_fail(shell, f"cp {DENSE} {DENSE} {flag} {value}").error
+        assert error == f"cp: {flag} must be a finite number, got {value}"
     error = run_fail(shell, f"cp {CONV2}:input:7 {DENSE}").error
     assert error.endswith("has no input 7")
 
