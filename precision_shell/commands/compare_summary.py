@@ -277,6 +277,8 @@ def summary_of(
             rule = rule.with_limit(COSINE, cosine)
         for text in metrics:
             rule = rule.with_limit(*parse_limit(text, table.metric_columns))
+    except UsageError:
+        raise  # says vcs: already
     except PrecisionError as exc:
         raise UsageError(f"vcs: {exc}") from None
     if not rule.active(table.metric_columns):
