@@ -313,8 +313,10 @@ def _save_pair(
 def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles | ForeignDecoded:
     """dc NAME_OR_FILE [-f FORMAT] [-o OUTDIR] [--rank R] [--step S] [--run RUN]
 
-    Decode device dump files to .npy, optionally converted to a layout; names carry the run,
-    rank and step when several are decoded. Never writes over a file in -o OUTDIR.
+    Decode device dump files to .npy, optionally converted to a layout.
+
+    Names carry the run, rank and step when several are decoded; never writes over a file
+    in -o OUTDIR.
     On MegEngine / SigmaStar dumps: the var's or tensor's values of each run holding it (or
     --run RUN) as .npy (never over a file, never inside a dump dir).
     """
