@@ -22,6 +22,11 @@ from precision_shell.compare.results.tally import reason_kind
         ("element counts differ: device [4] vs benchmark [5]", "element counts differ"),
         ("benchmark relu_Relu.0.*.npy not found", "not found"),
         ("", "no benchmark"),
+        (
+            "/b/x.0.1.npy: complex64 values with a non-zero imaginary part; compares are of "
+            "real tensors (save the real part or the magnitude as the benchmark)",
+            "complex benchmark",
+        ),
     ],
 )
 def test_reason_kinds(reason: str, kind: str) -> None:

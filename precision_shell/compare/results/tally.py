@@ -25,6 +25,7 @@ _REASON_KINDS = (
     ("not an NPU dump", "not an NPU dump"),
     ("cannot convert", "cannot convert"),
     ("op not dumped", "op not dumped"),
+    ("non-zero imaginary part", "complex benchmark"),
 )
 
 
