@@ -158,7 +158,7 @@ def _interactive(ctx: ShellContext, dispatcher: Dispatcher, renderer: Renderer) 
     show_banner(ctx, renderer)
     names = NameSources(ctx)
     completer = ShellCompleter(op_names=names.ops, tensor_names=names.tensors)
-    return run_repl(make_session(completer), dispatcher, renderer)
+    return run_repl(make_session(completer, warn=renderer.note), dispatcher, renderer)
 
 
 def show_banner(ctx: ShellContext, renderer: Renderer) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.resources
 import os
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,28 @@ USER_FILE_NAME = "config.toml"
 def user_config_path() -> Path:
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return Path(base) / "precision_shell" / USER_FILE_NAME
+
+
+def _backend_problem(value: Any) -> str | None:
+    from precision_shell.compare.pipeline.engine import BACKENDS  # its owner; only when set
+
+    return None if value in BACKENDS else f"must be one of {', '.join(BACKENDS)}"
+
+
+def _workers_problem(value: Any) -> str | None:
+    return None if value >= 0 else "must be >= 0 (0 = one per CPU core)"
+
+
+def _preview_problem(value: Any) -> str | None:
+    return None if value >= 0 else "must be >= 0"
+
+
+# Values a type alone does not rule out: each says what is wrong, or None.
+_VALUE_CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "parallelism.backend": _backend_problem,
+    "parallelism.workers": _workers_problem,
+    "display.preview": _preview_problem,
+}
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any], source: str, prefix: str = "") -> None:
@@ -38,6 +61,10 @@ def _merge(base: dict[str, Any], override: dict[str, Any], source: str, prefix: 
                 f"{source}: {where!r} must be {type(base[key]).__name__}, got {value!r}"
             )
         else:
+            check = _VALUE_CHECKS.get(where)
+            problem = check(value) if check is not None else None
+            if problem is not None:
+                raise PrecisionError(f"{source}: {where!r} {problem}, got {value!r}")
             base[key] = value
 
 

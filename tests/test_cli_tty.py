@@ -32,12 +32,11 @@ def _screen_text(raw: str) -> str:
     return ESCAPES.sub("", raw)
 
 
-@pytest.fixture
-def shell(tiny_demo_shared, tmp_path):
-    root, _ = tiny_demo_shared
+def _spawn(root: Path, home: Path):
+    """The shell on `root` in a pty, with every XDG dir under `home`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "PYTEST"))}
     for name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME"):
-        env[name] = str(tmp_path / name.lower())
+        env[name] = str(home / name.lower())
     env.update(
         COLUMNS="120",
         LINES="40",
@@ -46,16 +45,22 @@ def shell(tiny_demo_shared, tmp_path):
         # pexpect is no terminal that answers cursor position requests
         PROMPT_TOOLKIT_NO_CPR="1",
     )
-    child = pexpect.spawn(
+    return pexpect.spawn(
         sys.executable,
         ["-m", "precision_shell", str(root)],
         env=env,
-        cwd=str(tmp_path),
+        cwd=str(home),
         dimensions=(40, 120),
         encoding="utf-8",
         codec_errors="replace",
         timeout=STEP_TIMEOUT,
     )
+
+
+@pytest.fixture
+def shell(tiny_demo_shared, tmp_path):
+    root, _ = tiny_demo_shared
+    child = _spawn(root, tmp_path)
     yield child, tmp_path
     if child.isalive():
         child.terminate(force=True)
@@ -150,6 +155,33 @@ def test_a_dir_without_precision_data_gets_one_hint_then_plain_errors(tmp_path):
         after = "error:" + _screen_text(child.before)
         assert f"error: {empty / 'precision_data'}: no such directory" in after
         assert hint not in after
+        child.sendline("exit")
+        child.expect(pexpect.EOF)
+    finally:
+        if child.isalive():
+            child.terminate(force=True)
+
+
+def test_a_history_path_that_cannot_be_read_gives_one_warning_and_a_normal_session(
+    tiny_demo_shared, tmp_path
+):
+    """A dir where the history file belongs (or a root-owned file after a sudo run): one
+    warning, then commands run; no traceback at each prompt, no first command eaten."""
+    history = tmp_path / "xdg_state_home" / "precision_shell" / "history"
+    history.mkdir(parents=True)
+    child = _spawn(tiny_demo_shared[0], tmp_path)
+    try:
+        child.expect_exact(PROMPT, timeout=START_TIMEOUT)
+        banner = _screen_text(child.before)
+        assert banner.count(f"history disabled: cannot read {history}: Is a directory") == 1
+        for _ in range(2):  # the first command is not eaten, nor is any later one
+            child.sendline("ls -t Cast")
+            child.expect_exact("2 op(s) match type~'Cast'")
+            shown = _screen_text(child.before)
+            assert "debug_1 [Cast] trans_Cast_0" in shown
+            child.expect_exact(PROMPT)
+            shown += _screen_text(child.before)
+            assert "Traceback" not in shown and "Press ENTER" not in shown
         child.sendline("exit")
         child.expect(pexpect.EOF)
     finally:

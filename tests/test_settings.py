@@ -75,6 +75,15 @@ def test_flag_override_wins(config_home: Path) -> None:
         ("[thresholds]\ncosine = true\n", "'thresholds.cosine' must be float, got True"),
         ("[parallelism]\nbackend = 3\n", "'parallelism.backend' must be str, got 3"),
         ("thresholds = 3\n", "'thresholds' must be a table"),
+        (
+            '[parallelism]\nbackend = "bogus"\n',
+            "'parallelism.backend' must be one of auto, threads, processes, got 'bogus'",
+        ),
+        (
+            "[parallelism]\nworkers = -3\n",
+            "'parallelism.workers' must be >= 0 (0 = one per CPU core), got -3",
+        ),
+        ("[display]\npreview = -5\n", "'display.preview' must be >= 0, got -5"),
         ("[thresholds.cosine]\nx = 1\n", "'thresholds.cosine' must be float, got {'x': 1}"),
     ],
 )

@@ -429,8 +429,9 @@ def _diagnose(
 def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | ForeignCompareResult:
     """ac [-c] [-l N] [--report] [--rank R|all] [--step S|all] [--replay candidates|all|none] [--replay-budget S] [--depth N] [--dump-path DIR] [-lt DUMP -rt DUMP [-o DIR] [--max-err E | --cos-min C --rmse-max R]]
 
-    Auto check: fusion, overflow (first first), casts, first NaN/inf by rank and step;
-    with -c compare, advisor and the root cause: each card's (rank, step) is diagnosed, the
+    Auto check: fusion, overflow (first first), casts, first NaN/inf by rank and step.
+
+    With -c: compare, advisor and the root cause: each card's (rank, step) is diagnosed, the
     first step with a root cause is shown, at its earliest op across the cards, and the
     other cards of that step are read against it (the same fault, matching, or a root cause
     of their own, named). On a statistics dump (dump_data: stats), -c ranks the suspect ops

@@ -227,8 +227,9 @@ def summarize(table: ResultTable, rule: ThresholdRule, limit: int | None) -> Com
 def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary | StatisticsView:
     """vcs [-f FILE_OR_DIR] [-c COS] [-l LIMIT] [--metric NAME:THRESHOLD ...] [--plot] [--rank R] [--step S]
 
-    Ops whose outputs fall below the thresholds, in execution order, inputs vs outputs;
-    with several ranks/steps compared, also each one's failing outputs and first failing op.
+    Ops whose outputs fall below the thresholds, in execution order, inputs vs outputs.
+
+    With several ranks/steps compared, also each one's failing outputs and first failing op.
     """
     if args.limit < 0:
         raise UsageError("vcs: -l must not be negative")
@@ -277,6 +278,8 @@ def summary_of(
             rule = rule.with_limit(COSINE, cosine)
         for text in metrics:
             rule = rule.with_limit(*parse_limit(text, table.metric_columns))
+    except UsageError:
+        raise  # says vcs: already
     except PrecisionError as exc:
         raise UsageError(f"vcs: {exc}") from None
     if not rule.active(table.metric_columns):

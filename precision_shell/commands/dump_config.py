@@ -56,8 +56,9 @@ from precision_shell.workspace.graph_index import GraphIndex
 def dump_config_command(ctx: ShellContext, args: argparse.Namespace) -> DumpConfigFiles:
     """dump_config --from-summary PATH [--depth N] [--dump-path DIR] [-o DIR]
 
-    Tensor dump config (acl.json, TF session options) naming exactly the suspects of a
-    statistics compare and their producers, with the size estimate.
+    Tensor dump config (acl.json, TF session options) for a statistics compare's suspects.
+
+    It names exactly the suspects and their producers, with the size estimate.
     """
     if args.summary is None:
         raise UsageError("dump_config: give --from-summary PATH (a statistics compare's summary)")

@@ -64,14 +64,21 @@ def script_argv(words: list[str], name: str) -> list[str]:
     return list(words)
 
 
+# a wait longer than this is no timeout (and 1e308 overflows the select() deadline)
+_MAX_TIMEOUT = 30 * 24 * 3600.0
+
+
 def _timeouts(args: argparse.Namespace) -> Timeouts:
     for flag, value in (
         ("--startup-timeout", args.startup_timeout),
         ("--run-timeout", args.run_timeout),
         ("--timeout", args.timeout),
     ):
-        if value <= 0:
-            raise UsageError(f"{flag} must be > 0 seconds, got {value:g}")
+        if not 0 < value <= _MAX_TIMEOUT:  # NaN fails both
+            raise UsageError(
+                f"{flag} must be > 0 seconds and at most {_MAX_TIMEOUT:.0f} (30 days), "
+                f"got {value:g}"
+            )
     return Timeouts(args.startup_timeout, args.run_timeout, args.timeout)
 
 

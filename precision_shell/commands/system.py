@@ -93,8 +93,9 @@ def run_command(ctx: ShellContext, line: str) -> ShellRun:
 def reload_command(ctx: ShellContext, args: argparse.Namespace) -> WorkspaceReloaded:
     """reload
 
-    Read the whole workspace again (no cache) and show what it holds. Changed files are
-    noticed before every command anyway; this is for when in doubt.
+    Read the whole workspace again (no cache) and show what it holds.
+
+    Changed files are noticed before every command anyway; this is for when in doubt.
     """
     ws = ctx.reload()
     return WorkspaceReloaded(ws.summary(), list(ws.warnings))

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import os
+import math
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +23,7 @@ from precision_shell.explore.statistics_files import (
     find_statistics_file,
     read_statistics_file,
 )
+from precision_shell.explore.tensor_decode import decode_tensors
 from precision_shell.explore.tensor_target import TensorHandle, resolve_tensors
 from precision_shell.foreign.explore import (
     ForeignDecoded,
@@ -38,7 +38,6 @@ from precision_shell.formats.layouts import (
     format_code,
     format_name,
     is_plain_format,
-    to_origin_layout,
 )
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
@@ -245,6 +244,9 @@ def cp_command(
     left_name, right_name = args.names if args.names else (args.left, args.right)
     if not left_name or not right_name:
         raise UsageError("cp: give two tensors, e.g. cp DUMP_FILE benchmark.npy")
+    for flag, value in (("-al", args.atol), ("-rl", args.rtol)):
+        if value is not None and not math.isfinite(value):
+            raise UsageError(f"cp: {flag} must be a finite number, got {value:g}")
     if args.top < 0 or (args.atol or 0) < 0 or (args.rtol or 0) < 0:
         raise UsageError("cp: -p, -al and -rl must not be negative")
     ws = _workspace(ctx)
@@ -314,6 +316,9 @@ def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles | Fo
     """dc NAME_OR_FILE [-f FORMAT] [-o OUTDIR] [--rank R] [--step S] [--run RUN]
 
     Decode device dump files to .npy, optionally converted to a layout.
+
+    Names carry the run, rank and step when several are decoded; never writes over a file
+    in -o OUTDIR.
     On MegEngine / SigmaStar dumps: the var's or tensor's values of each run holding it (or
     --run RUN) as .npy (never over a file, never inside a dump dir).
     """
@@ -332,25 +337,9 @@ def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles | Fo
             raise UsageError(f"dc: -f: {exc}") from None
     handles = _dump_targets(ctx, args.target, args.rank, args.step)
     out_dir = make_user_dir(args.out_dir) if args.out_dir else _output_dir(ctx, "decode")
-    written, notes = [], []
-    for h in handles:
-        assert h.meta is not None
-        values = h.load()
-        layout = h.meta.format_name
-        if fmt:
-            try:
-                values, layout = _convert(h, values, fmt)
-            except LayoutError as exc:
-                notes.append(f"{h.label}: kept {layout}: {exc}")
-        where = f".rank{h.dump_slice[0]}_step{h.dump_slice[1]}" if h.dump_slice else ""
-        name = f"{os.path.basename(h.path)}{where}.{h.meta.kind}.{h.meta.index}.{layout}"
-        # one file per tensor and layout: a repeated dc replaces its own earlier file, and
-        # two concurrent ones each write a whole file under a temp name first
-        path = out_dir / f"{safe_file_stem(name, 240)}.npy"
-        data = np.ascontiguousarray(values)
-        replace_output(path, partial(np.save, arr=data, allow_pickle=False))
-        written.append((_titled(h), str(path), tuple(values.shape), layout))
-    return DecodedFiles(written, str(out_dir), notes)
+    written, notes = decode_tensors(handles, out_dir, fmt, user_dir=args.out_dir is not None)
+    files = [(d.label, d.path, d.shape, d.layout) for d in written]
+    return DecodedFiles(files, str(out_dir), notes)
 
 
 def _dir_targets(ws: Workspace | None, directory: Path) -> list[TensorHandle]:
@@ -389,45 +378,3 @@ def _dump_targets(
     if any(not h.is_dump for h in handles):
         raise UsageError(f"dc: {target} is a .npy file already; dc decodes device dump files")
     return handles
-
-
-_FORMAT_RANKS = {"NCHW": 4, "NHWC": 4, "HWCN": 4, "NCDHW": 5, "NDHWC": 5}
-
-
-def _is_axis_permutation(a: str, b: str) -> bool:
-    return a != b and a in _FORMAT_RANKS and b in _FORMAT_RANKS and sorted(a) == sorted(b)
-
-
-def _convert(h: TensorHandle, values: np.ndarray, fmt: str) -> tuple[np.ndarray, str]:
-    """Convert to `fmt`. Raises LayoutError.
-
-    The original shape is given in the original layout, so a request for another order of the
-    same axes (NCHW for an HWCN filter, NHWC for an NCHW activation) converts to the original
-    layout first and then transposes; ND gives the original layout itself.
-    """
-    assert h.meta is not None
-    if fmt == h.meta.format_name:
-        return values, fmt
-    origin_shape = tuple(h.meta.original_shape or values.shape)
-    rank = _FORMAT_RANKS.get(fmt)
-    if rank is not None and len(origin_shape) != rank:
-        raise LayoutError(
-            f"{fmt} needs a {rank}-D tensor; the original shape is {list(origin_shape)}"
-        )
-    origin_fmt = h.origin_format()
-    if fmt == "ND" and origin_fmt is not None and is_plain_format(origin_fmt):
-        # ND asks for a plain array: the original layout is that, and says more than "ND".
-        return to_origin_layout(values, h.meta.format_name, origin_fmt, origin_shape), origin_fmt
-    if origin_fmt is not None and _is_axis_permutation(origin_fmt, fmt):
-        converted = to_origin_layout(values, h.meta.format_name, origin_fmt, origin_shape)
-        return np.transpose(converted, [origin_fmt.index(axis) for axis in fmt]), fmt
-    try:
-        return to_origin_layout(values, h.meta.format_name, fmt, origin_shape), fmt
-    except LayoutError as exc:
-        if origin_fmt is None and not is_plain_format(h.meta.format):
-            raise LayoutError(
-                f"{exc} (the dump does not record the original layout of this "
-                f"{h.meta.format_name} tensor and its shapes do not tell it; read the "
-                f"original shape as {fmt})"
-            ) from None
-        raise

@@ -39,6 +39,7 @@ class TensorHandle:
     graph_origin_shape: tuple[int, ...] | None = None  # and its origin shape
     # (rank, step) of the dump dir it was read from, when its run has several
     dump_slice: tuple[str, str] | None = None
+    run: str = ""  # the workspace run (debug_0) it was read from; empty outside the workspace
 
     @property
     def is_dump(self) -> bool:
@@ -93,12 +94,12 @@ class TensorHandle:
 Origins = dict[tuple[str, int], tuple[str | None, tuple[int, ...] | None]]
 
 
-def _dump_context(ws: Workspace | None, path: str) -> tuple[Origins, tuple[str, str] | None]:
+def _dump_context(ws: Workspace | None, path: str) -> tuple[Origins, tuple[str, str] | None, str]:
     """For the dump file at `path`: (kind, index) -> (origin format, origin shape) from the GE
-    graph desc of the op that dumped it, and its (rank, step) when its run has several.
-    Empty when it is no file of the workspace."""
+    graph desc of the op that dumped it, its (rank, step) when its run has several, and its
+    run's name. Empty when it is no file of the workspace."""
     if ws is None:
-        return {}, None
+        return {}, None, ""
     for run in ws.runs:
         found = run.file_at(path)
         if found is None:
@@ -115,9 +116,9 @@ def _dump_context(ws: Workspace | None, path: str) -> tuple[Origins, tuple[str, 
                 for k, desc in enumerate(descs):
                     shape = tuple(desc.origin_shape) if desc.origin_shape else None
                     origins[(kind, k)] = (desc.origin_format or None, shape)
-            return origins, where
-        return {}, where
-    return {}, None
+            return origins, where, run.name
+        return {}, where, run.name
+    return {}, None, ""
 
 
 def dump_file_tensors(ws: Workspace, path: str) -> list[TensorHandle]:
@@ -152,7 +153,7 @@ def _dump_handles(
         if not metas:
             raise PrecisionError(f"{path}: has no {kind} {index}")
     name = os.path.basename(path)
-    origins, where = _dump_context(ws, path)
+    origins, where, run = _dump_context(ws, path)
     return [
         TensorHandle(
             f"{name} {m.kind} {m.index}",
@@ -161,6 +162,7 @@ def _dump_handles(
             m,
             *origins.get((m.kind, m.index), (None, None)),
             dump_slice=where,
+            run=run,
         )
         for m in metas
     ]

@@ -116,6 +116,8 @@ class Dispatcher:
                     return outcome
                 name, rest = words[0], words[1:]
                 if name in self.EXIT_WORDS:
+                    if rest:  # `exit now`: a typo, or a command meant for something else
+                        raise UsageError(f"{name}: unrecognized arguments: {shlex.join(rest)}")
                     outcome.exit_requested = True
                     return outcome
                 cmd = self.registry.lookup(name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,20 +22,41 @@ def history_path() -> Path:
     return Path(base) / "precision_shell" / "history"
 
 
-def _history() -> History:
+def open_history() -> tuple[History, str | None]:
+    """The history file, or (when it cannot be read or appended to) an in-memory history and
+    the one-line warning saying why. prompt_toolkit reads the file in its event loop, where a
+    failure is a traceback at every prompt and eats the first command typed."""
     path = history_path()
     try:
+        with open(path, "rb"):
+            pass
+    except FileNotFoundError:
+        pass  # made below
+    except OSError as exc:
+        return InMemoryHistory(), f"history disabled: cannot read {path}: {_reason(exc)}"
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch(exist_ok=True)
-        return FileHistory(str(path))
-    except OSError:
-        return InMemoryHistory()
+        with open(path, "ab"):
+            pass
+    except OSError as exc:
+        return InMemoryHistory(), f"history disabled: cannot write {path}: {_reason(exc)}"
+    return FileHistory(str(path)), None
 
 
-def make_session(completer: Completer, **io: Any) -> PromptSession:
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def make_session(
+    completer: Completer, warn: Callable[[str], None] | None = None, **io: Any
+) -> PromptSession:
+    """The prompt; `warn` gets the one line saying why history is off, when it is."""
+    history, problem = open_history()
+    if problem is not None and warn is not None:
+        warn(problem)
     return PromptSession(
         PROMPT,
-        history=_history(),
+        history=history,
         completer=ThreadedCompleter(completer),
         complete_while_typing=False,
         **io,

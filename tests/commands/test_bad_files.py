@@ -60,7 +60,7 @@ def test_the_interactive_start_prints_one_warning_line_per_bad_file(tiny_demo, c
     with create_pipe_input() as pipe:
         pipe.send_text("exit\n")
 
-        def piped_session(completer):
+        def piped_session(completer, **_):
             return repl.PromptSession(input=pipe, output=DummyOutput())
 
         monkeypatch.setattr(repl, "make_session", piped_session)

@@ -246,6 +246,9 @@ def test_cp_usage_errors(demo):
     _, _, shell = demo
     assert "cp: give two tensors" in run_fail(shell, f"cp {DENSE}").error
     assert "must not be negative" in run_fail(shell, f"cp {DENSE} {DENSE} -p -1").error
+    for flag, value in (("-al", "nan"), ("-rl", "nan"), ("-al", "inf"), ("-rl", "inf")):
+        error = run_fail(shell, f"cp {DENSE} {DENSE} {flag} {value}").error
+        assert error == f"cp: {flag} must be a finite number, got {value}"
     error = run_fail(shell, f"cp {CONV2}:input:7 {DENSE}").error
     assert error.endswith("has no input 7")
 
@@ -507,6 +510,54 @@ def test_dc_twice_replaces_its_own_files(demo):
     assert [f[1] for f in second.files] == [f[1] for f in first.files]
     assert sorted(p.name for p in out.iterdir()) == before  # no .1 copies, no temp files
     assert np.load(second.files[0][1]).shape == second.files[0][2]
+
+
+def test_dc_never_writes_over_a_file_in_a_dir_the_user_named(demo, tmp_path):
+    root, manifest, shell = demo
+    out = tmp_path / "mine"
+    out.mkdir()
+    name = f"{dump_path(root, manifest, CONV2).name}.output.0.NC1HWC0.npy"
+    (out / name).write_text("USER DATA")
+    error = run_fail(shell, f"dc {CONV2} -o {out}").error
+    assert error == (
+        f"{out / name}: already exists; dc never writes over a file in a dir you name "
+        "(give another -o dir, or remove it)"
+    )
+    # the inputs decoded before meeting it are removed again: all or nothing
+    assert sorted(p.name for p in out.iterdir()) == [name]
+    assert (out / name).read_text() == "USER DATA"
+
+
+def test_dc_of_every_run_keeps_each_runs_files_apart(demo, tmp_path):
+    """Both runs hold a mapping-numbered dump file `1`: one .npy each, with its own values."""
+    root, _, shell = demo
+    npu = root / "precision_data" / "npu"
+    out = tmp_path / "out"
+    result = run_ok(shell, f"dc {npu} -o {out}")
+    paths = [npy for _, npy, _, _ in result.files]
+    assert len(set(paths)) == len(paths) == len(list(out.iterdir()))
+    for run in ("debug_0", "debug_1"):
+        (source,) = (npu / run / "dump").glob("*/*/*/*/*/1")
+        label = f"1 output 0 ({run})"
+        (npy,) = [npy for lab, npy, _, _ in result.files if lab == label]
+        assert Path(npy).name == f"1.{run}.output.0.ND.npy"
+        np.testing.assert_array_equal(np.load(npy), decoded(source, "output", 0))
+
+
+def test_dc_of_copies_outside_the_workspace_names_the_sub_dir(demo, tmp_path):
+    root, manifest, shell = demo
+    src = tmp_path / "copies"
+    dense = dump_path(root, manifest, DENSE)
+    for sub in ("a", "b"):
+        (src / sub).mkdir(parents=True)
+        shutil.copy(dense, src / sub)
+    out = tmp_path / "out"
+    result = run_ok(shell, f"dc {src} -o {out}")
+    outputs = sorted(npy for label, npy, _, _ in result.files if " output 0 " in label)
+    assert [Path(p).name for p in outputs] == [
+        f"{dense.name}.{sub}.output.0.ND.npy" for sub in ("a", "b")
+    ]
+    assert len(list(out.iterdir())) == len(result.files) == 8
 
 
 # -- outputs: links, full disk ----------------------------------------------------------------

@@ -221,6 +221,20 @@ def test_load_empty_and_scalar(tmp_path: Path) -> None:
     assert scalar.shape == () and float(scalar) == 2.5
 
 
+def test_a_complex_benchmark_is_its_real_part_or_a_one_line_error(tmp_path: Path) -> None:
+    real = np.array([[1.5, -2.0], [0.0, 3.25]], np.float32)
+    for mmap in (True, False):
+        values = load_benchmark(write_benchmark(tmp_path, f"r{mmap}:0", real + 0j, 1), mmap=mmap)
+        assert values.dtype == np.float32 and np.array_equal(values, real)
+    path = write_benchmark(tmp_path, "c:0", (real + 1j).astype(np.complex64), 1)
+    with pytest.raises(FormatError) as error:
+        load_benchmark(path)
+    assert str(error.value) == (
+        f"{path}: complex64 values with a non-zero imaginary part; compares are of real "
+        "tensors (save the real part or the magnitude as the benchmark)"
+    )
+
+
 class _Payload:
     """Unpickling this creates a marker directory: proof that a loader ran pickle."""
 

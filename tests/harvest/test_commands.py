@@ -97,12 +97,21 @@ def test_tf_run_takes_the_quoted_command_form(tmp_path: Path) -> None:
     assert 'dense/Relu:0 (dump 0): tfdbg: Tensor "dense/Relu:0" did not generate any dumps.' in text
 
 
+_BOUNDS = "must be > 0 seconds and at most 2592000 (30 days)"
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [
         ("tf_run", 'tf_run: give the command that runs your script, e.g. tf_run "python train.py"'),
         ("tf_run -r 0 python x.py", "tf_run: -r must be >= 1, got 0"),
-        ("tf_run --timeout 0 python x.py", "--timeout must be > 0 seconds, got 0"),
+        ("tf_run --timeout 0 python x.py", f"--timeout {_BOUNDS}, got 0"),
+        ("tf_run --timeout nan python x.py", f"--timeout {_BOUNDS}, got nan"),
+        ("tf_run --startup-timeout 1e308 true", f"--startup-timeout {_BOUNDS}, got 1e+308"),
+        ("tf_run --startup-timeout nan true", f"--startup-timeout {_BOUNDS}, got nan"),
+        ("tf_run --run-timeout inf true", f"--run-timeout {_BOUNDS}, got inf"),
+        ("tf_dump --timeout -1 --all", f"--timeout {_BOUNDS}, got -1"),
+        ("tf_dump --run-timeout nan true", f"--run-timeout {_BOUNDS}, got nan"),
         ("tf_run 'python \"x.py'", "tf_run: cannot split 'python \"x.py': No closing quotation"),
         ("tf_dump --run 0 --all", "tf_dump: give --run N or --all, not both"),
     ],

@@ -43,7 +43,7 @@ def test_the_prompt_wires_live_progress(tmp_path, monkeypatch):
     from precision_shell.shell.dispatcher import Dispatcher
 
     seen = {}
-    monkeypatch.setattr(repl, "make_session", lambda completer: object())
+    monkeypatch.setattr(repl, "make_session", lambda completer, **_: object())
     monkeypatch.setattr(
         repl,
         "run_repl",

@@ -56,6 +56,14 @@ def test_exit_words_request_exit(dispatcher: Dispatcher, calls: Calls, line: str
     assert calls.seen == []
 
 
+@pytest.mark.parametrize("line", ["exit now", "quit 0"])
+def test_exit_words_take_no_arguments(dispatcher: Dispatcher, line: str) -> None:
+    outcome = dispatcher.execute(line)
+    name, extra = line.split()
+    assert outcome.error == f"{name}: unrecognized arguments: {extra}"
+    assert not outcome.exit_requested
+
+
 def test_unbalanced_quote_is_a_usage_error(dispatcher: Dispatcher) -> None:
     outcome = dispatcher.execute('ls -n "abc')
     assert outcome.error == "cannot split the line: No closing quotation (check the quotes)"

@@ -44,6 +44,10 @@ def test_every_real_command_has_usage_summary_and_help_for_each_argument() -> No
             problems.append(f"{cmd.name}: usage line {cmd.usage!r} does not start with the name")
         if not cmd.summary:
             problems.append(f"{cmd.name}: no summary line after the usage line")
+        lines = [ln.strip() for ln in cmd.handler.__doc__.strip().splitlines()]
+        after = lines[lines.index(cmd.summary) + 1 :]
+        if after and after[0] and not cmd.summary.endswith("."):  # help shows it alone
+            problems.append(f"{cmd.name}: summary line runs on: {cmd.summary!r}")
         for arg in cmd.arguments:
             if not str(arg.options.get("help") or "").strip():
                 problems.append(f"{cmd.name}: {'/'.join(arg.flags)} has no help text")

@@ -13,16 +13,19 @@ from precision_shell.compare.metrics.cells import COSINE, MAX_ABS, REL_EUCLID
 from precision_shell.compare.results.schema import CONSTANT_INPUT, ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
 
-_REASON_MARKERS = (
-    CONSTANT_INPUT,
-    "not found",
-    "no benchmark",
-    "smaller than",
-    "element counts differ",
-    "past the end",
-    "not an NPU dump",
-    "cannot convert",
-    "op not dumped",
+# (a phrase of the reason, the kind it is counted under): the kind reads alone in `vc`'s
+# "failed 2 x KIND" and in summary.json's by_reason
+_REASON_KINDS = (
+    (CONSTANT_INPUT, CONSTANT_INPUT),
+    ("not found", "not found"),
+    ("no benchmark", "no benchmark"),
+    ("smaller than", "device shape smaller than the benchmark's"),
+    ("element counts differ", "element counts differ"),
+    ("past the end", "truncated file"),
+    ("not an NPU dump", "not an NPU dump"),
+    ("cannot convert", "cannot convert"),
+    ("op not dumped", "op not dumped"),
+    ("non-zero imaginary part", "complex benchmark"),
 )
 
 
@@ -30,9 +33,9 @@ def reason_kind(reason: str) -> str:
     """Group fail reasons by their kind (file names and numbers stripped) for the summary."""
     if not reason:
         return "no benchmark"
-    for marker in _REASON_MARKERS:
-        if marker in reason:
-            return marker
+    for phrase, kind in _REASON_KINDS:
+        if phrase in reason:
+            return kind
     text = reason.split(": ")[-1] if ": " in reason else reason
     return text[:80]
 
