@@ -112,6 +112,12 @@ class AutoCheck:
     statistics: StatisticsDiagnosis | None = None
 
     @property
+    def user_interrupted(self) -> bool:
+        """Ctrl-C cut its compare (see SummaryBacked.user_interrupted)."""
+        cut = self.statistics_compare or self.compare
+        return cut is not None and cut.user_interrupted
+
+    @property
     def error_message(self) -> str | None:
         if self.compare_error is not None:
             return f"ac: compare not run: {self.compare_error}"

@@ -202,6 +202,11 @@ class RankDivergenceResult(SummaryBacked):
         return all(_numbers(run) == first for _, run in self.compares[1:])
 
     @property
+    def user_interrupted(self) -> bool:
+        """Ctrl-C cut a compare (see SummaryBacked.user_interrupted)."""
+        return any(run.interrupted for _, run in self.compares)
+
+    @property
     def error_message(self) -> str | None:
         stopped = [pair.rank for pair, run in self.compares if run.interrupted]
         if not stopped:

@@ -125,8 +125,10 @@ class Dispatcher:
                     outcome.result = self._run_handler(cmd.name, shlex.join(rest), raw=True)
                 else:
                     outcome.result = self._run_handler(cmd.name, rest)
-            # A result may carry its own failure (e.g. `run` with a non-zero exit status).
+            # A result may carry its own failure (e.g. `run` with a non-zero exit status), or
+            # a Ctrl-C it absorbed to keep what was done (a partial compare): a script stops.
             outcome.error = getattr(outcome.result, "error_message", None)
+            outcome.interrupted = bool(getattr(outcome.result, "user_interrupted", False))
         except HelpShown as shown:
             outcome.result = HelpText(shown.text)
         except KeyboardInterrupt:

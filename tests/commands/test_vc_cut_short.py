@@ -32,11 +32,12 @@ def dies_at_fifth_file(task: FileTask, options: CompareOptions) -> FileResult:
     return compare_file(task, options)
 
 
-def _script(shell: Any, line: str) -> tuple[int, str]:
-    """`line` run as a script (-e): its exit status and what it printed on stderr."""
+def _script(shell: Any, line: str, *more: str) -> tuple[int, str]:
+    """`line` (and `more` lines) run as a script (-e): its exit status and what it printed on
+    stderr."""
     err = io.StringIO()
     renderer = Renderer(make_console(False, file=io.StringIO()), make_console(False, file=err))
-    report = run_lines([line], shell, renderer)
+    report = run_lines([line, *more], shell, renderer)
     return report.exit_status, err.getvalue()
 
 
@@ -44,7 +45,8 @@ def test_ctrl_c_in_the_device_vs_device_compare_is_an_interrupted_vc(tiny_demo, 
     root, _ = tiny_demo
     Engine(monkeypatch, 14 + 6)  # the benchmark compare (14 files) is done; 6 of debug_1's
     shell = open_shell(root)
-    status, err = _script(shell, "vc")
+    # a Ctrl-C stops the script there, as outside a compare: the next line never runs
+    status, err = _script(shell, "vc", "pt no_such_op_xyz")
     message = (
         "vc: interrupted (device vs device debug_0 vs debug_1 partial: 6 of 14 files); "
         "the rows written so far are kept"

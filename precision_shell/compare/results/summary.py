@@ -374,3 +374,9 @@ class SummaryBacked:
     def error_message(self) -> str | None:
         cut = self.summary.cut_text()
         return f"vc: interrupted ({cut}); the rows written so far are kept" if cut else None
+
+    @property
+    def user_interrupted(self) -> bool:
+        """Ctrl-C cut the compare (kept as a partial result): a script stops there, as on a
+        Ctrl-C outside a compare. (A worker or cluster lost is an error raised instead.)"""
+        return self.summary.cut_text() is not None
