@@ -361,7 +361,13 @@ def result_csv_in(directory: Path, statistics: bool = False) -> Path | None:
 def result_subdirs(target: Path) -> list[Path]:
     """The timestamped result dirs under `target` (`temp/vector_compare/`), newest first."""
     subdirs = (d for d in target.iterdir() if d.is_dir() and d.name[:14].isdigit())
-    return sorted(subdirs, key=lambda d: d.name, reverse=True)
+    return sorted(subdirs, key=_stamp_order, reverse=True)
+
+
+def _stamp_order(directory: Path) -> tuple[str, int, str]:
+    """`<stamp>_<n>` after `<stamp>_<n - 1>` (the n-th run of that second), 10 after 9."""
+    stamp, _, suffix = directory.name.partition("_")
+    return stamp, int(suffix) if suffix.isdigit() else 0, directory.name
 
 
 def is_statistics_csv(path: Path) -> bool:
