@@ -17,19 +17,14 @@ from precision_shell.compare.results.columns import (
     position,
 )
 from precision_shell.compare.results.columns_cache import CACHE_DIR
-from precision_shell.compare.results.schema import (
-    ResultRow,
-    ResultTable,
-    find_result_csv,
-    is_statistics_csv,
-)
+from precision_shell.compare.results.run_state import INTERRUPTED, partial_state, pick_result_csv
+from precision_shell.compare.results.schema import ResultRow, ResultTable, is_statistics_csv
 from precision_shell.compare.results.slice_results import (
     RankStepTable,
     compared_run,
     diagnosis_elsewhere,
     dumped_slices,
     entry_for_csv,
-    partial_text,
     rank_step_table,
     recount,
     slice_csv,
@@ -71,7 +66,8 @@ class CompareSummary:
     compared_rows: int = 0
     constant_inputs: int = 0
     not_compared: int = 0  # rows not compared for another reason than being a constant
-    partial: str | None = None  # "partial: 16 of 300 files" when the compare was interrupted
+    partial: str | None = None  # "partial: 16 of 300 files" when the compare is not whole
+    partial_cause: str = INTERRUPTED  # why: interrupted, killed, still running
     root_cause: str | None = None
     diagnosed: bool = False
     plot: list[OpCosine] | None = None  # `--plot`: worst output cosine per op
@@ -234,7 +230,8 @@ def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary |
     if args.limit < 0:
         raise UsageError("vcs: -l must not be negative")
     target = args.file if args.file else ctx.compare_results()
-    csv_path = find_result_csv(Path(target), statistics=True)
+    pick = pick_result_csv(Path(target), statistics=True)
+    csv_path = pick.csv_path
     if is_statistics_csv(csv_path):
         if args.metric or args.cosine is not None or args.plot:
             raise UsageError("vcs: -c, --metric and --plot are for tensor compares")
@@ -243,6 +240,7 @@ def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary |
     shown = slice_csv(summary, csv_path, args.rank, args.step, "vcs")
     table = load_result_columns(shown, lambda: ctx.workspace.output_dir(CACHE_DIR))
     result = summary_of(ctx, table, args.cosine, args.metric, args.limit, summary)
+    result.notes[:0] = pick.notes("vcs")
     if args.plot:
         result.plot = op_cosines_of_columns(table, result.rule)
     return result
@@ -288,8 +286,8 @@ def summary_of(
         result = summarize_columns(table, rule, limit or None)
     else:
         result = summarize(table, rule, limit or None)
+    result.partial, result.partial_cause = partial_state(summary, table.path)
     if summary is not None:
-        result.partial = partial_text(summary, table.path)
         result.diagnosed = summary.diagnosis is not None
         result.ranks = _rank_table(ctx, summary, table, rule)
         shown = entry_for_csv(slice_results(summary), table.path)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from precision_shell.compare.results.schema import find_result_csv, is_statistics_csv
+from precision_shell.compare.results.run_state import pick_result_csv
+from precision_shell.compare.results.schema import is_statistics_csv
 from precision_shell.compare.results.slice_results import slice_csv
 from precision_shell.compare.results.summary import summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
@@ -60,7 +61,8 @@ def report_command(ctx: ShellContext, args: argparse.Namespace) -> ReportWritten
     if args.depth < 0:
         raise UsageError("report: -s must not be negative")
     target = args.file if args.file else ctx.compare_results()
-    csv_path = find_result_csv(Path(target), statistics=True)
+    pick = pick_result_csv(Path(target), statistics=True)
+    csv_path = pick.csv_path
     if is_statistics_csv(csv_path):
         raise UsageError(
             f"report: {csv_path.name} is a statistics compare; the HTML report is for tensor "
@@ -77,4 +79,6 @@ def report_command(ctx: ShellContext, args: argparse.Namespace) -> ReportWritten
             ws = None
     else:
         ws = ctx.workspace
-    return write_report(ws, rule, csv_path, args.output, args.depth)
+    written = write_report(ws, rule, csv_path, args.output, args.depth)
+    written.notes[:0] = pick.notes("report")
+    return written

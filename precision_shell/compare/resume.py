@@ -18,7 +18,7 @@ from typing import Any
 from precision_shell.compare.pipeline.journal import JOURNAL_NAME, JournalError, RunJournal
 from precision_shell.compare.pipeline.plan import ComparePlan
 from precision_shell.compare.pipeline.worker import CompareOptions
-from precision_shell.compare.results.summary import SUMMARY_NAME, read_summary
+from precision_shell.compare.results.run_state import run_complete
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
 from precision_shell.workspace.workspace import Workspace
@@ -114,7 +114,7 @@ def partial_run_dir(ws: Workspace, output: Path | None) -> Path:
     workspace. Nothing to resume is a one-line PrecisionError."""
     if output is not None:
         out = output if output.is_absolute() else Path.cwd() / output
-        if _complete(out):
+        if run_complete(out):
             raise PrecisionError(
                 f"vc --resume: {output}: its compare is complete; nothing to resume"
             )
@@ -130,7 +130,7 @@ def partial_run_dir(ws: Workspace, output: Path | None) -> Path:
         if match and entry.is_dir() and not entry.is_symlink():
             dirs.append(((match.group(1), int(match.group(2) or 0)), entry))
     for _, directory in sorted(dirs, reverse=True):
-        if _has_journal(directory) and not _complete(directory):
+        if _has_journal(directory) and not run_complete(directory):
             return directory
     raise PrecisionError(f"vc --resume: nothing to resume: no partial compare in {base}")
 
@@ -140,22 +140,6 @@ def _has_journal(directory: Path) -> bool:
         return stat.S_ISREG(os.lstat(directory / JOURNAL_NAME).st_mode)
     except OSError:
         return False
-
-
-def _complete(directory: Path) -> bool:
-    """Its summary says every compare of the run is complete (a journal left behind by a run
-    killed between writing its summary and removing the journal)."""
-    path = directory / SUMMARY_NAME
-    if not path.is_file():
-        return False
-    try:
-        summary = read_summary(path)
-    except PrecisionError:
-        return False  # a damaged summary: resuming rewrites it
-    records = [summary.primary, *([summary.device_compare] if summary.device_compare else [])]
-    return not any(r.interrupted for r in records) and not any(
-        entry.get("partial") for entry in summary.results
-    )
 
 
 class JournalSlot:

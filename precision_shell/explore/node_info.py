@@ -70,6 +70,7 @@ class NodeInfo:
     compare_file: str | None = None
     compare_slice: str = ""  # "rank 2 step 0": whose rows, when the compare holds several
     compare_missing: str | None = None  # why the (rank, step) asked for has no compare rows
+    compare_notes: list[str] = field(default_factory=list)  # partial rows, newer runs skipped
     is_root_cause: bool = False  # of the compare rows shown
     root_cause_elsewhere: str = ""  # "rank 2 step 0": this op is the root cause found there
     dump_slice: str = ""  # "rank 0 step 1" when the run has several dump dirs
@@ -219,6 +220,7 @@ def collect_node_info(
         info.compare_rows = latest.rows_by_op.get(rec.name, [])
         info.compare_file = str(latest.csv_path)
         info.compare_slice = latest.slice_label
+        info.compare_notes = latest.notes
         info.is_root_cause = latest.root_cause_here == rec.name
         if latest.root_cause == rec.name:
             info.root_cause_elsewhere = latest.root_cause_slice

@@ -241,7 +241,7 @@ def render_compare_summary(console: Console, result: CompareSummary) -> None:
         counts += f"; could not be compared: {result.not_compared}"
     console.print(Text(counts), style="dim")
     if result.partial:
-        console.print(Text(f"{result.partial}: the compare was interrupted"), style="yellow")
+        console.print(Text(f"{result.partial}: {result.partial_cause}"), style="yellow")
     for note in result.notes:
         console.print(Text(note), style="yellow")
     if result.root_cause_slice:

@@ -260,6 +260,7 @@ def node_panel(info: NodeInfo, width: int | None = None) -> Panel:
         parts += [Text(""), Text("benchmark: none found for this op", style="yellow")]
     if info.compare_rows:
         parts += [Text(""), _compare_table(info, inner)]
+        parts += [Text(note, style="yellow") for note in info.compare_notes]
     elif info.compare_missing:
         parts += [Text(""), Text(f"compare: {info.compare_missing}", style="yellow")]
     if info.attrs is not None:

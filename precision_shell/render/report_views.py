@@ -46,6 +46,6 @@ def render_report(console: Console, report: ReportWritten) -> None:
             style="dim",
         )
     if report.partial:
-        console.print(Text(f"{report.partial}: the compare was interrupted"), style="yellow")
+        console.print(Text(f"{report.partial}: {report.partial_cause}"), style="yellow")
     for note in report.notes:
         console.print(Text(note), style="yellow")

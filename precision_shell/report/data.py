@@ -36,6 +36,7 @@ from precision_shell.compare.results.columns import (
     ResultColumns,
     load_result_columns,
 )
+from precision_shell.compare.results.run_state import INTERRUPTED, partial_state
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.slice_results import (
     DiagnosisElsewhere,
@@ -43,7 +44,6 @@ from precision_shell.compare.results.slice_results import (
     diagnosis_elsewhere,
     entry_for_csv,
     failing_outputs,
-    partial_text,
     rank_step_table,
     slice_results,
 )
@@ -103,7 +103,8 @@ class ReportData:
     elsewhere: DiagnosisElsewhere | None = None
     first_failing_op: str | None = None  # of this page's compare, as the ranks table counts
     failed_by_reason: dict[str, int] = field(default_factory=dict)  # this CSV's, not compared
-    partial: str | None = None  # "partial: ..." when this page's compare was interrupted
+    partial: str | None = None  # "partial: ..." when this page's compare is not whole
+    partial_cause: str = INTERRUPTED  # why: interrupted, killed, still running
     big: BigResult | None = None  # the page carries part of the table (see BigResult)
     columns: ResultColumns | None = None
     notes: list[str] = field(default_factory=list)  # why the columns cache was not used
@@ -260,6 +261,7 @@ def gather_report(
     shown = entry_for_csv(slice_results(summary), csv_path)
     ranks = rank_step_table(summary, csv_path, dumped)
     elsewhere = diagnosis_elsewhere(summary, csv_path)
+    partial, partial_cause = partial_state(summary, csv_path)
     if elsewhere is not None:
         causes = []  # the diagnosis belongs to another compare, not to these rows
     root = causes[0].get("op") if causes else None
@@ -318,7 +320,8 @@ def gather_report(
         elsewhere=elsewhere,
         first_failing_op=failing_outputs(table, rule)[1],
         failed_by_reason=dict(sorted(reasons.items(), key=lambda kv: -kv[1])),
-        partial=partial_text(summary, csv_path),
+        partial=partial,
+        partial_cause=partial_cause,
         big=big,
         columns=table,
         notes=list(table.notes),

@@ -79,7 +79,9 @@ def _header(data: ReportData, generated: str) -> str:
     if data.slice_label:
         pairs.append(("Rank and step", _e(data.slice_label)))
     if data.partial:
-        pairs.append(("Partial", f'<span class="bad">{_e(data.partial)}: interrupted</span>'))
+        pairs.append(
+            ("Partial", f'<span class="bad">{_e(data.partial)}: {_e(data.partial_cause)}</span>')
+        )
     pairs.append(
         (
             "Outputs failing the thresholds",
@@ -143,7 +145,7 @@ def undiagnosed_text(data: ReportData) -> str:
     if data.diagnosed:
         return "none: no op degrades the signal on its own"
     if data.partial:
-        return f"not diagnosed: the compare is {data.partial} (interrupted)"
+        return f"not diagnosed: the compare is {data.partial} ({data.partial_cause})"
     return "diagnosis did not run (ac -c --report compares, diagnoses and writes this report)"
 
 

@@ -54,6 +54,7 @@ class ReportWritten:
     root_cause: str | None
     diagnosed: bool
     partial: str | None
+    partial_cause: str
     subgraph: str | None  # "svg" | "gv" | None (no root cause, or not in the graph)
     slice_label: str | None = None  # "rank 1 step 0" when the run compared several
     ranks_compared: int = 0  # (rank, step) compares in the page's rank x step table
@@ -220,6 +221,7 @@ def write_report(
         root_cause=data.root_cause,
         diagnosed=data.diagnosed,
         partial=data.partial,
+        partial_cause=data.partial_cause,
         subgraph=embedded,
         notes=notes,
         slice_label=data.slice_label,

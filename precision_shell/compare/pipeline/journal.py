@@ -215,65 +215,10 @@ class RunJournal:
         return journal
 
     def _load(self) -> None:
-        data = _read_all(self._fd)
-        lines = data.split(b"\n")
-        torn = lines.pop()  # b"" when the file ends with a newline; else a torn last line
-        if not lines:
-            raise JournalError(f"{self.path}: no header line (the compare was stopped as it began)")
-        header = _json_object(lines[0])
-        if (
-            header is None
-            or header.get("journal") != VERSION
-            or not isinstance(header.get("plans"), list)
-        ):
-            raise JournalError(f"{self.path}:1: not a vc journal header (version {VERSION})")
-        for entry in header["plans"]:
-            if not (
-                isinstance(entry, dict)
-                and isinstance(entry.get("csv"), str)
-                and entry["csv"] == Path(entry["csv"]).name
-                and not entry["csv"].startswith(".")
-                and _is_int(entry.get("tasks"))
-                and isinstance(entry.get("fingerprint"), str)
-            ):
-                raise JournalError(f"{self.path}:1: damaged header (its plans)")
-        self.header = header
-        self.plans = [PlanProgress() for _ in header["plans"]]
-        for number, line in enumerate(lines[1:], start=2):
-            self._replay(number, line)
+        data = read_all(self._fd)
+        self.header, self.plans, torn = parse_journal(self.path, data)
         if torn:  # cut it off, or the next line would be glued to it
             os.ftruncate(self._fd, len(data) - len(torn))
-
-    def _replay(self, number: int, line: bytes) -> None:
-        entry = _json_object(line)
-        where = f"{self.path}:{number}"
-        if entry is None:
-            raise JournalError(f"{where}: damaged line (not a JSON object)")
-        k, n, seq, offset, rows = (entry.get(key) for key in ("k", "n", "seq", "offset", "rows"))
-        file_name, digest, extras = entry.get("file"), entry.get("sha"), entry.get("extras")
-        if not (
-            all(_is_int(v) for v in (k, n, seq, offset, rows))
-            and isinstance(file_name, str)
-            and isinstance(digest, str)
-            and isinstance(extras, list)
-        ):
-            raise JournalError(f"{where}: damaged line (a field is missing or of the wrong type)")
-        assert isinstance(k, int) and isinstance(n, int) and isinstance(seq, int)
-        assert isinstance(offset, int) and isinstance(rows, int)
-        if not 0 <= k < len(self.plans):
-            raise JournalError(f"{where}: plan {k} is not in the header")
-        progress = self.plans[k]
-        if n != progress.done or offset < progress.offset or rows < 0 or len(extras) != rows:
-            raise JournalError(f"{where}: task {n} of plan {k} is out of order or inconsistent")
-        parsed = [_extras(e) for e in extras]
-        if any(e is None for e in parsed):
-            raise JournalError(f"{where}: damaged extras")
-        progress.done += 1
-        progress.offset = offset
-        progress.rows += rows
-        progress.digest = digest
-        progress.extras.extend(e for e in parsed if e is not None)
-        progress.tasks.append((seq, file_name))
 
     # -- checking a re-made plan against it ----------------------------------------------------
 
@@ -383,6 +328,67 @@ class RunJournal:
         self.close()
 
 
+def parse_journal(path: Path, data: bytes) -> tuple[dict[str, Any], list[PlanProgress], bytes]:
+    """A journal's bytes: its header, each plan's progress and its torn last line (b"" when
+    it ends with a newline). A damaged journal is a JournalError naming it."""
+    lines = data.split(b"\n")
+    torn = lines.pop()  # b"" when the file ends with a newline; else a torn last line
+    if not lines:
+        raise JournalError(f"{path}: no header line (the compare was stopped as it began)")
+    header = _json_object(lines[0])
+    if (
+        header is None
+        or header.get("journal") != VERSION
+        or not isinstance(header.get("plans"), list)
+    ):
+        raise JournalError(f"{path}:1: not a vc journal header (version {VERSION})")
+    for entry in header["plans"]:
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("csv"), str)
+            and entry["csv"] == Path(entry["csv"]).name
+            and not entry["csv"].startswith(".")
+            and _is_int(entry.get("tasks"))
+            and isinstance(entry.get("fingerprint"), str)
+        ):
+            raise JournalError(f"{path}:1: damaged header (its plans)")
+    plans = [PlanProgress() for _ in header["plans"]]
+    for number, line in enumerate(lines[1:], start=2):
+        _replay(plans, f"{path}:{number}", line)
+    return header, plans, torn
+
+
+def _replay(plans: list[PlanProgress], where: str, line: bytes) -> None:
+    entry = _json_object(line)
+    if entry is None:
+        raise JournalError(f"{where}: damaged line (not a JSON object)")
+    k, n, seq, offset, rows = (entry.get(key) for key in ("k", "n", "seq", "offset", "rows"))
+    file_name, digest, extras = entry.get("file"), entry.get("sha"), entry.get("extras")
+    if not (
+        all(_is_int(v) for v in (k, n, seq, offset, rows))
+        and isinstance(file_name, str)
+        and isinstance(digest, str)
+        and isinstance(extras, list)
+    ):
+        raise JournalError(f"{where}: damaged line (a field is missing or of the wrong type)")
+    assert isinstance(k, int) and isinstance(n, int) and isinstance(seq, int)
+    assert isinstance(offset, int) and isinstance(rows, int)
+    if not 0 <= k < len(plans):
+        raise JournalError(f"{where}: plan {k} is not in the header")
+    progress = plans[k]
+    if n != progress.done or offset < progress.offset or rows < 0 or len(extras) != rows:
+        raise JournalError(f"{where}: task {n} of plan {k} is out of order or inconsistent")
+    parsed = [_extras(e) for e in extras]
+    if any(e is None for e in parsed):
+        raise JournalError(f"{where}: damaged extras")
+    progress.done += 1
+    progress.offset = offset
+    progress.rows += rows
+    progress.digest = digest
+    progress.extras.extend(e for e in parsed if e is not None)
+    progress.tasks.append((seq, file_name))
+
+
 def _json_object(line: bytes) -> dict[str, Any] | None:
     try:
         value = json.loads(line.decode("utf-8", TEXT_ERRORS))
@@ -391,7 +397,7 @@ def _json_object(line: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _read_all(fd: int) -> bytes:
+def read_all(fd: int) -> bytes:
     chunks = []
     position = 0
     while chunk := os.pread(fd, _CHUNK, position):
@@ -430,20 +436,7 @@ def _cut_back(path: Path, progress: PlanProgress) -> tuple[int, bytes]:
             raise JournalError(f"{path}: is a symbolic link; not written through") from None
         raise JournalError(f"{path}: cannot open: {exc.strerror or exc}") from None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise JournalError(f"{path}: not a regular file")
-        if st.st_size < progress.offset:
-            raise JournalError(
-                f"{path}: {st.st_size} bytes, shorter than the {progress.offset} the journal "
-                "says were written; run vc again"
-            )
-        data = _read_prefix(fd, progress.offset)
-        if len(data) != progress.offset or hashlib.sha256(data).hexdigest() != progress.digest:
-            raise JournalError(
-                f"{path}: changed since the compare wrote it (its first {progress.offset} bytes "
-                "are not the journaled ones); run vc again"
-            )
+        data = journaled_bytes(fd, path, progress)
         os.ftruncate(fd, progress.offset)
         os.lseek(fd, progress.offset, os.SEEK_SET)
     except OSError as exc:
@@ -455,6 +448,26 @@ def _cut_back(path: Path, progress: PlanProgress) -> tuple[int, bytes]:
         os.close(fd)
         raise
     return fd, data
+
+
+def journaled_bytes(fd: int, path: Path, progress: PlanProgress) -> bytes:
+    """The CSV's first `offset` bytes, checked against the journal (a JournalError when the
+    file is shorter or those bytes changed)."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raise JournalError(f"{path}: not a regular file")
+    if st.st_size < progress.offset:
+        raise JournalError(
+            f"{path}: {st.st_size} bytes, shorter than the {progress.offset} the journal "
+            "says were written; run vc again"
+        )
+    data = _read_prefix(fd, progress.offset)
+    if len(data) != progress.offset or hashlib.sha256(data).hexdigest() != progress.digest:
+        raise JournalError(
+            f"{path}: changed since the compare wrote it (its first {progress.offset} bytes "
+            "are not the journaled ones); run vc again"
+        )
+    return data
 
 
 def _read_prefix(fd: int, length: int) -> bytes:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from precision_shell.compare.metrics.cells import COSINE
 from precision_shell.compare.results.columns import ResultColumns, load_result_columns
 from precision_shell.compare.results.columns_cache import CACHE_DIR
-from precision_shell.compare.results.schema import ResultRow, find_result_csv, is_statistics_csv
+from precision_shell.compare.results.run_state import pick_result_csv
+from precision_shell.compare.results.schema import ResultRow, is_statistics_csv
 from precision_shell.compare.results.slice_results import (
     SliceResult,
     diagnosed_slice,
@@ -68,6 +69,8 @@ class LatestCompare:
     summary: RunSummary | None
     entry: SliceResult | None = None  # the (rank, step) compare of this CSV, when listed
     several: bool = False  # the compare holds more than one (rank, step)
+    # its rows are partial (a vc still running, killed or crashed), newer such runs skipped
+    notes: list[str] = field(default_factory=list)
 
     @classmethod
     def of(
@@ -142,16 +145,18 @@ _CACHE: dict[str, tuple[tuple[int, int], ColumnRowsByOp]] = {}
 def latest_compare(
     ws: Workspace, rank: str | None = None, step: str | None = None
 ) -> LatestCompare | SliceNotCompared | None:
-    """The newest `vc` result under temp/vector_compare/, or None when there is none: its
-    primary CSV, or with `rank` and `step` the CSV of exactly that (rank, step) (its summary's
-    `results`); SliceNotCompared when it did not compare that one."""
+    """The newest `vc` result under temp/vector_compare/ (the newest finished one: see
+    run_state), or None when there is none: its primary CSV, or with `rank` and `step` the CSV
+    of exactly that (rank, step) (its summary's `results`); SliceNotCompared when it did not
+    compare that one."""
     base = ws.layout.temp_dir / "vector_compare"
     if not base.is_dir():
         return None
     try:
-        path = find_result_csv(base, statistics=True)
+        pick = pick_result_csv(base, statistics=True)
     except PrecisionError:
         return None
+    path = pick.csv_path
     if is_statistics_csv(path):
         return None  # the newest compare is a statistics one: it has no tensor metrics
     try:
@@ -168,7 +173,12 @@ def latest_compare(
             path = primary.parent / path.name
         if not path.is_file():
             return SliceNotCompared(f"{path}: the CSV of {wanted.label} is missing")
-    return _load(ws, path, summary, entry_for_csv(results, path), len(results) > 1)
+    found = _load(ws, path, summary, entry_for_csv(results, path), len(results) > 1)
+    if found is not None:
+        if pick.unfinished is not None:
+            found.notes.append(f"{pick.unfinished.partial_text(path)}: {pick.unfinished.cause}")
+        found.notes += pick.notes("vcs")
+    return found
 
 
 @dataclass(frozen=True)

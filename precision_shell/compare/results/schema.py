@@ -334,25 +334,41 @@ def find_result_csv(target: Path, statistics: bool = False) -> Path:
 
     With `statistics`, a statistics compare's `statistics_*.csv` counts too (whichever run is
     newest); callers that read only tensor compares leave it off."""
-    kinds = ("result", "statistics") if statistics else ("result",)
     if target.is_file():
         return target
     if not target.is_dir():
         raise PrecisionError(f"{target}: no such file or directory")
-    direct = sorted(p for kind in kinds for p in target.glob(f"{kind}_*.csv"))
-    if direct:
-        # a vc result dir also holds the device-vs-device CSV, written after the primary one
-        primary = [p for p in direct if _PRIMARY_NAME.fullmatch(p.name)] or direct
-        return max(primary, key=lambda p: (p.stat().st_mtime_ns, p.name))
-    subdirs = sorted(
-        (d for d in target.iterdir() if d.is_dir() and d.name[:14].isdigit()), key=lambda d: d.name
-    )
-    for sub in reversed(subdirs):
-        found = sorted(p for kind in kinds for p in sub.glob(f"{kind}_*.csv"))
-        if found:
-            primary = [p for p in found if _PRIMARY_NAME.fullmatch(p.name)] or found
-            return primary[0]
-    raise PrecisionError(f"{target}: no result_*.csv here; run vc first")
+    found = result_csv_in(target, statistics)
+    for sub in [] if found is not None else result_subdirs(target):
+        found = result_csv_in(sub, statistics)
+        if found is not None:
+            break
+    if found is None:
+        raise PrecisionError(f"{target}: no result_*.csv here; run vc first")
+    return found
+
+
+def result_csv_in(directory: Path, statistics: bool = False) -> Path | None:
+    """The primary result CSV right in `directory` (not the device-vs-device one, written after
+    it), the newest when there are several; None when it holds none."""
+    kinds = ("result", "statistics") if statistics else ("result",)
+    found = sorted(p for kind in kinds for p in directory.glob(f"{kind}_*.csv"))
+    if not found:
+        return None
+    primary = [p for p in found if _PRIMARY_NAME.fullmatch(p.name)] or found
+    return max(primary, key=lambda p: (p.stat().st_mtime_ns, p.name))
+
+
+def result_subdirs(target: Path) -> list[Path]:
+    """The timestamped result dirs under `target` (`temp/vector_compare/`), newest first."""
+    subdirs = (d for d in target.iterdir() if d.is_dir() and d.name[:14].isdigit())
+    return sorted(subdirs, key=_stamp_order, reverse=True)
+
+
+def _stamp_order(directory: Path) -> tuple[str, int, str]:
+    """`<stamp>_<n>` after `<stamp>_<n - 1>` (the n-th run of that second), 10 after 9."""
+    stamp, _, suffix = directory.name.partition("_")
+    return stamp, int(suffix) if suffix.isdigit() else 0, directory.name
 
 
 def is_statistics_csv(path: Path) -> bool:

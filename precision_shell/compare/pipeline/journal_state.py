@@ -1,0 +1,92 @@
+"""A result dir's journal as a reader sees it (`vcs`, `report`, `ni`): whether a vc is
+comparing that run right now (it holds the journal's lock: see `pipeline.journal`), how far
+each of its CSVs got, and whether `vc --resume` could continue it. Nothing is changed and no
+lock is kept.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from precision_shell.compare.pipeline.journal import (
+    JOURNAL_NAME,
+    JournalError,
+    PlanProgress,
+    journaled_bytes,
+    parse_journal,
+    read_all,
+)
+
+
+@dataclass(frozen=True)
+class JournalState:
+    """What a result dir's journal says, read without changing it or keeping its lock."""
+
+    running: bool  # a vc holds its lock: that run is being compared or resumed right now
+    plans: list[tuple[str, int, int]]  # per CSV: (its name, files done, files in its plan)
+    damage: str | None = None  # why `vc --resume` would refuse it; None when it would not
+
+
+def journal_state(out_dir: Path) -> JournalState | None:
+    """The state of `out_dir`'s journal; None when it has none (a regular file), as when its
+    run completed. A stopped run's CSVs are checked as `vc --resume` checks them (a running
+    one's are still being written)."""
+    path = out_dir / JOURNAL_NAME
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return JournalState(False, [], f"{path}: cannot open: {exc.strerror or exc}")
+    try:
+        running = _locked(fd)
+        try:
+            header, plans, _ = parse_journal(path, read_all(fd))
+            for entry, progress in zip(header["plans"], plans, strict=True):
+                if progress.done and not running:
+                    _check_csv(out_dir / entry["csv"], progress)
+        except JournalError as exc:
+            return JournalState(running, [], str(exc))
+        except OSError as exc:
+            return JournalState(running, [], f"{path}: cannot read: {exc.strerror or exc}")
+    finally:
+        os.close(fd)
+    counts = [
+        (str(entry["csv"]), progress.done, int(entry["tasks"]))
+        for entry, progress in zip(header["plans"], plans, strict=True)
+    ]
+    return JournalState(running, counts)
+
+
+def _locked(fd: int) -> bool:
+    """Another process holds the journal's lock. Probed with a shared lock dropped at once (a
+    `vc --resume` starting in that very instant would find the run busy)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return False
+
+
+def _check_csv(path: Path, progress: PlanProgress) -> None:
+    """The CSV holds the bytes the journal says were written (read only; see `_cut_back`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise JournalError(
+            f"{path}: missing, but the journal says {progress.done} files were compared into "
+            "it; run vc again"
+        ) from None
+    except OSError as exc:
+        raise JournalError(f"{path}: cannot open: {exc.strerror or exc}") from None
+    try:
+        journaled_bytes(fd, path, progress)
+    finally:
+        os.close(fd)

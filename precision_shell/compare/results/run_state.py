@@ -1,0 +1,151 @@
+"""Whether a `vc` result dir holds a finished compare, for its readers (`vcs`, `report`, `ni`).
+
+`vc` writes the rows into its CSVs as it goes and `summary.json` last; its journal
+(pipeline/journal.py) goes once the run is complete. A dir that still has a journal and no
+summary saying the run is complete is unfinished: a vc is comparing it right now (it holds the
+journal's lock), or it was killed or crashed. Its rows are shown as the partial rows they are,
+never as a finished compare, and "the newest result" is the newest finished one (the unfinished
+ones newer than it are named, with how to look at them).
+
+A summary marked partial and newer than the journal is an interrupted run's (Ctrl-C): it says
+so itself. One older than the journal is stale: a `vc --resume` went on and was then killed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from precision_shell.compare.pipeline.journal import JOURNAL_NAME
+from precision_shell.compare.pipeline.journal_state import JournalState, journal_state
+from precision_shell.compare.results.schema import find_result_csv, result_csv_in, result_subdirs
+from precision_shell.compare.results.slice_results import partial_text
+from precision_shell.compare.results.summary import SUMMARY_NAME, RunSummary, read_summary
+from precision_shell.errors import PrecisionError
+
+INTERRUPTED = "the compare was interrupted"
+
+
+@dataclass(frozen=True)
+class UnfinishedRun:
+    """A result dir whose vc is still running, or was killed or crashed."""
+
+    directory: Path
+    journal: JournalState
+
+    def files(self, csv_name: str | None = None) -> str | None:
+        """`6 of 14 files`: of the CSV named (the whole run's when not given or not in the
+        journal); None when the journal cannot tell."""
+        plans = self.journal.plans
+        mine = [p for p in plans if p[0] == csv_name] or plans
+        if not mine:
+            return None
+        return f"{sum(p[1] for p in mine)} of {sum(p[2] for p in mine)} files"
+
+    def partial_text(self, csv_path: Path) -> str:
+        """`partial: 6 of 14 files (so far)`: how far the compare of `csv_path` got."""
+        files = self.files(csv_path.name)
+        text = f"partial: {files}" if files else "partial"
+        return f"{text} so far" if self.journal.running else text
+
+    @property
+    def cause(self) -> str:
+        """Why the rows are partial, and what continues them."""
+        if self.journal.running:
+            return "a vc is still comparing it (its journal is locked); run this again for more"
+        if self.journal.damage:
+            return (
+                "its vc was killed or crashed, and vc --resume cannot continue it: "
+                f"{self.journal.damage}"
+            )
+        return f"its vc was killed or crashed; vc --resume -o {self.directory} continues it"
+
+    def skipped_line(self, command: str) -> str:
+        """The line saying the newest result was passed over for an older, finished one."""
+        files = self.files()
+        counts = f" ({files}{' so far' if self.journal.running else ''})" if files else ""
+        look = f"{command} -f {self.directory} shows its rows so far"
+        if self.journal.running:
+            return f"skipped {self.directory}: a vc is still comparing it{counts}; {look}"
+        if self.journal.damage:
+            return (
+                f"skipped {self.directory}: its vc was killed or crashed{counts} and cannot be "
+                f"resumed; {look}"
+            )
+        return (
+            f"skipped {self.directory}: its vc was killed or crashed{counts}; {look}, "
+            f"vc --resume -o {self.directory} continues it"
+        )
+
+
+def unfinished_run(directory: Path) -> UnfinishedRun | None:
+    """The unfinished run of `directory`; None when its compare is finished (or never kept a
+    journal: msaccucmp's, a statistics compare, a foreign one)."""
+    state = journal_state(directory)
+    if state is None:
+        return None
+    if not state.running:
+        summary = directory / SUMMARY_NAME
+        if run_complete(directory):
+            return None  # killed between writing its summary and removing the journal
+        try:
+            if summary.stat().st_mtime_ns >= (directory / JOURNAL_NAME).stat().st_mtime_ns:
+                return None  # interrupted: its summary says partial itself
+        except OSError:
+            pass  # no summary: killed or crashed
+    return UnfinishedRun(directory, state)
+
+
+def run_complete(directory: Path) -> bool:
+    """Its summary says every compare of the run is complete."""
+    path = directory / SUMMARY_NAME
+    if not path.is_file():
+        return False
+    try:
+        summary = read_summary(path)
+    except PrecisionError:
+        return False  # a damaged summary: resuming rewrites it
+    records = [summary.primary, *([summary.device_compare] if summary.device_compare else [])]
+    return not any(r.interrupted for r in records) and not any(
+        entry.get("partial") for entry in summary.results
+    )
+
+
+def partial_state(summary: RunSummary | None, csv_path: Path) -> tuple[str | None, str]:
+    """(`partial: ...` or None when complete, why) of the compare of `csv_path`: its run's
+    journal when the run is unfinished, else its summary (an interrupted run)."""
+    unfinished = unfinished_run(csv_path.parent)
+    if unfinished is not None:
+        return unfinished.partial_text(csv_path), unfinished.cause
+    return partial_text(summary, csv_path), INTERRUPTED
+
+
+@dataclass(frozen=True)
+class ResultPick:
+    """The result CSV a reader shows, and the newer unfinished runs passed over for it."""
+
+    csv_path: Path
+    unfinished: UnfinishedRun | None = None  # the CSV's own run is unfinished
+    skipped: list[UnfinishedRun] = field(default_factory=list)
+
+    def notes(self, command: str) -> list[str]:
+        return [run.skipped_line(command) for run in self.skipped]
+
+
+def pick_result_csv(target: Path, statistics: bool = False) -> ResultPick:
+    """`find_result_csv`, where the newest result of a dir of result dirs is the newest
+    finished one; with none finished, the newest unfinished one."""
+    if target.is_dir() and result_csv_in(target, statistics) is None:
+        passed: list[tuple[Path, UnfinishedRun]] = []
+        for sub in result_subdirs(target):
+            found = result_csv_in(sub, statistics)
+            if found is None:
+                continue
+            unfinished = unfinished_run(sub)
+            if unfinished is None:
+                return ResultPick(found, None, [run for _, run in passed])
+            passed.append((found, unfinished))
+        if passed:
+            return ResultPick(passed[0][0], passed[0][1])
+    csv_path = find_result_csv(target, statistics)
+    return ResultPick(csv_path, unfinished_run(csv_path.parent))
