@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
 import time
 from pathlib import Path
@@ -64,14 +66,32 @@ def test_advise_willneed_skips_what_is_not_a_readable_regular_file(
     assert calls == []
 
 
+def _first_page_resident(fd: int) -> bool:
+    """mincore(2) of the file's first page: asks without reading it (a RWF_NOWAIT probe that
+    misses may start reading the page back in, racing the test)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    page = mmap.PAGESIZE
+    mapped = mmap.mmap(fd, page, access=mmap.ACCESS_COPY)  # not touched: nothing is read
+    try:
+        cell = ctypes.c_char.from_buffer(mapped)
+        vec = (ctypes.c_ubyte * 1)()
+        status = libc.mincore(ctypes.c_void_p(ctypes.addressof(cell)), ctypes.c_size_t(page), vec)
+        del cell
+        if status != 0:
+            raise OSError(ctypes.get_errno(), "mincore failed")
+        return bool(vec[0] & 1)
+    finally:
+        mapped.close()
+
+
 def _evicted(path: Path) -> bool:
     """Drop the file's pages from the page cache (written back first: dirty pages stay);
-    whether the kernel says its first page is gone (a filesystem may keep it all in memory)."""
+    whether its first page is gone (a filesystem may keep it all in memory)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        return not readahead.in_page_cache(fd)
+        return not _first_page_resident(fd)
     finally:
         os.close(fd)
 

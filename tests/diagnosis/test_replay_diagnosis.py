@@ -106,10 +106,11 @@ def test_the_budget_stops_the_pass_and_says_what_it_left(deep_shell):
     )
 
 
-def test_ctrl_c_ends_the_pass_with_what_it_has(deep_shell, monkeypatch):
-    shell, _ = deep_shell
+def ctrl_c_on_the_third_replay(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Replays go on as usual but the third raises KeyboardInterrupt; the ops asked for, in
+    order (the list fills as the command runs)."""
     real = replay_evidence.replay_op_in_workspace
-    calls = []
+    calls: list[str] = []
 
     def interrupted_on_the_third(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         calls.append(args[2])
@@ -118,6 +119,12 @@ def test_ctrl_c_ends_the_pass_with_what_it_has(deep_shell, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(replay_evidence, "replay_op_in_workspace", interrupted_on_the_third)
+    return calls
+
+
+def test_ctrl_c_ends_the_pass_with_what_it_has(deep_shell, monkeypatch):
+    shell, _ = deep_shell
+    calls = ctrl_c_on_the_third_replay(monkeypatch)
     done = run_ok(shell, "ac -c --replay all").diagnosis.replays
     assert done.interrupted and len(done.reports) == 2
     assert done.unreached[0] == calls[2]  # the op interrupted counts as not reached

@@ -12,13 +12,13 @@ import shutil
 
 import pytest
 
-from precision_shell.compare.diagnosis import replay_evidence
 from precision_shell.compare.diagnosis.root_cause import OpEvidence, TensorQuality
 from precision_shell.compare.diagnosis.slice_replays import divergence_order
 from precision_shell.demo.builder import build_demo
 from precision_shell.demo.spec import LOCAL_ERROR, WRONG_CONSTANT, DemoSpec, Fault
 from tests.commands.shell_fixture import CONV1, CONV2, open_shell, rendered, run_ok
 from tests.commands.test_second_dump_dir import _link_copy, _step_dir
+from tests.diagnosis.test_replay_diagnosis import ctrl_c_on_the_third_replay
 
 WRONG_WEIGHT = Fault(WRONG_CONSTANT, "bn2/FusedBatchNormV3", 0.5)
 KERNEL_ERROR = Fault(LOCAL_ERROR, "conv1/Conv2D", 0.004)
@@ -103,16 +103,7 @@ def test_the_budget_names_the_cards_it_left(two_cards):
 
 
 def test_ctrl_c_ends_every_card_s_pass(two_cards, monkeypatch):
-    real = replay_evidence.replay_op_in_workspace
-    calls: list[str] = []
-
-    def interrupted_on_the_third(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        calls.append(args[2])
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(replay_evidence, "replay_op_in_workspace", interrupted_on_the_third)
+    calls = ctrl_c_on_the_third_replay(monkeypatch)
     done = run_ok(two_cards, "ac -c --replay all").slice_replays
     assert len(calls) == 3  # nothing replayed after the Ctrl-C
     assert [(len(p.reports), p.interrupted) for p in done.passes] == [(2, True), (0, True)]

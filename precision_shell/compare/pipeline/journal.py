@@ -422,10 +422,11 @@ def _remove_own_output(path: Path) -> None:
         raise output_error(path, exc) from None
 
 
-def _cut_back(path: Path, progress: PlanProgress) -> tuple[int, bytes]:
-    """Open the CSV, check its journaled bytes, cut it there; (fd at the end, those bytes)."""
+def open_journaled_csv(path: Path, progress: PlanProgress, mode: int) -> int:
+    """A plan's CSV opened (`mode`: os.O_RDONLY or os.O_RDWR), never through a symlink; a
+    missing or unopenable one is a JournalError saying what the journal expected."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        return os.open(path, mode | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise JournalError(
             f"{path}: missing, but the journal says {progress.done} files were compared into "
@@ -435,6 +436,11 @@ def _cut_back(path: Path, progress: PlanProgress) -> tuple[int, bytes]:
         if exc.errno == errno.ELOOP:
             raise JournalError(f"{path}: is a symbolic link; not written through") from None
         raise JournalError(f"{path}: cannot open: {exc.strerror or exc}") from None
+
+
+def _cut_back(path: Path, progress: PlanProgress) -> tuple[int, bytes]:
+    """Open the CSV, check its journaled bytes, cut it there; (fd at the end, those bytes)."""
+    fd = open_journaled_csv(path, progress, os.O_RDWR)
     try:
         data = journaled_bytes(fd, path, progress)
         os.ftruncate(fd, progress.offset)

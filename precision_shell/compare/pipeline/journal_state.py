@@ -17,6 +17,7 @@ from precision_shell.compare.pipeline.journal import (
     JournalError,
     PlanProgress,
     journaled_bytes,
+    open_journaled_csv,
     parse_journal,
     read_all,
 )
@@ -77,15 +78,7 @@ def _locked(fd: int) -> bool:
 
 def _check_csv(path: Path, progress: PlanProgress) -> None:
     """The CSV holds the bytes the journal says were written (read only; see `_cut_back`)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise JournalError(
-            f"{path}: missing, but the journal says {progress.done} files were compared into "
-            "it; run vc again"
-        ) from None
-    except OSError as exc:
-        raise JournalError(f"{path}: cannot open: {exc.strerror or exc}") from None
+    fd = open_journaled_csv(path, progress, os.O_RDONLY)
     try:
         journaled_bytes(fd, path, progress)
     finally:
