@@ -4,10 +4,10 @@ dangerous casts, run-to-run differences); with -c: the compare, the advisor and 
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from precision_shell.commands.ac_diagnosis import ReplayChoice, RootCausePanel, diagnose_compare
 from precision_shell.commands.compare import vc_command
 from precision_shell.commands.compare_summary import CompareSummary, summary_of
 from precision_shell.commands.foreign_rule_args import (
@@ -15,19 +15,8 @@ from precision_shell.commands.foreign_rule_args import (
     foreign_rule_arguments,
     no_foreign_rule,
 )
-from precision_shell.compare.diagnosis.advisor import ACCUMULATED_DRIFT, Finding, OverflowHit
-from precision_shell.compare.diagnosis.cards import (
-    CardDiagnosis,
-    card_scope,
-    first_card,
-    slice_check,
-)
 from precision_shell.compare.diagnosis.diagnose import (
     Diagnosis,
-    Replayer,
-    diagnose,
-    with_replays,
-    with_scope,
 )
 from precision_shell.compare.diagnosis.graph_checks import (
     DangerousCast,
@@ -41,20 +30,12 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     DEFAULT_BUDGET_S,
     DEFAULT_REPLAY_MODE,
     REPLAY_MODES,
-    ReplayPass,
-    replay_pass,
-    replay_targets,
 )
-from precision_shell.compare.diagnosis.root_cause import OpEvidence, RootCause
 from precision_shell.compare.diagnosis.slice_replays import (
-    DiagnosedSlice,
     SliceReplays,
-    replay_every_slice,
-    shown_slice,
 )
 from precision_shell.compare.pipeline.execute import VectorCompareResult
-from precision_shell.compare.results.schema import ResultRow, ResultTable, read_result_csv
-from precision_shell.compare.results.slice_results import SliceResult, slice_results
+from precision_shell.compare.results.schema import read_result_csv
 from precision_shell.compare.statistics.diagnose import StatisticsDiagnosis, diagnose_statistics
 from precision_shell.compare.statistics.dump_config import DEFAULT_DEPTH, DEFAULT_DUMP_PATH
 from precision_shell.compare.statistics.run import StatisticsCompareResult
@@ -66,25 +47,6 @@ from precision_shell.foreign.run import ForeignCompareResult, run_foreign_compar
 from precision_shell.report.writer import write_report
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import REGISTRY, UsageError, argument, command
-from precision_shell.workspace.graph_index import GraphIndex, OpRecord
-
-# why the root cause shown is in its (rank, step), unless `--replay all` moved it
-FIRST_CARD = "the first step with a root cause, then the earliest op across its cards"
-
-
-@dataclass
-class RootCausePanel:
-    """The best root cause with what a user needs to act on it."""
-
-    cause: RootCause
-    record: OpRecord | None
-    rows: list[ResultRow]  # its input and output compare rows
-    findings: list[Finding]
-    next_commands: list[str]
-    where: str | None = None  # "rank 3 step 0" when several ranks/steps were diagnosed
-    cards: str | None = None  # one card only, or every card (the other ranks of that step)
-    card_notes: list[str] = field(default_factory=list)  # the cards that differ, and how
-    where_why: str = FIRST_CARD  # why `where`
 
 
 @dataclass
@@ -126,34 +88,6 @@ class AutoCheck:
         return self.compare.error_message if self.compare is not None else None
 
 
-def _next_commands(
-    ctx: ShellContext, cause: RootCause, rows: list[ResultRow], entry: SliceResult | None
-) -> list[str]:
-    ws = ctx.workspace
-    where = f" --rank {entry.rank} --step {entry.step}" if entry is not None else ""
-    commands = [f"ni {_quote(cause.op)} -s 2{where}"]
-    if entry is not None:
-        refs = ws.dump_files(ws.run(), cause.op, entry.rank, entry.step)
-    else:
-        refs = ws.dump_files(ws.run(), cause.op)
-    benchmark = None
-    graph = ws.run().dump_graph()
-    rec = graph.get(cause.op) if graph else None
-    if rec is not None:
-        benchmark = ws.output_benchmark(rec, 0)
-    # the same file name is in every rank's dir: the hint names the slice, as `ni`'s does
-    if refs and benchmark is not None:
-        benchmark_name = os.path.basename(benchmark.path)
-        commands.append(f"cp {refs[-1].file_name}:output:0 {benchmark_name}{where}")
-    elif refs:
-        commands.append(f"pt {refs[-1].file_name}:output:0{where}")
-    return commands
-
-
-def _quote(name: str) -> str:
-    return f'"{name}"' if any(c.isspace() for c in name) else name
-
-
 def _static_checks(
     ctx: ShellContext, check: AutoCheck, limit: int, rank: str | None, step: str | None
 ) -> None:
@@ -177,191 +111,6 @@ def _static_checks(
         if lg is not None and rg is not None:
             check.run_pair = (left.name, right.name)
             check.run_diffs = run_differences(lg, rg)
-
-
-def _slice_tables(
-    check: AutoCheck, primary: ResultTable
-) -> list[tuple[SliceResult | None, ResultTable]]:
-    """Every (rank, step) compare with its rows, in (step, rank) order; the primary alone
-    when the run compared one dump dir."""
-    assert check.compare is not None
-    entries = slice_results(check.compare.summary)
-    if len(entries) <= 1:
-        return [(entries[0] if entries else None, primary)]
-    tables: list[tuple[SliceResult | None, ResultTable]] = []
-    for entry in entries:
-        path = Path(entry.csv)
-        table = primary if path.name == primary.path.name else read_result_csv(path)
-        tables.append((entry, table))
-    return tables
-
-
-@dataclass(frozen=True)
-class ReplayChoice:
-    """`ac -c --replay MODE --replay-budget S`."""
-
-    mode: str = DEFAULT_REPLAY_MODE
-    budget_s: float = DEFAULT_BUDGET_S
-
-
-def _replayer(
-    ctx: ShellContext,
-    choice: ReplayChoice,
-    entry: SliceResult | None,
-    where: str | None = None,
-    spent_s: float = 0.0,
-) -> Replayer:
-    """Replays in the (rank, step) `entry` names (`where`: its name when the compare covered
-    several), with what `spent_s` left of the budget and a live progress bar at the prompt."""
-
-    def run_pass(
-        graph: GraphIndex, evidence: dict[str, OpEvidence], causes: list[RootCause]
-    ) -> ReplayPass:
-        targets = replay_targets(graph, evidence, causes, choice.mode)
-        label = f"ac: replay ({choice.mode})" + (f" {where}" if where else "")
-        return replay_pass(
-            ctx.workspace,
-            ctx.workspace.run(),
-            graph,
-            targets,
-            choice.mode,
-            rank=entry.rank if entry is not None else None,
-            step=entry.step if entry is not None else None,
-            budget_s=choice.budget_s,
-            spent_s=spent_s,
-            where=where,
-            progress=ctx.progress(label, "ops"),
-        )
-
-    return run_pass
-
-
-def _where_why(first: CardDiagnosis | None, shown: CardDiagnosis | None) -> str:
-    """Why the root cause shown is in its card: the first that goes wrong, or (moved there
-    from `first` by `--replay all`) a kernel the replay proves wrong."""
-    if first is None or shown is None or shown is first:
-        return FIRST_CARD
-    reading = "none" if first.cause is None else "no kernel proven wrong"
-    return (
-        f"its kernel is proven wrong by the replay; {first.entry.label}, the first step with a "
-        f"root cause then the earliest op across its cards, has {reading}"
-    )
-
-
-def _diagnose(
-    ctx: ShellContext,
-    check: AutoCheck,
-    primary: ResultTable,
-    limit: int,
-    choice: ReplayChoice = ReplayChoice(),
-) -> None:
-    """Diagnose every (rank, step) compare; the first that goes wrong (diagnosis.cards:
-    step, then execution order, then rank) is recorded in the summary, its rank and step
-    beside the root causes, with the other cards' own root causes. That one is diagnosed
-    again with its replays (`choice`), which re-rank its causes. `--replay all` on several
-    compares replays every one (slice_replays) and shows the card whose kernel it proves
-    wrong when the first one's best cause is not."""
-    compare = check.compare
-    assert compare is not None
-    if compare.primary.plan_mode != "benchmark":
-        check.diagnosis_skipped = "no benchmark: the root cause needs device vs benchmark"
-        return
-    run = ctx.workspace.run()
-    hits = [OverflowHit(f.op, f.texts) for f in check.overflows]
-    tables = _slice_tables(check, primary)
-    cards: list[CardDiagnosis] = []
-    single: tuple[ResultTable, GraphIndex, Diagnosis] | None = None
-    for entry, table in tables:
-        graph = run.graph_of_dump(entry.graph.split(",") if entry is not None else ())
-        if graph is None:
-            continue
-        diagnosis = diagnose(graph, table.rows, compare.rule, hits)
-        if entry is None:
-            single = (table, graph, diagnosis)
-        else:
-            cards.append(CardDiagnosis(entry, table, graph, diagnosis))
-    chosen = first_card(cards)
-    if chosen is not None:
-        entry, table, graph, diagnosis = chosen.entry, chosen.table, chosen.graph, chosen.diagnosis
-    elif single is not None:
-        entry, (table, graph, diagnosis) = None, single
-    else:
-        check.diagnosis_skipped = "no parsed graph to walk"
-        return
-    several = len(tables) > 1 and chosen is not None
-    first = chosen
-    left_out = tuple((str(e.get("rank")), str(e.get("step"))) for e in compare.summary.not_selected)
-    if chosen is not None and (several or left_out):
-        others = slice_check(chosen, cards, left_out)
-        diagnosis = with_scope(diagnosis, graph, table.rows, compare.rule, hits, others)
-    if several and choice.mode == "all" and chosen is not None:  # every card replayed
-        slices = [
-            DiagnosedSlice(
-                c.entry.label,
-                c.entry.step,
-                c.graph,
-                c.table.rows,
-                diagnosis
-                if c is chosen
-                else with_scope(
-                    c.diagnosis,
-                    c.graph,
-                    c.table.rows,
-                    compare.rule,
-                    hits,
-                    slice_check(c, cards, left_out),
-                ),
-            )
-            for c in cards
-        ]
-
-        def replayer_for(n: int, spent_s: float) -> Replayer:
-            return _replayer(ctx, choice, cards[n].entry, slices[n].where, spent_s)
-
-        at = cards.index(chosen)
-        diagnoses, check.slice_replays = replay_every_slice(
-            slices, at, compare.rule, hits, replayer_for, choice.budget_s
-        )
-        shown = shown_slice(diagnoses, at)
-        chosen, diagnosis = cards[shown], diagnoses[shown]
-        entry, table, graph = chosen.entry, chosen.table, chosen.graph
-    elif choice.mode != "none":
-        replayer = _replayer(ctx, choice, entry, entry.label if several and entry else None)
-        diagnosis = with_replays(diagnosis, graph, table.rows, compare.rule, hits, replayer)
-    scope = None
-    if several and chosen is not None and diagnosis.causes:
-        scope = card_scope(compare.rule, diagnosis.causes[0], chosen, cards)
-        if scope is not None:
-            diagnosis.other_cards = [(e.rank, e.step, c) for e, c in scope.elsewhere]
-    record = diagnosis.record()
-    if check.slice_replays is not None and record.replay is not None:
-        record.replay["slices"] = check.slice_replays.to_json()
-    if entry is not None and len(run.slices) > 1:  # a run of one dump dir keeps the old keys
-        record.rank, record.step = entry.rank, entry.step
-        for cause_json in record.root_causes:
-            cause_json["rank"], cause_json["step"] = entry.rank, entry.step
-    compare.summary.diagnosis = record
-    compare.summary.write(compare.summary_path)
-    check.diagnosis = diagnosis
-    check.summary = summary_of(ctx, table, None, [], limit, compare.summary)
-    if diagnosis.causes:
-        cause = diagnosis.causes[0]
-        rows = [r for r in table.rows if r.op_name == cause.op]
-        # the advisor's reading: its findings on this op, and network-wide ones (drift)
-        readings = diagnosis.findings_for(cause.op) + [
-            f for f in diagnosis.findings if f.detection == ACCUMULATED_DRIFT and f.op != cause.op
-        ]
-        check.root_cause = RootCausePanel(
-            cause,
-            graph.get(cause.op),
-            rows,
-            readings,
-            _next_commands(ctx, cause, rows, entry if several else None),
-            where=entry.label if several and entry is not None else None,
-            where_why=_where_why(first, chosen),
-            cards=scope.verdict if scope is not None else None,
-            card_notes=scope.notes if scope is not None else [],
-        )
 
 
 @command("ac")
@@ -531,7 +280,7 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
             return check
         table = read_result_csv(check.compare.primary.csv_path)
         choice = ReplayChoice(args.replay, args.replay_budget)
-        _diagnose(ctx, check, table, args.limit or 0, choice)  # the CSV just read, once
+        diagnose_compare(ctx, check, table, args.limit or 0, choice)  # the CSV just read, once
         if check.summary is None:  # no diagnosis: the primary compare's failing ops
             check.summary = summary_of(ctx, table, None, [], args.limit or 0, check.compare.summary)
         if args.report:

@@ -10,7 +10,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from precision_shell.commands.autocheck import AutoCheck, RootCausePanel
+from precision_shell.commands.ac_diagnosis import RootCausePanel
+from precision_shell.commands.autocheck import AutoCheck
 from precision_shell.compare.diagnosis.replay_evidence import (
     ReplayPass,
     proves_wrong,
