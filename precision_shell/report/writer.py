@@ -25,13 +25,10 @@ from precision_shell.compare.results.summary import summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
 from precision_shell.file_name_text import shown
+from precision_shell.report.cause_section import SubgraphPicture, undiagnosed_text
 from precision_shell.report.data import ReportData, foreign_family, gather_report
-from precision_shell.report.page import (
-    SubgraphPicture,
-    inline_svg,
-    report_html,
-    undiagnosed_text,
-)
+from precision_shell.report.html_parts import inline_svg
+from precision_shell.report.page import report_html
 from precision_shell.workspace.layout import WORKSPACE_DIR_NAME
 from precision_shell.workspace.output_files import create_output_file, ensure_dir
 from precision_shell.workspace.subgraph import neighbourhood
