@@ -17,7 +17,12 @@ from precision_shell.compare.results.columns import (
     position,
 )
 from precision_shell.compare.results.columns_cache import CACHE_DIR
-from precision_shell.compare.results.run_state import INTERRUPTED, partial_state, pick_result_csv
+from precision_shell.compare.results.run_state import (
+    INTERRUPTED,
+    journaled_length,
+    partial_state,
+    pick_result_csv,
+)
 from precision_shell.compare.results.schema import ResultRow, ResultTable, is_statistics_csv
 from precision_shell.compare.results.slice_results import (
     RankStepTable,
@@ -238,7 +243,9 @@ def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary |
         return statistics_view(csv_path, args.limit or None)
     summary = _summary_of(csv_path)
     shown = slice_csv(summary, csv_path, args.rank, args.step, "vcs")
-    table = load_result_columns(shown, lambda: ctx.workspace.output_dir(CACHE_DIR))
+    table = load_result_columns(
+        shown, lambda: ctx.workspace.output_dir(CACHE_DIR), journaled_length(shown)
+    )
     result = summary_of(ctx, table, args.cosine, args.metric, args.limit, summary)
     result.notes[:0] = pick.notes("vcs")
     if args.plot:
@@ -318,6 +325,8 @@ def _rank_table(
     def load(path: Path) -> ResultColumns:
         if isinstance(table, ResultColumns) and path.name == table.path.name:
             return table  # the op table's own compare: read already
-        return load_result_columns(path, lambda: ctx.workspace.output_dir(CACHE_DIR))
+        return load_result_columns(
+            path, lambda: ctx.workspace.output_dir(CACHE_DIR), journaled_length(path)
+        )
 
     return recount(ranks, rule, table.path, load)

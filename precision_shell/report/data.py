@@ -36,7 +36,11 @@ from precision_shell.compare.results.columns import (
     ResultColumns,
     load_result_columns,
 )
-from precision_shell.compare.results.run_state import INTERRUPTED, partial_state
+from precision_shell.compare.results.run_state import (
+    INTERRUPTED,
+    journaled_length,
+    partial_state,
+)
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.slice_results import (
     DiagnosisElsewhere,
@@ -252,7 +256,7 @@ def gather_report(
     the summary's rule wins over `fallback` (the settings'). Above `big_rows` rows the page
     carries the rows `_carried` picks; `neighbours(op)` names an op's graph neighbours;
     `dumped` the (rank, step)s the run dumped (the ranks table tells "not dumped" apart)."""
-    table = load_result_columns(csv_path, cache_dir)
+    table = load_result_columns(csv_path, cache_dir, journaled_length(csv_path))
     summary = summary_beside(csv_path)
     rule = summary.rule if summary is not None else fallback
     panel = error_panel_of(rule, table.metric_columns) if foreign_family(summary) else None

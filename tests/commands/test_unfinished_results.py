@@ -199,3 +199,75 @@ def test_ni_shows_the_newest_finished_compare_and_names_the_killed_one(tiny_demo
         f"partial: 6 of 14 files: its vc was killed or crashed; vc --resume -o {killed} "
         "continues it"
     ]
+
+
+def _killed_mid_file(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A killed vc whose CSV holds, past its journaled rows, the next 2 rows and the first 40
+    bytes of a third (written, never journaled: the kill came mid-file), as a finished run of
+    the same compare wrote them (that run then removed)."""
+    finished = run_ok(open_shell(root), "vc").out_dir
+    full = _primary(finished).read_bytes()
+    shutil.rmtree(finished)
+    killed = _killed(root, monkeypatch)
+    csv_path = _primary(killed)
+    journaled = csv_path.read_bytes()
+    assert full.startswith(journaled)
+    rows = full[len(journaled) :].split(b"\n")
+    with open(csv_path, "ab") as fh:
+        fh.write(rows[0] + b"\n" + rows[1] + b"\n" + rows[2][:40])
+    return killed
+
+
+# the killed run's journaled rows (6 of the 14 dump files), as `vcs` counts them
+JOURNALED_COUNTS = {
+    "rows": 19,
+    "compared_rows": 13,
+    "constant_inputs": 6,
+    "not_compared": 0,
+    "compared_ops": 6,
+    "failing_total": 2,
+}
+PAST = "3 rows past the last journaled file not shown"
+
+
+def _counts(result: object) -> dict[str, int]:
+    return {name: getattr(result, name) for name in JOURNALED_COUNTS}
+
+
+def test_vcs_and_report_read_a_killed_compare_only_as_far_as_its_journal(tiny_demo, monkeypatch):
+    root, _ = tiny_demo
+    killed = _killed_mid_file(root, monkeypatch)
+    shown = run_ok(open_shell(root), f"vcs -f {killed}")
+    assert _counts(shown) == JOURNALED_COUNTS
+    assert shown.partial == f"partial: 6 of 14 files, {PAST}"
+    lines = _lines(shown)
+    assert "13 of 19 tensors compared; not compared: 6 constant inputs" in lines
+    assert not [line for line in lines if "could not be compared" in line]
+    report = run_ok(open_shell(root), f"report -f {killed}")
+    lines = _lines(report)
+    assert lines[1].startswith("19 table rows, ")
+    assert not [line for line in lines if "cells, header has" in line]
+    assert f"partial: 6 of 14 files, {PAST}: its vc was killed or crashed; " in "\n".join(lines)
+    # resumed, the CSV is cut back to its journaled rows and goes on: every row counts again
+    run_ok(open_shell(root), f"vc --resume -o {killed}")
+    done = run_ok(open_shell(root), f"vcs -f {killed}")
+    assert done.partial is None and done.rows > JOURNALED_COUNTS["rows"]
+
+
+def test_vcs_reads_a_running_compare_only_as_far_as_its_journal(tiny_demo, monkeypatch):
+    root, _ = tiny_demo
+    running = _killed_mid_file(root, monkeypatch)
+    with _running(running):
+        shown = run_ok(open_shell(root), f"vcs -f {running}")
+        report = run_ok(open_shell(root), f"report -f {running}")
+        (info,) = run_ok(open_shell(root), f"ni {CONV2}").nodes
+    assert _counts(shown) == JOURNALED_COUNTS
+    assert shown.partial == f"partial: 6 of 14 files so far, {PAST}"
+    assert not [line for line in _lines(shown) if "could not be compared" in line]
+    assert not [line for line in _lines(report) if "cells, header has" in line]
+    assert _lines(report)[1].startswith("19 table rows, ")
+    assert info.compare_file == str(_primary(running))
+    assert info.compare_notes == [
+        f"partial: 6 of 14 files so far, {PAST}: a vc is still comparing it (its journal is "
+        "locked); run this again for more"
+    ]

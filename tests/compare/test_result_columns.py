@@ -148,6 +148,24 @@ def test_a_changed_csv_rebuilds_its_cache(cached) -> None:
     assert _load(csv_path, cache).source == "csv"
 
 
+def test_a_journaled_prefix_and_the_whole_csv_never_share_a_cache(cached) -> None:
+    csv_path, cache = cached
+    whole = _load(csv_path, cache)
+    assert _load(csv_path, cache).source == "cache"
+    data = csv_path.read_bytes()
+    upto = data.index(b"\n", data.index(b"\n") + 1) + 1  # the header and the first row
+    cut = load_result_columns(csv_path, lambda: cache, upto)
+    assert cut.source == "csv" and cut.rows == whole.rows[:1] and cut.warnings == []
+    again = load_result_columns(csv_path, lambda: cache, upto)
+    assert again.source == "cache" and again.rows == whole.rows[:1]
+    assert cc.prune_cache(cache) == []  # the cut read's cache is valid for its CSV
+    # the whole file is read again, not the cut read's cache
+    full = _load(csv_path, cache)
+    assert full.source == "csv" and full.rows == whole.rows
+    # nothing journaled yet: the header only
+    assert len(load_result_columns(csv_path, lambda: cache, 0)) == 0
+
+
 def _cache_file(cache: Path) -> Path:
     (path,) = list(cache.iterdir())
     return path

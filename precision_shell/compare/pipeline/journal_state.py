@@ -9,7 +9,7 @@ from __future__ import annotations
 import fcntl
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from precision_shell.compare.pipeline.journal import (
@@ -30,6 +30,8 @@ class JournalState:
     running: bool  # a vc holds its lock: that run is being compared or resumed right now
     plans: list[tuple[str, int, int]]  # per CSV: (its name, files done, files in its plan)
     damage: str | None = None  # why `vc --resume` would refuse it; None when it would not
+    # per CSV: how many of its bytes hold the rows of its journaled files (none when damaged)
+    lengths: dict[str, int] = field(default_factory=dict)
 
 
 def journal_state(out_dir: Path) -> JournalState | None:
@@ -58,11 +60,10 @@ def journal_state(out_dir: Path) -> JournalState | None:
             return JournalState(running, [], f"{path}: cannot read: {exc.strerror or exc}")
     finally:
         os.close(fd)
-    counts = [
-        (str(entry["csv"]), progress.done, int(entry["tasks"]))
-        for entry, progress in zip(header["plans"], plans, strict=True)
-    ]
-    return JournalState(running, counts)
+    pairs = list(zip(header["plans"], plans, strict=True))
+    counts = [(str(entry["csv"]), progress.done, int(entry["tasks"])) for entry, progress in pairs]
+    lengths = {str(entry["csv"]): progress.offset for entry, progress in pairs}
+    return JournalState(running, counts, lengths=lengths)
 
 
 def _locked(fd: int) -> bool:

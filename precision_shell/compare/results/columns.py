@@ -168,10 +168,13 @@ def _metric_values(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return values, nonfinite, computed
 
 
-def build_arrays(csv_path: Path) -> tuple[RowLayout, list[str], dict[str, np.ndarray]]:
-    """Parse the CSV once into the arrays `ResultColumns` is made of (CSV warnings aside)."""
+def build_arrays(
+    csv_path: Path, upto: int | None = None
+) -> tuple[RowLayout, list[str], dict[str, np.ndarray]]:
+    """Parse the CSV (with `upto`, its first `upto` bytes) once into the arrays
+    `ResultColumns` is made of (CSV warnings aside)."""
     warnings: list[str] = []
-    layout, records = iter_result_records(csv_path, warnings, strip_cells=False)
+    layout, records = iter_result_records(csv_path, warnings, strip_cells=False, upto=upto)
     builder = ColumnsBuilder(layout)
     # millions of short-lived strings and lists, none in a cycle: the cyclic collector would
     # rescan them all again and again for nothing
@@ -328,8 +331,8 @@ class ResultColumns:
         self._rows: list[ResultRow] | None = None
 
     @classmethod
-    def from_csv(cls, csv_path: Path) -> ResultColumns:
-        layout, warnings, arrays = build_arrays(csv_path)
+    def from_csv(cls, csv_path: Path, upto: int | None = None) -> ResultColumns:
+        layout, warnings, arrays = build_arrays(csv_path, upto)
         return cls(csv_path, layout, warnings, arrays)
 
     # -- the ResultTable face -------------------------------------------------------------
@@ -399,13 +402,15 @@ class ResultColumns:
 
 
 def load_result_columns(
-    csv_path: Path, cache_dir: Callable[[], Path] | None = None
+    csv_path: Path, cache_dir: Callable[[], Path] | None = None, upto: int | None = None
 ) -> ResultColumns:
     """The columns of a result CSV, from its cache file when one is valid for it (else parsed,
-    and cached when the CSV is big enough to be worth it and `cache_dir` gives a place)."""
+    and cached when the CSV is big enough to be worth it and `cache_dir` gives a place); with
+    `upto`, of its first `upto` bytes only (an unfinished run's journaled rows: see
+    run_state.journaled_length)."""
     from precision_shell.compare.results.columns_cache import cached_columns
 
-    return cached_columns(csv_path, cache_dir)
+    return cached_columns(csv_path, cache_dir, upto)
 
 
 def position(index_text: str) -> float:

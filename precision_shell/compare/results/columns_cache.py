@@ -75,19 +75,24 @@ def cache_path(cache_dir: Path, csv_path: Path) -> Path:
     return cache_dir / f"{csv_path.stem[:40]}-{digest}{SUFFIX}"
 
 
-def source_key(csv_path: Path) -> dict[str, Any]:
+def source_key(csv_path: Path, upto: int | None = None) -> dict[str, Any]:
+    """What a cache file was made of: the CSV as it was (a cache of its whole rows is never
+    one of its first `upto` bytes, nor the other way round)."""
     st = csv_path.stat()
     try:
         resolved = str(csv_path.resolve())
     except OSError:
         resolved = str(csv_path.absolute())
-    return {
+    key = {
         "path": resolved,
         "size": st.st_size,
         "mtime_ns": st.st_mtime_ns,
         "ino": st.st_ino,
         "dev": st.st_dev,
     }
+    if upto is not None:
+        key["upto"] = upto
+    return key
 
 
 # -- writing ------------------------------------------------------------------------------
@@ -271,7 +276,9 @@ def _header_layout(csv_path: Path) -> RowLayout:
     return layout
 
 
-def cached_columns(csv_path: Path, cache_dir: Callable[[], Path] | None) -> ResultColumns:
+def cached_columns(
+    csv_path: Path, cache_dir: Callable[[], Path] | None, upto: int | None = None
+) -> ResultColumns:
     """See `columns.load_result_columns`."""
     csv_path = Path(csv_path)
     try:
@@ -283,16 +290,16 @@ def cached_columns(csv_path: Path, cache_dir: Callable[[], Path] | None) -> Resu
         or size < MIN_CACHED_BYTES
         or os.environ.get(ENV_DISABLE, "") not in ("", "0")
     ):
-        return ResultColumns.from_csv(csv_path)
+        return ResultColumns.from_csv(csv_path, upto)
     key = _user_key()
     if key is None:
-        return ResultColumns.from_csv(csv_path)
+        return ResultColumns.from_csv(csv_path, upto)
     notes: list[str] = []
     try:
         where = cache_path(cache_dir(), csv_path)
-        source = source_key(csv_path)
+        source = source_key(csv_path, upto)
     except (PrecisionError, OSError):
-        return ResultColumns.from_csv(csv_path)
+        return ResultColumns.from_csv(csv_path, upto)
     layout = _header_layout(csv_path)
     try:
         warnings, arrays = read_cache(where, key, source, layout)
@@ -301,10 +308,10 @@ def cached_columns(csv_path: Path, cache_dir: Callable[[], Path] | None) -> Resu
         why = str(exc)
         if why != "missing" and not why.startswith("stale"):
             notes.append(f"{where}: columns cache ignored ({why}); read the CSV instead")
-    layout, warnings, arrays = build_arrays(csv_path)
+    layout, warnings, arrays = build_arrays(csv_path, upto)
     columns = ResultColumns(csv_path, layout, warnings, arrays, notes=notes)
     try:
-        if source_key(csv_path) == source:  # not rewritten while we read it
+        if source_key(csv_path, upto) == source:  # not rewritten while we read it
             write_cache(where, encode_cache(key, source, layout, warnings, arrays))
             prune_cache(where.parent, keep=where)
     except (PrecisionError, OSError) as exc:
@@ -368,7 +375,10 @@ def _still_valid(cache_dir: Path, name: str, meta: dict[str, Any] | None) -> boo
         return False
     csv_path = Path(source["path"])
     try:
-        return cache_path(cache_dir, csv_path).name == name and source_key(csv_path) == source
+        upto = source.get("upto")
+        if upto is not None and type(upto) is not int:
+            return False
+        return cache_path(cache_dir, csv_path).name == name and source_key(csv_path, upto) == source
     except (OSError, ValueError):  # the CSV is gone (or its path is no path)
         return False
 

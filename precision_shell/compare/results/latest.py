@@ -14,7 +14,7 @@ from pathlib import Path
 from precision_shell.compare.metrics.cells import COSINE
 from precision_shell.compare.results.columns import ResultColumns, load_result_columns
 from precision_shell.compare.results.columns_cache import CACHE_DIR
-from precision_shell.compare.results.run_state import pick_result_csv
+from precision_shell.compare.results.run_state import journaled_length, pick_result_csv
 from precision_shell.compare.results.schema import ResultRow, is_statistics_csv
 from precision_shell.compare.results.slice_results import (
     SliceResult,
@@ -139,7 +139,7 @@ class LatestCompare:
         return YELLOW if near else GREEN
 
 
-_CACHE: dict[str, tuple[tuple[int, int], ColumnRowsByOp]] = {}
+_CACHE: dict[str, tuple[tuple[int, int, int | None], ColumnRowsByOp]] = {}
 
 
 def latest_compare(
@@ -205,12 +205,14 @@ def _load(
         st = path.stat()
     except OSError:
         return None
-    key = (st.st_mtime_ns, st.st_size)
+    upto = journaled_length(path)  # an unfinished run's: its journaled rows only
+    key = (st.st_mtime_ns, st.st_size, upto)
     hit = _CACHE.get(str(path))
     if hit is not None and hit[0] == key:
         rows = hit[1]
     else:
-        rows = ColumnRowsByOp(load_result_columns(path, lambda: ws.output_dir(CACHE_DIR)))
+        columns = load_result_columns(path, lambda: ws.output_dir(CACHE_DIR), upto)
+        rows = ColumnRowsByOp(columns)
         _CACHE[str(path)] = (key, rows)
     # the summary is read each time: `ac -c` records its diagnosis after the compare
     return LatestCompare(path, rows, summary, entry, several)

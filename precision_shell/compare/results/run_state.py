@@ -5,7 +5,9 @@
 summary saying the run is complete is unfinished: a vc is comparing it right now (it holds the
 journal's lock), or it was killed or crashed. Its rows are shown as the partial rows they are,
 never as a finished compare, and "the newest result" is the newest finished one (the unfinished
-ones newer than it are named, with how to look at them).
+ones newer than it are named, with how to look at them). Its CSVs are read only as far as
+its journal vouches for (`journaled_length`): the rows a killed vc wrote past its last
+journaled file, maybe half a row, are left out and counted in its label.
 
 A summary marked partial and newer than the journal is an interrupted run's (Ctrl-C): it says
 so itself. One older than the journal is stale: a `vc --resume` went on and was then killed.
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from precision_shell.compare.pipeline.journal import JOURNAL_NAME
 from precision_shell.compare.pipeline.journal_state import JournalState, journal_state
+from precision_shell.compare.results.journaled_prefix import records_past
 from precision_shell.compare.results.schema import find_result_csv, result_csv_in, result_subdirs
 from precision_shell.compare.results.slice_results import partial_text
 from precision_shell.compare.results.summary import SUMMARY_NAME, RunSummary, read_summary
@@ -42,11 +45,22 @@ class UnfinishedRun:
             return None
         return f"{sum(p[1] for p in mine)} of {sum(p[2] for p in mine)} files"
 
+    def journaled_length(self, csv_name: str) -> int | None:
+        """How many bytes of the CSV named hold its journaled files' rows; None when the
+        journal cannot tell (damaged, or not naming it)."""
+        return self.journal.lengths.get(csv_name)
+
     def partial_text(self, csv_path: Path) -> str:
-        """`partial: 6 of 14 files (so far)`: how far the compare of `csv_path` got."""
+        """`partial: 6 of 14 files (so far)`: how far the compare of `csv_path` got, and how
+        many rows past its journaled ones (not shown) its CSV holds when any."""
         files = self.files(csv_path.name)
         text = f"partial: {files}" if files else "partial"
-        return f"{text} so far" if self.journal.running else text
+        text = f"{text} so far" if self.journal.running else text
+        length = self.journaled_length(csv_path.name)
+        past = records_past(csv_path, length) if length is not None else 0
+        if past:
+            text += f", {past} row{'s' if past != 1 else ''} past the last journaled file not shown"
+        return text
 
     @property
     def cause(self) -> str:
@@ -94,6 +108,13 @@ def unfinished_run(directory: Path) -> UnfinishedRun | None:
         except OSError:
             pass  # no summary: killed or crashed
     return UnfinishedRun(directory, state)
+
+
+def journaled_length(csv_path: Path) -> int | None:
+    """How much of `csv_path` its readers read: the bytes its journal vouches for when its run
+    is unfinished; None (the whole file) when the run is finished, or the journal cannot tell."""
+    unfinished = unfinished_run(csv_path.parent)
+    return unfinished.journaled_length(csv_path.name) if unfinished is not None else None
 
 
 def run_complete(directory: Path) -> bool:

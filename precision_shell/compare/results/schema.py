@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from precision_shell.compare.metrics.cells import METRIC_COLUMNS, NOT_COMPUTED
+from precision_shell.compare.results.journaled_prefix import open_prefix
 from precision_shell.errors import PrecisionError
 from precision_shell.file_name_text import TEXT_ERRORS
 from precision_shell.pickling import by_fields
@@ -269,16 +270,20 @@ def op_name_of(tensor_index: str, npu_dump: str) -> str:
 
 
 def iter_result_records(
-    path: str | Path, warnings: list[str], strip_cells: bool = True
+    path: str | Path, warnings: list[str], strip_cells: bool = True, upto: int | None = None
 ) -> tuple[RowLayout, Generator[tuple[int, list[str]], None, None]]:
     """The header's layout and (record number, cells) of every non-blank record, each cell
     stripped (unless `strip_cells` is False: the caller strips) and the record cut or padded
-    to the header's width (a short one noted in `warnings`).
+    to the header's width (a short one noted in `warnings`); with `upto`, of the file's first
+    `upto` bytes only (see journaled_prefix).
 
     A malformed file is a PrecisionError naming it, raised here or while iterating."""
     path = Path(path)
     try:
-        fh = open(path, newline="", encoding="utf-8-sig", errors=TEXT_ERRORS)  # noqa: SIM115
+        if upto is None:
+            fh = open(path, newline="", encoding="utf-8-sig", errors=TEXT_ERRORS)  # noqa: SIM115
+        else:
+            fh = open_prefix(path, upto)
     except OSError as exc:
         raise PrecisionError(f"{path}: cannot open: {exc.strerror}") from None
     reader = csv.reader(fh)
