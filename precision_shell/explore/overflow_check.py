@@ -73,8 +73,9 @@ def overflow_findings(ws: Workspace) -> tuple[list[OverflowFinding], list[str]]:
     places = {_place(ws, d) for d in ws.overflow_dumps.dirs} - {None}
     several = len(places) > 1 or any(len(run.slices) > 1 for run in ws.runs)
     for ref in sorted(ws.overflow_files(), key=lambda f: (f.timestamp, f.path)):
+        place = _place(ws, os.path.dirname(ref.path)) if several else None
         try:
-            _add_finding(ws, ref, found, errors, _place(ws, os.path.dirname(ref.path)) if several else None)
+            _add_finding(ws, ref, found, errors, place)
         except PrecisionError as exc:
             errors.append(str(exc))
         except Exception as exc:  # one odd Opdebug file must not stop the whole of `ac`

@@ -17,8 +17,8 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     replay_reading,
 )
 from precision_shell.compare.diagnosis.root_cause import RootCause
-from precision_shell.compare.rank_divergence import rank_list_text
 from precision_shell.compare.diagnosis.slice_replays import SliceReplays
+from precision_shell.compare.rank_divergence import rank_list_text
 from precision_shell.explore.nonfinite_origin import NonfiniteOrigin
 from precision_shell.render.compare_views import render_compare_summary, render_vector_compare
 from precision_shell.render.graph_views import tensor_table
