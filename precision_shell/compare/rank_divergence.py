@@ -22,6 +22,7 @@ from precision_shell.compare.pipeline.worker import SAME_BYTES
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.summary import RunSummary, SummaryBacked
 from precision_shell.errors import PrecisionError
+from precision_shell.formats.json_limits import json_number
 from precision_shell.workspace.graph_index import GraphIndex
 from precision_shell.workspace.workspace import RunIndex
 
@@ -44,20 +45,25 @@ class DivergencePoint:
 
     op: str
     index: int | None
-    cosine: float | None
+    cosine: float | None  # nan/inf when the CSV prints it so; None when not computed
     max_abs_error: float | None
 
     @classmethod
     def of(cls, row: ResultRow) -> DivergencePoint:
-        return cls(row.op_name, row.index, row.value(COSINE), row.value(MAX_ABS))
+        return cls(row.op_name, row.index, row.measured(COSINE), row.measured(MAX_ABS))
 
     def to_json(self) -> dict[str, Any]:
         return {
             "op": self.op,
             "index": self.index,
-            "cosine": self.cosine,
-            "max_abs_error": self.max_abs_error,
+            "cosine": _json_value(self.cosine),
+            "max_abs_error": _json_value(self.max_abs_error),
         }
+
+
+def _json_value(value: float | None) -> float | str | None:
+    """null when not computed; "nan"/"inf" (JSON has neither) when the data gave those."""
+    return None if value is None else json_number(value)
 
 
 @dataclass(frozen=True)
@@ -78,8 +84,8 @@ class RankDivergence:
             "step": self.step,
             "first_op": self.first.op,
             "index": self.first.index,
-            "cosine": self.first.cosine,
-            "max_abs_error": self.first.max_abs_error,
+            "cosine": _json_value(self.first.cosine),
+            "max_abs_error": _json_value(self.first.max_abs_error),
             "first_failing": self.failing.to_json() if self.failing is not None else None,
         }
 

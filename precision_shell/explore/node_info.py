@@ -234,8 +234,25 @@ def collect_node_info(
             cause = latest.root_cause_here
             if cause in sub.nodes:
                 sub.node_marks[cause] = "root cause"
-        info.subgraph = write_subgraph(sub, ctx.workspace.output_dir("op_graph"), run.name)
+        prefix = run.name
+        if len(run.slices) > 1:  # one file per (rank, step): each says whose colours it holds
+            where_rank, where_step = _coloured_slice(run, rank, step, latest)
+            sub.title = f"{run.name} rank {where_rank} step {where_step}"
+            prefix = f"{run.name}_rank{where_rank}_step{where_step}"
+        info.subgraph = write_subgraph(sub, ctx.workspace.output_dir("op_graph"), prefix)
     return info
+
+
+def _coloured_slice(
+    run: RunIndex, rank: str | None, step: str | None, latest: LatestCompare | None
+) -> tuple[str, str]:
+    """The (rank, step) whose compare rows colour the subgraph; the dump's shown when none do.
+    Without --rank/--step the colours are the primary compare's, which need not be the lowest
+    rank's first step."""
+    if latest is not None and latest.entry is not None:
+        return latest.entry.rank, latest.entry.step
+    shown = run.slice(rank, step)
+    return shown.rank, shown.step
 
 
 def _latest_compare(

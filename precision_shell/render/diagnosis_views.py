@@ -19,6 +19,7 @@ from precision_shell.compare.diagnosis.replay_evidence import (
 )
 from precision_shell.compare.diagnosis.root_cause import RootCause
 from precision_shell.compare.diagnosis.slice_replays import SliceReplays
+from precision_shell.compare.rank_divergence import rank_list_text
 from precision_shell.explore.nonfinite_origin import NonfiniteOrigin
 from precision_shell.render.compare_views import render_compare_summary, render_vector_compare
 from precision_shell.render.graph_views import tensor_table
@@ -29,6 +30,7 @@ from precision_shell.render.statistics_views import (
 )
 from precision_shell.replay.measure import OwnError
 from precision_shell.replay.session import ulp_text
+from precision_shell.workspace.dump_checks import number_order
 
 
 def _panel(
@@ -98,6 +100,18 @@ def _nonfinite(console: Console, check: AutoCheck) -> None:
     console.print(Panel(Group(*parts), title="NaN/inf origin (device outputs)", title_align="left"))
 
 
+def _places_text(places: list[tuple[str, str]]) -> str:
+    """`ranks 0, 1 step 0; rank 2 step 10`: the ranks of each step, steps in numeric order."""
+    by_step: dict[str, list[str]] = {}
+    for rank, step in places:
+        by_step.setdefault(step, []).append(rank)
+    parts = []
+    for step in sorted(by_step, key=number_order):
+        ranks = sorted(by_step[step], key=number_order)
+        parts.append(f"rank{'s' if len(ranks) > 1 else ''} {rank_list_text(ranks)} step {step}")
+    return "; ".join(parts)
+
+
 def _overflow(console: Console, check: AutoCheck) -> None:
     if not check.overflows and not check.overflow_errors:
         console.print(
@@ -110,15 +124,13 @@ def _overflow(console: Console, check: AutoCheck) -> None:
         return
     for n, f in enumerate(check.overflows, start=1):
         head = Text.assemble(("status: ", "bold"), "; ".join(f.texts) or "no status bit set")
-        parts: list[RenderableType] = [
-            head,
-            Text(
-                f"Opdebug file: {f.first_file}"
-                + (f"  (x{f.count} identical)" if f.count > 1 else "")
-            ),
-        ]
+        where = f"  on {_places_text(f.places)}" if f.places else ""
+        # repeats within one (rank, step) (a loop) are only counted
+        repeats = f"  (x{f.count} identical)" if f.count > max(1, len(f.places)) else ""
+        parts: list[RenderableType] = [head, Text(f"Opdebug file: {f.first_file}{where}{repeats}")]
         if f.tensors:
-            parts.append(tensor_table("tensors of its overflow dump", f.tensors, False))
+            first = f", rank {f.places[0][0]} step {f.places[0][1]}" if len(f.places) > 1 else ""
+            parts.append(tensor_table(f"tensors of its overflow dump{first}", f.tensors, False))
         title = Text.assemble(
             (f"Overflow #{n}: ", "bold red"),
             f.op or "(op dump not found)",

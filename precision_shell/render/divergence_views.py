@@ -12,20 +12,17 @@ from precision_shell.compare.rank_divergence import (
     rank_list_text,
 )
 from precision_shell.render.columns import number_column, path_text, text_column
+from precision_shell.render.numbers import fmt_num
 from precision_shell.render.output import renders
-
-
-def _number(value: float | None, digits: int) -> str:
-    return "-" if value is None else f"{value:.{digits}g}"
 
 
 def _failing_text(point: DivergencePoint | None, first: DivergencePoint) -> Text:
     if point is None:
         return Text("never (within the thresholds)", style="green")
-    if point == first:
+    if (point.op, point.index) == (first.op, first.index):  # not ==: a NaN cosine is no equal
         return Text("the same op")
     index = "" if point.index is None else f"[{point.index}] "
-    return Text(f"{index}{point.op} (cosine {_number(point.cosine, 6)})")
+    return Text(f"{index}{point.op} (cosine {fmt_num(point.cosine)})")
 
 
 @renders(RankDivergenceResult)
@@ -60,8 +57,8 @@ def render_rank_divergence(console: Console, result: RankDivergenceResult) -> No
                 d.rank,
                 "" if d.first.index is None else str(d.first.index),
                 Text(d.first.op),
-                _number(d.first.cosine, 6),
-                _number(d.first.max_abs_error, 6),
+                fmt_num(d.first.cosine),
+                fmt_num(d.first.max_abs_error),
                 _failing_text(d.failing, d.first),
             )
         console.print(table)

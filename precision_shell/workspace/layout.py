@@ -200,6 +200,19 @@ def graph_dump_dirs(
     return found
 
 
+def graph_dump_dir_at(session: Path, directory: str | Path) -> GraphDumpDir | None:
+    """`directory` as the `<device_id>/<graph_name>/<model_id>/<step>/` dir of the dump
+    session dir `session` (as `graph_dump_dirs` finds them); None when it sits elsewhere."""
+    try:
+        parts = Path(directory).relative_to(session).parts
+    except ValueError:
+        return None
+    if len(parts) != 4:
+        return None
+    device, graph, model, step = parts
+    return GraphDumpDir(graph, device, model, step, Path(directory))
+
+
 def _device_runs(root: Path, warnings: list[str], watched: list[DirStamp]) -> list[DeviceRun]:
     npu = root / "npu"
     watched.append(stamp(npu))

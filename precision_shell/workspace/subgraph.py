@@ -15,6 +15,7 @@ class Subgraph:
     edges: list[tuple[str, int, str, int, bool]]  # (src, out idx, dst, in idx, is_control)
     node_marks: dict[str, str] = field(default_factory=dict)  # op -> "root_cause" etc.
     node_colors: dict[str, str] = field(default_factory=dict)  # op -> fill color
+    title: str = ""  # the graph's label: whose dump and compare (`debug_0 rank 2 step 0`)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,8 @@ def subgraph_to_dot(sub: Subgraph) -> str:
         '  node [shape=box, style="rounded,filled", fillcolor="#f5f5f5", fontname="Helvetica", fontsize=10];',
         '  edge [fontname="Helvetica", fontsize=8];',
     ]
+    if sub.title:
+        lines += [f"  label={_quote(sub.title)};", "  labelloc=t;", '  fontname="Helvetica";']
     for name, rec in sub.nodes.items():
         shown = name if len(name) <= _LABEL_MAX else f"{name[:28]}...{name[-28:]}"
         parts = [rec.type, shown] + ([f"[{rec.pass_name}]"] if rec.pass_name else [])

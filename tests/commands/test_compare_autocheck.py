@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -13,12 +15,18 @@ from precision_shell.compare.results.schema import read_result_csv
 from precision_shell.formats.fusion_result import read_fusion_result
 from precision_shell.render.output import Renderer
 from tests.commands.shell_fixture import CONV2, open_shell, run_ok
+from tests.commands.test_second_dump_dir import _add
 
 
 def render(result) -> str:
     console = Console(record=True, width=240, color_system=None, highlight=False)
     Renderer(console, console).result(result)
     return console.export_text()
+
+
+def panel_lines(result) -> list[str]:
+    """The printed lines, each without the panel's borders and padding."""
+    return [line.strip(" │") for line in render(result).splitlines()]
 
 
 @pytest.fixture
@@ -50,6 +58,7 @@ def test_ac_says_what_it_checked_without_comparing(demo):
     assert finding.count == 1 and [t.label for t in finding.tensors] == ["input 0", "output 0"]
     assert finding.tensors[1].stats.inf_count == finding.tensors[1].stats.count  # all inf
     assert check.overflow_errors == []
+    assert finding.places == []  # one card, one step: nothing to tell apart
     # the demo's only Cast is float32 -> float16: a note, not a loss of values
     assert [(c.src, c.dst, c.note) for c in check.casts] == [("DT_FLOAT", "DT_FLOAT16", True)]
     assert check.run_pair == ("debug_0", "debug_1") and check.run_diffs == []
@@ -59,6 +68,9 @@ def test_ac_says_what_it_checked_without_comparing(demo):
     text = render(check)
     assert "ConvBatchnormFusionPass" in text
     assert "Overflow #1: l2_loss/Sum [ReduceSumD]" in text
+    lines = panel_lines(check)
+    assert f"Opdebug file: {finding.file}" in lines
+    assert "tensors of its overflow dump" in lines
     assert "overflow converting FP32/INT32 to FP16" in text
     assert "Dangerous casts" in text and "note: float narrowing" in text
     assert "compare not run" in text
@@ -148,3 +160,58 @@ def test_ac_with_a_corrupt_linked_op_dump_still_names_the_op(demo):
     (finding,) = check.overflows
     assert finding.op == "l2_loss_Sum"  # the name in the file name, sanitized
     assert len(check.overflow_errors) == 1 and str(linked[0]) in check.overflow_errors[0]
+
+
+def _overflow_step_dir(root: Path) -> Path:
+    """The demo's Opdebug file and its op's dump: `<ts>/0/<graph>/<model>/0/`."""
+    return next((root / "precision_data" / "overflow").rglob("Opdebug*")).parent
+
+
+def _copy_overflow(step_dir: Path, rank: str, step: str) -> None:
+    rank_dir = step_dir.parents[2]
+    new = rank_dir.parent / rank / step_dir.relative_to(rank_dir).parent / step
+    shutil.copytree(step_dir, new)
+
+
+def test_ac_names_the_ranks_and_steps_of_one_overflow_on_several_cards(demo):
+    root, _, _ = demo
+    step_dir = _overflow_step_dir(root)
+    assert (step_dir.parents[2].name, step_dir.name) == ("0", "0")
+    _copy_overflow(step_dir, "1", "0")
+    _copy_overflow(step_dir, "2", "10")
+    check = run_ok(open_shell(root), "ac")
+    (finding,) = check.overflows
+    assert finding.places == [("0", "0"), ("1", "0"), ("2", "10")] and finding.count == 3
+    lines = panel_lines(check)
+    assert f"Opdebug file: {finding.file}  on ranks 0, 1 step 0; rank 2 step 10" in lines
+    assert not any("identical" in line for line in lines)
+    assert "tensors of its overflow dump, rank 0 step 0" in lines
+
+
+def test_ac_names_the_rank_and_step_of_an_overflow_when_the_run_has_several(demo):
+    """One Opdebug dir, on card 2 at step 10, while the device run dumps two cards."""
+    root, _, _ = demo
+    step_dir = _overflow_step_dir(root)
+    _copy_overflow(step_dir, "2", "10")
+    shutil.rmtree(step_dir.parents[2])
+    _add(root, "device")
+    check = run_ok(open_shell(root), "ac")
+    (finding,) = check.overflows
+    assert finding.places == [("2", "10")]
+    assert f"Opdebug file: {finding.file}  on rank 2 step 10" in panel_lines(check)
+
+
+def test_ac_counts_repeats_of_an_overflow_in_one_rank_and_step(demo):
+    """A loop overflowing twice on card 0 and once on card 1: both cards named, and the count."""
+    root, _, _ = demo
+    step_dir = _overflow_step_dir(root)
+    _copy_overflow(step_dir, "1", "0")
+    for f in list(step_dir.iterdir()):
+        kind, op, task, stream, ts = f.name.split(".")
+        shutil.copy(f, f.with_name(f"{kind}.{op}.12.{stream}.{int(ts) + 20000}"))
+    check = run_ok(open_shell(root), "ac")
+    (finding,) = check.overflows
+    assert finding.places == [("0", "0"), ("1", "0")] and finding.count == 3
+    assert f"Opdebug file: {finding.file}  on ranks 0, 1 step 0  (x3 identical)" in panel_lines(
+        check
+    )

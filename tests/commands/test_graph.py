@@ -33,6 +33,7 @@ from tests.commands.shell_fixture import (
     run_ok,
     top_level_attr_keys,
 )
+from tests.commands.test_second_dump_dir import _add
 
 RUNS = ("debug_0", "debug_1")
 
@@ -321,6 +322,7 @@ def test_ni_s_writes_the_subgraph_under_temp_op_graph(demo):
     sub = info.subgraph
     gv = root / "precision_data/temp/op_graph" / "debug_0_conv2_Conv2Drelu2_Relu_d1.gv"
     assert sub.gv == str(gv) and gv.is_file()
+    assert "labelloc" not in gv.read_text()  # one rank, one step: no slice to name
     nodes, edges = _parse_gv(gv.read_text())
     filt, bias = "conv2/Conv2D/folded_filter", "conv2/Conv2D/folded_bias"
     assert nodes == {CONV2, POOL, filt, bias, CONV3}
@@ -338,6 +340,24 @@ def test_ni_s_writes_the_subgraph_under_temp_op_graph(demo):
     else:
         assert sub.svg == str(gv.with_suffix(".svg"))
         assert "<svg" in gv.with_suffix(".svg").read_text()
+
+
+def test_ni_s_names_the_rank_and_step_in_the_file_and_the_graph(tiny_demo):
+    """Two cards: `ni -s` with and without --rank writes one file per (rank, step), each
+    labelled with it, instead of one name the last call wins."""
+    root, _ = tiny_demo
+    rank, step = _add(root, "device")
+    shell = open_shell(root)
+    out = root / "precision_data/temp/op_graph"
+    for flags, shown in ((f"--rank {rank} --step {step}", rank), ("", "0")):
+        (info,) = run_ok(shell, f"ni {CONV2} -s 1 {flags}").nodes
+        gv = out / f"debug_0_rank{shown}_step{step}_conv2_Conv2Drelu2_Relu_d1.gv"
+        assert info.subgraph.gv == str(gv)
+        assert f'  label="debug_0 rank {shown} step {step}";' in gv.read_text().splitlines()
+    assert sorted(p.name for p in out.glob("*.gv")) == [
+        f"debug_0_rank0_step{step}_conv2_Conv2Drelu2_Relu_d1.gv",
+        f"debug_0_rank{rank}_step{step}_conv2_Conv2Drelu2_Relu_d1.gv",
+    ]
 
 
 def test_ni_s_0_is_the_op_alone_and_depth_2_reaches_further(demo):

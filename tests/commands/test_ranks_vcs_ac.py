@@ -284,6 +284,9 @@ def test_ac_c_hints_and_ni_read_the_rank_and_step_of_the_root_cause(healthy_pris
     assert (info.compare_slice, info.is_root_cause) == (f"rank {rank} step {step}", True)
     line = node_line(info.subgraph.gv)
     assert f'fillcolor="{RED}"' in line and 'xlabel="root cause"' in line
+    gv_name = "conv2_Conv2Drelu2_Relu_d2.gv"
+    assert Path(info.subgraph.gv).name == f"debug_0_rank{rank}_step{step}_{gv_name}"
+    assert f'  label="debug_0 rank {rank} step {step}";' in Path(info.subgraph.gv).read_text()
     # no --rank/--step: the primary (rank 0), named, and the root cause is said to be elsewhere
     plain = run_ok(shell, f"ni {CONV2} -s 2").nodes[0]
     assert Path(plain.compare_file) == check.compare.primary.csv_path
@@ -295,6 +298,8 @@ def test_ac_c_hints_and_ni_read_the_rank_and_step_of_the_root_cause(healthy_pris
     )
     line = node_line(plain.subgraph.gv)
     assert f'fillcolor="{GREEN}"' in line and "root cause" not in line
+    assert Path(plain.subgraph.gv).name == f"debug_0_rank0_step{step}_{gv_name}"
+    assert f'fillcolor="{RED}"' in node_line(info.subgraph.gv)  # not written over
     text = " ".join(rendered(run_ok(shell, f"ni {CONV2}")).replace("│", " ").split())
     assert (
         f"{Path(plain.compare_file).name} (rank 0 step {step}) (root cause of this compare in "

@@ -160,6 +160,39 @@ def test_a_rank_leaves_at_its_first_difference_not_at_its_first_threshold_crossi
     assert "is the one that differs" not in text
 
 
+def _one_nan(array: np.ndarray) -> np.ndarray:
+    changed = array.copy()
+    changed.flat[0] = np.nan
+    return changed
+
+
+def test_a_nan_cosine_is_printed_as_nan_not_as_missing(tiny_demo):
+    """Rank 1 holds a NaN in CONV2's output after a 0.2 % nudge at CONV1; rank 2 holds the NaN
+    only: the CSVs print nan there, and so do the table, the failing op and summary.json."""
+    root, manifest = tiny_demo
+    device, _ = _add_ranks(root, manifest, ["1", "2"])
+    conv2 = dump_path(root, manifest, CONV2).relative_to(device)
+    _nudge_outputs(device.parent / "1" / dump_path(root, manifest, CONV1).relative_to(device))
+    for rank in ("1", "2"):
+        _rewrite_outputs(device.parent / rank / conv2, _one_nan)
+    result = run_ok(open_shell(root), "vc --across ranks")
+    rank2_rows = read_result_csv(result.summary.results[1]["csv"]).rows
+    row = next(r for r in rank2_rows if r.op_name == CONV2 and r.kind == "output")
+    assert (row.texts["CosineSimilarity"], row.texts["MaxAbsoluteError"]) == ("nan", "nan")
+    rank1, rank2 = result.divergence
+    assert (rank1.first.op, rank1.failing.op, rank2.first.op) == (CONV1, CONV2, CONV2)
+    assert np.isnan(rank2.first.cosine) and np.isnan(rank2.first.max_abs_error)
+    lines = _render(result).splitlines()
+    cells = [c.strip() for c in next(x for x in lines if x.startswith("2 ")).split("│")]
+    assert cells == ["2", str(row.index), CONV2, "nan", "nan", "the same op"]
+    assert next(x for x in lines if x.startswith("1 ")).endswith(
+        f"│ [{row.index}] {CONV2} (cosine nan)"
+    )
+    listed = json.loads(result.summary_path.read_text())["rank_divergence"]
+    assert (listed[1]["cosine"], listed[1]["max_abs_error"]) == ("nan", "nan")
+    assert listed[0]["first_failing"]["cosine"] == "nan" and listed[0]["cosine"] > 0.999
+
+
 def test_the_reference_rank_that_differs_from_the_others_is_named(tiny_demo):
     """Only rank 0's CONV2 is negated: ranks 1 and 2 leave it the same way, so they agree with
     each other and rank 0 is the odd one."""

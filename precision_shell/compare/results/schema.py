@@ -137,6 +137,12 @@ class ResultRow:
         v = self.metrics.get(column, math.nan)
         return v if math.isfinite(v) else None
 
+    def measured(self, column: str) -> float | None:
+        """A computed metric value, nan/inf from the data included (a finding, printed as
+        such); None only when it was not computed (`NaN`, empty)."""
+        v = self.metrics.get(column, math.nan)
+        return v if math.isfinite(v) or self.nonfinite(column) else None
+
     def cells(self, overflow: bool) -> list[str]:
         """The row as written, in `csv_header(overflow)` order."""
         lead = [
