@@ -89,7 +89,9 @@ def own_error(device: np.ndarray, reference: np.ndarray, device_dtype: str) -> O
     - relative_euclidean_distance = ||d - r|| / ||r||; with an all-zero reference it is 0 when
       the device is all zero too and inf otherwise.
     - cosine = d.r / (||d|| ||r||); 1 when both are all zero, 0 when only one is.
-    - No element (empty, or all ignored): cosine 1, errors 0.
+    - No element (empty, or all ignored): cosine 1, errors 0. No element finite on both sides
+      but some differ (an output all inf where the replay is finite): cosine NaN (there is
+      nothing to measure it on) and every error inf.
     The device array is reshaped to the reference's shape when they have the same size."""
     ref = np.asarray(reference, dtype=np.float64)
     dev = np.asarray(device, dtype=np.float64)
@@ -105,8 +107,9 @@ def own_error(device: np.ndarray, reference: np.ndarray, device_dtype: str) -> O
     mismatch = bool(np.any(~finite & ~same_special))
     d, r = dev[finite], ref[finite]
     if d.size == 0:
-        inf_or_zero = math.inf if mismatch else 0.0
-        return OwnError(1.0, inf_or_zero, 0.0, inf_or_zero)
+        if mismatch:
+            return OwnError(math.nan, math.inf, math.inf, math.inf)
+        return OwnError(1.0, 0.0, 0.0, 0.0)
     diff = np.abs(d - r)
     max_abs = math.inf if mismatch else float(diff.max())
     max_ulp = math.inf if mismatch else float((diff / ulp(r, device_dtype)).max())

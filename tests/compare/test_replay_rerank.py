@@ -151,6 +151,19 @@ def test_the_reading_names_overflow_constants_or_inheritance():
     assert (replay_reading(drifting) or "").endswith(
         "its deviation is inherited from its inputs (inputs 9.0 dB, its exact output 8.0 dB)"
     )
+    # the same loss at an op that takes no constant (softmax): its math amplifies the inputs'
+    from dataclasses import replace
+
+    amplifier = replace(clean_inputs, takes_constants=False)
+    reading = replay_reading(amplifier) or ""
+    assert reading.endswith(
+        "it takes no constant inputs, so its own math amplifies its inputs' deviation (as exp "
+        "and softmax do): look at why they deviate, or run it in float32"
+    )
+    assert "weights" not in reading
+    assert "constant inputs (weights" in (
+        replay_reading(replace(clean_inputs, takes_constants=True)) or ""
+    )
     wrong = replace_cause(_cause("c", 2), _output(OwnError(0.9, 1.0, 0.1, 200.0)))
     assert replay_reading(wrong) == "verdict"
     assert replay_reading(_cause("c", 2)) is None

@@ -17,7 +17,12 @@ from precision_shell.compare.diagnosis.advisor import (
 )
 from precision_shell.compare.diagnosis.diagnose import diagnose as _diagnose
 from precision_shell.compare.diagnosis.diagnose import with_scope
-from precision_shell.compare.diagnosis.root_cause import QUALITY_CAP, tensor_quality
+from precision_shell.compare.diagnosis.root_cause import (
+    QUALITY_CAP,
+    measured_cause,
+    takes_constants,
+    tensor_quality,
+)
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.formats.ge.graph import GraphDef, ModelDef, OpDef
@@ -308,3 +313,15 @@ def test_drift_is_not_claimed_for_the_cards_where_an_op_loses_much_on_its_own():
     assert drift.advice.startswith(
         "No single op loses more than 10 dB on any compared card or step (ranks 0, 1 step 0)"
     )
+
+
+def test_a_cause_knows_whether_its_op_takes_constants():
+    graph = graph_of(
+        {"x": [], "w": [], "conv": ["x", "w"], "soft": ["conv"]},
+        {"x": "Data", "w": "Const", "conv": "Conv2D", "soft": "SoftmaxV2"},
+    )
+    assert takes_constants(graph, "conv") is True
+    assert takes_constants(graph, "soft") is False
+    assert takes_constants(graph, "missing") is None
+    cause = measured_cause(graph, {}, "soft", "SoftmaxV2", "replay")
+    assert cause is not None and cause.takes_constants is False

@@ -90,6 +90,11 @@ def test_non_finite_rules() -> None:
     assert one_side.cosine == pytest.approx(1.0, abs=1e-15)  # over the finite pairs
     flipped = own_error(np.array([-np.inf]), np.array([np.inf]), "DT_FLOAT16")
     assert flipped.max_ulp == math.inf
+    # nothing finite on both sides and they differ: no cosine to give, every error inf
+    overflowed = own_error(np.array([np.inf, np.inf]), np.array([2.4e5, 2.6e5]), "DT_FLOAT16")
+    assert math.isnan(overflowed.cosine)
+    assert overflowed.relative_euclidean_distance == overflowed.max_abs_error == math.inf
+    assert overflowed.max_ulp == math.inf
 
 
 def test_values_beyond_the_dtype_use_the_spacing_at_max() -> None:

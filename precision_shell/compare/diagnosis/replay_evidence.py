@@ -245,10 +245,12 @@ def replay_reading(cause: RootCause) -> str | None:
     is where the overflow happens. An exact kernel whose exact output (the replay against the
     benchmark) is OUTLIER_DROP dB or more worse than its worst data input adds error its
     inputs do not carry: what the device gave it besides data differs, its constant inputs
-    (weights, bias, scale) or its attributes. Otherwise the deviation is inherited from its
-    inputs. The margin is the loss an op must show on its own to be a candidate: float16 drift
-    alone adds at most 5.9 dB at any exact op (measured over every op of four deep drift-only
-    demo networks, 128-152 ops each), a wrong weight scaled by 1.3 under that drift 17 dB."""
+    (weights, bias, scale) or its attributes; or, when it takes no constant, its own math
+    amplifies its inputs' deviation. Otherwise the deviation is inherited from its inputs. The
+    margin is the loss an op must show on its own to be a candidate: float16 drift alone adds
+    at most 6.3 dB at an exact op other than softmax (measured over every op of 84 deep
+    drift-only demo networks), a wrong weight scaled by 1.3 under that drift 17 dB; softmax,
+    which takes no constant, amplifies its inputs' drift by up to 14 dB there."""
     out = cause.replay
     if out is None:
         return None
@@ -266,6 +268,13 @@ def replay_reading(cause: RootCause) -> str | None:
         return f"{exact}; its inputs' deviation is unknown, so what it adds is not measured"
     in_q = cause.input_quality
     qualities = f"inputs {in_q:.1f} dB, its exact output {in_q - added:.1f} dB"
+    if added >= OUTLIER_DROP and cause.takes_constants is False:
+        return (
+            f"{exact}, yet from the device's inputs its exact output loses {added:.1f} dB "
+            f"more than they carry ({qualities}): it takes no constant inputs, so its own math "
+            "amplifies its inputs' deviation (as exp and softmax do): look at why they "
+            "deviate, or run it in float32"
+        )
     if added >= OUTLIER_DROP:
         return (
             f"{exact}, yet from the device's inputs its exact output loses {added:.1f} dB "

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from precision_shell.compare.pipeline.matcher import input_source
+from precision_shell.compare.pipeline.plan import CONSTANT_TYPES
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.workspace.graph_index import GraphIndex
@@ -99,6 +100,8 @@ class RootCause:
     # the replay of this op from the device's own inputs (its worst output), when one ran
     replay: OutputReplay | None = None
     replay_skipped: str | None = None  # why a replay was tried and could not run
+    # whether any input comes from a constant (weights, bias); None: not known
+    takes_constants: bool | None = None
 
     def evidence(self) -> dict:
         def num(v: float) -> float | str:
@@ -231,6 +234,7 @@ def localise(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> list[RootCau
                 out.sqnr,
                 in_cos,
                 out.cosine,
+                takes_constants=takes_constants(graph, ev.name),
             )
         )
     found.sort(
@@ -263,12 +267,47 @@ def measured_cause(
     if ev is None or not ev.outputs:
         nan = math.nan
         index = ev.index if ev is not None else None
-        return RootCause(name, op_type, index, rec.position, reason, nan, nan, nan, nan, nan)
+        return RootCause(
+            name,
+            op_type,
+            index,
+            rec.position,
+            reason,
+            nan,
+            nan,
+            nan,
+            nan,
+            nan,
+            takes_constants=takes_constants(graph, name),
+        )
     out = min(ev.outputs.values(), key=lambda q: q.sqnr)
     in_q, in_cos, drop = _drop(_input_quality(graph, evidence, name, {}), out)
     return RootCause(
-        name, op_type, ev.index, rec.position, reason, drop, in_q, out.sqnr, in_cos, out.cosine
+        name,
+        op_type,
+        ev.index,
+        rec.position,
+        reason,
+        drop,
+        in_q,
+        out.sqnr,
+        in_cos,
+        out.cosine,
+        takes_constants=takes_constants(graph, name),
     )
+
+
+def takes_constants(graph: GraphIndex, name: str) -> bool | None:
+    """Whether an input of `name` comes from a constant op (weights, bias, scale: what GE
+    folds); None when the op is not in the graph."""
+    rec = graph.get(name)
+    if rec is None:
+        return None
+    for source, _ in rec.data_inputs:
+        producer = graph.get(source)
+        if producer is not None and producer.type in CONSTANT_TYPES:
+            return True
+    return False
 
 
 def own_drops(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> dict[str, float]:
