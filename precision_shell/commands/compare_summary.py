@@ -237,12 +237,12 @@ def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary |
     target = args.file if args.file else ctx.compare_results()
     pick = pick_result_csv(Path(target), statistics=True)
     csv_path = pick.csv_path
-    if is_statistics_csv(csv_path):
-        if args.metric or args.cosine is not None or args.plot:
-            raise UsageError("vcs: -c, --metric and --plot are for tensor compares")
-        return statistics_view(csv_path, args.limit or None)
     summary = _summary_of(csv_path)
     shown = slice_csv(summary, csv_path, args.rank, args.step, "vcs")
+    if is_statistics_csv(shown):
+        if args.metric or args.cosine is not None or args.plot:
+            raise UsageError("vcs: -c, --metric and --plot are for tensor compares")
+        return statistics_view(shown, args.limit or None)
     table = load_result_columns(
         shown, lambda: ctx.workspace.output_dir(CACHE_DIR), journaled_length(shown)
     )

@@ -119,6 +119,8 @@ def render_statistics_diagnosis(console: Console, diagnosis: StatisticsDiagnosis
 @renders(StatisticsView)
 def render_statistics_view(console: Console, view: StatisticsView) -> None:
     console.print(Text.assemble((" csv ", "bold"), str(view.csv_path)), soft_wrap=True)
+    if view.slice_label:
+        console.print(Text(f"the compare of {view.slice_label}"), style="dim")
     if view.partial:
         console.print(Text(f"{view.partial}: only the files compared are judged", style="yellow"))
     style = "red" if view.deviating_total else "green"
@@ -134,6 +136,14 @@ def render_statistics_view(console: Console, view: StatisticsView) -> None:
     if view.suspects:
         ops = ", ".join(str(s.get("op")) for s in view.suspects[:5])
         console.print(Text.assemble(("suspects: ", "bold"), ops))
+    elif view.diagnosed_elsewhere:
+        console.print(
+            Text(
+                f"suspects: ac -c diagnosed {view.diagnosed_elsewhere}, not this compare; "
+                "ac -c --rank R --step S diagnoses this one",
+                style="dim",
+            )
+        )
     elif not view.diagnosed:
         console.print(
             Text("ac -c ranks the suspects and writes the tensor dump config", style="dim")

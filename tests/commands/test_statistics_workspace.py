@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,8 @@ from precision_shell.demo.builder import build_demo
 from precision_shell.demo.spec import DemoManifest, DemoSpec, Fault
 from precision_shell.formats.benchmark import load_benchmark
 from precision_shell.formats.npu_dump import read_dump_header
-from tests.commands.shell_fixture import decoded, open_shell, run_fail, run_ok
+from tests.commands.shell_fixture import decoded, open_shell, rendered, run_fail, run_ok
+from tests.commands.test_second_dump_dir import _add
 
 LOCAL_OP = "block1/conv2/Conv2Dblock1/relu2/Relu"
 NAN_OP = "dense/MatMul"
@@ -232,3 +234,27 @@ def test_pt_of_a_statistics_file_name_reads_the_rank_given(pair, tmp_path: Path)
     assert run_ok(shell, f"pt {rank0_file.name}").path == str(rank0_file)
     mine = run_ok(shell, f"pt {rank0_file.name} --rank {rank} --step {step}")
     assert mine.path == str(device.parent / rank / rank0_file.relative_to(device))
+
+
+def test_vcs_rank_step_picks_the_statistics_compare_of_that_slice(pair, tmp_path: Path) -> None:
+    stats_root, *_ = pair
+    root = tmp_path / "ws"
+    shutil.copytree(stats_root, root, symlinks=True)
+    rank, step = _add(root, "device")  # rank 1: the same files as rank 0
+    shell = open_shell(root)
+    run_ok(shell, "vc")
+    plain = run_ok(shell, "vcs")
+    other = run_ok(shell, f"vcs --rank {rank} --step {step}")
+    assert other.csv_path.name.endswith(f"_rank{rank}_step{step}.csv")
+    assert other.csv_path != plain.csv_path
+    assert (plain.slice_label, other.slice_label) == ("rank 0 step 0", f"rank {rank} step {step}")
+    assert "the compare of rank 1 step 0" in rendered(other)
+    assert "rank 7 was not compared" in run_fail(shell, "vcs --rank 7").error
+    run_ok(shell, "ac -c")  # diagnoses rank 0, the first with suspects
+    assert run_ok(shell, "vcs").suspects
+    elsewhere = run_ok(shell, f"vcs --rank {rank}")
+    assert (elsewhere.suspects, elsewhere.diagnosed_elsewhere) == ([], "rank 0 step 0")
+    assert (
+        "suspects: ac -c diagnosed rank 0 step 0, not this compare; ac -c --rank R --step S "
+        "diagnoses this one" in rendered(elsewhere)
+    )

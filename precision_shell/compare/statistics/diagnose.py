@@ -39,7 +39,9 @@ def record(
         for cause in causes:
             cause["rank"], cause["step"] = slice_.rank, slice_.step
     first = next((r.op_name for r in rows if r.kind == "output" and r.deviates), None)
-    return DiagnosisRecord(causes, [], first)
+    if slice_ is None:
+        return DiagnosisRecord(causes, [], first)
+    return DiagnosisRecord(causes, [], first, rank=slice_.rank, step=slice_.step)
 
 
 def config_for(

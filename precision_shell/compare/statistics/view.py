@@ -6,6 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from precision_shell.compare.results.slice_results import (
+    diagnosed_slice,
+    entry_for_csv,
+    partial_text,
+    slice_results,
+)
 from precision_shell.compare.results.summary import summary_beside
 from precision_shell.compare.statistics.table import StatisticsRow, read_statistics_csv
 from precision_shell.errors import PrecisionError
@@ -20,6 +26,9 @@ class StatisticsView:
     suspects: list[dict[str, Any]] = field(default_factory=list)  # from the summary's diagnosis
     diagnosed: bool = False
     partial: str | None = None
+    # the (rank, step) shown, and the one `ac -c` diagnosed when that is another
+    slice_label: str = ""
+    diagnosed_elsewhere: str = ""
 
 
 def statistics_view(csv_path: Path, limit: int | None) -> StatisticsView:
@@ -33,9 +42,18 @@ def statistics_view(csv_path: Path, limit: int | None) -> StatisticsView:
     view = StatisticsView(
         csv_path, deviating[:limit] if limit else deviating, len(deviating), len(outputs)
     )
-    if summary is not None:
-        view.partial = summary.primary.partial_text
-        if summary.diagnosis is not None:
+    if summary is None:
+        return view
+    view.partial = partial_text(summary, csv_path)
+    results = slice_results(summary)
+    shown = entry_for_csv(results, csv_path)
+    if shown is not None and len(results) > 1:
+        view.slice_label = shown.label
+    if summary.diagnosis is not None:
+        here = diagnosed_slice(summary)
+        if here is None or shown is None or here == (shown.rank, shown.step):
             view.diagnosed = True
             view.suspects = summary.diagnosis.root_causes
+        else:
+            view.diagnosed_elsewhere = f"rank {here[0]} step {here[1]}"
     return view
