@@ -374,7 +374,7 @@ def test_rank_suspects() -> None:
     assert e.input_deviation == 0.9 and e.output.deviation == 40.0
     assert a.reason == (
         "output 0 is 5x the allowed deviation (l2norm 1.05 vs 1, 5.00% off); "
-        "its inputs match the benchmark"
+        "its inputs' statistics match the benchmark's"
     )
     assert a.to_json()["evidence"] == "statistics"
     evidence = a.to_json()["measures"]

@@ -52,7 +52,8 @@ class Suspect:
             rel = abs(device - bench) / abs(bench) if bench else float("inf")
             numbers = f" ({stat} {device:.6g} vs {bench:.6g}, {rel:.2%} off)"
         inputs = (
-            "its inputs match the benchmark"
+            # statistics cannot see a permutation or a sign flip: say what was compared
+            "its inputs' statistics match the benchmark's"
             if self.input_deviation is None or self.input_deviation <= 1
             else f"its inputs are {self.input_deviation:.2g}x the allowed deviation"
         )
