@@ -223,18 +223,8 @@ def localise(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> list[RootCau
         if ev.is_source:
             reason = "network input differs from the benchmark: " + reason
         found.append(
-            RootCause(
-                ev.name,
-                ev.op_type,
-                ev.index,
-                ev.position,
-                reason,
-                drop,
-                in_q,
-                out.sqnr,
-                in_cos,
-                out.cosine,
-                takes_constants=takes_constants(graph, ev.name),
+            _cause_of(
+                graph, ev.name, ev.op_type, ev.index, ev.position, reason, in_q, in_cos, drop, out
             )
         )
     found.sort(
@@ -282,11 +272,27 @@ def measured_cause(
         )
     out = min(ev.outputs.values(), key=lambda q: q.sqnr)
     in_q, in_cos, drop = _drop(_input_quality(graph, evidence, name, {}), out)
+    return _cause_of(graph, name, op_type, ev.index, rec.position, reason, in_q, in_cos, drop, out)
+
+
+def _cause_of(
+    graph: GraphIndex,
+    name: str,
+    op_type: str,
+    index: int | None,
+    position: int,
+    reason: str,
+    in_q: float,
+    in_cos: float,
+    drop: float,
+    out: TensorQuality,
+) -> RootCause:
+    """A root cause with the compare's numbers for it (its worst input and output)."""
     return RootCause(
         name,
         op_type,
-        ev.index,
-        rec.position,
+        index,
+        position,
         reason,
         drop,
         in_q,
