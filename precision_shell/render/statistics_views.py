@@ -112,6 +112,18 @@ def render_statistics_diagnosis(console: Console, diagnosis: StatisticsDiagnosis
             str(n), str(suspect.index), suspect.op, suspect.type, suspect.kind, suspect.reason
         )
     console.print(table)
+    for where, suspects in diagnosis.others:
+        first = suspects[0]
+        rank, step = where.split()[1], where.split()[3]
+        console.print(
+            Text(
+                f"{where}: a suspect of its own: {first.op} (index {first.index}): "
+                f"{first.reason}"
+                + (f" (+{len(suspects) - 1} more)" if len(suspects) > 1 else "")
+                + f" (ac -c --rank {rank} --step {step})",
+                style="yellow",
+            )
+        )
     if diagnosis.dump_config is not None:
         render_dump_config(console, diagnosis.dump_config)
 

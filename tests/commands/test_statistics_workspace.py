@@ -258,3 +258,40 @@ def test_vcs_rank_step_picks_the_statistics_compare_of_that_slice(pair, tmp_path
         "suspects: ac -c diagnosed rank 0 step 0, not this compare; ac -c --rank R --step S "
         "diagnoses this one" in rendered(elsewhere)
     )
+
+
+def test_ac_names_each_card_s_own_suspect_and_dumps_them_all(pair, tmp_path: Path) -> None:
+    """rank 0: the planted local error and NaN birth; rank 1: a wrong constant in conv2 only
+    (another build of the same network, so the benchmark is the same)."""
+    stats_root, *_ = pair
+    root = tmp_path / "ws"
+    shutil.copytree(stats_root, root, symlinks=True)
+    other = tmp_path / "other"
+    build_demo(other, _spec("stats", (Fault("wrong_constant", "bn2/FusedBatchNormV3", 0.5),)))
+    step = next(p for p in (other / "precision_data/npu/debug_0/dump").rglob("*") if p.is_file())
+    rank_dir = step.parent.parents[2]
+    mine = _add(root, "device")  # the new rank 1 dir, then filled with the other build's files
+    target = next(
+        p.parent
+        for p in (root / "precision_data/npu/debug_0/dump").rglob("*")
+        if p.is_file() and p.relative_to(root / "precision_data/npu/debug_0/dump").parts[1] == "1"
+    )
+    for f in target.iterdir():
+        f.unlink()
+    for f in step.parent.iterdir():
+        shutil.copy(f, target / f.name)
+    assert mine == ("1", step.parent.name) and rank_dir.name == "0"
+    check = run_ok(open_shell(root), "ac -c")
+    diagnosis = check.statistics
+    ops = {s.op for s in diagnosis.suspects}
+    others = {where: [s.op for s in found] for where, found in diagnosis.others}
+    every = ops | {op for found in others.values() for op in found}
+    assert {LOCAL_OP, NAN_OP, "conv2/Conv2Drelu2/Relu"} <= every
+    assert len(others) == 1  # the card not shown has a suspect of its own, named
+    (where,) = others
+    assert f"{where}: a suspect of its own: " in rendered(check)
+    saved = json.loads(check.statistics_compare.summary_path.read_text(encoding="utf-8"))
+    (own,) = saved["diagnosis"]["other_cards"]
+    assert f"rank {own['rank']} step {own['step']}" == where
+    layer = set(diagnosis.dump_config.plan.ops)
+    assert {LOCAL_OP, NAN_OP, "conv2/Conv2Drelu2/Relu"} <= layer

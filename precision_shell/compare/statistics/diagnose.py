@@ -3,7 +3,8 @@ tensor dump config written beside it (`<result dir>/dump_config/`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from precision_shell.compare.results.summary import DiagnosisRecord, RunSummary
@@ -18,6 +19,7 @@ from precision_shell.compare.statistics.run import StatisticsCompare, Statistics
 from precision_shell.compare.statistics.suspects import Suspect, rank_suspects
 from precision_shell.compare.statistics.table import StatisticsRow
 from precision_shell.workspace.graph_index import GraphIndex
+from precision_shell.workspace.workspace import number_order
 
 DUMP_CONFIG_DIR = "dump_config"
 
@@ -28,10 +30,15 @@ class StatisticsDiagnosis:
     compare: StatisticsCompare
     dump_config: DumpConfigFiles | None
     where: str | None = None  # "rank 1 step 0" when several dumps were compared
+    # the other (rank, step) compares with suspects the one shown lacks: (where, those)
+    others: list[tuple[str, list[Suspect]]] = field(default_factory=list)
 
 
 def record(
-    suspects: list[Suspect], rows: list[StatisticsRow], where: StatisticsCompare
+    suspects: list[Suspect],
+    rows: list[StatisticsRow],
+    where: StatisticsCompare,
+    others: Sequence[tuple[StatisticsCompare, list[Suspect]]] = (),
 ) -> DiagnosisRecord:
     causes = [s.to_json() for s in suspects]
     slice_ = where.where
@@ -41,7 +48,14 @@ def record(
     first = next((r.op_name for r in rows if r.kind == "output" and r.deviates), None)
     if slice_ is None:
         return DiagnosisRecord(causes, [], first)
-    return DiagnosisRecord(causes, [], first, rank=slice_.rank, step=slice_.step)
+    other_cards = [
+        {"rank": c.where.rank, "step": c.where.step, **found[0].to_json()}
+        for c, found in others
+        if c.where is not None
+    ]
+    return DiagnosisRecord(
+        causes, [], first, rank=slice_.rank, step=slice_.step, other_cards=other_cards or None
+    )
 
 
 def config_for(
@@ -62,29 +76,48 @@ def config_for(
 def diagnose_statistics(
     result: StatisticsCompareResult, depth: int = DEFAULT_DEPTH, dump_path: str = DEFAULT_DUMP_PATH
 ) -> StatisticsDiagnosis:
-    """Suspects of the first (rank, step) compare that has any (in compare order), recorded as
-    the summary's root causes; its dump config written into the result dir."""
-    chosen = result.compares[0]
-    suspects: list[Suspect] = []
-    for compare in result.compares:
-        found = rank_suspects(compare.rows, compare.graph)
-        if found:
-            chosen, suspects = compare, found
-            break
+    """Every (rank, step) compare's suspects. The one shown and recorded as the summary's root
+    causes is the first that goes wrong, as for tensor compares: the first step with suspects,
+    then the earliest suspect across its cards, then the lowest rank. The other compares with
+    suspects it lacks are kept (`other_cards`: the first of those), and the dump config
+    written into the result dir covers every suspect, at every step that has one."""
+    found = [(c, rank_suspects(c.rows, c.graph)) for c in result.compares]
+    with_suspects = [(c, s) for c, s in found if s]
+    chosen, suspects = result.compares[0], list[Suspect]()
+    if with_suspects:
+        chosen, suspects = min(with_suspects, key=_first_wrong)
+    shown = {s.op for s in suspects}
+    others = [
+        (c, extra)
+        for c, found_there in with_suspects
+        if c is not chosen and (extra := [s for s in found_there if s.op not in shown])
+    ]
     summary: RunSummary = result.summary
-    summary.diagnosis = record(suspects, chosen.rows, chosen)
+    summary.diagnosis = record(suspects, chosen.rows, chosen, others)
     summary.write(result.summary_path)
-    step = chosen.where.step if chosen.where is not None else "0"
+    steps = [c.where.step for c, _ in [(chosen, suspects), *others] if c.where is not None]
+    every = {s.op: s for s in [*suspects, *(s for _, more in others for s in more)]}
     files = config_for(
-        suspects,
+        list(every.values()),
         chosen.rows,
         chosen.graph,
         result.out_dir / DUMP_CONFIG_DIR,
-        step,
+        "|".join(sorted(dict.fromkeys(steps), key=number_order)) or "0",
         depth,
         dump_path,
     )
     where = None
     if len(result.compares) > 1 and chosen.where is not None:
         where = f"rank {chosen.where.rank} step {chosen.where.step}"
-    return StatisticsDiagnosis(suspects, chosen, files, where)
+    shown_others = [
+        (f"rank {c.where.rank} step {c.where.step}", s) for c, s in others if c.where is not None
+    ]
+    return StatisticsDiagnosis(suspects, chosen, files, where, shown_others)
+
+
+def _first_wrong(item: tuple[StatisticsCompare, list[Suspect]]) -> tuple:
+    compare, suspects = item
+    where = compare.where
+    step = number_order(where.step) if where is not None else number_order("0")
+    rank = number_order(where.rank) if where is not None else number_order("0")
+    return (step, min(s.index for s in suspects), rank)
