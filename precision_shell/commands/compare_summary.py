@@ -19,8 +19,7 @@ from precision_shell.compare.results.columns import (
 from precision_shell.compare.results.columns_cache import CACHE_DIR
 from precision_shell.compare.results.run_state import (
     INTERRUPTED,
-    journaled_length,
-    partial_state,
+    ResultPick,
     pick_result_csv,
 )
 from precision_shell.compare.results.schema import ResultRow, ResultTable, is_statistics_csv
@@ -244,9 +243,9 @@ def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary |
             raise UsageError("vcs: -c, --metric and --plot are for tensor compares")
         return statistics_view(shown, args.limit or None)
     table = load_result_columns(
-        shown, lambda: ctx.workspace.output_dir(CACHE_DIR), journaled_length(shown)
+        shown, lambda: ctx.workspace.output_dir(CACHE_DIR), pick.journaled_length(shown)
     )
-    result = summary_of(ctx, table, args.cosine, args.metric, args.limit, summary)
+    result = summary_of(ctx, table, args.cosine, args.metric, args.limit, summary, pick)
     result.notes[:0] = pick.notes("vcs")
     if args.plot:
         result.plot = op_cosines_of_columns(table, result.rule)
@@ -272,9 +271,11 @@ def summary_of(
     metrics: list[str],
     limit: int,
     summary: RunSummary | None = None,
+    pick: ResultPick | None = None,
 ) -> CompareSummary:
     """Judge `table` by the settings' rule (a MegEngine or SigmaStar compare: the rule its
-    summary recorded, that tool's own); `-c` and `--metric` override single limits."""
+    summary recorded, that tool's own); `-c` and `--metric` override single limits. `pick`:
+    the state of the table's run when its reader has it (its journal is read once)."""
     rule = ThresholdRule.from_settings(ctx.settings)
     if summary is not None and summary.primary.mode in RECORDED_RULE_MODES:
         rule = summary.rule
@@ -293,10 +294,11 @@ def summary_of(
         result = summarize_columns(table, rule, limit or None)
     else:
         result = summarize(table, rule, limit or None)
-    result.partial, result.partial_cause = partial_state(summary, table.path)
+    state = pick.of(table.path) if pick is not None else ResultPick.at(table.path)
+    result.partial, result.partial_cause = state.partial_state(summary, table.path)
     if summary is not None:
         result.diagnosed = summary.diagnosis is not None
-        result.ranks = _rank_table(ctx, summary, table, rule)
+        result.ranks = _rank_table(ctx, summary, table, rule, state)
         shown = entry_for_csv(slice_results(summary), table.path)
         if result.ranks is not None and shown is not None:
             result.slice_label = shown.label
@@ -310,7 +312,11 @@ def summary_of(
 
 
 def _rank_table(
-    ctx: ShellContext, summary: RunSummary, table: ResultTable | ResultColumns, rule: ThresholdRule
+    ctx: ShellContext,
+    summary: RunSummary,
+    table: ResultTable | ResultColumns,
+    rule: ThresholdRule,
+    state: ResultPick,
 ) -> RankStepTable | None:
     """The rank x step table, counted under `rule` (this look's thresholds) when they are not
     the compare's and the other compares are small enough to read again (`recount`)."""
@@ -326,7 +332,7 @@ def _rank_table(
         if isinstance(table, ResultColumns) and path.name == table.path.name:
             return table  # the op table's own compare: read already
         return load_result_columns(
-            path, lambda: ctx.workspace.output_dir(CACHE_DIR), journaled_length(path)
+            path, lambda: ctx.workspace.output_dir(CACHE_DIR), state.journaled_length(path)
         )
 
     return recount(ranks, rule, table.path, load)

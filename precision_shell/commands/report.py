@@ -79,6 +79,6 @@ def report_command(ctx: ShellContext, args: argparse.Namespace) -> ReportWritten
             ws = None
     else:
         ws = ctx.workspace
-    written = write_report(ws, rule, csv_path, args.output, args.depth)
+    written = write_report(ws, rule, csv_path, args.output, args.depth, pick)
     written.notes[:0] = pick.notes("report")
     return written

@@ -36,11 +36,7 @@ from precision_shell.compare.results.columns import (
     ResultColumns,
     load_result_columns,
 )
-from precision_shell.compare.results.run_state import (
-    INTERRUPTED,
-    journaled_length,
-    partial_state,
-)
+from precision_shell.compare.results.run_state import INTERRUPTED, ResultPick
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.slice_results import (
     DiagnosisElsewhere,
@@ -251,12 +247,15 @@ def gather_report(
     neighbours: Callable[[str], Iterable[str]] | None = None,
     max_carried_rows: int = MAX_CARRIED_ROWS,
     dumped: frozenset[tuple[str, str]] | None = None,
+    pick: ResultPick | None = None,
 ) -> ReportData:
     """Read the CSV (through its columns cache when `cache_dir` gives one) and its summary;
     the summary's rule wins over `fallback` (the settings'). Above `big_rows` rows the page
     carries the rows `_carried` picks; `neighbours(op)` names an op's graph neighbours;
-    `dumped` the (rank, step)s the run dumped (the ranks table tells "not dumped" apart)."""
-    table = load_result_columns(csv_path, cache_dir, journaled_length(csv_path))
+    `dumped` the (rank, step)s the run dumped (the ranks table tells "not dumped" apart);
+    `pick` the state of the CSV's run when the caller has it (its journal is read once)."""
+    state = pick.of(csv_path) if pick is not None else ResultPick.at(csv_path)
+    table = load_result_columns(csv_path, cache_dir, state.journaled_length(csv_path))
     summary = summary_beside(csv_path)
     rule = summary.rule if summary is not None else fallback
     panel = error_panel_of(rule, table.metric_columns) if foreign_family(summary) else None
@@ -265,7 +264,7 @@ def gather_report(
     shown = entry_for_csv(slice_results(summary), csv_path)
     ranks = rank_step_table(summary, csv_path, dumped)
     elsewhere = diagnosis_elsewhere(summary, csv_path)
-    partial, partial_cause = partial_state(summary, csv_path)
+    partial, partial_cause = state.partial_state(summary, csv_path)
     if elsewhere is not None:
         causes = []  # the diagnosis belongs to another compare, not to these rows
     root = causes[0].get("op") if causes else None

@@ -20,6 +20,7 @@ from pathlib import Path
 from precision_shell.compare.pipeline.execute import result_dir
 from precision_shell.compare.results.columns_cache import CACHE_DIR
 from precision_shell.compare.results.latest import LatestCompare
+from precision_shell.compare.results.run_state import ResultPick
 from precision_shell.compare.results.slice_results import compared_run, dumped_slices
 from precision_shell.compare.results.summary import summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
@@ -174,14 +175,16 @@ def write_report(
     csv_path: Path,
     output: Path | None = None,
     depth: int = DEFAULT_DEPTH,
+    pick: ResultPick | None = None,
 ) -> ReportWritten:
     """Gather, render and write the report of one result CSV (and its summary.json); a CSV
     without a summary is judged by `fallback` (the settings' rule). `ws` None (no workspace
-    opens): only for a foreign compare (`is_foreign_result`)."""
+    opens): only for a foreign compare (`is_foreign_result`). `pick`: the state of the CSV's
+    run when the caller has it."""
     foreign = is_foreign_result(csv_path)
     if foreign or ws is None:
         cache = _foreign_cache(ws, csv_path)
-        data = gather_report(csv_path, fallback, cache)
+        data = gather_report(csv_path, fallback, cache, pick=pick)
         out_dir = _ReportDir(lambda: _foreign_dir(ws, csv_path, "report"))
     else:
         workspace = ws
@@ -191,6 +194,7 @@ def write_report(
             lambda: workspace.output_dir(CACHE_DIR),
             neighbours=_graph_neighbours(workspace),
             dumped=dumped_slices(compared_run(workspace, summary_beside(csv_path))),
+            pick=pick,
         )
         out_dir = _ReportDir(lambda: workspace.output_dir("report"))
     target = _checked_output(output) if output is not None else None

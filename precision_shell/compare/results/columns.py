@@ -407,7 +407,7 @@ def load_result_columns(
     """The columns of a result CSV, from its cache file when one is valid for it (else parsed,
     and cached when the CSV is big enough to be worth it and `cache_dir` gives a place); with
     `upto`, of its first `upto` bytes only (an unfinished run's journaled rows: see
-    run_state.journaled_length)."""
+    run_state.ResultPick.journaled_length)."""
     from precision_shell.compare.results.columns_cache import cached_columns
 
     return cached_columns(csv_path, cache_dir, upto)

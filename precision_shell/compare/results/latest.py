@@ -14,11 +14,12 @@ from pathlib import Path
 from precision_shell.compare.metrics.cells import COSINE
 from precision_shell.compare.results.columns import ResultColumns, load_result_columns
 from precision_shell.compare.results.columns_cache import CACHE_DIR
-from precision_shell.compare.results.run_state import journaled_length, pick_result_csv
+from precision_shell.compare.results.run_state import pick_result_csv
 from precision_shell.compare.results.schema import ResultRow, is_statistics_csv
 from precision_shell.compare.results.slice_results import (
     SliceResult,
     diagnosed_slice,
+    entry_csv,
     entry_for_csv,
     slice_results,
 )
@@ -168,12 +169,11 @@ def latest_compare(
         wanted = next((r for r in results if r.rank == rank and r.step == step), None)
         if wanted is None:
             return SliceNotCompared(_not_compared(path, rank, step, results))
-        primary, path = path, Path(wanted.csv)
-        if not path.is_file():  # the result dir moved: the CSV sits beside the primary
-            path = primary.parent / path.name
+        path = entry_csv(wanted, path)
         if not path.is_file():
             return SliceNotCompared(f"{path}: the CSV of {wanted.label} is missing")
-    found = _load(ws, path, summary, entry_for_csv(results, path), len(results) > 1)
+    upto = pick.journaled_length(path)  # an unfinished run's: its journaled rows only
+    found = _load(ws, path, upto, summary, entry_for_csv(results, path), len(results) > 1)
     if found is not None:
         if pick.unfinished is not None:
             found.notes.append(f"{pick.unfinished.partial_text(path)}: {pick.unfinished.cause}")
@@ -199,13 +199,17 @@ def _not_compared(primary: Path, rank: str, step: str, results: list[SliceResult
 
 
 def _load(
-    ws: Workspace, path: Path, summary: RunSummary | None, entry: SliceResult | None, several: bool
+    ws: Workspace,
+    path: Path,
+    upto: int | None,
+    summary: RunSummary | None,
+    entry: SliceResult | None,
+    several: bool,
 ) -> LatestCompare | None:
     try:
         st = path.stat()
     except OSError:
         return None
-    upto = journaled_length(path)  # an unfinished run's: its journaled rows only
     key = (st.st_mtime_ns, st.st_size, upto)
     hit = _CACHE.get(str(path))
     if hit is not None and hit[0] == key:

@@ -110,13 +110,6 @@ def unfinished_run(directory: Path) -> UnfinishedRun | None:
     return UnfinishedRun(directory, state)
 
 
-def journaled_length(csv_path: Path) -> int | None:
-    """How much of `csv_path` its readers read: the bytes its journal vouches for when its run
-    is unfinished; None (the whole file) when the run is finished, or the journal cannot tell."""
-    unfinished = unfinished_run(csv_path.parent)
-    return unfinished.journaled_length(csv_path.name) if unfinished is not None else None
-
-
 def run_complete(directory: Path) -> bool:
     """Its summary says every compare of the run is complete."""
     path = directory / SUMMARY_NAME
@@ -132,25 +125,44 @@ def run_complete(directory: Path) -> bool:
     )
 
 
-def partial_state(summary: RunSummary | None, csv_path: Path) -> tuple[str | None, str]:
-    """(`partial: ...` or None when complete, why) of the compare of `csv_path`: its run's
-    journal when the run is unfinished, else its summary (an interrupted run)."""
-    unfinished = unfinished_run(csv_path.parent)
-    if unfinished is not None:
-        return unfinished.partial_text(csv_path), unfinished.cause
-    return partial_text(summary, csv_path), INTERRUPTED
-
-
 @dataclass(frozen=True)
 class ResultPick:
-    """The result CSV a reader shows, and the newer unfinished runs passed over for it."""
+    """The result CSV a reader shows, and the newer unfinished runs passed over for it. Its
+    dir's journal is read once: the other CSVs of that dir (its other (rank, step) compares)
+    are read through the same state."""
 
     csv_path: Path
     unfinished: UnfinishedRun | None = None  # the CSV's own run is unfinished
     skipped: list[UnfinishedRun] = field(default_factory=list)
 
+    @classmethod
+    def at(cls, csv_path: Path) -> ResultPick:
+        """The state of `csv_path`'s own run, with nothing passed over."""
+        return cls(csv_path, unfinished_run(csv_path.parent))
+
+    def of(self, csv_path: Path) -> ResultPick:
+        """This state for another CSV: the same when it is in this run's dir."""
+        if csv_path.parent == self.csv_path.parent:
+            return self
+        return ResultPick.at(csv_path)
+
     def notes(self, command: str) -> list[str]:
         return [run.skipped_line(command) for run in self.skipped]
+
+    def journaled_length(self, csv_path: Path) -> int | None:
+        """How much of `csv_path` (a CSV of this run) its readers read: the bytes its journal
+        vouches for when the run is unfinished; None (the whole file) when it is finished, or
+        the journal cannot tell."""
+        run = self.of(csv_path).unfinished
+        return run.journaled_length(csv_path.name) if run is not None else None
+
+    def partial_state(self, summary: RunSummary | None, csv_path: Path) -> tuple[str | None, str]:
+        """(`partial: ...` or None when complete, why) of the compare of `csv_path`: the run's
+        journal when it is unfinished, else its summary (an interrupted run)."""
+        run = self.of(csv_path).unfinished
+        if run is not None:
+            return run.partial_text(csv_path), run.cause
+        return partial_text(summary, csv_path), INTERRUPTED
 
 
 def pick_result_csv(target: Path, statistics: bool = False) -> ResultPick:
@@ -168,5 +180,4 @@ def pick_result_csv(target: Path, statistics: bool = False) -> ResultPick:
             passed.append((found, unfinished))
         if passed:
             return ResultPick(passed[0][0], passed[0][1])
-    csv_path = find_result_csv(target, statistics)
-    return ResultPick(csv_path, unfinished_run(csv_path.parent))
+    return ResultPick.at(find_result_csv(target, statistics))
