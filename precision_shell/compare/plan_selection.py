@@ -36,7 +36,7 @@ def slice_plans(
     plans: list[tuple[DumpSlice | None, ComparePlan]] = []
     for where in chosen:
         graph = slice_graph(ws, run, where, request.graph)
-        label = f"{run.name} rank {where.rank} step {where.step}"
+        label = f"{run.name} {where.label}"
         if where.dumps is run.dumps and graph.root_graph == primary.graph:
             # the default slice against the same graph: the primary plan, already made
             plan = replace(primary, left=label)
@@ -48,7 +48,7 @@ def slice_plans(
             plans.append((where, plan))
         else:
             ws.warnings.append(
-                f"{run.name} rank {where.rank} step {where.step}: no dump file belongs to an "
+                f"{run.name} {where.label}: no dump file belongs to an "
                 f"op of graph {graph.root_graph}; not compared"
             )
     if not plans:
@@ -177,7 +177,7 @@ def default_slice_name(run: RunIndex) -> str:
     here = next((w for w in run.slices if w.dumps is run.dumps), None)
     if len(run.slices) <= 1 or here is None:
         return run.name
-    return f"{run.name} rank {here.rank} step {here.step}"
+    return f"{run.name} {here.label}"
 
 
 def statistics_pair_plan(

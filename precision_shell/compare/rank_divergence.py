@@ -127,7 +127,7 @@ def rank_pair_plans(
             slice_.dumps,
             base.dumps,
             f"{run.name} rank {r} step {base.step}",
-            f"{run.name} rank {base.rank} step {base.step}",
+            f"{run.name} {base.label}",
             graph,
         )
         pairs.append(RankPair(r, base.rank, base.step, plan))

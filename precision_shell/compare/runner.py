@@ -116,9 +116,7 @@ def statistics_slices(ws: Workspace, request: CompareRequest) -> list[DumpSlice]
     if not any(kinds):
         return None
     if not all(kinds):
-        stats = ", ".join(
-            f"rank {w.rank} step {w.step}" for w, k in zip(chosen, kinds, strict=True) if k
-        )
+        stats = ", ".join(w.label for w, k in zip(chosen, kinds, strict=True) if k)
         raise PrecisionError(
             f"vc: {stats} holds statistics dumps and the others tensor dumps; compare them "
             "apart with --rank/--step"
@@ -174,7 +172,7 @@ def run_statistics(
         title = (
             "vc: statistics"
             if len(plans) == 1 or where is None
-            else f"vc: statistics, rank {where.rank} step {where.step}"
+            else f"vc: statistics, {where.label}"
         )
         compare = execute_statistics_plan(plan, out_dir / name, request.workers, sink(title))
         compare.where, compare.graph = where, graph

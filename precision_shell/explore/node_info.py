@@ -201,10 +201,9 @@ def collect_node_info(
         attrs=dict(sorted(op.attrs.items())) if with_attrs else None,
     )
     if len(run.slices) > 1:
-        shown = run.slice(rank, step)
-        info.dump_slice = f"rank {shown.rank} step {shown.step}"
+        info.dump_slice = run.slice(rank, step).label
         info.dump_files_by_slice = [
-            (f"rank {s.rank} step {s.step}", [r.file_name for r in refs])
+            (s.label, [r.file_name for r in refs])
             for s, refs in ctx.workspace.dump_files_everywhere(run, rec.name)
         ]
     if not files:

@@ -85,7 +85,7 @@ def render_statistics_compare(console: Console, result: StatisticsCompareResult)
             else "vc: device statistics vs benchmark"
         )
         if len(result.compares) > 1 and where is not None:
-            title += f" (rank {where.rank} step {where.step})"
+            title += f" ({where.label})"
         console.print(_compare_table(compare, title))
         console.print(Text.assemble((" csv ", "bold"), str(compare.csv_path)), soft_wrap=True)
         failing = compare.failing
@@ -114,13 +114,12 @@ def render_statistics_diagnosis(console: Console, diagnosis: StatisticsDiagnosis
     console.print(table)
     for where, suspects in diagnosis.others:
         first = suspects[0]
-        rank, step = where.split()[1], where.split()[3]
         console.print(
             Text(
-                f"{where}: a suspect of its own: {first.op} (index {first.index}): "
+                f"{where.label}: a suspect of its own: {first.op} (index {first.index}): "
                 f"{first.reason}"
                 + (f" (+{len(suspects) - 1} more)" if len(suspects) > 1 else "")
-                + f" (ac -c --rank {rank} --step {step})",
+                + f" (ac -c --rank {where.rank} --step {where.step})",
                 style="yellow",
             )
         )

@@ -427,8 +427,7 @@ def replay_op_in_workspace(
         )
     shown = ""
     if len(run.slices) > 1:
-        chosen = run.slice(rank, step)
-        shown = f"rank {chosen.rank} step {chosen.step}"
+        shown = run.slice(rank, step).label
     return ReplayReport(
         op=rec.name,
         type=op.type,

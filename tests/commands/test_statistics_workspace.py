@@ -284,7 +284,7 @@ def test_ac_names_each_card_s_own_suspect_and_dumps_them_all(pair, tmp_path: Pat
     check = run_ok(open_shell(root), "ac -c")
     diagnosis = check.statistics
     ops = {s.op for s in diagnosis.suspects}
-    others = {where: [s.op for s in found] for where, found in diagnosis.others}
+    others = {where.label: [s.op for s in found] for where, found in diagnosis.others}
     every = ops | {op for found in others.values() for op in found}
     assert {LOCAL_OP, NAN_OP, "conv2/Conv2Drelu2/Relu"} <= every
     assert len(others) == 1  # the card not shown has a suspect of its own, named

@@ -19,6 +19,7 @@ from precision_shell.compare.statistics.run import StatisticsCompare, Statistics
 from precision_shell.compare.statistics.suspects import Suspect, rank_suspects
 from precision_shell.compare.statistics.table import StatisticsRow
 from precision_shell.workspace.graph_index import GraphIndex
+from precision_shell.workspace.run_index import DumpSlice
 from precision_shell.workspace.workspace import number_order
 
 DUMP_CONFIG_DIR = "dump_config"
@@ -30,8 +31,8 @@ class StatisticsDiagnosis:
     compare: StatisticsCompare
     dump_config: DumpConfigFiles | None
     where: str | None = None  # "rank 1 step 0" when several dumps were compared
-    # the other (rank, step) compares with suspects the one shown lacks: (where, those)
-    others: list[tuple[str, list[Suspect]]] = field(default_factory=list)
+    # the other (rank, step) compares with suspects the one shown lacks: (that dump, those)
+    others: list[tuple[DumpSlice, list[Suspect]]] = field(default_factory=list)
 
 
 def record(
@@ -108,10 +109,8 @@ def diagnose_statistics(
     )
     where = None
     if len(result.compares) > 1 and chosen.where is not None:
-        where = f"rank {chosen.where.rank} step {chosen.where.step}"
-    shown_others = [
-        (f"rank {c.where.rank} step {c.where.step}", s) for c, s in others if c.where is not None
-    ]
+        where = chosen.where.label
+    shown_others = [(c.where, s) for c, s in others if c.where is not None]
     return StatisticsDiagnosis(suspects, chosen, files, where, shown_others)
 
 

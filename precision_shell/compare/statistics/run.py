@@ -268,7 +268,7 @@ def statistics_plans(
     memos = PlanMemos(ws)
     for where in slices:
         graph = graph_of(where)
-        label = f"{run.name} rank {where.rank} step {where.step}"
+        label = f"{run.name} {where.label}"
         # ranks and steps of one graph: its part of the plan once
         memo = memos.memo_for(graph, ws.benchmark)
         plan = benchmark_plan(
