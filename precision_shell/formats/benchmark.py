@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from precision_shell.errors import FormatError
-from precision_shell.formats.dir_entries import list_dir
+from precision_shell.formats.dir_entries import list_dir, odd_entry_warnings
 from precision_shell.formats.payload import read_payload
 from precision_shell.formats.shapes import shape_problem, shape_text
 
@@ -258,9 +258,9 @@ def scan_benchmark_dir(directory: Path) -> BenchmarkIndex:
         mapping, warnings = read_mapping_csv(directory / MAPPING_FILE_NAME)
     # a dir or a dangling symlink named like a tensor is not skipped silently; other dirs
     # (tf_dump --all's run dirs) are no entries of this dir
-    for disk_name, problem in sorted(others):
-        if mapping.get(disk_name, disk_name).endswith(".npy"):
-            warnings.append(f"{directory / disk_name}: {problem}; skipped")
+    warnings += odd_entry_warnings(
+        directory, others, lambda name: mapping.get(name, name).endswith(".npy")
+    )
 
     files_by_key: dict[str, list[tuple[int, str]]] = {}
     # The hot loop of a 100k-file directory: inlined split, one tuple per file, no objects.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -28,6 +29,18 @@ def list_dir(directory: Path | str) -> tuple[list[str], list[tuple[str, str]]]:
                 pass  # a symlink whose target cannot be reached: said below
             others.append((entry.name, _not_a_file(entry)))
     return files, others
+
+
+def odd_entry_warnings(
+    directory: Path, others: list[tuple[str, str]], named_like_a_file: Callable[[str], bool]
+) -> list[str]:
+    """One warning per entry of `others` (from `list_dir`) whose name `named_like_a_file`
+    accepts: what is wrong with it, and that it is skipped."""
+    return [
+        f"{directory / name}: {problem}; skipped"
+        for name, problem in sorted(others)
+        if named_like_a_file(name)
+    ]
 
 
 def _not_a_file(entry: os.DirEntry) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from precision_shell.errors import PrecisionError
-from precision_shell.formats.dir_entries import list_dir
+from precision_shell.formats.dir_entries import list_dir, odd_entry_warnings
 from precision_shell.formats.dump_names import parse_dump_name, read_mapping_csv
 from precision_shell.workspace.layout import leaf_dirs
 
@@ -55,9 +55,9 @@ def scan_dump_dir(directory: Path) -> dict:
         warnings.append(f"{directory}: cannot list: {exc.strerror}")
     entries.sort()
     # a dir or a dangling symlink named like a dump file is not skipped silently
-    for name, problem in sorted(others):
-        if _named_like_a_dump(mapping.get(name, name)):
-            warnings.append(f"{directory / name}: {problem}; skipped")
+    warnings += odd_entry_warnings(
+        directory, others, lambda name: _named_like_a_dump(mapping.get(name, name))
+    )
     for name in entries:
         if name in _SKIP:
             continue
