@@ -274,6 +274,7 @@ def replay_pass_line(done: ReplayPass) -> str:
         f"replay ({done.mode}){where}: {len(done.reports)} ops replayed in {done.elapsed_s:.2f} s"
     ]
     parts[0] += f", {len(wrong)} kernel{'s' if len(wrong) != 1 else ''} wrong"
+    parts[0] += _differing_text(len(done.differing))
     if done.refused:
         parts.append(f"{len(done.refused)} without a replay (no kernel, attribute or dump)")
     if done.undumped:
@@ -282,6 +283,13 @@ def replay_pass_line(done: ReplayPass) -> str:
         why = "Ctrl-C" if done.interrupted else f"the {done.budget_s:g} s budget ran out"
         parts.append(f"{done.not_reached} not reached ({why})")
     return "; ".join(parts)
+
+
+def _differing_text(count: int) -> str:
+    """ ", 1 op whose constants differ": said only when the replay found any."""
+    if not count:
+        return ""
+    return f", {count} op{'s' if count != 1 else ''} whose constants differ from the benchmark's"
 
 
 def slice_replays_line(done: SliceReplays) -> str:
@@ -298,6 +306,11 @@ def slice_replays_line(done: SliceReplays) -> str:
     if wrong:
         shown = "; ".join(f"{where}: {op}" for where, op in wrong[:3])
         head += f" ({shown}{'; ...' if len(wrong) > 3 else ''})"
+    differing = done.differing
+    head += _differing_text(len(differing))
+    if differing:
+        shown = "; ".join(f"{where}: {op}" for where, op in differing[:3])
+        head += f" ({shown}{'; ...' if len(differing) > 3 else ''})"
     parts = [head]
     refused = sum(len(p.refused) for p in passes)
     if refused:

@@ -19,6 +19,7 @@ _ROWS = (
     ("own (device vs replay)", "own"),
     ("inherited (replay vs benchmark)", "inherited"),
     ("total (device vs benchmark)", "total"),
+    ("isolated (benchmark inputs vs benchmark)", "isolated"),
 )
 
 
@@ -64,7 +65,7 @@ def _attr_lines(attrs: dict[str, Any], indent: str = "  ") -> list[Text]:
 
 
 def _output_parts(out: OutputReplay) -> list[Any]:
-    style = "bold red" if is_wrong(out.own, out.dtype) else "green"
+    style = "bold red" if is_wrong(out.own, out.dtype) or out.constants_differ else "green"
     parts: list[Any] = [_output_table(out), Text(out.verdict, style=style)]
     if out.overflow:
         parts.append(
@@ -80,6 +81,8 @@ def _output_parts(out: OutputReplay) -> list[Any]:
         parts.append(Text(out.note, style="yellow"))
     else:
         parts.append(Text(f"benchmark: {out.benchmark}", style="dim"))
+    if out.isolated_note:
+        parts.append(Text(out.isolated_note, style="dim"))
     return parts
 
 

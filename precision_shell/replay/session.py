@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,7 @@ from precision_shell.formats.json_limits import json_number
 from precision_shell.formats.layouts import LayoutError
 from precision_shell.formats.npu_dump import DumpHeader, TensorMeta, read_tensor
 from precision_shell.replay.chain import describe_fused, replay_fused
+from precision_shell.replay.isolated import allowed_distance, benchmark_inputs, constants_differ
 from precision_shell.replay.kernels.registry import (
     KernelCall,
     TensorInfo,
@@ -84,6 +85,13 @@ class OutputReplay:
     verdict: str
     note: str | None = None  # why there is no inherited / total although a benchmark exists
     overflow: int = 0  # elements whose exact value overflows the dtype, as the device's does
+    isolated: OwnError | None = None  # replay from the benchmark's data inputs vs benchmark
+    isolated_note: str | None = None  # why there is no isolated measure (with a benchmark)
+
+    @property
+    def constants_differ(self) -> bool:
+        """From the benchmark's own inputs the op is off beyond rounding (replay/isolated)."""
+        return constants_differ(self.isolated, self.dtype)
 
 
 @dataclass(frozen=True)
@@ -114,6 +122,8 @@ class ReplayReport:
                     "own": error_json(out.own),
                     "inherited": error_json(out.inherited),
                     "total": error_json(out.total),
+                    "isolated": error_json(out.isolated),
+                    "constants_differ": out.constants_differ,
                     "benchmark": out.benchmark,
                     "verdict": out.verdict,
                     "overflow": out.overflow,
@@ -186,25 +196,43 @@ def is_wrong(own: OwnError, dtype: str) -> bool:
     return own.relative_euclidean_distance > WRONG_DISTANCE_ROUNDOFFS * roundoff
 
 
-def verdict(own: OwnError, dtype: str) -> str:
-    """One sentence on the kernel's own error (thresholds in the module docstring)."""
+def verdict(own: OwnError, dtype: str, isolated: OwnError | None = None) -> str:
+    """One sentence on the kernel's own error (thresholds in the module docstring), and on
+    what the op does from the benchmark's own inputs when that shows more than rounding."""
     units, word = ulp_text(own.max_ulp), dtype_word(dtype)
-    if own.max_ulp <= EXACT_ULP:
-        return (
-            f"the kernel's own error is {units} ULP: this op is exact for {word}; "
-            "its deviation comes from its inputs"
-        )
     if is_wrong(own, dtype):
-        return f"own error {units} ULP: the kernel itself is wrong"
-    if own.max_ulp <= WRONG_ULP:
-        return (
-            f"the kernel's own error is {units} ULP: within the rounding of a {word} kernel "
-            "that accumulates in a wider type; its deviation comes from its inputs"
+        kernel, inherits = f"own error {units} ULP: the kernel itself is wrong", False
+    elif own.max_ulp <= EXACT_ULP:
+        kernel, inherits = (
+            f"the kernel's own error is {units} ULP: this op is exact for {word}",
+            True,
         )
+    elif own.max_ulp <= WRONG_ULP:
+        kernel = (
+            f"the kernel's own error is {units} ULP: within the rounding of a {word} kernel "
+            "that accumulates in a wider type"
+        )
+        inherits = True
+    else:
+        kernel = (
+            f"the kernel's own error is {units} ULP at its worst element but only "
+            f"{own.relative_euclidean_distance:.2g} relative overall: cancellation near zero "
+            f"within {word} rounding, not a wrong kernel"
+        )
+        inherits = True
+    if constants_differ(isolated, dtype):
+        assert isolated is not None
+        return f"{kernel}; {isolated_text(isolated, dtype)}"
+    return f"{kernel}; its deviation comes from its inputs" if inherits else kernel
+
+
+def isolated_text(isolated: OwnError, dtype: str) -> str:
+    """What a replay from the benchmark's own inputs that is off beyond rounding says."""
     return (
-        f"the kernel's own error is {units} ULP at its worst element but only "
-        f"{own.relative_euclidean_distance:.2g} relative overall: cancellation near zero "
-        f"within {word} rounding, not a wrong kernel; its deviation comes from its inputs"
+        f"from the benchmark's own inputs its output is still "
+        f"{isolated.relative_euclidean_distance:.2g} off (rel. Euclidean; rounding allows "
+        f"{allowed_distance(dtype):.2g}): what the device gives it besides data differs from the "
+        "benchmark's: its constant inputs (weights, bias, scale) or its attributes"
     )
 
 
@@ -356,20 +384,66 @@ def _own(device: np.ndarray, replayed: np.ndarray, dtype: str) -> tuple[OwnError
     return own_error(device, reference, dtype), int(overflow.sum())
 
 
-def _benchmark_errors(
-    ws: Workspace, rec: OpRecord, slot: int, device: np.ndarray, replayed: np.ndarray, dtype: str
-) -> tuple[OwnError | None, OwnError | None, str | None, str | None]:
-    """(inherited, total, benchmark file, note) for one output."""
+@dataclass(frozen=True)
+class _Against:
+    """One output's benchmark: the file, its values, or why they cannot be compared."""
+
+    path: str | None = None
+    values: np.ndarray | None = None
+    note: str | None = None
+
+
+def _benchmark(ws: Workspace, rec: OpRecord, slot: int) -> _Against:
     benchmark = ws.output_benchmark(rec, slot)
     if benchmark is None:
-        return None, None, None, None
+        return _Against()
     try:
-        reference = np.asarray(load_benchmark(benchmark.path), dtype=np.float64)
-        inherited = own_error(replayed, reference, dtype)
-        total = own_error(device, reference, dtype)
+        values = np.asarray(load_benchmark(benchmark.path), dtype=np.float64)
     except PrecisionError as exc:
-        return None, None, benchmark.path, f"benchmark not compared: {exc}"
-    return inherited, total, benchmark.path, None
+        return _Against(benchmark.path, note=f"benchmark not compared: {exc}")
+    return _Against(benchmark.path, values)
+
+
+@dataclass(frozen=True)
+class _Errors:
+    """One output against its benchmark: inherited, total and isolated errors, or a note."""
+
+    inherited: OwnError | None = None
+    total: OwnError | None = None
+    isolated: OwnError | None = None
+    note: str | None = None
+
+
+def _errors(
+    bench: _Against,
+    replayed: np.ndarray,
+    device: np.ndarray,
+    isolated: np.ndarray | None,
+    dtype: str,
+) -> _Errors:
+    if bench.values is None:
+        return _Errors(note=bench.note)
+    try:
+        return _Errors(
+            inherited=own_error(replayed, bench.values, dtype),
+            total=own_error(device, bench.values, dtype),
+            isolated=None if isolated is None else own_error(isolated, bench.values, dtype),
+        )
+    except PrecisionError as exc:
+        return _Errors(note=f"benchmark not compared: {exc}")
+
+
+def _isolated_replay(
+    ws: Workspace, graph: GraphIndex, rec: OpRecord, op: OpDef, call: KernelCall
+) -> tuple[list[np.ndarray] | None, str | None]:
+    """The op's outputs replayed from the benchmark's data inputs (replay/isolated), or
+    why there are none."""
+    fed = benchmark_inputs(ws, graph, rec, call.inputs)
+    if fed.inputs is None:
+        return None, f"no isolated replay: {fed.note}"
+    with np.errstate(all="ignore"):
+        outputs, _ = _replay(replace(call, inputs=fed.inputs), op)
+    return outputs, None
 
 
 def replay_op_in_workspace(
@@ -384,7 +458,7 @@ def replay_op_in_workspace(
 
     Raises PrecisionError (ReplayUnsupported among them) with a one-line reason when the op
     is not in the graph, has no tensor dump, or cannot be replayed faithfully."""
-    run, _, rec, op = _find_op(ws, run, op_name)
+    run, graph, rec, op = _find_op(ws, run, op_name)
     ref = _newest_dump(ws, run, rec.name, rank, step)
     header = ws.header(ref)
     if not header.outputs:
@@ -402,14 +476,19 @@ def replay_op_in_workspace(
     )
     with np.errstate(all="ignore"):  # inf/NaN inputs give inf/NaN outputs, as on the device
         replayed, described = _replay(call, op)
+    against = [_benchmark(ws, rec, slot) for slot in range(len(replayed))]
+    isolated: list[np.ndarray] | None = None
+    isolated_note = None
+    if not as_stored and any(a.values is not None for a in against):
+        isolated, isolated_note = _isolated_replay(ws, graph, rec, op, call)
     results = []
     for slot, (device, value) in enumerate(zip(outputs, replayed, strict=False)):
         dtype = device.info.dtype
         device_values = np.asarray(device.values, dtype=np.float64)
         own, overflow = _own(device_values, value, dtype)
-        inherited, total, benchmark, note = _benchmark_errors(
-            ws, rec, slot, device_values, value, dtype
-        )
+        bench = against[slot]
+        alone = isolated[slot] if isolated is not None and slot < len(isolated) else None
+        errors = _errors(bench, value, device_values, alone, dtype)
         results.append(
             OutputReplay(
                 slot=slot,
@@ -417,12 +496,14 @@ def replay_op_in_workspace(
                 layout=device.info.format,
                 shape=device.info.shape,
                 own=own,
-                inherited=inherited,
-                total=total,
-                benchmark=benchmark,
-                verdict=verdict(own, dtype),
-                note=note,
+                inherited=errors.inherited,
+                total=errors.total,
+                benchmark=bench.path,
+                verdict=verdict(own, dtype, errors.isolated),
+                note=errors.note,
                 overflow=overflow,
+                isolated=errors.isolated,
+                isolated_note=isolated_note if errors.inherited is not None else None,
             )
         )
     shown = ""

@@ -116,6 +116,7 @@ def test_ac_c_runs_vc_then_vcs(demo):
         "evidence",
         "own_error",
         "inherited_error",
+        "isolated_error",
         "replay",
         "measures",
     }
@@ -132,6 +133,16 @@ def test_ac_c_runs_vc_then_vcs(demo):
     assert (
         "constant inputs (weights, bias, scale) or its attributes" in (second["replay"]["verdict"])
     )
+    # fed the benchmark's own inputs, the wrong constant's conv is still off (the folded
+    # filter differs); the overflow's sum matches the benchmark from its inputs
+    assert (first["replay"]["constants_differ"], second["replay"]["constants_differ"]) == (
+        False,
+        True,
+    )
+    assert "from the benchmark's own inputs its output is still" in second["replay"]["verdict"]
+    assert second["isolated_error"]["relative_euclidean_distance"] > 0.01
+    assert first["isolated_error"]["relative_euclidean_distance"] < 1e-3
+    assert summary["replay"]["constants_differ"] == [CONV2]
     assert summary["replay"]["mode"] == "candidates" and summary["replay"]["kernel_wrong"] == []
     assert "own error" in text and "replay (candidates):" in text
     assert any(

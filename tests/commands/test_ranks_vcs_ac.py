@@ -303,10 +303,13 @@ def test_ac_c_hints_and_ni_read_the_rank_and_step_of_the_root_cause(healthy_pris
     # the line wraps where the path's length says (it holds pytest's tmp dir): compare the
     # characters without the whitespace
     text = "".join(rendered(run_ok(shell, f"ni {CONV2}")).replace("│", " ").split())
-    assert "".join(
-        f"{Path(plain.compare_file).name} (rank 0 step {step}) (root cause of this compare in "
-        f"rank {rank} step {step})".split()
-    ) in text
+    assert (
+        "".join(
+            f"{Path(plain.compare_file).name} (rank 0 step {step}) (root cause of this compare in "
+            f"rank {rank} step {step})".split()
+        )
+        in text
+    )
     # a (rank, step) the latest compare did not compare: said in one line, no other rows
     only0 = run_ok(shell, "vc --rank 0")
     missing = run_ok(shell, f"ni {CONV2} --rank {rank}").nodes[0]

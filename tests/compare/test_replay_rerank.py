@@ -217,3 +217,63 @@ def test_under_drift_the_reading_weighs_the_replay_against_its_inputs_deviation(
     assert says in (reading or "")
     constants = "its constant inputs (weights, bias, scale) or its attributes"
     assert (constants in (reading or "")) == (measured == WEIGHTS_X1_3)
+
+
+def _isolated(out: OutputReplay, red: float) -> OutputReplay:
+    """`out` with a replay from the benchmark's inputs off by `red` (float16 allows 0.0078)."""
+    from dataclasses import replace
+
+    return replace(out, isolated=OwnError(1.0 - red * red / 2, red, red, 10.0))
+
+
+def test_a_proven_constant_difference_joins_ahead_of_the_estimate_and_overflows_keep_order():
+    graph, evidence = _evidence()
+    causes = [_cause("e", 4, 30.0), _cause("d", 3, 25.0), _cause("b", 1, 12.0)]
+    done = _pass(
+        {
+            "e": _output(EXACT),  # exact, nothing proven: stays behind the proven ones
+            "d": _isolated(_output(EXACT, overflow=2), 1e-4),  # an overflow born here
+            "b": _isolated(_output(EXACT), 0.05),  # constants differ
+            "c": _isolated(_output(EXACT), 0.2),  # the estimate missed it: joins
+            "a": _isolated(_output(EXACT), 1e-4),  # exact from the benchmark's inputs
+        }
+    )
+    assert done.differing == ["b", "c"]
+    assert done.to_json()["constants_differ"] == ["b", "c"]
+    ranked = rerank(causes, done, graph, evidence)
+    assert [c.op for c in ranked] == ["d", "b", "c", "e"]
+    joined = ranked[2]
+    assert joined.reason.startswith("replay from the benchmark's own inputs its output is still")
+    assert "0.2 off (rel. Euclidean; rounding allows 0.0078)" in joined.reason
+    # a proven-wrong kernel still comes first
+    done.reports["a"] = _pass({"a": _output(OwnError(0.9, 1.0, 0.1, 200.0))}).reports["a"]
+    assert [c.op for c in rerank(causes, done, graph, evidence)][:2] == ["a", "d"]
+
+
+def test_the_reading_with_a_replay_from_the_benchmarks_inputs():
+    differs = replace_cause(_cause("c", 2, in_q=9.0), _isolated(_output(EXACT), 0.05))
+    reading = replay_reading(differs) or ""
+    assert reading.startswith(
+        "the kernel computes what it is given (0.4 ULP own error), but from the benchmark's own "
+        "inputs its output is still 0.05 off"
+    )
+    assert "inherited" not in reading
+    # exact from the benchmark's inputs, and loses much from the device's: amplification,
+    # whatever constants it takes
+    from dataclasses import replace
+
+    loud = replace(
+        replace_cause(_cause("c", 2, in_q=60.0), _isolated(_output(EXACT), 1e-4)),
+        takes_constants=True,
+    )
+    assert (replay_reading(loud) or "").endswith(
+        "from the benchmark's own inputs it matches the benchmark to rounding (0.0001 rel. "
+        "Euclidean), so its constants are right and its own math amplifies its inputs' "
+        "deviation: look at why they deviate, or run it in float32"
+    )
+    quiet = replace_cause(_cause("c", 2, in_q=9.0), _isolated(_output(EXACT), 1e-4))
+    assert (replay_reading(quiet) or "").endswith(
+        "its deviation is inherited from its inputs (inputs 9.0 dB, its exact output 8.0 dB); "
+        "from the benchmark's own inputs it matches the benchmark to rounding (0.0001 rel. "
+        "Euclidean)"
+    )

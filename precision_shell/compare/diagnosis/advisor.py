@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from precision_shell.compare.diagnosis.replay_evidence import proves_wrong
+from precision_shell.compare.diagnosis.replay_evidence import proves_fault, proves_wrong
 from precision_shell.compare.diagnosis.root_cause import (
     OUTLIER_DROP,
     OpEvidence,
@@ -292,7 +292,8 @@ def advise(
                 )
             )
 
-    big = [c for c in causes if loses_on_its_own(c)]
+    # an op that loses much on its own, or one its replay proves faulty, is no drift
+    big = [c for c in causes if loses_on_its_own(c) or proves_fault(c.replay)]
     if failing and not big and not inputs:
         first = failing[0]
         start = next((e for e in ordered if e.outputs), first)

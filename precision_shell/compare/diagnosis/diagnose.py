@@ -59,7 +59,8 @@ class Diagnosis:
 def cause_json(cause: RootCause) -> dict[str, Any]:
     """A root cause in summary.json. `evidence` says where its own error comes from:
     "replay" (own_error measured: device vs the float64 replay from the device's own inputs,
-    inherited_error: that replay vs the benchmark) or "estimate" (own_error: the signal
+    inherited_error: that replay vs the benchmark, isolated_error: the replay from the
+    benchmark's data inputs and the device's constants vs the benchmark) or "estimate" (own_error: the signal
     quality in dB the op loses between its worst input and its worst output). `measures` holds
     the compare's numbers for the op either way."""
     out = cause.replay
@@ -74,9 +75,11 @@ def cause_json(cause: RootCause) -> dict[str, Any]:
         payload["evidence"] = "replay"
         payload["own_error"] = error_json(out.own)
         payload["inherited_error"] = error_json(out.inherited)
+        payload["isolated_error"] = error_json(out.isolated)
         payload["replay"] = {
             "slot": out.slot,
             "dtype": out.dtype,
+            "constants_differ": out.constants_differ,
             "verdict": replay_reading(cause),
             "overflow": out.overflow,
         }

@@ -13,10 +13,12 @@ guessed at. Ctrl-C ends the pass early the same way.
 Ranking: a replay that proves the kernel wrong (`replay.session.is_wrong`: beyond 4 ULP and
 beyond rounding over the whole output, or a NaN/inf the exact computation does not have) is
 measured evidence. Those ops come first, by own error (max ULP of their worst output), then by
-execution order; an op the heuristic did not name joins the list this way. Every other cause
-keeps the heuristic's order: an own error within rounding is noise, not a ranking signal, and
-a kernel that computes exactly can still be where the error is born (a wrong constant input,
-a correctly rounded value that overflows float16).
+execution order; an op the heuristic did not name joins the list this way. Next come the other
+faults a replay proves: an op that, fed the benchmark's own data inputs, is still off the
+benchmark beyond rounding (its constants or attributes differ: replay/isolated; an op the
+heuristic missed under drift joins this way too), and an exact value that overflows the dtype
+there; they keep the heuristic's order among themselves. Every other cause follows in the
+heuristic's order: an own error within rounding is noise, not a ranking signal.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from precision_shell.replay.session import (
     ReplayReport,
     dtype_word,
     is_wrong,
+    isolated_text,
     missing_kernel,
     replay_op_in_workspace,
     ulp_text,
@@ -87,12 +90,21 @@ class ReplayPass:
         report = self.reports.get(op)
         if report is None or not report.outputs:
             return None
-        return max(report.outputs, key=lambda out: _ulp_key(out))
+        return max(
+            report.outputs,
+            key=lambda out: (proves_wrong(out), proves_constants_differ(out), _ulp_key(out)),
+        )
 
     @property
     def wrong(self) -> list[str]:
         """Ops whose replay proves the kernel wrong, in the pass's order."""
         return [op for op in self.reports if proves_wrong(self.worst(op))]
+
+    @property
+    def differing(self) -> list[str]:
+        """Ops whose replay from the benchmark's own inputs proves that what the device gave
+        them besides data (constants, attributes) differs, in the pass's order."""
+        return [op for op in self.reports if proves_constants_differ(self.worst(op))]
 
     def to_json(self) -> dict[str, object]:
         where = {"slice": self.where} if self.where is not None else {}
@@ -101,6 +113,7 @@ class ReplayPass:
             "budget_s": self.budget_s,
             "replayed": len(self.reports),
             "kernel_wrong": self.wrong,
+            "constants_differ": self.differing,
             "refused": len(self.refused),
             "not_dumped": self.undumped,
             "not_reached": self.not_reached,
@@ -118,6 +131,18 @@ def _ulp_key(out: OutputReplay | None) -> float:
 
 def proves_wrong(out: OutputReplay | None) -> bool:
     return out is not None and is_wrong(out.own, out.dtype)
+
+
+def proves_constants_differ(out: OutputReplay | None) -> bool:
+    return out is not None and out.constants_differ
+
+
+def proves_fault(out: OutputReplay | None) -> bool:
+    """The replay measured a fault at this op: a wrong kernel, constants (or attributes)
+    that differ from the benchmark's, or exact values that overflow the dtype here."""
+    return (
+        proves_wrong(out) or proves_constants_differ(out) or (out is not None and out.overflow > 0)
+    )
 
 
 def replay_targets(
@@ -205,14 +230,21 @@ def rerank(
     graph: GraphIndex,
     evidence: dict[str, OpEvidence],
 ) -> list[RootCause]:
-    """The causes with their replays attached, proven-wrong kernels first (module rule)."""
+    """The causes with their replays attached, proven-wrong kernels first, then the other
+    faults the replay proves (constants that differ, an overflow born here), then the rest
+    (module rule)."""
     found = [replace(c, replay=done.worst(c.op), replay_skipped=done.skipped(c.op)) for c in causes]
     named = {c.op for c in causes}
-    for op in done.wrong:
+    for op in dict.fromkeys(done.wrong + done.differing):
         if op in named:
             continue
         report, out = done.reports[op], done.worst(op)
-        reason = f"replay from the device's own inputs: {out.verdict if out else ''}"
+        if out is None:
+            continue
+        if proves_wrong(out):
+            reason = f"replay from the device's own inputs: {out.verdict}"
+        else:
+            reason = f"replay {isolated_reason(out)}"
         cause = measured_cause(graph, evidence, op, report.type, reason)
         if cause is not None:
             found.append(replace(cause, replay=out))
@@ -220,7 +252,16 @@ def rerank(
         (c for c in found if proves_wrong(c.replay)),
         key=lambda c: (-_ulp_key(c.replay), c.position),
     )
-    return wrong + [c for c in found if not proves_wrong(c.replay)]
+    # the other proven faults keep the heuristic's order (an op it missed comes after those
+    # it named, in the pass's order): ahead of every cause the replay did not prove
+    proven = [c for c in found if proves_fault(c.replay) and not proves_wrong(c.replay)]
+    return wrong + proven + [c for c in found if not proves_fault(c.replay)]
+
+
+def isolated_reason(out: OutputReplay) -> str:
+    """The one-line reason of a cause found by its replay from the benchmark's inputs."""
+    assert out.isolated is not None
+    return isolated_text(out.isolated, out.dtype)
 
 
 def added_quality_loss(cause: RootCause) -> float | None:
@@ -241,22 +282,27 @@ def added_quality_loss(cause: RootCause) -> float | None:
 def replay_reading(cause: RootCause) -> str | None:
     """What the replay says about `cause` in one sentence, None when none ran.
 
-    A wrong kernel is named as such. An exact kernel whose exact value overflows its dtype
-    is where the overflow happens. An exact kernel whose exact output (the replay against the
-    benchmark) is OUTLIER_DROP dB or more worse than its worst data input adds error its
-    inputs do not carry: what the device gave it besides data differs, its constant inputs
-    (weights, bias, scale) or its attributes; or, when it takes no constant, its own math
-    amplifies its inputs' deviation. Otherwise the deviation is inherited from its inputs. The
-    margin is the loss an op must show on its own to be a candidate: float16 drift alone adds
-    at most 6.3 dB at an exact op other than softmax (measured over every op of 84 deep
-    drift-only demo networks), a wrong weight scaled by 1.3 under that drift 17 dB; softmax,
-    which takes no constant, amplifies its inputs' drift by up to 14 dB there."""
+    A wrong kernel is named as such. An op that, fed the benchmark's own data inputs, is still
+    off the benchmark beyond rounding (replay/isolated) is given something besides data that
+    differs: its constant inputs or attributes. An exact kernel whose exact value overflows
+    its dtype is where the overflow happens. An exact kernel whose exact output (the replay
+    against the benchmark) is OUTLIER_DROP dB or more worse than its worst data input adds
+    error its inputs do not carry: when the replay from the benchmark's inputs matches to
+    rounding, its own math amplifies its inputs' deviation. Without that replay (a data input
+    has no benchmark tensor) the op's constants are the suspects when it takes any, else its
+    math. Otherwise the deviation is inherited from its inputs. The margin is the loss an op
+    must show on its own to be a candidate: float16 drift alone adds at most 6.3 dB at an
+    exact op other than softmax (measured over every op of 84 deep drift-only demo networks),
+    a wrong weight scaled by 1.3 under that drift 17 dB; softmax, which takes no constant,
+    amplifies its inputs' drift by up to 14 dB there."""
     out = cause.replay
     if out is None:
         return None
     if proves_wrong(out):
         return out.verdict
     exact = f"the kernel computes what it is given ({ulp_text(out.own.max_ulp)} ULP own error)"
+    if proves_constants_differ(out):
+        return f"{exact}, but {isolated_reason(out)}"
     word = dtype_word(out.dtype)
     if out.overflow:
         return (
@@ -268,17 +314,29 @@ def replay_reading(cause: RootCause) -> str | None:
         return f"{exact}; its inputs' deviation is unknown, so what it adds is not measured"
     in_q = cause.input_quality
     qualities = f"inputs {in_q:.1f} dB, its exact output {in_q - added:.1f} dB"
+    loses = (
+        f"{exact}, yet from the device's inputs its exact output loses {added:.1f} dB "
+        f"more than they carry ({qualities})"
+    )
+    if out.isolated is not None:
+        matches = (
+            "from the benchmark's own inputs it matches the benchmark to rounding "
+            f"({out.isolated.relative_euclidean_distance:.2g} rel. Euclidean)"
+        )
+        if added >= OUTLIER_DROP:
+            return (
+                f"{loses}; {matches}, so its constants are right and its own math amplifies "
+                "its inputs' deviation: look at why they deviate, or run it in float32"
+            )
+        return f"{exact}: its deviation is inherited from its inputs ({qualities}); {matches}"
     if added >= OUTLIER_DROP and cause.takes_constants is False:
         return (
-            f"{exact}, yet from the device's inputs its exact output loses {added:.1f} dB "
-            f"more than they carry ({qualities}): it takes no constant inputs, so its own math "
-            "amplifies its inputs' deviation (as exp and softmax do): look at why they "
-            "deviate, or run it in float32"
+            f"{loses}: it takes no constant inputs, so its own math amplifies its inputs' "
+            "deviation (as exp and softmax do): look at why they deviate, or run it in float32"
         )
     if added >= OUTLIER_DROP:
         return (
-            f"{exact}, yet from the device's inputs its exact output loses {added:.1f} dB "
-            f"more than they carry ({qualities}): what differs is what the device gave it "
-            "besides data: its constant inputs (weights, bias, scale) or its attributes"
+            f"{loses}: what differs is what the device gave it besides data: its constant "
+            "inputs (weights, bias, scale) or its attributes"
         )
     return f"{exact}: its deviation is inherited from its inputs ({qualities})"

@@ -20,8 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from precision_shell.compare.pipeline.matcher import input_source
-from precision_shell.compare.pipeline.plan import CONSTANT_TYPES
+from precision_shell.compare.pipeline.matcher import constant_input, input_source
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.workspace.graph_index import GraphIndex
@@ -309,11 +308,7 @@ def takes_constants(graph: GraphIndex, name: str) -> bool | None:
     rec = graph.get(name)
     if rec is None:
         return None
-    for source, _ in rec.data_inputs:
-        producer = graph.get(source)
-        if producer is not None and producer.type in CONSTANT_TYPES:
-            return True
-    return False
+    return any(constant_input(graph, name, k) for k in range(len(rec.data_inputs)))
 
 
 def own_drops(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> dict[str, float]:

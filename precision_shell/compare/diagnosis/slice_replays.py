@@ -5,8 +5,8 @@ the slice the diagnosis picked says nothing about the others. Every slice is rep
 the one budget: the slice diagnosed first (its panel needs it), then the others by how far
 their compare leaves the other slices of their step, so a budget that runs out leaves the
 slices most like the ones replayed. The slice shown is the diagnosed one unless its best
-cause is not a kernel proven wrong and another slice's is: then the first such slice in
-(step, rank) order.
+cause is not proven by its replay (a wrong kernel, constants that differ) and another
+slice's is: then the first such slice in (step, rank) order.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from precision_shell.compare.diagnosis.advisor import OverflowHit
 from precision_shell.compare.diagnosis.diagnose import Diagnosis, Replayer, with_replays
-from precision_shell.compare.diagnosis.replay_evidence import ReplayPass, proves_wrong
+from precision_shell.compare.diagnosis.replay_evidence import ReplayPass, proves_fault
 from precision_shell.compare.diagnosis.root_cause import OpEvidence, RootCause
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
@@ -48,6 +48,11 @@ class SliceReplays:
     def wrong(self) -> list[tuple[str, str]]:
         """(slice, op) of every kernel proven wrong."""
         return [(p.where or "", op) for p in self.passes for op in p.wrong]
+
+    @property
+    def differing(self) -> list[tuple[str, str]]:
+        """(slice, op) of every op whose constants (or attributes) are proven to differ."""
+        return [(p.where or "", op) for p in self.passes for op in p.differing]
 
     @property
     def elapsed_s(self) -> float:
@@ -143,12 +148,13 @@ def _after_ctrl_c(replayer: Replayer) -> Replayer:
 
 def shown_slice(diagnoses: Sequence[Diagnosis], first: int) -> int:
     """The slice whose root cause to show: `first` (the first step, then rank, with a root
-    cause) unless its best cause is not a kernel proven wrong and another slice's is."""
+    cause) unless its best cause is not proven by its replay (a wrong kernel, constants that
+    differ) and another slice's is."""
 
-    def kernel_wrong(n: int) -> bool:
+    def proven(n: int) -> bool:
         causes = diagnoses[n].causes
-        return bool(causes) and proves_wrong(causes[0].replay)
+        return bool(causes) and proves_fault(causes[0].replay)
 
-    if kernel_wrong(first):
+    if proven(first):
         return first
-    return next((n for n in range(len(diagnoses)) if kernel_wrong(n)), first)
+    return next((n for n in range(len(diagnoses)) if proven(n)), first)

@@ -12,6 +12,8 @@ from precision_shell.formats.benchmark import benchmark_key
 from precision_shell.formats.ge.graph import OpDef
 from precision_shell.workspace.graph_index import GraphIndex, OpRecord
 
+# Op types that hold a constant (weights, bias, scale, what GE folds); no kernel produces them.
+CONSTANT_TYPES = frozenset({"Const", "Constant", "ConstPlaceHolder"})
 # Ops GE inserts to change dtype or layout; they have no benchmark counterpart of their own.
 # msaccucmp walks through Cast and TransData only (`ConstManager.SPECIAL_OPS_TYPE`); a
 # Transpose reorders elements without recording it in the dump format, so it is never walked.
@@ -64,6 +66,14 @@ def input_source(graph: GraphIndex, op_name: str, k: int) -> tuple[str, int] | N
     if record is None or k >= len(record.data_inputs):
         return None
     return _walk_upstream(graph, *record.data_inputs[k], seen={op_name})
+
+
+def constant_input(graph: GraphIndex, op_name: str, k: int) -> bool:
+    """Whether input k of `op_name` is a constant: its producer, through GE's Cast/TransData,
+    is a CONSTANT_TYPES op."""
+    source = input_source(graph, op_name, k)
+    producer = graph.get(source[0]) if source is not None else None
+    return producer is not None and producer.type in CONSTANT_TYPES
 
 
 def output_source(graph: GraphIndex, op_name: str, k: int) -> tuple[str, int] | None:

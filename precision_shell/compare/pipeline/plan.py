@@ -13,6 +13,7 @@ from pathlib import Path
 from precision_shell.compare.pipeline.fusion_groups import FusionGroup, fusion_groups
 from precision_shell.compare.pipeline.matcher import (
     Origin,
+    constant_input,
     input_source,
     output_origin,
     output_source,
@@ -159,10 +160,6 @@ def _dumped_ops(
     return found, skipped
 
 
-# GE folds weights into constants; the benchmark run dumps no tensor for them.
-CONSTANT_TYPES = frozenset({"Const", "Constant", "ConstPlaceHolder"})
-
-
 def _benchmark_row(
     benchmark_index: BenchmarkIndex | None,
     origin: Origin | None,
@@ -230,8 +227,8 @@ def _op_rows(
         origin = origins.of_source(source)
         desc = op.input_descs[k] if k < len(op.input_descs) else None
         shape = desc.origin_shape if desc is not None else None
-        producer = graph.get(source[0]) if source else None
-        constant = producer is not None and producer.type in CONSTANT_TYPES
+        # GE folds weights into constants; the benchmark run dumps no tensor for them.
+        constant = constant_input(graph, rec.name, k)
         inputs.append(_benchmark_row(benchmarks, origin, shape, constant))
     outputs = []
     for k in range(max(len(op.output_descs), 1)):

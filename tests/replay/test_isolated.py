@@ -1,0 +1,146 @@
+"""The replay from the benchmark's data inputs and the device's constants (replay/isolated).
+
+Healthy ops of the demo, fed the benchmark's own inputs, match the benchmark within about one
+float16 unit roundoff (their constants are float16 copies of the benchmark's); a wrong
+constant leaves the op off by its own size however deep the drift around it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from precision_shell.compare.diagnosis.advisor import ACCUMULATED_DRIFT
+from precision_shell.demo.builder import build_demo
+from precision_shell.demo.spec import WRONG_CONSTANT, DemoSpec, Fault
+from precision_shell.render.output import Renderer
+from precision_shell.replay.isolated import allowed_distance, benchmark_inputs, constants_differ
+from precision_shell.replay.measure import OwnError
+from precision_shell.replay.session import ReplayReport
+from tests.commands.shell_fixture import CONV1, CONV2, open_shell, run_ok
+
+FAULTY_DEEP = "block50/conv2/Conv2Dblock50/relu2/Relu"
+
+
+def _deep(root, *faults: Fault):
+    """A 60-block float16 net whose drift alone crosses the thresholds from block ~40 on."""
+    spec = DemoSpec(
+        size="tiny", blocks=60, branch_gain=6, fp32_head=True, faults=faults, second_run=False
+    )
+    build_demo(root, spec)
+    return root
+
+
+@pytest.fixture(scope="module")
+def wrong_constant(tmp_path_factory):
+    """The tiny demo with only its wrong constant (conv2's folded filter scaled)."""
+    root = tmp_path_factory.mktemp("isolated_wc")
+    build_demo(
+        root,
+        DemoSpec(
+            size="tiny", faults=(Fault(WRONG_CONSTANT, "conv2/Conv2D", 0.1),), second_run=False
+        ),
+    )
+    return root
+
+
+def _printed(result: object) -> str:
+    out = io.StringIO()
+    console = Console(file=out, width=240, color_system=None, highlight=False)
+    Renderer(console, console).result(result)
+    return out.getvalue()
+
+
+def test_the_rule_is_sixteen_unit_roundoffs_of_the_dtype():
+    float16 = 2.0**-11
+    assert allowed_distance("DT_FLOAT16") == pytest.approx(16 * float16)
+    assert allowed_distance("DT_FLOAT") == pytest.approx(1e-5)  # the floor
+    just_in = OwnError(1.0, 0.0, 16 * float16 * 0.99, 0.0)
+    just_out = OwnError(1.0, 0.0, 16 * float16 * 1.01, 0.0)
+    assert not constants_differ(just_in, "DT_FLOAT16")
+    assert constants_differ(just_out, "DT_FLOAT16")
+    assert not constants_differ(None, "DT_FLOAT16")
+    assert constants_differ(OwnError(float("nan"), np.inf, float("nan"), np.inf), "DT_FLOAT16")
+
+
+def test_a_wrong_constant_is_off_from_the_benchmarks_inputs_and_a_healthy_conv_is_not(
+    wrong_constant,
+):
+    shell = open_shell(wrong_constant)
+    bad = run_ok(shell, f"replay {CONV2}")
+    good = run_ok(shell, f"replay {CONV1}")
+    assert isinstance(bad, ReplayReport) and isinstance(good, ReplayReport)
+    (out,) = bad.outputs
+    assert out.isolated is not None and out.constants_differ
+    # the filter is scaled by 1 + 0.1 * noise: the conv is off by about that much
+    assert 0.02 < out.isolated.relative_euclidean_distance < 0.2
+    assert "from the benchmark's own inputs its output is still" in out.verdict
+    assert "its deviation comes from its inputs" not in out.verdict
+    (fine,) = good.outputs
+    assert fine.isolated is not None and not fine.constants_differ
+    assert fine.isolated.relative_euclidean_distance < allowed_distance(fine.dtype) / 4
+    assert "its deviation comes from its inputs" in fine.verdict
+    text = _printed(bad)
+    assert "isolated (benchmark inputs vs benchmark)" in text
+    data = json.loads(_printed(run_ok(shell, f"replay {CONV2} --json")))
+    assert data["outputs"][0]["constants_differ"] is True
+    assert data["outputs"][0]["isolated"]["relative_euclidean_distance"] == pytest.approx(
+        out.isolated.relative_euclidean_distance
+    )
+
+
+def test_constants_keep_the_devices_values_and_a_missing_benchmark_says_which_input(
+    wrong_constant, tmp_path
+):
+    root = tmp_path / "ws"
+    shutil.copytree(wrong_constant, root, symlinks=True)
+    shell = open_shell(root)
+    ws = shell.context.workspace
+    graph = ws.runs[0].dump_graph()
+    rec = graph.get(CONV2)
+    producer = rec.data_inputs[0][0]
+    inputs = [np.zeros((2, 4, 4, 8)), np.zeros((3, 3, 8, 8)), np.zeros(8)]
+    fed = benchmark_inputs(ws, graph, rec, inputs)
+    assert fed.inputs is not None and fed.replaced == 1
+    assert fed.inputs[1] is inputs[1] and fed.inputs[2] is inputs[2]  # the folded constants
+    assert np.array_equal(
+        fed.inputs[0], np.load(ws.input_benchmark(graph, rec, 0).path).reshape(2, 4, 4, 8)
+    )
+    Path(ws.input_benchmark(graph, rec, 0).path).unlink()
+    fed = benchmark_inputs(ws, graph, rec, inputs)
+    assert fed.inputs is None
+    assert fed.note is not None and fed.note.startswith(f"input 0 ({producer}): ")
+    assert "cannot read" in fed.note
+
+
+def test_a_wrong_weight_under_deep_drift_is_the_root_cause(tmp_path):
+    """QA: a x1.1 filter at block50 of a deep float16 net loses 8.4 dB, less than drift alone
+    makes an op lose (10 dB rule); the heuristic alone blames drift. The replay from the
+    benchmark's inputs proves it."""
+    shell = open_shell(_deep(tmp_path, Fault(WRONG_CONSTANT, "block50/conv2/Conv2D", 0.1)))
+    estimate = run_ok(shell, "ac -c --replay none")
+    assert estimate.root_cause.cause.op != FAULTY_DEEP
+    check = run_ok(shell, "ac -c")
+    assert check.root_cause.cause.op == FAULTY_DEEP
+    assert check.root_cause.cause.reason.startswith(
+        "replay from the benchmark's own inputs its output is still"
+    )
+    assert ACCUMULATED_DRIFT not in [f.detection for f in check.diagnosis.findings]
+    summary = json.loads(check.compare.summary_path.read_text())["diagnosis"]
+    assert summary["replay"]["constants_differ"] == [FAULTY_DEEP]
+    assert summary["root_causes"][0]["replay"]["constants_differ"] is True
+
+
+def test_deep_drift_alone_proves_no_constant_wrong(tmp_path):
+    shell = open_shell(_deep(tmp_path))
+    check = run_ok(shell, "ac -c --replay all")
+    replay = json.loads(check.compare.summary_path.read_text())["diagnosis"]["replay"]
+    assert replay["replayed"] > 100
+    assert replay["constants_differ"] == [] and replay["kernel_wrong"] == []
+    assert ACCUMULATED_DRIFT in [f.detection for f in check.diagnosis.findings]
