@@ -77,6 +77,7 @@ class ForeignCompareResult:
     csv_path: Path
     causes: list[ForeignCause] | None = None  # None: no root cause was asked for
     failing: list[ResultRow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # lines the terminal must show (pairing)
 
     @property
     def summary_path(self) -> Path:
@@ -370,4 +371,5 @@ def run_foreign_compare(
         csv_path=csv_path,
         causes=causes,
         failing=list(tally.failing),
+        notes=[pairing.note] if pairing.note else [],
     )

@@ -98,18 +98,68 @@ def test_ac_megengine_names_the_planted_op(shell: Dispatcher, meg_pair, tmp_path
     assert "root causes" in rendered(result, 160)
 
 
-def test_runs_numbered_differently_pair_by_op_and_slot(shell: Dispatcher, tmp_path: Path) -> None:
+@pytest.mark.parametrize("offset", [1, 2, 100])
+def test_runs_numbered_differently_pair_by_op_and_slot(
+    shell: Dispatcher, tmp_path: Path, offset: int
+) -> None:
+    """Ids shifted by 1 or 2 (most shared ids name other vars) or renumbered (none shared)."""
     a, bad = write_megengine(tmp_path / "runA", planted=True)
-    shifted = {i: i + 2 for i in OPS}  # ids 3..10 exist in both runs, naming other vars
-    b, good = write_megengine(tmp_path / "runB", renumber=shifted)
+    b, good = write_megengine(tmp_path / "runB", renumber={i: i + offset for i in OPS})
     assert pair_dumps(open_foreign(a), open_foreign(b)).method == BY_OP_SLOT
     result = run_ok(shell, f"ac -c -lt {a} -rt {b}")
     assert result.method == BY_OP_SLOT
     rows = _rows_by_op(result)
     assert all(r.compared for r in rows.values())
-    _check_metrics(rows[("split1", 1)], bad[7], good[7])
+    assert {(r.npu_dump, r.ground_truth) for r in rows.values()} == {
+        (f"var{i} {op.name}:{slot}", f"var{i + offset} {op.name}:{slot}")
+        for i, (op, slot) in OPS.items()
+    }
+    for i in OPS:
+        _check_metrics(rows[(OPS[i][0].name, OPS[i][1])], bad[i], good[i])
     assert result.causes[0].op == PLANTED
     assert result.summary.diagnosis.root_cause == PLANTED
+    shared = len(OPS) - offset
+    if offset < len(OPS):  # the ids both hold all name other vars: said on the terminal
+        line = (
+            f"{shared} of {shared} shared var ids name different vars in the two runs "
+            f"({', '.join(str(i) for i in range(1 + offset, 7 + offset))}, ...): the runs "
+            "number vars differently, every var paired by op name + slot"
+        )
+        assert result.notes == [line]
+        assert line in rendered(result, 400)
+    else:
+        assert result.notes == []
+
+
+def test_a_few_swapped_var_ids_pair_by_op_and_slot_and_say_so(
+    shell: Dispatcher, tmp_path: Path
+) -> None:
+    """Two builds that exchange the ids of split1's two outputs (6, 7): the other ids pair by
+    id, the exchanged two by op name + slot, never var 6 with var 6. Identical values: nothing
+    fails; with the planted run, mul1 alone is the root."""
+    swap = {**{i: i for i in OPS}, 6: 7, 7: 6}
+    clean, values = write_megengine(tmp_path / "clean")
+    b, _ = write_megengine(tmp_path / "swapped", renumber=swap)
+    line = (
+        "2 of 10 shared var ids name different vars in the two runs (6, 7): "
+        "those vars paired by op name + slot instead (2 paired, 0 unpaired)"
+    )
+    result = run_ok(shell, f"ac -c -lt {clean} -rt {b}")
+    assert [(r.npu_dump, r.ground_truth) for r in result.rows][5:7] == [
+        ("var6 split1:0", "var7 split1:0"),
+        ("var7 split1:1", "var6 split1:1"),
+    ]
+    assert result.method == BY_VAR_ID and result.notes == [line]
+    assert line in rendered(result, 400)
+    assert all(r.compared and r.metrics["MaxAbsoluteError"] == 0.0 for r in result.rows)
+    assert result.failing == [] and result.causes == []
+    a, bad = write_megengine(tmp_path / "planted", planted=True)
+    result = run_ok(shell, f"ac -c -lt {a} -rt {b}")
+    rows = _rows_by_op(result)
+    _check_metrics(rows[("split1", 0)], bad[6], values[6])
+    _check_metrics(rows[("split1", 1)], bad[7], values[7])
+    assert {r.op_name for r in result.failing} == {PLANTED, "cast2", "reduce1"}
+    assert [c.op for c in result.causes] == [PLANTED]
 
 
 def test_inputs_judged_from_inp_dumps_when_not_dumped(tmp_path: Path) -> None:
