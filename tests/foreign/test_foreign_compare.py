@@ -196,6 +196,42 @@ def test_sigmastar_fixed_vs_float(shell: Dispatcher, tmp_path: Path) -> None:
     assert summary["thresholds"] == {"cosine": 0.99, "SigmaStarRMSE": 0.1}
 
 
+def test_sigmastar_float_run_given_as_left_is_swapped_to_the_benchmark(
+    shell: Dispatcher, tmp_path: Path
+) -> None:
+    """The float run is the reference (SigmaStarRMSE divides by it) whichever side it is
+    given on; the swap is said in one line."""
+    fixed, real_path, q, real = write_sigmastar_pair(tmp_path)
+    result = run_ok(shell, f"ac -c -lt {real_path} -rt {fixed}")
+    line = (
+        "-lt onnx_NHWC_outtensor_dump.bin is the float run (isFloat: 1), "
+        "-rt sigma_outtensor_dump.bin the quantized one (isFloat: 0): swapped, the float run "
+        "is the benchmark (right)"
+    )
+    assert (result.left, result.right) == (str(fixed), str(real_path))
+    rows = _rows_by_op(result)
+    for name in SIGMA_LAYERS:
+        dequantized = SCALE * (q[name].astype(np.float64) - ZERO)
+        _check_metrics(rows[(name, 0)], dequantized.astype(np.float32), real[name])
+    assert result.notes == [line] and line in rendered(result, 400)
+    assert result.causes is not None and result.causes[0].op == SIGMA_BAD
+    summary = json.loads(result.summary_path.read_text())
+    assert (summary["left"], summary["right"]) == (str(fixed), str(real_path))
+
+
+def test_sigmastar_two_float_runs_stay_as_given(shell: Dispatcher, tmp_path: Path) -> None:
+    a, b = np.float32([1, 2, 3, 4]), np.float32([1, 2, 3, 5])
+    write_sigmastar_dump(tmp_path / "l.bin", [SigmaSpec("x", a)])
+    write_sigmastar_dump(tmp_path / "r.bin", [SigmaSpec("x", b)])
+    result = run_ok(shell, f"vc -lt {tmp_path / 'l.bin'} -rt {tmp_path / 'r.bin'}")
+    assert (result.left, result.right, result.notes) == (
+        str(tmp_path / "l.bin"),
+        str(tmp_path / "r.bin"),
+        [],
+    )
+    assert result.rows[0].metrics["SigmaStarRMSE"] == 1 / 11  # sum|a-b| / sum|b|: b is right
+
+
 def test_sigmastar_out0_multi_output_pairs_by_name(shell: Dispatcher, tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     x, y, z = (rng.standard_normal((2, 3)).astype(np.float32) for _ in range(3))
