@@ -187,7 +187,7 @@ def test_sigmastar_fixed_vs_float(shell: Dispatcher, tmp_path: Path) -> None:
     assert [name for name, _ in rows] == list(SIGMA_LAYERS)  # no input, no constant
     for name in SIGMA_LAYERS:
         dequantized = SCALE * (q[name].astype(np.float64) - ZERO)
-        _check_metrics(rows[(name, 0)], dequantized.astype(np.float32), real[name])
+        _check_metrics(rows[(name, 0)], dequantized, real[name])
     assert result.causes is not None and result.causes[0].op == SIGMA_BAD
     assert {r.op_name for r in result.failing} == {SIGMA_BAD, "fc1", "softmax"}
     summary = json.loads(result.summary_path.read_text())
@@ -212,7 +212,7 @@ def test_sigmastar_float_run_given_as_left_is_swapped_to_the_benchmark(
     rows = _rows_by_op(result)
     for name in SIGMA_LAYERS:
         dequantized = SCALE * (q[name].astype(np.float64) - ZERO)
-        _check_metrics(rows[(name, 0)], dequantized.astype(np.float32), real[name])
+        _check_metrics(rows[(name, 0)], dequantized, real[name])
     assert result.notes == [line] and line in rendered(result, 400)
     assert result.causes is not None and result.causes[0].op == SIGMA_BAD
     summary = json.loads(result.summary_path.read_text())
@@ -230,6 +230,25 @@ def test_sigmastar_two_float_runs_stay_as_given(shell: Dispatcher, tmp_path: Pat
         [],
     )
     assert result.rows[0].metrics["SigmaStarRMSE"] == 1 / 11  # sum|a-b| / sum|b|: b is right
+
+
+def test_sigmastar_metrics_are_those_of_a_float64_dequantization(
+    shell: Dispatcher, tmp_path: Path
+) -> None:
+    """int16, scale 0.0005, zero point -5: scale * (q - z) in float64, not rounded to float32
+    first (that moved MaxAbsoluteError's 6th-7th digit)."""
+    rng = np.random.default_rng(5)
+    real = rng.uniform(-4, 4, size=(1, 3, 5, 8)).astype(np.float32)
+    q = np.clip(np.round(real / 0.0005) - 5, -32768, 32767).astype(np.int16)
+    q.flat[::7] += 3  # a few values off by more than the rounding
+    spec = SigmaSpec("conv1", q, dtype="SGS_S16", scale=0.0005, zero_point=-5)
+    write_sigmastar_dump(tmp_path / "q.bin", [spec], is_float=False)
+    write_sigmastar_dump(tmp_path / "f.bin", [SigmaSpec("conv1", real)])
+    result = run_ok(shell, f"vc -lt {tmp_path / 'q.bin'} -rt {tmp_path / 'f.bin'}")
+    exact = 0.0005 * (q.astype(np.float64) + 5)
+    (row,) = result.rows
+    assert row.metrics["MaxAbsoluteError"] == float(np.max(np.abs(exact - real)))
+    _check_metrics(row, exact, real)
 
 
 def test_sigmastar_out0_multi_output_pairs_by_name(shell: Dispatcher, tmp_path: Path) -> None:

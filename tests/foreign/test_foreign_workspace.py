@@ -324,8 +324,9 @@ def test_pt_of_a_single_dump_file_saves_where_its_vc_writes(sigma_dir) -> None:
     header, values = _pt_text(path)
     # the fixed run's int8 values, dequantized with the record's scale and zero point
     want = dequantize(fixed[SIGMA_BAD], SCALE, ZERO)
-    np.testing.assert_array_equal(values.astype(np.float32), want.reshape(-1))
+    np.testing.assert_array_equal(values, want.reshape(-1))
     assert header["tensor"] == SIGMA_BAD and "SGS_S8" in header["stored as"]
+    assert header["dtype"] == "float64"  # dequantized in float64, as vc compares them
     assert f"saved {path}" in rendered(run_ok(shell, f"pt {SIGMA_BAD}"), 400)
     vc = run_ok(shell, f"vc -rt {sigma / FLOAT}")
     temp = sigma.resolve() / "precision_data" / "temp"
