@@ -341,7 +341,7 @@ def compare_tensor(
     }
     return ForeignTensorCompare(
         name, ws.left.name, right_run.name, label(lt), label(rt), lt.shape, rt.shape,
-        lt.dtype, rt.dtype, pairing.method, metrics, row.reason, rule.describe(),
+        lt.dtype, rt.dtype, pairing.method_of(lt, rt), metrics, row.reason, rule.describe(),
         rule.fails(row),
     )  # fmt: skip
 

@@ -39,6 +39,12 @@ class Pairing:
     def paired(self) -> int:
         return sum(1 for left, right, _ in self.pairs if left is not None and right is not None)
 
+    def method_of(self, left: ForeignTensor, right: ForeignTensor) -> str:
+        """How one pair was found: by var id, a pair of two ids was paired by op name + slot."""
+        if self.method == BY_VAR_ID and left.key != right.key:
+            return BY_OP_SLOT
+        return self.method
+
 
 def _op_slot(t: ForeignTensor) -> tuple[str, int]:
     return (t.op_name, t.slot)

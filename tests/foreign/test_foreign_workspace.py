@@ -239,6 +239,20 @@ def test_megengine_pair_commands_in_process(meg_dir) -> None:
     assert (_listing(meg / "runA"), _listing(meg / "runB")) == before
 
 
+def test_cp_says_how_a_pair_of_swapped_var_ids_was_found(tmp_path: Path) -> None:
+    write_megengine(tmp_path / "meg" / "runA")
+    write_megengine(tmp_path / "meg" / "runB", renumber={**{i: i for i in OPS}, 6: 7, 7: 6})
+    shell = _shell(tmp_path / "meg")
+    swapped = run_ok(shell, "cp split1:1")
+    assert (swapped.left, swapped.right, swapped.method) == (
+        "var7 split1:1",
+        "var6 split1:1",
+        "op name + slot",
+    )
+    assert swapped.metrics["MaxAbsoluteError"] == 0.0 and not swapped.fails
+    assert run_ok(shell, "cp mul1:0").method == "var id"
+
+
 def test_sigmastar_pair_commands_in_process(sigma_dir) -> None:
     sigma, fixed, real = sigma_dir
     dumps = {name: (sigma / name).stat() for name in (FIXED, FLOAT)}
