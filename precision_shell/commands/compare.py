@@ -135,6 +135,8 @@ def vc_command(
     "megengine" / "sigmastar". Fails: MegEngine relative error > 1e-3 (--max-err E moves it,
     as compare_binary_iodump -e); SigmaStar cosine < 0.99 (--cos-min C) or RMSE > 0.1
     (--rmse-max R). The rule used is recorded in summary.json; vcs and report judge by it.
+    SigmaStar's float run (isFloat: 1) is the benchmark: given as -lt against an isFloat: 0
+    -rt, the two are swapped, and a line says so.
     A var an --io-dump text printed in part is judged on what both sides printed: it fails
     when that proves the error over the limit (MegEngineRelativeErrorAtLeast), else it is
     not judged, never passed.

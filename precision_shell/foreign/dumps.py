@@ -114,6 +114,8 @@ class ForeignDump:
     tensors: tuple[ForeignTensor, ...]
     # MegEngine: var id -> the op's dumped inputs (`-inp` files), as tensors keyed `<id>-inp<i>`
     input_dumps: dict[str, tuple[ForeignTensor, ...]] = field(default_factory=dict)
+    # SigmaStar: the files' `isFloat:` line (None: absent, as in per-tensor files, or mixed)
+    is_float: bool | None = None
 
     def by_key(self) -> dict[str, ForeignTensor]:
         return {t.key: t for t in self.tensors}
@@ -155,9 +157,12 @@ def open_foreign(path: str | Path) -> ForeignDump:
                 for e in entries
                 if e.is_file(follow_symlinks=False) and sigma.detect(e.path) is not None
             )
-        records = [t for f in files for t in sigma.read_sigmastar_dump(f).tensors]
-        return _sigmastar(str(path), kind, records)
-    return _sigmastar(str(path), kind, list(sigma.read_sigmastar_dump(path).tensors))
+        dumps = [sigma.read_sigmastar_dump(f) for f in files]
+        flags = {d.is_float for d in dumps}
+        records = [t for d in dumps for t in d.tensors]
+        return _sigmastar(str(path), kind, records, flags.pop() if len(flags) == 1 else None)
+    dump = sigma.read_sigmastar_dump(path)
+    return _sigmastar(str(path), kind, list(dump.tensors), dump.is_float)
 
 
 # ---------------------------------------------------------------------------- MegEngine
@@ -298,7 +303,9 @@ def _sigma_loader(tensor: sigma.SigmaTensor) -> Callable[[], np.ndarray]:
     return lambda: sigma.real_values(tensor)
 
 
-def _sigmastar(path: str, kind: str, records: list[sigma.SigmaTensor]) -> ForeignDump:
+def _sigmastar(
+    path: str, kind: str, records: list[sigma.SigmaTensor], is_float: bool | None
+) -> ForeignDump:
     outputs = [t for t in records if not t.is_input and not t.constant]
     tensors = tuple(
         ForeignTensor(
@@ -315,4 +322,4 @@ def _sigmastar(path: str, kind: str, records: list[sigma.SigmaTensor]) -> Foreig
         )
         for n, t in enumerate(outputs)
     )
-    return ForeignDump(SIGMASTAR, kind, path, tensors)
+    return ForeignDump(SIGMASTAR, kind, path, tensors, is_float=is_float)

@@ -6,8 +6,8 @@ name (every output of that op). `cp` pairs the tensor with its partner the way `
 `pt` saves each tensor's values as text as the native `pt` does (`workspace.tensor_text`), in
 `<root>/precision_data/temp/pt/<run>.<var or tensor>.txt`, a repeated `pt` replacing its own
 file. `dc` writes `.npy` files of the values as the reader gives them (MegEngine: the stored
-dtype; SigmaStar: real values, quantized runs dequantized, float32), never over a file and
-never inside a dump dir.
+dtype; SigmaStar: real values, quantized runs dequantized in float64, float runs float32),
+never over a file and never inside a dump dir.
 """
 
 from __future__ import annotations
@@ -341,7 +341,7 @@ def compare_tensor(
     }
     return ForeignTensorCompare(
         name, ws.left.name, right_run.name, label(lt), label(rt), lt.shape, rt.shape,
-        lt.dtype, rt.dtype, pairing.method, metrics, row.reason, rule.describe(),
+        lt.dtype, rt.dtype, pairing.method_of(lt, rt), metrics, row.reason, rule.describe(),
         rule.fails(row),
     )  # fmt: skip
 

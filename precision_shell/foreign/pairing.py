@@ -1,9 +1,13 @@
 """Which left tensor is compared with which right tensor.
 
-- MegEngine: by var id (what MegEngine's own compare does), valid when both runs built the
-  same graph. Decided per run pair: when, of the ids both runs hold, most name another
-  (owner op, slot), the runs numbered their vars differently and every var is paired by
-  (owner op name, output slot) instead.
+- MegEngine: by var id (what MegEngine's own compare does), valid only where both runs gave
+  the id to the same var: a var id is never paired with a var of another (owner op, slot).
+  When most of the ids both runs hold name the same (op, slot) on each side, those ids pair
+  their vars; every other var (an id naming another var on the other side, an id one run
+  lacks) is paired by (owner op name, output slot) when exactly one var on each side has it
+  (several: their var names break the tie), else left unpaired. When most shared ids name
+  another var, the runs numbered their vars differently and every var is paired by (op name,
+  slot). `Pairing.note` says how many shared ids disagreed and how their vars were paired.
 - SigmaStar: by tensor name; the output slot only breaks ties between records of one name
   (the caffe/onnx reference writers print `//out 0` for every output of a layer).
 
@@ -20,6 +24,7 @@ from precision_shell.foreign.dumps import MEGENGINE, ForeignDump, ForeignTensor
 BY_VAR_ID = "var id"
 BY_OP_SLOT = "op name + slot"
 BY_NAME = "tensor name (slot breaks ties)"
+_LISTED = 6  # disagreeing var ids named in the note
 
 
 @dataclass(frozen=True)
@@ -28,24 +33,21 @@ class Pairing:
 
     method: str
     pairs: list[tuple[ForeignTensor | None, ForeignTensor | None, str]]  # (left, right, reason)
+    note: str = ""  # one line for the terminal when var ids could not all be trusted
 
     @property
     def paired(self) -> int:
         return sum(1 for left, right, _ in self.pairs if left is not None and right is not None)
 
+    def method_of(self, left: ForeignTensor, right: ForeignTensor) -> str:
+        """How one pair was found: by var id, a pair of two ids was paired by op name + slot."""
+        if self.method == BY_VAR_ID and left.key != right.key:
+            return BY_OP_SLOT
+        return self.method
+
 
 def _op_slot(t: ForeignTensor) -> tuple[str, int]:
     return (t.op_name, t.slot)
-
-
-def megengine_method(left: ForeignDump, right: ForeignDump) -> str:
-    """BY_VAR_ID unless most ids both runs hold name another (op, slot) on each side."""
-    lk, rk = left.by_key(), right.by_key()
-    common = [k for k in lk if k in rk]
-    if not common:
-        return BY_OP_SLOT
-    agree = sum(1 for k in common if _op_slot(lk[k]) == _op_slot(rk[k]))
-    return BY_VAR_ID if agree * 2 > len(common) else BY_OP_SLOT
 
 
 def _finish(
@@ -55,43 +57,102 @@ def _finish(
     matched: dict[int, ForeignTensor],  # left order -> right tensor
     why_left: str,
     why_right: str,
+    why: dict[int, str] | None = None,  # id(tensor) -> its own reason, over the side's
+    note: str = "",
 ) -> Pairing:
+    own = why or {}
     pairs: list[tuple[ForeignTensor | None, ForeignTensor | None, str]] = []
     used = {id(t) for t in matched.values()}
     for t in left.tensors:
         other = matched.get(t.order)
-        pairs.append((t, other, "" if other is not None else why_left))
+        pairs.append((t, other, "" if other is not None else own.get(id(t), why_left)))
     for t in right.tensors:
         if id(t) not in used:
-            pairs.append((None, t, why_right))
-    return Pairing(method, pairs)
+            pairs.append((None, t, own.get(id(t), why_right)))
+    return Pairing(method, pairs, note)
+
+
+def _by_op_slot(
+    lefts: list[ForeignTensor], rights: list[ForeignTensor]
+) -> tuple[dict[int, ForeignTensor], dict[int, str]]:
+    """Pairs of one (op name, slot) on each side (left order -> right tensor); where several
+    share it, the vars whose var name is unique on both sides; the others get a reason
+    (by id(tensor))."""
+    groups: dict[tuple[str, int], tuple[list[ForeignTensor], list[ForeignTensor]]] = {}
+    for t in lefts:
+        groups.setdefault(_op_slot(t), ([], []))[0].append(t)
+    for t in rights:
+        groups.setdefault(_op_slot(t), ([], []))[1].append(t)
+    matched: dict[int, ForeignTensor] = {}
+    why: dict[int, str] = {}
+    for (op, slot), (ls, rs) in groups.items():
+        if not ls or not rs:
+            continue  # the side's own reason
+        if len(ls) == 1 and len(rs) == 1:
+            matched[ls[0].order] = rs[0]
+            continue
+        for t in ls:
+            same = [r for r in rs if r.name == t.name]
+            if len(same) == 1 and [u.name for u in ls].count(t.name) == 1:
+                matched[t.order] = same[0]
+        ambiguous = (
+            f"{len(ls)} left and {len(rs)} right vars of op {op} slot {slot}, "
+            "not told apart by var name: ambiguous"
+        )
+        used = {id(r) for r in matched.values()}
+        why.update({id(t): ambiguous for t in ls if t.order not in matched})
+        why.update({id(r): ambiguous for r in rs if id(r) not in used})
+    return matched, why
+
+
+def _id_note(differ: list[str], common: int, trusted: bool, repaired: int) -> str:
+    """The terminal's line on shared var ids that name different vars in the two runs."""
+    if not differ:
+        return ""
+    ids = ", ".join(differ[:_LISTED]) + (", ..." if len(differ) > _LISTED else "")
+    head = f"{len(differ)} of {common} shared var ids name different vars in the two runs ({ids})"
+    if not trusted:
+        return f"{head}: the runs number vars differently, every var paired by op name + slot"
+    return (
+        f"{head}: those vars paired by op name + slot instead ({repaired} paired, "
+        f"{len(differ) - repaired} unpaired)"
+    )
 
 
 def pair_megengine(left: ForeignDump, right: ForeignDump) -> Pairing:
-    method = megengine_method(left, right)
-    matched: dict[int, ForeignTensor] = {}
-    if method == BY_VAR_ID:
-        rk = right.by_key()
-        for t in left.tensors:
-            if t.key in rk:
-                matched[t.order] = rk[t.key]
-        why = "var id"
+    lk, rk = left.by_key(), right.by_key()
+    common = [k for k in lk if k in rk]
+    differ = [k for k in common if _op_slot(lk[k]) != _op_slot(rk[k])]
+    trusted = len(common) > 2 * len(differ)  # most shared ids name one (op, slot) on each side
+    differs = set(differ)
+    matched = {lk[k].order: rk[k] for k in common if trusted and k not in differs}
+    taken = {id(t) for t in matched.values()}
+    by_op, why = _by_op_slot(
+        [t for t in left.tensors if t.order not in matched],
+        [t for t in right.tensors if id(t) not in taken],
+    )
+    matched.update(by_op)
+    if trusted:
+        for k in differ:
+            for t, other, side in ((lk[k], rk[k], "right"), (rk[k], lk[k], "left")):
+                why.setdefault(
+                    id(t),
+                    f"var id {k} names {other.name} (op {other.op_name}) in the {side} dump, "
+                    f"which holds no other var of op {t.op_name} slot {t.slot}",
+                )
+        gone = "no tensor of this var id, nor of this op name and slot, in the {} dump"
     else:
-        by_op: dict[tuple[str, int], ForeignTensor] = {}
-        for t in right.tensors:
-            by_op.setdefault(_op_slot(t), t)
-        for t in left.tensors:
-            other = by_op.get(_op_slot(t))
-            if other is not None:
-                matched[t.order] = other
-        why = "op name and slot"
+        gone = "no tensor of this op name and slot in the {} dump"
+    repaired = sum(1 for k in differ if lk[k].order in by_op)
     return _finish(
-        method,
+        BY_VAR_ID if trusted else BY_OP_SLOT,
         left,
         right,
         matched,
-        f"no tensor of this {why} in the right dump",
-        f"no tensor of this {why} in the left dump",
+        gone.format("right"),
+        gone.format("left"),
+        why,
+        _id_note(differ, len(common), trusted, repaired),
     )
 
 

@@ -77,6 +77,7 @@ class ForeignCompareResult:
     csv_path: Path
     causes: list[ForeignCause] | None = None  # None: no root cause was asked for
     failing: list[ResultRow] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # lines the terminal must show (pairing)
 
     @property
     def summary_path(self) -> Path:
@@ -287,6 +288,20 @@ def _input_dump_states(
     return found
 
 
+def float_run_right(left: ForeignDump, right: ForeignDump) -> tuple[ForeignDump, ForeignDump, str]:
+    """The pair with SigmaStar's float run on the right: it is the benchmark (SigmaStarRMSE
+    divides by it), as when a workspace pair is opened. A left dump whose `isFloat: 1` faces
+    an `isFloat: 0` right is swapped, with the line that says so; two float or two quantized
+    runs, or a side without the line, stay as given."""
+    if left.is_float is not True or right.is_float is not False:
+        return left, right, ""
+    note = (
+        f"-lt {Path(left.path).name} is the float run (isFloat: 1), -rt {Path(right.path).name} "
+        "the quantized one (isFloat: 0): swapped, the float run is the benchmark (right)"
+    )
+    return right, left, note
+
+
 def run_foreign_compare(
     workspace: Path,
     left_path: str,
@@ -297,10 +312,11 @@ def run_foreign_compare(
     command: str = "vc",
 ) -> ForeignCompareResult:
     """Compare two foreign dumps (left: the device / fixed run, right: the benchmark / float
-    run); with `diagnose`, rank the root causes into summary.json too."""
+    run; a SigmaStar float run given as the left is swapped: `float_run_right`); with
+    `diagnose`, rank the root causes into summary.json too."""
     check_pair(command, left_path, right_path)
     started = time.monotonic()
-    left, right = open_foreign(left_path), open_foreign(right_path)
+    left, right, swapped = float_run_right(open_foreign(left_path), open_foreign(right_path))
     rule = rule or default_rule(left.family)
     pairing = pair_dumps(left, right)
     out_dir, stamp = output_dir(workspace, output)
@@ -370,4 +386,5 @@ def run_foreign_compare(
         csv_path=csv_path,
         causes=causes,
         failing=list(tally.failing),
+        notes=[note for note in (swapped, pairing.note) if note],
     )

@@ -381,14 +381,17 @@ def read_values(tensor: SigmaTensor) -> np.ndarray:
 
 
 def dequantize(values: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
-    """real = scale * (q - zero_point), computed in float64, returned as float32."""
-    real = np.float64(scale) * (np.asarray(values, dtype=np.float64) - np.float64(zero_point))
-    return real.astype(np.float32)
+    """real = scale * (q - zero_point) in float64, returned as float64: a float32 result would
+    move the metrics' 7th significant digit (the compare is in float64); the copy is the one
+    the compare makes anyway (8 bytes a value, one tensor at a time)."""
+    real = np.asarray(values, dtype=np.float64) - np.float64(zero_point)
+    real *= np.float64(scale)
+    return real
 
 
 def real_values(tensor: SigmaTensor) -> np.ndarray:
-    """The tensor's real values as float32: an integer payload with a scale is dequantized;
-    float payloads (including `dequantFixed` ones still typed SGS_S16) are taken as they are."""
+    """The tensor's real values: an integer payload with a scale dequantized (float64); float
+    payloads (including `dequantFixed` ones still typed SGS_S16) as stored, float32."""
     stored = read_values(tensor)
     if tensor.is_quantized:
         return dequantize(stored, tensor.scale, tensor.zero_point)

@@ -78,6 +78,8 @@ def _failing(result: ForeignCompareResult) -> Table:
 @renders(ForeignCompareResult)
 def _foreign(console: Console, result: ForeignCompareResult) -> None:
     console.print(_head(result))
+    for note in result.notes:
+        console.print(Text(note, style="yellow"), soft_wrap=True)
     if result.failing:
         console.print(_failing(result))
         if len(result.failing) > _SHOWN:

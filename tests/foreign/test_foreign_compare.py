@@ -98,18 +98,68 @@ def test_ac_megengine_names_the_planted_op(shell: Dispatcher, meg_pair, tmp_path
     assert "root causes" in rendered(result, 160)
 
 
-def test_runs_numbered_differently_pair_by_op_and_slot(shell: Dispatcher, tmp_path: Path) -> None:
+@pytest.mark.parametrize("offset", [1, 2, 100])
+def test_runs_numbered_differently_pair_by_op_and_slot(
+    shell: Dispatcher, tmp_path: Path, offset: int
+) -> None:
+    """Ids shifted by 1 or 2 (most shared ids name other vars) or renumbered (none shared)."""
     a, bad = write_megengine(tmp_path / "runA", planted=True)
-    shifted = {i: i + 2 for i in OPS}  # ids 3..10 exist in both runs, naming other vars
-    b, good = write_megengine(tmp_path / "runB", renumber=shifted)
+    b, good = write_megengine(tmp_path / "runB", renumber={i: i + offset for i in OPS})
     assert pair_dumps(open_foreign(a), open_foreign(b)).method == BY_OP_SLOT
     result = run_ok(shell, f"ac -c -lt {a} -rt {b}")
     assert result.method == BY_OP_SLOT
     rows = _rows_by_op(result)
     assert all(r.compared for r in rows.values())
-    _check_metrics(rows[("split1", 1)], bad[7], good[7])
+    assert {(r.npu_dump, r.ground_truth) for r in rows.values()} == {
+        (f"var{i} {op.name}:{slot}", f"var{i + offset} {op.name}:{slot}")
+        for i, (op, slot) in OPS.items()
+    }
+    for i in OPS:
+        _check_metrics(rows[(OPS[i][0].name, OPS[i][1])], bad[i], good[i])
     assert result.causes[0].op == PLANTED
     assert result.summary.diagnosis.root_cause == PLANTED
+    shared = len(OPS) - offset
+    if offset < len(OPS):  # the ids both hold all name other vars: said on the terminal
+        line = (
+            f"{shared} of {shared} shared var ids name different vars in the two runs "
+            f"({', '.join(str(i) for i in range(1 + offset, 7 + offset))}, ...): the runs "
+            "number vars differently, every var paired by op name + slot"
+        )
+        assert result.notes == [line]
+        assert line in rendered(result, 400)
+    else:
+        assert result.notes == []
+
+
+def test_a_few_swapped_var_ids_pair_by_op_and_slot_and_say_so(
+    shell: Dispatcher, tmp_path: Path
+) -> None:
+    """Two builds that exchange the ids of split1's two outputs (6, 7): the other ids pair by
+    id, the exchanged two by op name + slot, never var 6 with var 6. Identical values: nothing
+    fails; with the planted run, mul1 alone is the root."""
+    swap = {**{i: i for i in OPS}, 6: 7, 7: 6}
+    clean, values = write_megengine(tmp_path / "clean")
+    b, _ = write_megengine(tmp_path / "swapped", renumber=swap)
+    line = (
+        "2 of 10 shared var ids name different vars in the two runs (6, 7): "
+        "those vars paired by op name + slot instead (2 paired, 0 unpaired)"
+    )
+    result = run_ok(shell, f"ac -c -lt {clean} -rt {b}")
+    assert [(r.npu_dump, r.ground_truth) for r in result.rows][5:7] == [
+        ("var6 split1:0", "var7 split1:0"),
+        ("var7 split1:1", "var6 split1:1"),
+    ]
+    assert result.method == BY_VAR_ID and result.notes == [line]
+    assert line in rendered(result, 400)
+    assert all(r.compared and r.metrics["MaxAbsoluteError"] == 0.0 for r in result.rows)
+    assert result.failing == [] and result.causes == []
+    a, bad = write_megengine(tmp_path / "planted", planted=True)
+    result = run_ok(shell, f"ac -c -lt {a} -rt {b}")
+    rows = _rows_by_op(result)
+    _check_metrics(rows[("split1", 0)], bad[6], values[6])
+    _check_metrics(rows[("split1", 1)], bad[7], values[7])
+    assert {r.op_name for r in result.failing} == {PLANTED, "cast2", "reduce1"}
+    assert [c.op for c in result.causes] == [PLANTED]
 
 
 def test_inputs_judged_from_inp_dumps_when_not_dumped(tmp_path: Path) -> None:
@@ -137,13 +187,68 @@ def test_sigmastar_fixed_vs_float(shell: Dispatcher, tmp_path: Path) -> None:
     assert [name for name, _ in rows] == list(SIGMA_LAYERS)  # no input, no constant
     for name in SIGMA_LAYERS:
         dequantized = SCALE * (q[name].astype(np.float64) - ZERO)
-        _check_metrics(rows[(name, 0)], dequantized.astype(np.float32), real[name])
+        _check_metrics(rows[(name, 0)], dequantized, real[name])
     assert result.causes is not None and result.causes[0].op == SIGMA_BAD
     assert {r.op_name for r in result.failing} == {SIGMA_BAD, "fc1", "softmax"}
     summary = json.loads(result.summary_path.read_text())
     assert summary["mode"] == "sigmastar"
     assert summary["diagnosis"]["root_causes"][0]["op"] == SIGMA_BAD
     assert summary["thresholds"] == {"cosine": 0.99, "SigmaStarRMSE": 0.1}
+
+
+def test_sigmastar_float_run_given_as_left_is_swapped_to_the_benchmark(
+    shell: Dispatcher, tmp_path: Path
+) -> None:
+    """The float run is the reference (SigmaStarRMSE divides by it) whichever side it is
+    given on; the swap is said in one line."""
+    fixed, real_path, q, real = write_sigmastar_pair(tmp_path)
+    result = run_ok(shell, f"ac -c -lt {real_path} -rt {fixed}")
+    line = (
+        "-lt onnx_NHWC_outtensor_dump.bin is the float run (isFloat: 1), "
+        "-rt sigma_outtensor_dump.bin the quantized one (isFloat: 0): swapped, the float run "
+        "is the benchmark (right)"
+    )
+    assert (result.left, result.right) == (str(fixed), str(real_path))
+    rows = _rows_by_op(result)
+    for name in SIGMA_LAYERS:
+        dequantized = SCALE * (q[name].astype(np.float64) - ZERO)
+        _check_metrics(rows[(name, 0)], dequantized, real[name])
+    assert result.notes == [line] and line in rendered(result, 400)
+    assert result.causes is not None and result.causes[0].op == SIGMA_BAD
+    summary = json.loads(result.summary_path.read_text())
+    assert (summary["left"], summary["right"]) == (str(fixed), str(real_path))
+
+
+def test_sigmastar_two_float_runs_stay_as_given(shell: Dispatcher, tmp_path: Path) -> None:
+    a, b = np.float32([1, 2, 3, 4]), np.float32([1, 2, 3, 5])
+    write_sigmastar_dump(tmp_path / "l.bin", [SigmaSpec("x", a)])
+    write_sigmastar_dump(tmp_path / "r.bin", [SigmaSpec("x", b)])
+    result = run_ok(shell, f"vc -lt {tmp_path / 'l.bin'} -rt {tmp_path / 'r.bin'}")
+    assert (result.left, result.right, result.notes) == (
+        str(tmp_path / "l.bin"),
+        str(tmp_path / "r.bin"),
+        [],
+    )
+    assert result.rows[0].metrics["SigmaStarRMSE"] == 1 / 11  # sum|a-b| / sum|b|: b is right
+
+
+def test_sigmastar_metrics_are_those_of_a_float64_dequantization(
+    shell: Dispatcher, tmp_path: Path
+) -> None:
+    """int16, scale 0.0005, zero point -5: scale * (q - z) in float64, not rounded to float32
+    first (that moved MaxAbsoluteError's 6th-7th digit)."""
+    rng = np.random.default_rng(5)
+    real = rng.uniform(-4, 4, size=(1, 3, 5, 8)).astype(np.float32)
+    q = np.clip(np.round(real / 0.0005) - 5, -32768, 32767).astype(np.int16)
+    q.flat[::7] += 3  # a few values off by more than the rounding
+    spec = SigmaSpec("conv1", q, dtype="SGS_S16", scale=0.0005, zero_point=-5)
+    write_sigmastar_dump(tmp_path / "q.bin", [spec], is_float=False)
+    write_sigmastar_dump(tmp_path / "f.bin", [SigmaSpec("conv1", real)])
+    result = run_ok(shell, f"vc -lt {tmp_path / 'q.bin'} -rt {tmp_path / 'f.bin'}")
+    exact = 0.0005 * (q.astype(np.float64) + 5)
+    (row,) = result.rows
+    assert row.metrics["MaxAbsoluteError"] == float(np.max(np.abs(exact - real)))
+    _check_metrics(row, exact, real)
 
 
 def test_sigmastar_out0_multi_output_pairs_by_name(shell: Dispatcher, tmp_path: Path) -> None:

@@ -239,6 +239,20 @@ def test_megengine_pair_commands_in_process(meg_dir) -> None:
     assert (_listing(meg / "runA"), _listing(meg / "runB")) == before
 
 
+def test_cp_says_how_a_pair_of_swapped_var_ids_was_found(tmp_path: Path) -> None:
+    write_megengine(tmp_path / "meg" / "runA")
+    write_megengine(tmp_path / "meg" / "runB", renumber={**{i: i for i in OPS}, 6: 7, 7: 6})
+    shell = _shell(tmp_path / "meg")
+    swapped = run_ok(shell, "cp split1:1")
+    assert (swapped.left, swapped.right, swapped.method) == (
+        "var7 split1:1",
+        "var6 split1:1",
+        "op name + slot",
+    )
+    assert swapped.metrics["MaxAbsoluteError"] == 0.0 and not swapped.fails
+    assert run_ok(shell, "cp mul1:0").method == "var id"
+
+
 def test_sigmastar_pair_commands_in_process(sigma_dir) -> None:
     sigma, fixed, real = sigma_dir
     dumps = {name: (sigma / name).stat() for name in (FIXED, FLOAT)}
@@ -324,8 +338,9 @@ def test_pt_of_a_single_dump_file_saves_where_its_vc_writes(sigma_dir) -> None:
     header, values = _pt_text(path)
     # the fixed run's int8 values, dequantized with the record's scale and zero point
     want = dequantize(fixed[SIGMA_BAD], SCALE, ZERO)
-    np.testing.assert_array_equal(values.astype(np.float32), want.reshape(-1))
+    np.testing.assert_array_equal(values, want.reshape(-1))
     assert header["tensor"] == SIGMA_BAD and "SGS_S8" in header["stored as"]
+    assert header["dtype"] == "float64"  # dequantized in float64, as vc compares them
     assert f"saved {path}" in rendered(run_ok(shell, f"pt {SIGMA_BAD}"), 400)
     vc = run_ok(shell, f"vc -rt {sigma / FLOAT}")
     temp = sigma.resolve() / "precision_data" / "temp"

@@ -142,16 +142,21 @@ def test_integer_payloads_round_trip_and_dequantize(tmp_path: Path, form: str) -
         assert got.dtype == q.dtype and np.array_equal(got, q)
         assert tensor.is_quantized
         real = real_values(tensor)
-        assert real.dtype == np.float32
-        expected = (tensor.scale * (q.astype(np.float64) - tensor.zero_point)).astype(np.float32)
+        assert real.dtype == np.float64
+        expected = tensor.scale * (q.astype(np.float64) - tensor.zero_point)
         assert np.array_equal(real, expected)
     assert (b.scale, b.zero_point) == (0.5, 128)
-    assert np.array_equal(real_values(b), np.array([-64, -58, 36, 63.5], np.float32))
+    assert np.array_equal(real_values(b), np.array([-64, -58, 36, 63.5]))
 
 
 def test_dequantize() -> None:
     q = np.array([-128, 0, 127], np.int8)
-    assert np.array_equal(dequantize(q, 0.5, -1), np.array([-63.5, 0.5, 64], np.float32))
+    assert np.array_equal(dequantize(q, 0.5, -1), np.array([-63.5, 0.5, 64], np.float64))
+    # float64 throughout: 0.0005 * 12343 is not a float32 (it was rounded to one before)
+    got = dequantize(np.array([-32768, 12350, 32767], np.int16), 0.0005, 7)
+    want = 0.0005 * (np.array([-32768, 12350, 32767], np.float64) - 7)
+    assert got.dtype == np.float64 and np.array_equal(got, want)
+    assert not np.array_equal(got, want.astype(np.float32))
 
 
 def test_dequant_fixed_float_payload_keeps_its_values(tmp_path: Path) -> None:

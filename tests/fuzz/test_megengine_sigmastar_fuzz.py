@@ -176,7 +176,8 @@ def _sgs_read(path: Path, data: bytes) -> None:
         for tensor in dump.tensors:
             values = sgs.read_values(tensor)
             assert values.shape == tensor.shape
-            assert sgs.real_values(tensor).dtype == np.float32
+            real = sgs.real_values(tensor).dtype
+            assert real == (np.float64 if tensor.is_quantized else np.float32)
         return dump
 
     returns_or_names_error(read)
