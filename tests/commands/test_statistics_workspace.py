@@ -217,6 +217,19 @@ def test_input_data_that_differs_is_named(tmp_path: Path) -> None:
     first = check.statistics.suspects[0]
     assert (first.op, first.kind) == ("trans_Cast_0", "input data")
     assert first.output.tensor_index == "trans_Cast_0:input:0"
+    # the op reading it fails (every output after it only carries it: drift), so the
+    # summary a CI gate reads counts it
+    summary = json.loads(check.statistics_compare.summary_path.read_text())
+    assert summary["failing_outputs"] == 1 and summary["totals"]["failing_outputs"] == 1
+    assert [(f["tensor"], f["verdict"]) for f in summary["failing"]] == [
+        ("trans_Cast_0:output:0", "input data deviates")
+    ]
+    rows = check.statistics_compare.primary.rows
+    later = [r for r in rows if r.kind == "output" and r.op_name != "trans_Cast_0"]
+    assert {r.verdict for r in later if (r.deviation or 0) > 1} == {"drift"}
+    assert first.reason.endswith(
+        "the network's input data, which no op computes; the two sides were fed different data"
+    )
 
 
 def test_pt_of_a_statistics_file_name_reads_the_rank_given(pair, tmp_path: Path) -> None:

@@ -53,13 +53,13 @@ class Suspect:
             )
             if self.kind == INPUT_DATA:
                 return (
-                    f"{reads}: the network's input data, which no op computes; the data fed "
-                    "to the device differs from the benchmark's"
+                    f"{reads}: the network's input data, which no op computes; the two sides "
+                    "were fed different data"
                 )
             if self.kind == CONSTANT:
                 return (
-                    f"{reads}: a constant (weights, bias, scale), which no op computes; the "
-                    "device was given other values than the benchmark"
+                    f"{reads}: a constant (weights, bias, scale), which no op computes; the two "
+                    "sides were given different values"
                 )
             return f"{reads}, made upstream by ops this dump does not hold: dump those"
         stat = out.main_statistic or "statistic"
@@ -151,11 +151,10 @@ def rank_suspects(rows: list[StatisticsRow], graph: GraphIndex | None = None) ->
                 ((2, first.index), Suspect(op, first.op_type, first.index, kind, fed, in_dev))
             )
             continue
-        fed = _fed_from_outside(op_rows, outputs_of, graph)
-        if fed is not None:
-            found.append(
-                ((3, first.index), Suspect(op, first.op_type, first.index, UNDUMPED, fed, in_dev))
-            )
+        undumped = _fed_from_outside(op_rows, outputs_of, graph)
+        if undumped is not None:
+            suspect = Suspect(op, first.op_type, first.index, UNDUMPED, undumped, in_dev)
+            found.append(((3, first.index), suspect))
     found.sort(key=lambda pair: pair[0])
     return [suspect for _, suspect in found]
 
