@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from precision_shell.commands.ac_diagnosis import ReplayChoice, RootCausePanel, diagnose_compare
-from precision_shell.commands.compare import vc_command
+from precision_shell.commands.compare import compare_request, vc_command
 from precision_shell.commands.compare_summary import CompareSummary, summary_of
 from precision_shell.commands.foreign_rule_args import (
     foreign_rule,
     foreign_rule_arguments,
     no_foreign_rule,
 )
+from precision_shell.compare import runner as compare_runner
 from precision_shell.compare.diagnosis.diagnose import (
     Diagnosis,
 )
@@ -43,7 +44,11 @@ from precision_shell.errors import PrecisionError
 from precision_shell.explore.nonfinite_origin import NonfiniteOrigin, nonfinite_origin
 from precision_shell.explore.overflow_check import OverflowFinding, overflow_findings
 from precision_shell.foreign.explore import compare_paths
-from precision_shell.foreign.run import ForeignCompareResult, run_foreign_compare
+from precision_shell.foreign.run import (
+    ForeignCompareResult,
+    is_foreign_pair,
+    run_foreign_compare,
+)
 from precision_shell.report.writer import write_report
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import REGISTRY, UsageError, argument, command
@@ -72,6 +77,7 @@ class AutoCheck:
     # a statistics-only dump: its compare and the suspects it points at (instead of the above)
     statistics_compare: StatisticsCompareResult | None = None
     statistics: StatisticsDiagnosis | None = None
+    pair_only: bool = False  # `ac -c -lt/-rt`: the pair's compare, no workspace checks
 
     @property
     def user_interrupted(self) -> bool:
@@ -165,13 +171,14 @@ def _static_checks(
     "-lt",
     "--left",
     complete="path",
-    help="with -c: a MegEngine io dump or SigmaStar DumpDebug dump (device / fixed run)",
+    help="with -c: a MegEngine io dump or SigmaStar DumpDebug dump (device / fixed run), or "
+    "as vc -lt a dump of the workspace's (run name or dir) when a side is a statistics dump",
 )
 @argument(
     "-rt",
     "--right",
     complete="path",
-    help="with -c: the dump of the same kind to compare with (benchmark / float run)",
+    help="with -c: the dump to compare with (benchmark / float run; as vc -rt for statistics)",
 )
 @argument(
     "-o",
@@ -212,6 +219,9 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
     found by that rule, and summary.json records it.
     Opened on such dumps (precision-shell DIR_OR_FILE), ac -c alone does this on the opened
     pair.
+    ac -c -lt A -rt B with a statistics dump on a side (two runs of the workspace, a run
+    against a .npy dir or another dump; as vc -lt/-rt): vc's statistics compare of the pair,
+    its suspects and the tensor dump config (the workspace checks above are not run).
     """
     foreign = ctx.foreign
     if foreign is not None:
@@ -224,10 +234,10 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
         return run_foreign_compare(
             ctx.workspace_path, left, right, args.output, rule, diagnose=True, command="ac"
         )
-    if args.left is not None or args.right is not None:
+    if is_foreign_pair(args.left, args.right):
         if args.report:
             raise UsageError("ac: --report is for workspace compares, not -lt/-rt dump pairs")
-        # -lt/-rt are for foreign dump pairs only; check_pair names a path of neither kind
+        # check_pair names a path that is not of the other's kind
         rule = foreign_rule("ac", args, args.left, args.right)
         return run_foreign_compare(
             ctx.workspace_path,
@@ -239,14 +249,19 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
             command="ac",
         )
     no_foreign_rule("ac", args)
-    if args.output is not None:
+    pair = args.left is not None or args.right is not None
+    if args.output is not None and not pair:
         raise UsageError("ac: -o is for -lt/-rt dump pairs")
+    if pair and args.report:
+        raise UsageError("ac: --report is for workspace compares, not -lt/-rt dump pairs")
     if args.limit < 0:
         raise UsageError("ac: -l must not be negative")
     if not (args.replay_budget > 0 and args.replay_budget < float("inf")):
         raise UsageError("ac: --replay-budget must be a positive number of seconds")
     if not 0 <= args.depth <= 20:
         raise UsageError("ac: --depth must be between 0 and 20")
+    if pair:
+        return _statistics_pair_check(ctx, args)
     check = AutoCheck()
     _static_checks(ctx, check, args.limit, args.rank, args.step)
     if args.compare or args.report:
@@ -289,4 +304,43 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
                 ctx.workspace, check.compare.rule, shown or check.compare.primary.csv_path
             )
             check.report_path = written.path
+    return check
+
+
+def _statistics_pair_check(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck:
+    """`ac -c -lt A -rt B` on dumps of the workspace's kind: vc's statistics compare of the
+    pair and its suspects. The workspace checks (fusion, overflow, casts) are not about the
+    pair: not run. Two tensor dumps: an error before anything is compared."""
+    if not args.compare:
+        raise UsageError("ac: -lt/-rt go with -c (compare the pair, rank its suspects)")
+    vc_args = ["--overflow"]
+    for flag, value in (
+        ("-lt", args.left),
+        ("-rt", args.right),
+        ("--rank", args.rank),
+        ("--step", args.step),
+        ("-o", args.output),
+    ):
+        if value is not None:
+            vc_args += [flag, str(value)]
+    request = compare_request(ctx, REGISTRY.lookup("vc").parse(vc_args))
+    plans = compare_runner.statistics_compares(ctx.workspace, request)
+    if plans is None:
+        raise UsageError(
+            "ac: -lt/-rt take two MegEngine/SigmaStar dumps, or a pair with a statistics dump "
+            "(dump_data: stats) on a side; for two tensor dumps run vc -lt/-rt, or ac -c on "
+            "the workspace"
+        )
+    result = compare_runner.run_statistics(
+        ctx.workspace,
+        request,
+        plans,
+        lambda title: ctx.progress(title, "files", "tensors"),
+    )
+    check = AutoCheck(pair_only=True, statistics_compare=result)
+    cut = result.summary.cut_text()
+    if cut is not None:
+        check.diagnosis_skipped = f"the compare is {cut}"
+    else:
+        check.statistics = diagnose_statistics(result, args.depth, args.dump_path)
     return check

@@ -121,7 +121,9 @@ def vc_command(
     not: "nonfinite"; else each statistic may differ by what the device dtype allows, with u
     its unit roundoff (float16 2^-11, bfloat16 2^-8, float32 2^-24; integers exact):
     L2 norm 8*u*|norm| (the main signal), mean 8*u*rms, max/min 64*u*max(|max|,|min|).
-    Deviation = the worst |diff|/allowed; above 1 the tensor deviates. Statistics cannot
+    Deviation = the worst |diff|/allowed; above 1 an output deviates when it is at least 8x
+    its inputs' deviation, else it is "drift" (error it received). A constant or the network's input data beyond the limits fails
+    the op reading it ("constant input deviates" / "input data deviates"). Statistics cannot
     see a permutation (a wrong layout keeps them all): dump tensors to rule one out.
     -lt/-rt with a statistics-only dump on either side is a statistics compare too: against a
     .npy dir, or another dump (statistics, or tensors whose statistics are computed), ops
@@ -154,11 +156,29 @@ def vc_command(
         rule = foreign_rule("vc", args, args.left, args.right)
         return run_foreign_compare(ctx.workspace_path, args.left, args.right, args.output, rule)
     no_foreign_rule("vc", args)
+    request = compare_request(ctx, args)
+
+    def progress(title: str) -> ProgressSink:
+        return ctx.progress(title, "files", "tensors")
+
+    if args.resume:
+        _check_resume_args(args)
+        return compare_runner.resume(ctx.workspace, request, progress)
+    statistics = compare_runner.statistics_compares(ctx.workspace, request)
+    if statistics is not None:
+        return compare_runner.run_statistics(ctx.workspace, request, statistics, progress)
+    if args.across == "ranks":
+        return compare_runner.run_across_ranks(ctx.workspace, request, progress)
+    return compare_runner.run(ctx.workspace, request, progress)
+
+
+def compare_request(ctx: ShellContext, args: argparse.Namespace) -> CompareRequest:
+    """The compare vc's parsed `args` ask for (settings fill what they leave out)."""
     if args.max is not None and args.max < 1:
         raise UsageError("vc: --max must be at least 1")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("vc: -j must be at least 1")
-    request = CompareRequest(
+    return CompareRequest(
         rule=ThresholdRule.from_settings(ctx.settings),
         options=CompareOptions(
             parse_algorithms(args.alg),
@@ -178,19 +198,6 @@ def vc_command(
         across=args.across,
         dask=_dask_target(ctx, args),
     )
-
-    def progress(title: str) -> ProgressSink:
-        return ctx.progress(title, "files", "tensors")
-
-    if args.resume:
-        _check_resume_args(args)
-        return compare_runner.resume(ctx.workspace, request, progress)
-    statistics = compare_runner.statistics_compares(ctx.workspace, request)
-    if statistics is not None:
-        return compare_runner.run_statistics(ctx.workspace, request, statistics, progress)
-    if args.across == "ranks":
-        return compare_runner.run_across_ranks(ctx.workspace, request, progress)
-    return compare_runner.run(ctx.workspace, request, progress)
 
 
 def _dask_target(ctx: ShellContext, args: argparse.Namespace) -> DaskTarget | None:

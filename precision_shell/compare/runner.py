@@ -174,8 +174,8 @@ def run_statistics(
             if len(plans) == 1 or where is None
             else f"vc: statistics, {where.label}"
         )
-        compare = execute_statistics_plan(plan, out_dir / name, request.workers, sink(title))
-        compare.where, compare.graph = where, graph
+        compare = execute_statistics_plan(plan, out_dir / name, request.workers, sink(title), graph)
+        compare.where = where
         compares.append(compare)
         if compare.interrupted:
             break

@@ -332,11 +332,12 @@ def slice_replays_line(done: SliceReplays) -> str:
 
 @renders(AutoCheck)
 def render_autocheck(console: Console, check: AutoCheck) -> None:
-    _fusion(console, check)
-    _overflow(console, check)
-    _nonfinite(console, check)
-    _casts(console, check)
-    _run_diffs(console, check)
+    if not check.pair_only:  # the workspace checks; a -lt/-rt pair has none
+        _fusion(console, check)
+        _overflow(console, check)
+        _nonfinite(console, check)
+        _casts(console, check)
+        _run_diffs(console, check)
     if check.statistics_compare is not None:
         render_statistics_compare(console, check.statistics_compare)
         if check.statistics is not None:

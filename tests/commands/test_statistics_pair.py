@@ -27,7 +27,7 @@ from precision_shell.compare.statistics.table import (
 )
 from precision_shell.compare.statistics.values import statistics_of
 from precision_shell.demo.builder import build_demo
-from precision_shell.demo.spec import DemoSpec, Fault
+from precision_shell.demo.spec import DEFAULT_FAULTS, DemoSpec, Fault
 from precision_shell.formats.benchmark import load_benchmark
 from precision_shell.formats.dtypes import DumpDataType, code_for_numpy
 from precision_shell.formats.dump_names import sanitize_dump_name
@@ -219,6 +219,55 @@ def test_two_statistics_runs_same_layout_and_made_here(tmp_path: Path) -> None:
     # the printed title says what the right side is
     assert result.primary.against_device
     assert "vc: device statistics vs another device dump" in _rendered(result)
+
+
+def test_a_wrong_constant_between_two_runs_fails_the_op_reading_it(tmp_path: Path) -> None:
+    """debug_0 with the default wrong constant (bn2, folded into conv2's filter and bias)
+    against debug_1 without it: conv2's constant inputs deviate and no op computes them, so
+    conv2 fails there; what follows carries it (drift). ac -c -lt/-rt names the constant."""
+    build_demo(tmp_path, _spec("stats", DEFAULT_FAULTS))
+    shell = open_shell(tmp_path)
+    result = run_ok(shell, "vc -lt debug_0 -rt debug_1")
+    summary = _summary(result)
+    assert summary["failing_outputs"] == 1 and summary["totals"]["failing_outputs"] == 1
+    assert [(f["tensor"], f["verdict"]) for f in summary["failing"]] == [
+        (f"{CONV2}:output:0", "constant input deviates")
+    ]
+    rows = result.primary.rows
+    verdicts = {r.tensor_index: r.verdict for r in rows if r.op_name == CONV2}
+    assert verdicts == {
+        f"{CONV2}:input:0": "pass",
+        f"{CONV2}:input:1": "constant input deviates",
+        f"{CONV2}:input:2": "constant input deviates",
+        f"{CONV2}:output:0": "constant input deviates",
+    }
+    beyond = [r for r in rows if (r.deviation or 0) > 1 and r.op_name != CONV2]
+    assert beyond and {r.verdict for r in beyond} == {"drift"}
+    assert "constant input deviates" in _rendered(result)
+    check = run_ok(shell, "ac -c -lt debug_0 -rt debug_1")
+    first = check.statistics.suspects[0]
+    assert (first.op, first.kind) == (CONV2, "constant input")
+    assert first.output.tensor_index == f"{CONV2}:input:2"  # the bias: 22x, the filter 8x
+    diagnosis = _summary(check.statistics_compare)["diagnosis"]
+    assert diagnosis["root_causes"][0]["op"] == CONV2
+    assert diagnosis["root_causes"][0]["kind"] == "constant input"
+    assert check.statistics.dump_config is not None
+    shown = _rendered(check)
+    assert "Fusion" not in shown and "Suspects (statistics)" in shown
+    # what the pair has no use for: one line
+    outcome = run_fail(shell, "ac -c -lt debug_0 -rt debug_1 --report")
+    assert outcome.error == "ac: --report is for workspace compares, not -lt/-rt dump pairs"
+    outcome = run_fail(shell, "ac -lt debug_0 -rt debug_1")
+    assert outcome.error == "ac: -lt/-rt go with -c (compare the pair, rank its suspects)"
+
+
+def test_ac_pair_of_tensor_dumps_says_what_to_run(healthy) -> None:
+    """Two tensor dumps are no statistics compare: one line, before any compare."""
+    _, tensor_root = healthy
+    before = list(tensor_root.rglob("summary.json"))
+    outcome = run_fail(open_shell(tensor_root), "ac -c -lt debug_0 -rt debug_1")
+    assert outcome.error.startswith("ac: -lt/-rt take two MegEngine/SigmaStar dumps, or a pair")
+    assert list(tensor_root.rglob("summary.json")) == before
 
 
 def _rendered(result: object) -> str:

@@ -24,6 +24,7 @@ from tests.commands.test_second_dump_dir import _add
 LOCAL_OP = "block1/conv2/Conv2Dblock1/relu2/Relu"
 NAN_OP = "dense/MatMul"
 CONV1 = "conv1/Conv2Drelu1/Relu"
+BLOCK1_CONV3 = "block1/conv3/Conv2Dblock1/res/addblock1/relu3/Relu"
 FAULTS = (Fault("local_error", "block1/conv2/Conv2D", 0.3), Fault("nan_birth", "dense/MatMul", 2))
 
 
@@ -217,6 +218,19 @@ def test_input_data_that_differs_is_named(tmp_path: Path) -> None:
     first = check.statistics.suspects[0]
     assert (first.op, first.kind) == ("trans_Cast_0", "input data")
     assert first.output.tensor_index == "trans_Cast_0:input:0"
+    # the op reading it fails (every output after it only carries it: drift), so the
+    # summary a CI gate reads counts it
+    summary = json.loads(check.statistics_compare.summary_path.read_text())
+    assert summary["failing_outputs"] == 1 and summary["totals"]["failing_outputs"] == 1
+    assert [(f["tensor"], f["verdict"]) for f in summary["failing"]] == [
+        ("trans_Cast_0:output:0", "input data deviates")
+    ]
+    rows = check.statistics_compare.primary.rows
+    later = [r for r in rows if r.kind == "output" and r.op_name != "trans_Cast_0"]
+    assert {r.verdict for r in later if (r.deviation or 0) > 1} == {"drift"}
+    assert first.reason.endswith(
+        "the network's input data, which no op computes; the two sides were fed different data"
+    )
 
 
 def test_pt_of_a_statistics_file_name_reads_the_rank_given(pair, tmp_path: Path) -> None:
@@ -260,14 +274,13 @@ def test_vcs_rank_step_picks_the_statistics_compare_of_that_slice(pair, tmp_path
     )
 
 
-def test_ac_names_each_card_s_own_suspect_and_dumps_them_all(pair, tmp_path: Path) -> None:
-    """rank 0: the planted local error and NaN birth; rank 1: a wrong constant in conv2 only
-    (another build of the same network, so the benchmark is the same)."""
-    stats_root, *_ = pair
+def _with_rank_1_from(stats_root: Path, tmp_path: Path, fault: Fault) -> Path:
+    """A copy of the statistics workspace with a rank 1 dir holding the dump of another build
+    of the same network (so the same benchmark) with `fault` only."""
     root = tmp_path / "ws"
     shutil.copytree(stats_root, root, symlinks=True)
     other = tmp_path / "other"
-    build_demo(other, _spec("stats", (Fault("wrong_constant", "bn2/FusedBatchNormV3", 0.5),)))
+    build_demo(other, _spec("stats", (fault,)))
     step = next(p for p in (other / "precision_data/npu/debug_0/dump").rglob("*") if p.is_file())
     rank_dir = step.parent.parents[2]
     mine = _add(root, "device")  # the new rank 1 dir, then filled with the other build's files
@@ -281,6 +294,15 @@ def test_ac_names_each_card_s_own_suspect_and_dumps_them_all(pair, tmp_path: Pat
     for f in step.parent.iterdir():
         shutil.copy(f, target / f.name)
     assert mine == ("1", step.parent.name) and rank_dir.name == "0"
+    return root
+
+
+def test_ac_names_each_card_s_own_suspect_and_dumps_them_all(pair, tmp_path: Path) -> None:
+    """rank 0: the planted local error and NaN birth; rank 1: a wrong constant in conv2 only
+    (another build of the same network, so the benchmark is the same)."""
+    root = _with_rank_1_from(
+        pair[0], tmp_path, Fault("wrong_constant", "bn2/FusedBatchNormV3", 0.5)
+    )
     check = run_ok(open_shell(root), "ac -c")
     diagnosis = check.statistics
     ops = {s.op for s in diagnosis.suspects}
@@ -295,3 +317,20 @@ def test_ac_names_each_card_s_own_suspect_and_dumps_them_all(pair, tmp_path: Pat
     assert f"rank {own['rank']} step {own['step']}" == where
     layer = set(diagnosis.dump_config.plan.ops)
     assert {LOCAL_OP, NAN_OP, "conv2/Conv2Drelu2/Relu"} <= layer
+
+
+def test_the_card_shown_is_the_one_whose_best_suspect_comes_first(pair, tmp_path: Path) -> None:
+    """As for tensor compares: cards are ordered by their top-ranked suspect's position, not
+    their earliest suspect's. rank 0's best is the NaN birth in dense/MatMul (index 14; its
+    local error in block1/conv2 comes earlier, index 6); rank 1's only one is block1/conv3
+    (index 7): rank 1 goes wrong first."""
+    root = _with_rank_1_from(pair[0], tmp_path, Fault("local_error", "block1/conv3/Conv2D", 0.3))
+    check = run_ok(open_shell(root), "ac -c")
+    diagnosis = check.statistics
+    assert diagnosis.where == "rank 1 step 0"
+    assert [(s.op, s.index) for s in diagnosis.suspects] == [(BLOCK1_CONV3, 7)]
+    (where, theirs) = diagnosis.others[0]
+    assert where.label == "rank 0 step 0"
+    assert [(s.op, s.index) for s in theirs] == [(NAN_OP, 14), (LOCAL_OP, 6)]
+    saved = json.loads(check.statistics_compare.summary_path.read_text(encoding="utf-8"))
+    assert (saved["diagnosis"]["rank"], saved["diagnosis"]["step"]) == ("1", "0")

@@ -22,10 +22,9 @@ from precision_shell.compare.diagnosis.diagnose import Diagnosis
 from precision_shell.compare.diagnosis.root_cause import RootCause
 from precision_shell.compare.rank_divergence import rank_list_text
 from precision_shell.compare.results.schema import ResultRow, ResultTable
-from precision_shell.compare.results.slice_results import SliceResult
+from precision_shell.compare.results.slice_results import SliceResult, first_wrong_order
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.workspace.graph_index import GraphIndex
-from precision_shell.workspace.workspace import number_order
 
 
 @dataclass
@@ -55,8 +54,7 @@ def first_card(cards: list[CardDiagnosis]) -> CardDiagnosis | None:
 
     def order(card: CardDiagnosis) -> tuple:
         assert card.cause is not None
-        entry = card.entry
-        return (number_order(entry.step), card.cause.position, number_order(entry.rank))
+        return first_wrong_order(card.entry.step, card.cause.position, card.entry.rank)
 
     return min(with_cause, key=order)
 

@@ -35,6 +35,13 @@ NOT_COMPARED = "not compared"
 NOT_COMPARED_MEANS = "dumped, but outside this vc's --rank/--step"
 
 
+def first_wrong_order(step: str, position: int, rank: str) -> tuple:
+    """The order in which (rank, step) compares go wrong, for `ac -c` to show the first: the
+    step, then the execution position of that compare's best (top-ranked) root cause or
+    suspect, then the rank. One rule for tensor and statistics compares."""
+    return (number_order(step), position, number_order(rank))
+
+
 @dataclass(frozen=True)
 class SliceResult:
     """One entry of `results`: the compare of one (rank, step) dump dir."""

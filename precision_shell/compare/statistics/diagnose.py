@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from precision_shell.compare.results.slice_results import first_wrong_order
 from precision_shell.compare.results.summary import DiagnosisRecord, RunSummary
 from precision_shell.compare.statistics.dump_config import (
     DEFAULT_DEPTH,
@@ -78,10 +79,11 @@ def diagnose_statistics(
     result: StatisticsCompareResult, depth: int = DEFAULT_DEPTH, dump_path: str = DEFAULT_DUMP_PATH
 ) -> StatisticsDiagnosis:
     """Every (rank, step) compare's suspects. The one shown and recorded as the summary's root
-    causes is the first that goes wrong, as for tensor compares: the first step with suspects,
-    then the earliest suspect across its cards, then the lowest rank. The other compares with
-    suspects it lacks are kept (`other_cards`: the first of those), and the dump config
-    written into the result dir covers every suspect, at every step that has one."""
+    causes is the first that goes wrong, by the tensor compares' rule (`first_wrong_order`):
+    the first step with suspects, then the earliest top-ranked suspect across its cards, then
+    the lowest rank. The other compares with suspects it lacks are kept (`other_cards`: the
+    first of those), and the dump config written into the result dir covers every suspect,
+    at every step that has one."""
     found = [(c, rank_suspects(c.rows, c.graph)) for c in result.compares]
     with_suspects = [(c, s) for c, s in found if s]
     chosen, suspects = result.compares[0], list[Suspect]()
@@ -117,6 +119,5 @@ def diagnose_statistics(
 def _first_wrong(item: tuple[StatisticsCompare, list[Suspect]]) -> tuple:
     compare, suspects = item
     where = compare.where
-    step = number_order(where.step) if where is not None else number_order("0")
-    rank = number_order(where.rank) if where is not None else number_order("0")
-    return (step, min(s.index for s in suspects), rank)
+    step, rank = (where.step, where.rank) if where is not None else ("0", "0")
+    return first_wrong_order(step, suspects[0].index, rank)

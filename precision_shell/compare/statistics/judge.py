@@ -23,6 +23,10 @@ The rule (also in `help vc` and docs/FORMATS.md section 7):
   least `LOCAL_JUMP` (8) times its inputs' (their worst, floored at 1/4: inputs within rounding);
   else it is `drift`, the accumulated float16 error it received. An input row beyond rounding
   is `drift` too: it is judged where it is made, at its producer. (`made_here`)
+- Born at a source: an input beyond rounding that no op computes (a constant, the network's
+  input data; needs the graph) is `constant input deviates` / `input data deviates`, and so
+  are the outputs of the op reading it that neither deviate nor are nonfinite on their own:
+  that op fails. (`sources.blame_sources`)
 - A statistics benchmark side (`judge_rows`: another dump's statistics): u is the coarser of
   the two dtypes; rows of the same Format and Shape are compared as recorded (the same pads),
   others each taken to their real elements by the like-with-like rule above.
@@ -60,6 +64,11 @@ DEVIATES = "deviates"
 DRIFT = "drift"  # beyond rounding, but no more than the op's inputs already carry
 NONFINITE = "nonfinite"
 NOT_COMPARED = "not compared"
+# an input no op computes deviates, and the op reading it fails with it (`sources`)
+CONSTANT_INPUT = "constant input deviates"
+INPUT_DATA = "input data deviates"
+# the verdicts of a row that fails (counted in `failing_outputs`)
+FAILING = frozenset({DEVIATES, NONFINITE, CONSTANT_INPUT, INPUT_DATA})
 
 
 def unit_roundoff(dtype: str) -> float:

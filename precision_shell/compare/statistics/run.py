@@ -37,6 +37,7 @@ from precision_shell.compare.statistics.judge import (
     unit_roundoff,
 )
 from precision_shell.compare.statistics.sides import SideStatistics, side_statistics
+from precision_shell.compare.statistics.sources import blame_sources
 from precision_shell.compare.statistics.table import (
     StatisticsRow,
     as_drift,
@@ -227,9 +228,15 @@ def _made_here_or_drift(rows: list[StatisticsRow]) -> list[StatisticsRow]:
 
 
 def execute_statistics_plan(
-    plan: ComparePlan, csv_path: Path, workers: int, progress: ProgressSink
+    plan: ComparePlan,
+    csv_path: Path,
+    workers: int,
+    progress: ProgressSink,
+    graph: GraphIndex | None = None,
 ) -> StatisticsCompare:
-    """Compare every task of `plan` (in order), write the CSV, return the compare."""
+    """Compare every task of `plan` (in order), write the CSV, return the compare. With the
+    dump's `graph`, deviations born at its constants and input data fail where they are read
+    (`sources.blame_sources`)."""
     started = time.monotonic()
     benchmarks = _BenchmarkStatistics()
     rows: list[StatisticsRow] = []
@@ -253,8 +260,11 @@ def execute_statistics_plan(
                     future.cancel()
     finally:
         progress.stop()
+    rows = blame_sources(rows, graph)
     write_statistics_csv(csv_path, rows)
-    return StatisticsCompare(plan, csv_path, rows, done, interrupted, time.monotonic() - started)
+    compare = StatisticsCompare(plan, csv_path, rows, done, interrupted, time.monotonic() - started)
+    compare.graph = graph
+    return compare
 
 
 def statistics_plans(

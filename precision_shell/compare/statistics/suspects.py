@@ -5,8 +5,10 @@ An op is a suspect when it makes a deviation its inputs do not carry:
    first such op in execution order first);
 2. local deviation: an output `deviates` (beyond rounding and `LOCAL_JUMP` times its inputs'
    deviation: `judge.made_here`); the larger that jump, the earlier;
-3. input data: an op reads a tensor that deviates and that no dumped op produced (the network
-   input, a data pipeline): the data fed to the device differs from the benchmark's.
+3. born at a source: an op reads a constant or the network's input data that deviates (its
+   rows' verdict, `sources.blame_sources`): "constant input" / "input data";
+4. undumped input: an op reads a tensor that deviates, made upstream by ops the dump does not
+   hold (a partial dump): dumping those tells more.
 The inputs are the device's own input rows of the op's statistics file; when the dump has no
 input rows (`dump_mode: output`), its producers' output rows stand for them.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from precision_shell.compare.statistics import judge
 from precision_shell.compare.statistics.judge import DEVIATES, INPUT_FLOOR, NONFINITE
 from precision_shell.compare.statistics.table import StatisticsRow
 from precision_shell.workspace.graph_index import GraphIndex
@@ -23,6 +26,10 @@ from precision_shell.workspace.graph_index import GraphIndex
 NAN_BIRTH = "nonfinite birth"
 LOCAL = "local deviation"
 INPUT_DATA = "input data"
+CONSTANT = "constant input"
+UNDUMPED = "undumped input"
+# a source input row's verdict -> the suspect kind it makes
+_SOURCE_KINDS = {judge.INPUT_DATA: INPUT_DATA, judge.CONSTANT_INPUT: CONSTANT}
 
 
 @dataclass(frozen=True)
@@ -30,7 +37,7 @@ class Suspect:
     op: str
     type: str
     index: int
-    kind: str  # NAN_BIRTH | LOCAL | INPUT_DATA
+    kind: str  # NAN_BIRTH | LOCAL | CONSTANT | INPUT_DATA | UNDUMPED
     output: StatisticsRow  # the output that decided
     input_deviation: float | None  # worst input (None: no input compared)
 
@@ -39,12 +46,22 @@ class Suspect:
         out = self.output
         if self.kind == NAN_BIRTH:
             return f"{out.reason or 'NaN/inf on the device'}; its inputs have none"
-        if self.kind == INPUT_DATA:
-            return (
-                f"reads {out.tensor_index} ({out.ground_truth}), {out.deviation or 0:.3g}x the "
-                "allowed deviation, which no dumped op produced: the data fed to the device "
-                "differs from the benchmark's"
+        if self.kind in (INPUT_DATA, CONSTANT, UNDUMPED):
+            named = "" if out.ground_truth in ("*", out.op_name) else f" ({out.ground_truth})"
+            reads = (
+                f"reads {out.tensor_index}{named}, {out.deviation or 0:.3g}x the allowed deviation"
             )
+            if self.kind == INPUT_DATA:
+                return (
+                    f"{reads}: the network's input data, which no op computes; the two sides "
+                    "were fed different data"
+                )
+            if self.kind == CONSTANT:
+                return (
+                    f"{reads}: a constant (weights, bias, scale), which no op computes; the two "
+                    "sides were given different values"
+                )
+            return f"{reads}, made upstream by ops this dump does not hold: dump those"
         stat = out.main_statistic or "statistic"
         device, bench, allowed = out.statistic(stat)
         numbers = ""
@@ -126,11 +143,18 @@ def rank_suspects(rows: list[StatisticsRow], graph: GraphIndex | None = None) ->
             suspect = Suspect(op, first.op_type, first.index, LOCAL, worst, in_dev)
             found.append(((1, -jump, first.index), suspect))
             continue
-        fed = _fed_from_outside(op_rows, outputs_of, graph)
-        if fed is not None:
+        sources = [r for r in op_rows if r.kind == "input" and r.verdict in _SOURCE_KINDS]
+        if sources:
+            fed = max(sources, key=lambda r: r.deviation or 0.0)
+            kind = _SOURCE_KINDS[fed.verdict]
             found.append(
-                ((2, first.index), Suspect(op, first.op_type, first.index, INPUT_DATA, fed, in_dev))
+                ((2, first.index), Suspect(op, first.op_type, first.index, kind, fed, in_dev))
             )
+            continue
+        undumped = _fed_from_outside(op_rows, outputs_of, graph)
+        if undumped is not None:
+            suspect = Suspect(op, first.op_type, first.index, UNDUMPED, undumped, in_dev)
+            found.append(((3, first.index), suspect))
     found.sort(key=lambda pair: pair[0])
     return [suspect for _, suspect in found]
 
@@ -140,7 +164,8 @@ def _fed_from_outside(
     outputs_of: dict[str, list[StatisticsRow]],
     graph: GraphIndex | None,
 ) -> StatisticsRow | None:
-    """An input row beyond rounding whose producer has no compared output in the dump."""
+    """An input row beyond rounding made by ops none of which, nor anything upstream of them,
+    has a compared output in the dump (a source's is `blame_sources`' already)."""
     if graph is None:
         return None
     rec = graph.get(op_rows[0].op_name)

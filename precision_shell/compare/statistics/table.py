@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from precision_shell.compare.statistics.judge import (
-    DEVIATES,
     DRIFT,
-    NONFINITE,
+    FAILING,
     NOT_COMPARED,
     StatisticDiff,
     TensorJudgement,
@@ -92,7 +91,7 @@ class StatisticsRow:
 
     @property
     def deviates(self) -> bool:
-        return self.verdict in (DEVIATES, NONFINITE)
+        return self.verdict in FAILING
 
     @property
     def compared(self) -> bool:
