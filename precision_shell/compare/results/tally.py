@@ -27,7 +27,9 @@ _REASON_KINDS = (
     ("cannot convert", "cannot convert"),
     ("op not dumped", "op not dumped"),
     ("non-zero imaginary part", "complex benchmark"),
+    ("a structured dtype", "structured benchmark dtype"),
 )
+_KIND_CHARS = 80  # an unknown reason longer than this is cut at a word, marked "..."
 
 
 def reason_kind(reason: str) -> str:
@@ -38,7 +40,10 @@ def reason_kind(reason: str) -> str:
         if phrase in reason:
             return kind
     text = reason.split(": ")[-1] if ": " in reason else reason
-    return text[:80]
+    if len(text) <= _KIND_CHARS:
+        return text
+    cut = text[: _KIND_CHARS - 3]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "..."
 
 
 def _sqnr_db(row: ResultRow) -> float | None:
