@@ -28,8 +28,9 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 def json_text(value: Any, **dumps_args: Any) -> str:
     """`json.dumps(value, ensure_ascii=False, ...)` with each lone surrogate escaped
-    (`\\udce9`): encodable as UTF-8, and `json.loads` returns the same strings."""
-    text = json.dumps(value, ensure_ascii=False, **dumps_args)
+    (`\\udce9`): encodable as UTF-8, and `json.loads` returns the same strings. A NaN or
+    infinite float is refused (ValueError): `json_numbers.json_number` writes those."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, **dumps_args)
     # a lone surrogate can only sit inside a JSON string, where `\uXXXX` is the escape
     return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 

@@ -22,7 +22,7 @@ from precision_shell.compare.pipeline.worker import SAME_BYTES
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.summary import RunSummary, SummaryBacked
 from precision_shell.errors import PrecisionError
-from precision_shell.formats.json_limits import json_number
+from precision_shell.json_numbers import json_number
 from precision_shell.workspace.graph_index import GraphIndex
 from precision_shell.workspace.workspace import RunIndex
 
@@ -56,14 +56,9 @@ class DivergencePoint:
         return {
             "op": self.op,
             "index": self.index,
-            "cosine": _json_value(self.cosine),
-            "max_abs_error": _json_value(self.max_abs_error),
+            "cosine": json_number(self.cosine),
+            "max_abs_error": json_number(self.max_abs_error),
         }
-
-
-def _json_value(value: float | None) -> float | str | None:
-    """null when not computed; "nan"/"inf" (JSON has neither) when the data gave those."""
-    return None if value is None else json_number(value)
 
 
 @dataclass(frozen=True)
@@ -84,8 +79,8 @@ class RankDivergence:
             "step": self.step,
             "first_op": self.first.op,
             "index": self.first.index,
-            "cosine": _json_value(self.first.cosine),
-            "max_abs_error": _json_value(self.first.max_abs_error),
+            "cosine": json_number(self.first.cosine),
+            "max_abs_error": json_number(self.first.max_abs_error),
             "first_failing": self.failing.to_json() if self.failing is not None else None,
         }
 

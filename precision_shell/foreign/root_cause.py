@@ -20,6 +20,7 @@ from typing import Any
 
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.json_numbers import json_number
 
 FAIL = "fail"
 PASS = "pass"
@@ -69,8 +70,8 @@ def status(rule: ThresholdRule, row: ResultRow | None) -> str:
     return FAIL if rule.fails(row) else PASS
 
 
-def _metrics(row: ResultRow) -> dict[str, float | None]:
-    return {name: row.value(name) for name in row.texts}
+def _metrics(row: ResultRow) -> dict[str, float | str | None]:
+    return {name: json_number(row.measured(name)) for name in row.texts}
 
 
 def graph_causes(nodes: list[Node], rule: ThresholdRule) -> list[ForeignCause]:
@@ -107,7 +108,7 @@ def graph_causes(nodes: list[Node], rule: ThresholdRule) -> list[ForeignCause]:
             elif index in n.input_dumps:
                 st, values = n.input_dumps[index]
                 entry = {"var": key, "op": None, "status": st, "from": "-inp dump"}
-                entry["metrics"] = values
+                entry["metrics"] = {k: json_number(v) for k, v in values.items()}
             else:
                 st = UNKNOWN
                 entry = {"var": key, "op": None, "status": st}

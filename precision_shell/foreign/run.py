@@ -281,7 +281,8 @@ def _input_dump_states(
             if i >= len(lin) or i >= len(rin):
                 continue
             row = _row(0, lin[i], rin[i], "", rule)
-            metrics = {k: v for k, v in row.metrics.items() if not math.isnan(v)}
+            # what was computed, NaN/inf from the data included (json_number writes them)
+            metrics = {k: v for k in row.texts if (v := row.measured(k)) is not None}
             states[i] = (status(rule, row), metrics)
         if states:
             found[lt.key] = states

@@ -360,6 +360,13 @@ def read_npy_header(path: str | Path) -> NpyHeader:
         raise FormatError(
             path, "holds Python objects (pickled data); refusing to load it (allow_pickle=False)"
         )
+    if dtype.names is not None:
+        # numpy's own cast error names the dtype too, but inside a long TypeError
+        raise FormatError(
+            path,
+            f"a structured dtype with fields {', '.join(dtype.names)} ({dtype}), not a tensor of "
+            "numbers; save one field (e.g. array['name']) as the benchmark",
+        )
     if dtype.itemsize == 0:
         # Zero-byte items hold no values; any shape "fits" in no data, even 2**62 items.
         raise FormatError(path, f"dtype {dtype} has zero-byte items; not a tensor")

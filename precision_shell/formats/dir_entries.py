@@ -31,6 +31,11 @@ def list_dir(directory: Path | str) -> tuple[list[str], list[tuple[str, str]]]:
     return files, others
 
 
+def cannot_list(directory: Path | str, exc: OSError) -> str:
+    """The warning for a dir that is there but cannot be listed, and why."""
+    return f"{directory}: cannot list: {exc.strerror or exc}"
+
+
 def odd_entry_warnings(
     directory: Path, others: list[tuple[str, str]], named_like_a_file: Callable[[str], bool]
 ) -> list[str]:

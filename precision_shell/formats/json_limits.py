@@ -8,7 +8,6 @@ first and replace lone surrogates in what they keep.
 
 from __future__ import annotations
 
-import math
 import re
 
 import numpy as np
@@ -49,9 +48,3 @@ def without_lone_surrogates(text: str) -> str:
     if text.isascii():
         return text
     return _LONE_SURROGATE.sub("\ufffd", text)
-
-
-def json_number(value: float) -> float | str:
-    """A number for JSON output: JSON has no NaN or infinity, so those become the strings
-    "nan", "inf" and "-inf" (which `float()` reads back)."""
-    return value if math.isfinite(value) else str(float(value))

@@ -40,9 +40,9 @@ from precision_shell.explore.op_lookup import lookup_ops
 from precision_shell.formats.benchmark import load_benchmark
 from precision_shell.formats.benchmark_layout import to_benchmark_layout_named
 from precision_shell.formats.ge.model import OpDef, TensorDesc
-from precision_shell.formats.json_limits import json_number
 from precision_shell.formats.layouts import LayoutError
 from precision_shell.formats.npu_dump import DumpHeader, TensorMeta, read_tensor
+from precision_shell.json_numbers import json_number
 from precision_shell.replay.chain import describe_fused, replay_fused
 from precision_shell.replay.isolated import allowed_distance, benchmark_inputs, constants_differ
 from precision_shell.replay.kernels.registry import (

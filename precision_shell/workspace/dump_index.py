@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from precision_shell.errors import PrecisionError
-from precision_shell.formats.dir_entries import list_dir, odd_entry_warnings
+from precision_shell.formats.dir_entries import cannot_list, list_dir, odd_entry_warnings
 from precision_shell.formats.dump_names import parse_dump_name, read_mapping_csv
 from precision_shell.workspace.layout import leaf_dirs
 
@@ -52,7 +52,7 @@ def scan_dump_dir(directory: Path) -> dict:
         entries, others = list_dir(directory)
     except OSError as exc:
         entries, others = [], []
-        warnings.append(f"{directory}: cannot list: {exc.strerror}")
+        warnings.append(cannot_list(directory, exc))
     entries.sort()
     # a dir or a dangling symlink named like a dump file is not skipped silently
     warnings += odd_entry_warnings(
@@ -231,7 +231,9 @@ def index_dump_tree(directory: Path) -> DumpIndex:
     if not directory.is_dir():
         what = "not a directory" if directory.exists() else "no such directory"
         raise PrecisionError(f"{directory}: {what}")
-    index = DumpIndex([scan_dump_dir(d) for d in leaf_dirs(directory)])
+    unlisted: list[str] = []
+    index = DumpIndex([scan_dump_dir(d) for d in leaf_dirs(directory, unlisted)])
+    index.warnings[:0] = unlisted
     if not len(index):
         raise PrecisionError(f"{directory}: no dump files found (searched its sub-dirs too)")
     return index

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from precision_shell.errors import PrecisionError
+from precision_shell.formats.dir_entries import cannot_list
 from precision_shell.workspace.index_cache import file_fingerprint
 
 WORKSPACE_DIR_NAME = "precision_data"
@@ -49,7 +50,7 @@ def _listing(path: Path, warnings: list[str]) -> list[os.DirEntry] | None:
     except (FileNotFoundError, NotADirectoryError):
         return []
     except OSError as exc:
-        warnings.append(f"{path}: cannot list: {exc.strerror or exc}")
+        warnings.append(cannot_list(path, exc))
         return None
 
 
@@ -270,13 +271,18 @@ def discover(path: str | Path) -> WorkspaceLayout:
     )
 
 
-def leaf_dirs(root: Path, walked: list[DirStamp] | None = None) -> list[Path]:
-    """Every dir under `root` (itself included) that directly holds files, sorted.
+def leaf_dirs(root: Path, warnings: list[str], walked: list[DirStamp] | None = None) -> list[Path]:
+    """Every dir under `root` (itself included) that directly holds files, sorted; a dir
+    that cannot be listed is a warning naming it (its files would go unseen).
 
     `walked` collects every dir visited, leaves or not.
     """
     leaves = []
-    for dirpath, _dirs, files in os.walk(root):
+
+    def unlisted(exc: OSError) -> None:
+        warnings.append(cannot_list(exc.filename, exc))
+
+    for dirpath, _dirs, files in os.walk(root, onerror=unlisted):
         if walked is not None:
             walked.append(stamp(Path(dirpath)))
         if files:

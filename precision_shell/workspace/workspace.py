@@ -143,7 +143,7 @@ class Workspace:
         if layout.overflow_dir is not None:
             states = [
                 _dump_dir_piece(pieces, d, warnings)
-                for d in leaf_dirs(layout.overflow_dir, watched)
+                for d in leaf_dirs(layout.overflow_dir, warnings, watched)
             ]
             overflow = DumpIndex([s for s in states if s is not None])
             warnings.extend(overflow.warnings)

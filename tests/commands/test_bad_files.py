@@ -4,9 +4,11 @@ stop `ac`; the interactive start shows one warning line, never a traceback."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
@@ -14,8 +16,17 @@ from prompt_toolkit.output import DummyOutput
 import precision_shell.explore.overflow_check as overflow_check
 import precision_shell.shell.repl as repl
 from precision_shell.cli import _interactive
+from precision_shell.compare.results.schema import read_result_csv
 from precision_shell.render.output import Renderer, make_console
-from tests.commands.shell_fixture import CONV2, POOL, open_shell, run_ok
+from tests.commands.shell_fixture import (
+    CONV1,
+    CONV2,
+    POOL,
+    benchmark_path,
+    open_shell,
+    rendered,
+    run_ok,
+)
 
 
 def _data(root: Path) -> Path:
@@ -121,3 +132,24 @@ def test_ac_goes_on_when_reading_one_opdebug_file_fails_unexpectedly(two_overflo
         "size); skipped"
     )
     assert check.overflow_errors[1].startswith(f"{junk}:")
+
+
+def test_a_structured_benchmark_is_counted_by_a_whole_kind_and_its_rows_say_why(tiny_demo):
+    root, _ = tiny_demo
+    npy = benchmark_path(root, "relu1/Relu")
+    shape = np.load(npy).shape
+    npy.unlink()
+    np.save(npy, np.zeros(shape, dtype=[("re", "<f4"), ("im", "<f4")]))
+    result = run_ok(open_shell(root), "vc")
+    why = (
+        f"benchmark: {npy}: a structured dtype with fields re, im ([('re', '<f4'), ('im', "
+        "'<f4')]), not a tensor of numbers; save one field (e.g. array['name']) as the benchmark"
+    )
+    # the conv's output and the pool's input read that tensor
+    rows = [r for r in read_result_csv(result.primary.csv_path).rows if r.reason == why]
+    assert [r.tensor_index for r in rows] == [f"{CONV1}:output:0", f"{POOL}:input:0"]
+    summary = json.loads(result.summary_path.read_text(encoding="utf-8"))
+    assert summary["not_compared"]["by_reason"] == {"structured benchmark dtype": 2}
+    assert " failed                          2 x structured benchmark dtype" in (
+        rendered(result).splitlines()
+    )

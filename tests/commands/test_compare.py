@@ -22,6 +22,7 @@ from tests.commands.shell_fixture import (
     run_fail,
     run_ok,
 )
+from tests.strict_json import strict_json
 
 # FORMATS.md section 7, verbatim
 HEADER = (
@@ -202,7 +203,7 @@ def test_the_faulty_op_is_the_first_output_below_the_threshold(vc_run):
 
 def test_summary_json_has_the_issue_keys_and_the_right_counts(vc_run):
     root, _, _, result, _, rows = vc_run
-    summary = json.loads(result.summary_path.read_text(encoding="utf-8"))
+    summary = strict_json(result.summary_path.read_text(encoding="utf-8"))
     assert set(summary) >= SUMMARY_KEYS
     not_compared = [r for r in rows if all(r[m] == "NaN" for m in METRICS)]
     assert summary["rows"] == len(rows) == 37
@@ -223,8 +224,15 @@ def test_summary_json_has_the_issue_keys_and_the_right_counts(vc_run):
     assert summary["partial"] is False
     assert summary["files_done"] == summary["files_total"] == result.primary.tasks
     worst = summary["worst"]
-    # nan propagated from the data ranks worst; then the lowest cosine
-    assert worst[0]["op"] == "l2_loss/Sum" and worst[0]["cosine"] is None
+    # nan propagated from the data ranks worst, each non-finite measure spelled as computed
+    # (null would mean "not computed"); then the lowest cosine
+    assert {k: worst[0][k] for k in ("op", "cosine", "max_abs_error", "sqnr_db")} == {
+        "op": "l2_loss/Sum",
+        "cosine": "nan",
+        "max_abs_error": "inf",
+        "sqnr_db": "-inf",
+    }
+    assert "nonfinite" not in worst[0]
     conv2 = next(w for w in worst if w["op"] == CONV2)
     assert conv2["cosine"] == pytest.approx(
         float(_row(rows, f"{CONV2}:output:0")["CosineSimilarity"]), abs=1e-6

@@ -155,7 +155,11 @@ def test_a_killed_compare_that_cannot_be_resumed_says_why(tiny_demo, monkeypatch
         "shows its rows so far"
     ]
     shown = run_ok(open_shell(root), f"vcs -f {killed}")
-    assert shown.partial == "partial"
+    # the journal cannot say how far the CSV got: its whole rows are read, the cut one is not
+    assert shown.partial == (
+        "partial: how far unknown (damaged journal), its half-written last row not shown"
+    )
+    assert shown.rows == data[:-40].count(b"\n") - 1  # the header is no row
     assert shown.partial_cause == (
         f"its vc was killed or crashed, and vc --resume cannot continue it: {csv_path}: "
         f"{len(data) - 40} bytes, shorter than the {len(data)} the journal says were written; "

@@ -19,6 +19,7 @@ from precision_shell.compare.pipeline import execute
 from precision_shell.compare.pipeline.journal import JOURNAL_NAME, RunJournal
 from tests.commands.shell_fixture import CONV2, open_shell, run_fail, run_ok
 from tests.commands.test_vc_across_ranks import _add_ranks
+from tests.strict_json import strict_json
 
 REPO = Path(__file__).resolve().parents[2]
 VOLATILE = {"created", "elapsed_s", "resumed_from_files"}
@@ -181,6 +182,20 @@ def test_a_half_written_row_and_a_torn_journal_line_are_dropped(tiny_demo, monke
 
 def _journal_lines(out_dir: Path) -> list[str]:
     return (out_dir / JOURNAL_NAME).read_text(encoding="utf-8").splitlines(keepends=True)
+
+
+def test_the_journal_writes_a_non_finite_extra_as_strict_json_and_resumes_it(
+    tiny_demo, monkeypatch
+):
+    root, _ = tiny_demo
+    reference = run_ok(open_shell(root), "vc")
+    out_dir = _interrupted(root, monkeypatch, stop_at=14)  # every benchmark file journaled
+    entries = [strict_json(line) for line in _journal_lines(out_dir)[1:]]
+    (overflowed,) = [e for e in entries if "l2_loss_Sum" in e["file"]]
+    # its output is inf on the device: an SQNR of -inf, written as the word
+    assert "-inf" in [extras.get("sqnr_db") for extras in overflowed["extras"]]
+    resumed = run_ok(open_shell(root), "vc --resume")
+    _same_result(resumed.out_dir, reference.out_dir)
 
 
 @pytest.mark.parametrize(

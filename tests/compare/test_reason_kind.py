@@ -27,6 +27,18 @@ from precision_shell.compare.results.tally import reason_kind
             "real tensors (save the real part or the magnitude as the benchmark)",
             "complex benchmark",
         ),
+        (
+            "benchmark: /b/x.0.1.npy: a structured dtype with fields re, im ([('re', '<f4'), "
+            "('im', '<f4')]), not a tensor of numbers; save one field (e.g. array['name']) as "
+            "the benchmark",
+            "structured benchmark dtype",
+        ),
+        # an unknown reason too long to read alone is cut at a word, and says so
+        (
+            "/d/x.1: output 0: cannot compare: TypeError: Cannot cast array data from "
+            "dtype('<U3') to dtype('float32') according to the rule 'unsafe'",
+            "Cannot cast array data from dtype('<U3') to dtype('float32') according to...",
+        ),
     ],
 )
 def test_reason_kinds(reason: str, kind: str) -> None:

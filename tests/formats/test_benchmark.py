@@ -235,6 +235,17 @@ def test_a_complex_benchmark_is_its_real_part_or_a_one_line_error(tmp_path: Path
     )
 
 
+def test_a_structured_benchmark_is_a_one_line_error_naming_its_fields(tmp_path: Path) -> None:
+    records = np.zeros((2, 3), dtype=[("re", "<f4"), ("im", "<f4")])
+    path = write_benchmark(tmp_path, "s:0", records, 1)
+    with pytest.raises(FormatError) as error:
+        load_benchmark(path)
+    assert str(error.value) == (
+        f"{path}: a structured dtype with fields re, im ([('re', '<f4'), ('im', '<f4')]), not a "
+        "tensor of numbers; save one field (e.g. array['name']) as the benchmark"
+    )
+
+
 class _Payload:
     """Unpickling this creates a marker directory: proof that a loader ran pickle."""
 

@@ -106,3 +106,24 @@ def test_a_dump_dir_that_cannot_be_listed_is_a_warning_saying_why(
     assert ws.warnings == [f"{refused}: cannot list: Permission denied"]
     assert ws.run("debug_1").slices == []
     assert len(ws.run("debug_0").dumps) > 0
+
+
+def test_an_overflow_dump_sub_dir_that_cannot_be_listed_is_a_warning_naming_it(
+    tiny_demo, monkeypatch
+):
+    root, _ = tiny_demo
+    ws = Workspace.open(root, use_cache=False)
+    assert len(ws.overflow_files()) == 1 and ws.warnings == []
+    (session,) = (ws.root / "overflow" / "dump").iterdir()
+    refused = session / "0"  # the device dir: the Opdebug file is below it
+    real_scandir = os.scandir
+
+    def scandir(path):
+        if Path(path) == refused:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    ws = Workspace.open(root, use_cache=False)
+    assert ws.warnings == [f"{refused}: cannot list: Permission denied"]
+    assert ws.overflow_files() == []

@@ -24,6 +24,7 @@ from precision_shell.compare.diagnosis.root_cause import (
 from precision_shell.compare.rank_divergence import rank_list_text
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.json_numbers import json_number
 from precision_shell.workspace.graph_index import GraphIndex
 
 FP16_OVERFLOW = "float16 overflow"
@@ -319,6 +320,4 @@ def advise(
 
 
 def _num(value: float) -> float | str:
-    if math.isfinite(value):
-        return round(value, 6)
-    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return json_number(round(value, 6))

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from precision_shell.compare.pipeline.matcher import constant_input, input_source
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.json_numbers import json_number
 from precision_shell.workspace.graph_index import GraphIndex
 
 if TYPE_CHECKING:
@@ -103,15 +104,13 @@ class RootCause:
     takes_constants: bool | None = None
 
     def evidence(self) -> dict:
-        def num(v: float) -> float | str:
-            return v if math.isfinite(v) else ("-inf" if v < 0 else "inf" if v > 0 else "nan")
-
+        """The compare's numbers for this op, as summary.json holds them (`json_number`)."""
         return {
-            "drop_db": num(round(self.drop_db, 3)),
-            "input_sqnr_db": num(round(self.input_quality, 3)),
-            "output_sqnr_db": num(round(self.output_quality, 3)),
-            "input_cosine": num(self.input_cosine),
-            "output_cosine": num(self.output_cosine),
+            "drop_db": json_number(round(self.drop_db, 3)),
+            "input_sqnr_db": json_number(round(self.input_quality, 3)),
+            "output_sqnr_db": json_number(round(self.output_quality, 3)),
+            "input_cosine": json_number(self.input_cosine),
+            "output_cosine": json_number(self.output_cosine),
         }
 
 

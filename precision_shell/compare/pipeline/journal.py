@@ -7,7 +7,8 @@ halfway without recomputing the dump files it finished.
 - one line per finished task, appended only after the task's rows were written and flushed:
   the plan `k`, the task's position `n` in it, its `seq` and device `file`, the CSV's byte
   length after its rows (`offset`), the sha256 of those bytes, its row count, and the rows'
-  `extras` (numbers the summary keeps that the CSV has no column for).
+  `extras` (numbers the summary keeps that the CSV has no column for; NaN and inf as
+  `json_numbers` writes them).
 
 A task is done only when its line is whole: a torn last line (no newline: killed mid-write) is
 dropped. Resuming trusts journaled tasks only: each CSV's first `offset` bytes must hash as
@@ -42,6 +43,7 @@ from precision_shell.compare.pipeline.plan import ComparePlan, FileTask
 from precision_shell.compare.results.schema import ResultCsvWriter, ResultRow, csv_header
 from precision_shell.errors import PrecisionError
 from precision_shell.file_name_text import TEXT_ERRORS, json_text
+from precision_shell.json_numbers import json_number, number_from_json
 from precision_shell.workspace.output_files import output_error
 
 JOURNAL_NAME = "vc.journal"
@@ -127,10 +129,11 @@ def _extras(value: Any) -> dict[str, float] | None:
     if not isinstance(value, dict):
         return None
     out: dict[str, float] = {}
-    for key, number in value.items():
-        if not isinstance(number, int | float) or isinstance(number, bool):
+    for key, written in value.items():
+        number = number_from_json(written)
+        if number is None:
             return None
-        out[str(key)] = float(number)
+        out[str(key)] = number
     return out
 
 
@@ -292,7 +295,9 @@ class RunJournal:
             "offset": out.offset,
             "sha": out.sha.hexdigest(),
             "rows": len(rows),
-            "extras": [{key: float(v) for key, v in row.extras.items()} for row in rows],
+            "extras": [
+                {key: json_number(float(v)) for key, v in row.extras.items()} for row in rows
+            ],
         }
         self._append(entry)
         progress.done += 1

@@ -3,7 +3,8 @@ run_state) read the rows its journal vouches for and never the tail a killed or 
 vc left past it (rows of a file not journaled yet, maybe a half-written last one).
 
 The offset is where a journaled file's rows end (pipeline/journal.py), or 0 when no file is
-journaled yet: the header line is read whatever the offset.
+journaled yet: the header line is read whatever the offset. A journal too damaged to say
+(`vc --resume` refuses it) vouches for nothing: the CSV is read through its last whole line.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from precision_shell.file_name_text import TEXT_ERRORS
+
+_CHUNK = 1 << 16  # bytes read at a time from the end, looking for the last newline
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
@@ -65,6 +68,25 @@ def open_prefix(path: Path, upto: int) -> io.TextIOWrapper:
     except BaseException:
         raw.close()
         raise
+
+
+def whole_lines_length(path: Path) -> int | None:
+    """The byte length of the CSV through its last newline: what a reader can trust of a CSV
+    whose journal cannot say how far it got (our writer ends every row with a newline, so
+    text after the last one is a half-written row). None when it cannot be read."""
+    try:
+        with open(path, "rb") as raw:
+            end = raw.seek(0, io.SEEK_END)
+            while end > 0:
+                start = max(0, end - _CHUNK)
+                raw.seek(start)
+                newline = raw.read(end - start).rfind(b"\n")
+                if newline >= 0:
+                    return start + newline + 1
+                end = start
+    except OSError:
+        return None
+    return 0
 
 
 def records_past(path: Path, upto: int) -> int:

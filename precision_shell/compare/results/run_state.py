@@ -7,7 +7,9 @@ journal's lock), or it was killed or crashed. Its rows are shown as the partial 
 never as a finished compare, and "the newest result" is the newest finished one (the unfinished
 ones newer than it are named, with how to look at them). Its CSVs are read only as far as
 its journal vouches for (`journaled_length`): the rows a killed vc wrote past its last
-journaled file, maybe half a row, are left out and counted in its label.
+journaled file, maybe half a row, are left out and counted in its label. A journal too damaged
+to vouch for anything (`vc --resume` refuses it) leaves the extent unknown: the CSV is read
+through its last whole line and labelled so, a half-written last row left out.
 
 A summary marked partial and newer than the journal is an interrupted run's (Ctrl-C): it says
 so itself. One older than the journal is stale: a `vc --resume` went on and was then killed.
@@ -20,7 +22,7 @@ from pathlib import Path
 
 from precision_shell.compare.pipeline.journal import JOURNAL_NAME
 from precision_shell.compare.pipeline.journal_state import JournalState, journal_state
-from precision_shell.compare.results.journaled_prefix import records_past
+from precision_shell.compare.results.journaled_prefix import records_past, whole_lines_length
 from precision_shell.compare.results.schema import find_result_csv, result_csv_in, result_subdirs
 from precision_shell.compare.results.slice_results import partial_text
 from precision_shell.compare.results.summary import SUMMARY_NAME, RunSummary, read_summary
@@ -45,20 +47,29 @@ class UnfinishedRun:
             return None
         return f"{sum(p[1] for p in mine)} of {sum(p[2] for p in mine)} files"
 
-    def journaled_length(self, csv_name: str) -> int | None:
-        """How many bytes of the CSV named hold its journaled files' rows; None when the
-        journal cannot tell (damaged, or not naming it)."""
-        return self.journal.lengths.get(csv_name)
+    def journaled_length(self, csv_path: Path) -> int | None:
+        """How many bytes of `csv_path` (a CSV of this run) its readers read: those holding
+        its journaled files' rows; with a damaged journal, which cannot tell, the CSV through
+        its last whole line (a half-written last row is left out); None (the whole file) when
+        the journal does not name it."""
+        if self.journal.damage is not None:
+            return whole_lines_length(csv_path)
+        return self.journal.lengths.get(csv_path.name)
 
     def partial_text(self, csv_path: Path) -> str:
-        """`partial: 6 of 14 files (so far)`: how far the compare of `csv_path` got, and how
-        many rows past its journaled ones (not shown) its CSV holds when any."""
+        """`partial: 6 of 14 files (so far)`: how far the compare of `csv_path` got (unknown
+        with a damaged journal), and how many rows past those read (not shown) its CSV holds
+        when any."""
         files = self.files(csv_path.name)
+        damaged = self.journal.damage is not None
         text = f"partial: {files}" if files else "partial"
+        text = "partial: how far unknown (damaged journal)" if damaged else text
         text = f"{text} so far" if self.journal.running else text
-        length = self.journaled_length(csv_path.name)
+        length = self.journaled_length(csv_path)
         past = records_past(csv_path, length) if length is not None else 0
-        if past:
+        if past and damaged:
+            text += ", its half-written last row not shown"
+        elif past:
             text += f", {past} row{'s' if past != 1 else ''} past the last journaled file not shown"
         return text
 
@@ -154,7 +165,7 @@ class ResultPick:
         vouches for when the run is unfinished; None (the whole file) when it is finished, or
         the journal cannot tell."""
         run = self.of(csv_path).unfinished
-        return run.journaled_length(csv_path.name) if run is not None else None
+        return run.journaled_length(csv_path) if run is not None else None
 
     def partial_state(self, summary: RunSummary | None, csv_path: Path) -> tuple[str | None, str]:
         """(`partial: ...` or None when complete, why) of the compare of `csv_path`: the run's

@@ -3,7 +3,9 @@
 A summary holds what was compared (the primary compare, and the device-vs-device one when a
 second run exists), under which threshold rule, whether the run is partial (interrupted),
 and a `diagnosis` that is absent until a diagnosis ran. The file is written atomically (a
-temp name, then a rename), so a reader never sees half a summary.
+temp name, then a rename), so a reader never sees half a summary. Its numbers follow
+`json_numbers` (a computed NaN/inf is "nan"/"inf"/"-inf", null is "not computed"); the writer
+refuses a bare NaN token.
 """
 
 from __future__ import annotations

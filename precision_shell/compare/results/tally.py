@@ -12,6 +12,7 @@ from typing import Any
 from precision_shell.compare.metrics.cells import COSINE, MAX_ABS, REL_EUCLID
 from precision_shell.compare.results.schema import CONSTANT_INPUT, ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.json_numbers import json_number
 
 # (a phrase of the reason, the kind it is counted under): the kind reads alone in `vc`'s
 # "failed 2 x KIND" and in summary.json's by_reason
@@ -26,7 +27,9 @@ _REASON_KINDS = (
     ("cannot convert", "cannot convert"),
     ("op not dumped", "op not dumped"),
     ("non-zero imaginary part", "complex benchmark"),
+    ("a structured dtype", "structured benchmark dtype"),
 )
+_KIND_CHARS = 80  # an unknown reason longer than this is cut at a word, marked "..."
 
 
 def reason_kind(reason: str) -> str:
@@ -37,28 +40,35 @@ def reason_kind(reason: str) -> str:
         if phrase in reason:
             return kind
     text = reason.split(": ")[-1] if ": " in reason else reason
-    return text[:80]
+    if len(text) <= _KIND_CHARS:
+        return text
+    cut = text[: _KIND_CHARS - 3]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "..."
 
 
-def _finite(value: float | None) -> float | None:
-    if value is None or math.isnan(value) or math.isinf(value):
+def _sqnr_db(row: ResultRow) -> float | None:
+    """The row's SQNR (kept beside the CSV, in `extras`); None when not computed. NaN there
+    means either (an empty tensor skips it); it is the data's NaN only when the relative
+    Euclidean distance, from the same two sums, is non-finite too."""
+    value = row.extras.get("sqnr_db")
+    if value is None or (math.isnan(value) and not row.nonfinite(REL_EUCLID)):
         return None
-    return float(value)
+    return value
 
 
 def row_json(row: ResultRow) -> dict[str, Any]:
-    """One row as the summary lists it (numbers, or null where not computed or non-finite)."""
+    """One row as the summary lists it: each measure a number, "nan"/"inf"/"-inf" when the
+    data gave that (`json_number`), null when not computed."""
     return {
         "index": row.index,
         "op": row.op_name,
         "type": row.op_type,
         "tensor": row.tensor_index,
         "ground_truth": row.ground_truth,
-        "cosine": row.value(COSINE),
-        "max_abs_error": row.value(MAX_ABS),
-        "relative_euclidean_distance": row.value(REL_EUCLID),
-        "sqnr_db": _finite(row.extras.get("sqnr_db")),
-        "nonfinite": row.nonfinite(COSINE) or row.nonfinite(REL_EUCLID),
+        "cosine": json_number(row.measured(COSINE)),
+        "max_abs_error": json_number(row.measured(MAX_ABS)),
+        "relative_euclidean_distance": json_number(row.measured(REL_EUCLID)),
+        "sqnr_db": json_number(_sqnr_db(row)),
         "reason": row.reason,
     }
 

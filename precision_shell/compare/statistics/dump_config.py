@@ -180,9 +180,9 @@ def write_dump_config(plan: DumpConfigPlan, directory: Path) -> DumpConfigFiles:
         directory / "dump_config.json",
     )
     texts = (
-        json.dumps(acl_json(plan), indent=2) + "\n",
+        json.dumps(acl_json(plan), indent=2, allow_nan=False) + "\n",
         session_options(plan),
-        json.dumps(plan.to_json(), indent=2) + "\n",
+        json.dumps(plan.to_json(), indent=2, allow_nan=False) + "\n",
     )
     for path, text in zip(paths, texts, strict=True):
 

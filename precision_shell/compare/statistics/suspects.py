@@ -21,6 +21,7 @@ from typing import Any
 from precision_shell.compare.statistics import judge
 from precision_shell.compare.statistics.judge import DEVIATES, INPUT_FLOOR, NONFINITE
 from precision_shell.compare.statistics.table import StatisticsRow
+from precision_shell.json_numbers import json_number
 from precision_shell.workspace.graph_index import GraphIndex
 
 NAN_BIRTH = "nonfinite birth"
@@ -92,11 +93,11 @@ class Suspect:
                 "tensor": out.tensor_index,
                 "verdict": out.verdict,
                 "statistic": stat,
-                "device": device,
-                "benchmark": bench,
-                "allowed_abs_diff": allowed,
-                "deviation": out.deviation,
-                "input_deviation": self.input_deviation,
+                "device": json_number(device),
+                "benchmark": json_number(bench),
+                "allowed_abs_diff": json_number(allowed),
+                "deviation": json_number(out.deviation),
+                "input_deviation": json_number(self.input_deviation),
                 "nan_inf": {k: list(v) for k, v in (out.counts or {}).items()},
             },
         }

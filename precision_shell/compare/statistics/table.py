@@ -24,8 +24,8 @@ from precision_shell.compare.statistics.judge import (
 )
 from precision_shell.errors import FormatError
 from precision_shell.file_name_text import TEXT_ERRORS
-from precision_shell.formats.json_limits import json_number
 from precision_shell.formats.stats_dump import VALUE_KEYS, StatsRow
+from precision_shell.json_numbers import json_number
 from precision_shell.workspace.output_files import replace_output
 
 _VALUE_COLUMNS = {"max": "Max", "min": "Min", "mean": "Avg", "l2norm": "L2Norm"}
@@ -108,7 +108,7 @@ class StatisticsRow:
             "index": self.index,
             "tensor": self.tensor_index,
             "verdict": self.verdict,
-            "deviation": None if self.deviation is None else json_number(self.deviation),
+            "deviation": json_number(self.deviation),
             "statistic": self.main_statistic or None,
             "reason": self.reason or None,
         }
