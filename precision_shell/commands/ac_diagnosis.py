@@ -28,6 +28,9 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     DEFAULT_BUDGET_S,
     DEFAULT_REPLAY_MODE,
     ReplayPass,
+    proves_constants_differ,
+    proves_fault,
+    proves_wrong,
     replay_pass,
     replay_targets,
 )
@@ -149,15 +152,29 @@ def _replayer(
     return run_pass
 
 
-def _where_why(first: CardDiagnosis | None, shown: CardDiagnosis | None) -> str:
-    """Why the root cause shown is in its card: the first that goes wrong, or (moved there
-    from `first` by `--replay all`) a kernel the replay proves wrong."""
+def _where_why(first: CardDiagnosis | None, shown: CardDiagnosis | None, moved: str) -> str:
+    """Why the root cause shown is in its card: the first that goes wrong, or `moved`
+    (why `--replay all` moved it there from `first`)."""
     if first is None or shown is None or shown is first:
         return FIRST_CARD
-    reading = "none" if first.cause is None else "no kernel proven wrong"
+    return moved
+
+
+def _moved_text(first: CardDiagnosis, first_best: RootCause | None, shown: RootCause) -> str:
+    """Why the card shown is not `first`: what its replay proves, and what `first`'s did."""
+    if proves_wrong(shown.replay):
+        proof = "its kernel is proven wrong by the replay"
+    elif proves_constants_differ(shown.replay):
+        proof = "the replay proves its constants differ from the benchmark's"
+    else:
+        proof = "the replay proves an overflow born there"
+    label = first.entry.label
+    if first_best is not None and proves_fault(first_best.replay):
+        return f"{proof}, and it goes wrong before {label}'s proven fault at {first_best.op}"
+    reading = "none" if first_best is None else "no fault its replay proves"
     return (
-        f"its kernel is proven wrong by the replay; {first.entry.label}, the first step with a "
-        f"root cause then the earliest op across its cards, has {reading}"
+        f"{proof}; {label}, the first step with a root cause then the earliest op across its "
+        f"cards, has {reading}"
     )
 
 
@@ -202,7 +219,7 @@ def diagnose_compare(
         check.diagnosis_skipped = "no parsed graph to walk"
         return
     several = len(tables) > 1 and chosen is not None
-    first = chosen
+    first, moved = chosen, FIRST_CARD
     left_out = tuple((str(e.get("rank")), str(e.get("step"))) for e in compare.summary.not_selected)
     if chosen is not None and (several or left_out):
         others = slice_check(chosen, cards, left_out)
@@ -235,7 +252,12 @@ def diagnose_compare(
         diagnoses, check.slice_replays = replay_every_slice(
             slices, at, compare.rule, hits, replayer_for, choice.budget_s
         )
-        shown = shown_slice(diagnoses, at)
+        shown = shown_slice(diagnoses, at, [(c.entry.rank, c.entry.step) for c in cards])
+        if shown != at and diagnoses[shown].causes:
+            first_causes = diagnoses[at].causes
+            moved = _moved_text(
+                cards[at], first_causes[0] if first_causes else None, diagnoses[shown].causes[0]
+            )
         chosen, diagnosis = cards[shown], diagnoses[shown]
         entry, table, graph = chosen.entry, chosen.table, chosen.graph
     elif choice.mode != "none":
@@ -271,7 +293,7 @@ def diagnose_compare(
             readings,
             _next_commands(ctx, cause, rows, entry if several else None),
             where=entry.label if several and entry is not None else None,
-            where_why=_where_why(first, chosen),
+            where_why=_where_why(first, chosen, moved),
             cards=scope.verdict if scope is not None else None,
             card_notes=scope.notes if scope is not None else [],
         )

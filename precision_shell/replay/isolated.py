@@ -18,7 +18,8 @@ Rule (`constants_differ`): the isolated output is off the benchmark by more than
 ROUNDING_ROUNDOFFS unit roundoffs of the device dtype (relative Euclidean distance), and by
 more than FLOOR, beyond what rounding the constants to the device dtype and the benchmark's
 own float32 arithmetic leave. Measured on deep float16 demo networks: healthy ops stay within
-about 1 unit roundoff; a filter scaled by 1.1 is off by about 290.
+about 1.1 unit roundoffs (1,808 replays of 16 drift-only networks); a filter scaled by 1.01 is
+off by 26-29, by 1.1 about 290; a kernel (local) error leaves it within 0.6.
 """
 
 from __future__ import annotations

@@ -56,24 +56,28 @@ def test_replay_all_replays_every_card_and_shows_the_kernel_proven_wrong(two_car
     assert done.wrong == [("rank 1 step 0", CONV1)] and not done.unfinished
     panel = check.root_cause
     assert (panel.cause.op, panel.where) == (CONV1, "rank 1 step 0")
+    # rank 0's wrong weight is proven too (its constants differ), but conv1 runs before conv2
     assert panel.where_why == (
-        "its kernel is proven wrong by the replay; rank 0 step 0, the first step with a root "
-        "cause then the earliest op across its cards, has no kernel proven wrong"
+        "its kernel is proven wrong by the replay, and it goes wrong before rank 0 step 0's "
+        f"proven fault at {CONV2}"
     )
     assert panel.next_commands[0] == f"ni {CONV1} -s 2 --rank 1 --step 0"
     summary = json.loads(check.compare.summary_path.read_text())["diagnosis"]
     first = summary["root_causes"][0]
     assert (first["op"], first["rank"], first["step"]) == (CONV1, "1", "0")
     slices = summary["replay"]["slices"]
-    assert [(s["slice"], s["kernel_wrong"]) for s in slices] == [
-        ("rank 0 step 0", []),
-        ("rank 1 step 0", [CONV1]),
+    assert [(s["slice"], s["kernel_wrong"], s["constants_differ"]) for s in slices] == [
+        ("rank 0 step 0", [], [CONV2]),
+        ("rank 1 step 0", [CONV1], [CONV2]),
     ]
     line = next(ln for ln in rendered(check, 400).splitlines() if ln.startswith("replay ("))
     per_slice = slices[0]["replayed"]
     assert line.startswith(
         f"replay (all) of 2 rank/step slices: {2 * per_slice} ops replayed in "
-    ) and line.split(" s, ", 1)[1].startswith(f"1 kernel wrong (rank 1 step 0: {CONV1});")
+    ) and line.split(" s, ", 1)[1].startswith(
+        f"1 kernel wrong (rank 1 step 0: {CONV1}), 2 ops whose constants differ from the "
+        f"benchmark's (rank 0 step 0: {CONV2}; rank 1 step 0: {CONV2});"
+    )
 
 
 def test_a_replay_of_one_card_says_which(two_cards):

@@ -4,9 +4,9 @@ A kernel error on one card (or at one step) is in that slice's dumps only, so a 
 the slice the diagnosis picked says nothing about the others. Every slice is replayed under
 the one budget: the slice diagnosed first (its panel needs it), then the others by how far
 their compare leaves the other slices of their step, so a budget that runs out leaves the
-slices most like the ones replayed. The slice shown is the diagnosed one unless its best
-cause is not proven by its replay (a wrong kernel, constants that differ) and another
-slice's is: then the first such slice in (step, rank) order.
+slices most like the ones replayed. The slice shown is, of those whose best cause the replay
+proves (a wrong kernel, constants that differ, an overflow born there), the first to go
+wrong (step, then the cause's position, then rank); the diagnosed one when none is proven.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from precision_shell.compare.diagnosis.diagnose import Diagnosis, Replayer, with
 from precision_shell.compare.diagnosis.replay_evidence import ReplayPass, proves_fault
 from precision_shell.compare.diagnosis.root_cause import OpEvidence, RootCause
 from precision_shell.compare.results.schema import ResultRow
+from precision_shell.compare.results.slice_results import first_wrong_order
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.workspace.graph_index import GraphIndex
 
@@ -146,15 +147,23 @@ def _after_ctrl_c(replayer: Replayer) -> Replayer:
     return run
 
 
-def shown_slice(diagnoses: Sequence[Diagnosis], first: int) -> int:
-    """The slice whose root cause to show: `first` (the first step, then rank, with a root
-    cause) unless its best cause is not proven by its replay (a wrong kernel, constants that
-    differ) and another slice's is."""
+def shown_slice(
+    diagnoses: Sequence[Diagnosis], first: int, where: Sequence[tuple[str, str]]
+) -> int:
+    """The slice whose root cause to show: of the slices whose best cause its replay proves
+    (a wrong kernel, constants that differ, an overflow born there), the first to go wrong
+    (`first_wrong_order`; `where` holds each slice's (rank, step)); `first` when none is."""
 
     def proven(n: int) -> bool:
         causes = diagnoses[n].causes
         return bool(causes) and proves_fault(causes[0].replay)
 
-    if proven(first):
+    found = [n for n in range(len(diagnoses)) if proven(n)]
+    if not found:
         return first
-    return next((n for n in range(len(diagnoses)) if proven(n)), first)
+
+    def order(n: int) -> tuple:
+        rank, step = where[n]
+        return first_wrong_order(step, diagnoses[n].causes[0].position, rank)
+
+    return min(found, key=order)

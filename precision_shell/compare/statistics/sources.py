@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from precision_shell.compare.pipeline.matcher import PASS_THROUGH_TYPES
-from precision_shell.compare.pipeline.plan import CONSTANT_TYPES
+from precision_shell.compare.pipeline.matcher import CONSTANT_TYPES, PASS_THROUGH_TYPES
 from precision_shell.compare.statistics.judge import (
     CONSTANT_INPUT,
     DRIFT,
