@@ -9,7 +9,8 @@ folded filter and bias, scale) and its attributes, plus rounding.
 
 Inputs: an input from a constant op (through GE's Cast/TransData) keeps the device's values;
 every other float input takes the benchmark tensor that stands for it (the rule `vc` uses),
-which must have the device input's shape in the kernel's layout. Integer and bool inputs
+which must have the device input's shape in the kernel's layout (up to dims of 1: the same
+number of elements in another shape is another layout, never reshaped). Integer and bool inputs
 (indices, shapes) keep the device's values: they do not drift. When a float data input has
 no benchmark tensor, or one of another shape, there is no isolated measure and a note says
 which input.
@@ -69,7 +70,7 @@ def benchmark_inputs(
             reference = np.asarray(load_benchmark(benchmark.path), dtype=np.float64)
         except PrecisionError as exc:
             return BenchmarkInputs(None, note=f"{which}: {exc}")
-        if reference.size != value.size:
+        if _squeezed(reference.shape) != _squeezed(value.shape):  # reshaping would scramble
             return BenchmarkInputs(
                 None, note=f"{which}: benchmark shape {reference.shape}, device {value.shape}"
             )
@@ -78,6 +79,10 @@ def benchmark_inputs(
     if replaced == 0:
         return BenchmarkInputs(None, note="no data input to take from the benchmark")
     return BenchmarkInputs(inputs, replaced)
+
+
+def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(d for d in shape if d != 1)
 
 
 def allowed_distance(dtype: str) -> float:

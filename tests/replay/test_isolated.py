@@ -112,6 +112,13 @@ def test_constants_keep_the_devices_values_and_a_missing_benchmark_says_which_in
     assert np.array_equal(
         fed.inputs[0], np.load(ws.input_benchmark(graph, rec, 0).path).reshape(2, 4, 4, 8)
     )
+    # the same elements in another shape are another layout: refused, never reshaped
+    nchw = [np.zeros((2, 8, 4, 4)), *inputs[1:]]
+    refused = benchmark_inputs(ws, graph, rec, nchw)
+    assert refused.inputs is None
+    assert (
+        refused.note == f"input 0 ({producer}): benchmark shape (2, 4, 4, 8), device (2, 8, 4, 4)"
+    )
     Path(ws.input_benchmark(graph, rec, 0).path).unlink()
     fed = benchmark_inputs(ws, graph, rec, inputs)
     assert fed.inputs is None
