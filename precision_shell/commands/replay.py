@@ -34,13 +34,19 @@ def replay_command(ctx: ShellContext, args: argparse.Namespace) -> ReplayReport 
       own        device vs replay: what this kernel added
       inherited  replay vs benchmark: what its inputs brought (needs the output's benchmark)
       total      device vs benchmark
+      isolated   replay from the benchmark's data inputs with the device's constants vs
+                 benchmark: what the op's constants (weights, bias, scale) or attributes add
     each as cosine, max abs error, relative Euclidean distance and max ULP of the output dtype.
     Verdict: own max ULP <= 1: the op is exact for its dtype; > 4 ULP with a relative distance
     above twice the dtype's unit roundoff (or a NaN/inf the replay lacks): the kernel itself is
-    wrong; in between: rounding of a kernel accumulating in a wider type.
+    wrong; in between: rounding of a kernel accumulating in a wider type. An isolated distance
+    beyond 4 unit roundoffs of the dtype (or 4x what rounding its constants moves it by,
+    measured by a replay with them moved half a ULP) says its constants or attributes differ
+    from the benchmark's.
     An op without a replay kernel, or missing an attribute its kernel needs, is an error that
     says which: replay never guesses.
-    --json prints {"op", "type", "outputs": [{"slot", "own", "inherited", "total", "verdict"}]};
+    --json prints {"op", "type", "outputs": [{"slot", "own", "inherited", "total", "isolated",
+    "isolated_allowed", "isolated_note", "constants_differ", "verdict"}]};
     NaN and inf are the strings "nan", "inf", "-inf".
     """
     report = replay_op_in_workspace(ctx.workspace, None, args.op, args.rank, args.step)

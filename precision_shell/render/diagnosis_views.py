@@ -306,11 +306,13 @@ def slice_replays_line(done: SliceReplays) -> str:
     if wrong:
         shown = "; ".join(f"{where}: {op}" for where, op in wrong[:3])
         head += f" ({shown}{'; ...' if len(wrong) > 3 else ''})"
-    differing = done.differing
-    head += _differing_text(len(differing))
-    if differing:
-        shown = "; ".join(f"{where}: {op}" for where, op in differing[:3])
-        head += f" ({shown}{'; ...' if len(differing) > 3 else ''})"
+    slices_of: dict[str, list[str]] = {}  # op -> the slices where its constants differ
+    for where, op in done.differing:
+        slices_of.setdefault(op, []).append(where)
+    head += _differing_text(len(slices_of))
+    if slices_of:
+        shown = "; ".join(f"{op} on {', '.join(at)}" for op, at in list(slices_of.items())[:3])
+        head += f" ({shown}{'; ...' if len(slices_of) > 3 else ''})"
     parts = [head]
     refused = sum(len(p.refused) for p in passes)
     if refused:

@@ -44,7 +44,13 @@ from precision_shell.formats.layouts import LayoutError
 from precision_shell.formats.npu_dump import DumpHeader, TensorMeta, read_tensor
 from precision_shell.json_numbers import json_number
 from precision_shell.replay.chain import describe_fused, replay_fused
-from precision_shell.replay.isolated import allowed_distance, benchmark_inputs, constants_differ
+from precision_shell.replay.isolated import (
+    BenchmarkInputs,
+    allowed_distance,
+    benchmark_inputs,
+    constants_differ,
+    rounded_constants,
+)
 from precision_shell.replay.kernels.registry import (
     KernelCall,
     TensorInfo,
@@ -87,11 +93,19 @@ class OutputReplay:
     overflow: int = 0  # elements whose exact value overflows the dtype, as the device's does
     isolated: OwnError | None = None  # replay from the benchmark's data inputs vs benchmark
     isolated_note: str | None = None  # why there is no isolated measure (with a benchmark)
+    isolated_allowed: float | None = None  # how far rounding lets the isolated replay be off
 
     @property
     def constants_differ(self) -> bool:
         """From the benchmark's own inputs the op is off beyond rounding (replay/isolated)."""
-        return constants_differ(self.isolated, self.dtype)
+        return constants_differ(self.isolated, self.allowed)
+
+    @property
+    def allowed(self) -> float:
+        """What rounding allows the isolated replay (the dtype's base when not measured)."""
+        if self.isolated_allowed is not None:
+            return self.isolated_allowed
+        return allowed_distance(self.dtype)
 
 
 @dataclass(frozen=True)
@@ -123,6 +137,8 @@ class ReplayReport:
                     "inherited": error_json(out.inherited),
                     "total": error_json(out.total),
                     "isolated": error_json(out.isolated),
+                    "isolated_allowed": json_number(out.allowed) if out.isolated else None,
+                    "isolated_note": out.isolated_note,
                     "constants_differ": out.constants_differ,
                     "benchmark": out.benchmark,
                     "verdict": out.verdict,
@@ -196,9 +212,11 @@ def is_wrong(own: OwnError, dtype: str) -> bool:
     return own.relative_euclidean_distance > WRONG_DISTANCE_ROUNDOFFS * roundoff
 
 
-def verdict(own: OwnError, dtype: str, isolated: OwnError | None = None) -> str:
+def verdict(
+    own: OwnError, dtype: str, isolated: OwnError | None = None, allowed: float | None = None
+) -> str:
     """One sentence on the kernel's own error (thresholds in the module docstring), and on
-    what the op does from the benchmark's own inputs when that shows more than rounding."""
+    what the op does from the benchmark's own inputs when that is off beyond `allowed`."""
     units, word = ulp_text(own.max_ulp), dtype_word(dtype)
     if is_wrong(own, dtype):
         kernel, inherits = f"own error {units} ULP: the kernel itself is wrong", False
@@ -220,18 +238,19 @@ def verdict(own: OwnError, dtype: str, isolated: OwnError | None = None) -> str:
             f"within {word} rounding, not a wrong kernel"
         )
         inherits = True
-    if constants_differ(isolated, dtype):
+    allowed = allowed_distance(dtype) if allowed is None else allowed
+    if constants_differ(isolated, allowed):
         assert isolated is not None
-        return f"{kernel}; {isolated_text(isolated, dtype)}"
+        return f"{kernel}; {isolated_text(isolated, allowed)}"
     return f"{kernel}; its deviation comes from its inputs" if inherits else kernel
 
 
-def isolated_text(isolated: OwnError, dtype: str) -> str:
+def isolated_text(isolated: OwnError, allowed: float) -> str:
     """What a replay from the benchmark's own inputs that is off beyond rounding says."""
     return (
         f"from the benchmark's own inputs its output is still "
         f"{isolated.relative_euclidean_distance:.2g} off (rel. Euclidean; rounding allows "
-        f"{allowed_distance(dtype):.2g}): what the device gives it besides data differs from the "
+        f"{allowed:.2g}): what the device gives it besides data differs from the "
         "benchmark's: its constant inputs (weights, bias, scale) or its attributes"
     )
 
@@ -433,17 +452,51 @@ def _errors(
         return _Errors(note=f"benchmark not compared: {exc}")
 
 
+@dataclass(frozen=True)
+class _IsolatedRun:
+    """The op replayed from the benchmark's data inputs (replay/isolated), or why not."""
+
+    outputs: list[np.ndarray] | None = None
+    note: str | None = None
+    fed: BenchmarkInputs | None = None
+
+
+def _replay_with(call: KernelCall, op: OpDef, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    with np.errstate(all="ignore"):
+        return _replay(replace(call, inputs=inputs), op)[0]
+
+
 def _isolated_replay(
     ws: Workspace, graph: GraphIndex, rec: OpRecord, op: OpDef, call: KernelCall
-) -> tuple[list[np.ndarray] | None, str | None]:
-    """The op's outputs replayed from the benchmark's data inputs (replay/isolated), or
-    why there are none."""
+) -> _IsolatedRun:
     fed = benchmark_inputs(ws, graph, rec, call.inputs)
     if fed.inputs is None:
-        return None, f"no isolated replay: {fed.note}"
-    with np.errstate(all="ignore"):
-        outputs, _ = _replay(replace(call, inputs=fed.inputs), op)
-    return outputs, None
+        return _IsolatedRun(note=f"no isolated replay: {fed.note}")
+    return _IsolatedRun(_replay_with(call, op, fed.inputs), None, fed)
+
+
+def _allowances(
+    run: _IsolatedRun, errors: Sequence[_Errors], dtypes: Sequence[str], call: KernelCall, op: OpDef
+) -> list[float]:
+    """Per output, how far its isolated replay may be off by rounding (replay/isolated):
+    the dtype's base allowance, widened by what rounding its constants moves it by, which a
+    third replay measures only when some output is beyond the base."""
+    base = [allowed_distance(dtype) for dtype in dtypes]
+    beyond = any(constants_differ(e.isolated, b) for e, b in zip(errors, base, strict=True))
+    if not beyond or run.fed is None or run.outputs is None:
+        return base
+    moved = rounded_constants(run.fed, [info.dtype for info in call.input_info])
+    if moved is None:
+        return base
+    shifted = _replay_with(call, op, moved)
+    allowed = []
+    for slot, dtype in enumerate(dtypes):
+        if slot >= len(shifted) or slot >= len(run.outputs):
+            allowed.append(base[slot])
+            continue
+        moves = own_error(shifted[slot], run.outputs[slot], dtype).relative_euclidean_distance
+        allowed.append(allowed_distance(dtype, moves if np.isfinite(moves) else 0.0))
+    return allowed
 
 
 def replay_op_in_workspace(
@@ -477,18 +530,29 @@ def replay_op_in_workspace(
     with np.errstate(all="ignore"):  # inf/NaN inputs give inf/NaN outputs, as on the device
         replayed, described = _replay(call, op)
     against = [_benchmark(ws, rec, slot) for slot in range(len(replayed))]
-    isolated: list[np.ndarray] | None = None
-    isolated_note = None
+    alone = _IsolatedRun()
     if not as_stored and any(a.values is not None for a in against):
-        isolated, isolated_note = _isolated_replay(ws, graph, rec, op, call)
+        alone = _isolated_replay(ws, graph, rec, op, call)
+    device_values = [np.asarray(t.values, dtype=np.float64) for t in outputs]
+    dtypes = [t.info.dtype for t in outputs][: len(replayed)]
+    errors = [
+        _errors(
+            against[slot],
+            value,
+            device_values[slot],
+            alone.outputs[slot]
+            if alone.outputs is not None and slot < len(alone.outputs)
+            else None,
+            dtypes[slot],
+        )
+        for slot, value in enumerate(replayed[: len(outputs)])
+    ]
+    allowed = _allowances(alone, errors, dtypes, call, op)
     results = []
     for slot, (device, value) in enumerate(zip(outputs, replayed, strict=False)):
         dtype = device.info.dtype
-        device_values = np.asarray(device.values, dtype=np.float64)
-        own, overflow = _own(device_values, value, dtype)
-        bench = against[slot]
-        alone = isolated[slot] if isolated is not None and slot < len(isolated) else None
-        errors = _errors(bench, value, device_values, alone, dtype)
+        own, overflow = _own(device_values[slot], value, dtype)
+        found = errors[slot]
         results.append(
             OutputReplay(
                 slot=slot,
@@ -496,14 +560,15 @@ def replay_op_in_workspace(
                 layout=device.info.format,
                 shape=device.info.shape,
                 own=own,
-                inherited=errors.inherited,
-                total=errors.total,
-                benchmark=bench.path,
-                verdict=verdict(own, dtype, errors.isolated),
-                note=errors.note,
+                inherited=found.inherited,
+                total=found.total,
+                benchmark=against[slot].path,
+                verdict=verdict(own, dtype, found.isolated, allowed[slot]),
+                note=found.note,
                 overflow=overflow,
-                isolated=errors.isolated,
-                isolated_note=isolated_note if errors.inherited is not None else None,
+                isolated=found.isolated,
+                isolated_note=alone.note if found.inherited is not None else None,
+                isolated_allowed=allowed[slot] if found.isolated is not None else None,
             )
         )
     shown = ""

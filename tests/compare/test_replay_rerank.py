@@ -220,7 +220,7 @@ def test_under_drift_the_reading_weighs_the_replay_against_its_inputs_deviation(
 
 
 def _isolated(out: OutputReplay, red: float) -> OutputReplay:
-    """`out` with a replay from the benchmark's inputs off by `red` (float16 allows 0.0078)."""
+    """`out` with a replay from the benchmark's inputs off by `red` (float16 allows 0.002)."""
     from dataclasses import replace
 
     return replace(out, isolated=OwnError(1.0 - red * red / 2, red, red, 10.0))
@@ -243,8 +243,8 @@ def test_a_proven_constant_difference_joins_ahead_of_the_estimate_and_overflows_
     ranked = rerank(causes, done, graph, evidence)
     assert [c.op for c in ranked] == ["d", "b", "c", "e"]
     joined = ranked[2]
-    assert joined.reason.startswith("replay from the benchmark's own inputs its output is still")
-    assert "0.2 off (rel. Euclidean; rounding allows 0.0078)" in joined.reason
+    assert joined.reason.startswith("replay: from the benchmark's own inputs its output is still")
+    assert "0.2 off (rel. Euclidean; rounding allows 0.002)" in joined.reason
     # a proven-wrong kernel still comes first
     done.reports["a"] = _pass({"a": _output(OwnError(0.9, 1.0, 0.1, 200.0))}).reports["a"]
     assert [c.op for c in rerank(causes, done, graph, evidence)][:2] == ["a", "d"]
@@ -267,13 +267,13 @@ def test_the_reading_with_a_replay_from_the_benchmarks_inputs():
         takes_constants=True,
     )
     assert (replay_reading(loud) or "").endswith(
-        "from the benchmark's own inputs it matches the benchmark to rounding (0.0001 rel. "
-        "Euclidean), so its constants are right and its own math amplifies its inputs' "
-        "deviation: look at why they deviate, or run it in float32"
+        "from the benchmark's own inputs it matches the benchmark within rounding (0.0001 rel. "
+        "Euclidean, rounding allows 0.002), so what it adds comes from its own math amplifying "
+        "its inputs' deviation: look at why they deviate, or run it in float32"
     )
     quiet = replace_cause(_cause("c", 2, in_q=9.0), _isolated(_output(EXACT), 1e-4))
     assert (replay_reading(quiet) or "").endswith(
         "its deviation is inherited from its inputs (inputs 9.0 dB, its exact output 8.0 dB); "
-        "from the benchmark's own inputs it matches the benchmark to rounding (0.0001 rel. "
-        "Euclidean)"
+        "from the benchmark's own inputs it matches the benchmark within rounding (0.0001 rel. "
+        "Euclidean, rounding allows 0.002)"
     )

@@ -194,7 +194,7 @@ def test_a_wrong_constant_under_drift_is_read_as_its_constants_and_drift_as_inhe
     assert verdicts[faulty].endswith("its constant inputs (weights, bias, scale) or its attributes")
     assert (
         "its deviation is inherited from its inputs (inputs 26.8 dB, its exact output 24.9 dB); "
-        "from the benchmark's own inputs it matches the benchmark to rounding ("
+        "from the benchmark's own inputs it matches the benchmark within rounding ("
     ) in verdicts[drifting]
     assert "replay says   " + verdicts[faulty][:60] in rendered(check)
 

@@ -244,7 +244,7 @@ def rerank(
         if proves_wrong(out):
             reason = f"replay from the device's own inputs: {out.verdict}"
         else:
-            reason = f"replay {isolated_reason(out)}"
+            reason = f"replay: {isolated_reason(out)}"
         cause = measured_cause(graph, evidence, op, report.type, reason)
         if cause is not None:
             found.append(replace(cause, replay=out))
@@ -261,7 +261,7 @@ def rerank(
 def isolated_reason(out: OutputReplay) -> str:
     """The one-line reason of a cause found by its replay from the benchmark's inputs."""
     assert out.isolated is not None
-    return isolated_text(out.isolated, out.dtype)
+    return isolated_text(out.isolated, out.allowed)
 
 
 def added_quality_loss(cause: RootCause) -> float | None:
@@ -320,13 +320,14 @@ def replay_reading(cause: RootCause) -> str | None:
     )
     if out.isolated is not None:
         matches = (
-            "from the benchmark's own inputs it matches the benchmark to rounding "
-            f"({out.isolated.relative_euclidean_distance:.2g} rel. Euclidean)"
+            "from the benchmark's own inputs it matches the benchmark within rounding "
+            f"({out.isolated.relative_euclidean_distance:.2g} rel. Euclidean, rounding allows "
+            f"{out.allowed:.2g})"
         )
         if added >= OUTLIER_DROP:
             return (
-                f"{loses}; {matches}, so its constants are right and its own math amplifies "
-                "its inputs' deviation: look at why they deviate, or run it in float32"
+                f"{loses}; {matches}, so what it adds comes from its own math amplifying its "
+                "inputs' deviation: look at why they deviate, or run it in float32"
             )
         return f"{exact}: its deviation is inherited from its inputs ({qualities}); {matches}"
     if added >= OUTLIER_DROP and cause.takes_constants is False:
