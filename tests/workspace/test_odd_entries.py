@@ -87,12 +87,8 @@ def _device_dir(data: Path) -> Path:
     return session / "0"
 
 
-@pytest.mark.parametrize("unlistable", [_run_dump_dir, _device_dir])
-def test_a_dump_dir_that_cannot_be_listed_is_a_warning_saying_why(
-    tiny_demo, monkeypatch, unlistable
-):
-    root, _ = tiny_demo
-    refused = unlistable(Workspace.open(root, use_cache=False).root)
+def _refuse_listing(monkeypatch, refused: Path) -> None:
+    """os.scandir of `refused` fails as an unreadable dir does."""
     real_scandir = os.scandir
 
     def scandir(path):
@@ -101,6 +97,15 @@ def test_a_dump_dir_that_cannot_be_listed_is_a_warning_saying_why(
         return real_scandir(path)
 
     monkeypatch.setattr(os, "scandir", scandir)
+
+
+@pytest.mark.parametrize("unlistable", [_run_dump_dir, _device_dir])
+def test_a_dump_dir_that_cannot_be_listed_is_a_warning_saying_why(
+    tiny_demo, monkeypatch, unlistable
+):
+    root, _ = tiny_demo
+    refused = unlistable(Workspace.open(root, use_cache=False).root)
+    _refuse_listing(monkeypatch, refused)
     ws = Workspace.open(root, use_cache=False)
     # not "no dump/<timestamp>/ dir" or "empty device dir": the dir is there, unreadable
     assert ws.warnings == [f"{refused}: cannot list: Permission denied"]
@@ -116,14 +121,7 @@ def test_an_overflow_dump_sub_dir_that_cannot_be_listed_is_a_warning_naming_it(
     assert len(ws.overflow_files()) == 1 and ws.warnings == []
     (session,) = (ws.root / "overflow" / "dump").iterdir()
     refused = session / "0"  # the device dir: the Opdebug file is below it
-    real_scandir = os.scandir
-
-    def scandir(path):
-        if Path(path) == refused:
-            raise PermissionError(13, "Permission denied", str(path))
-        return real_scandir(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
+    _refuse_listing(monkeypatch, refused)
     ws = Workspace.open(root, use_cache=False)
     assert ws.warnings == [f"{refused}: cannot list: Permission denied"]
     assert ws.overflow_files() == []
