@@ -152,14 +152,6 @@ def _replayer(
     return run_pass
 
 
-def _where_why(first: CardDiagnosis | None, shown: CardDiagnosis | None, moved: str) -> str:
-    """Why the root cause shown is in its card: the first that goes wrong, or `moved`
-    (why `--replay all` moved it there from `first`)."""
-    if first is None or shown is None or shown is first:
-        return FIRST_CARD
-    return moved
-
-
 def _moved_text(first: CardDiagnosis, first_best: RootCause | None, shown: RootCause) -> str:
     """Why the card shown is not `first`: what its replay proves, and what `first`'s did."""
     if proves_wrong(shown.replay):
@@ -219,7 +211,7 @@ def diagnose_compare(
         check.diagnosis_skipped = "no parsed graph to walk"
         return
     several = len(tables) > 1 and chosen is not None
-    first, moved = chosen, FIRST_CARD
+    moved = FIRST_CARD  # why the card shown is not the first to go wrong, when moved
     left_out = tuple((str(e.get("rank")), str(e.get("step"))) for e in compare.summary.not_selected)
     if chosen is not None and (several or left_out):
         others = slice_check(chosen, cards, left_out)
@@ -293,7 +285,7 @@ def diagnose_compare(
             readings,
             _next_commands(ctx, cause, rows, entry if several else None),
             where=entry.label if several and entry is not None else None,
-            where_why=_where_why(first, chosen, moved),
+            where_why=moved,
             cards=scope.verdict if scope is not None else None,
             card_notes=scope.notes if scope is not None else [],
         )

@@ -71,7 +71,11 @@ def input_source(graph: GraphIndex, op_name: str, k: int) -> tuple[str, int] | N
 def constant_input(graph: GraphIndex, op_name: str, k: int) -> bool:
     """Whether input k of `op_name` is a constant: its producer, through GE's Cast/TransData,
     is a CONSTANT_TYPES op."""
-    source = input_source(graph, op_name, k)
+    return is_constant(graph, input_source(graph, op_name, k))
+
+
+def is_constant(graph: GraphIndex, source: tuple[str, int] | None) -> bool:
+    """Whether `source` (an `input_source`) is the output of a CONSTANT_TYPES op."""
     producer = graph.get(source[0]) if source is not None else None
     return producer is not None and producer.type in CONSTANT_TYPES
 

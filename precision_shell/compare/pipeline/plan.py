@@ -13,8 +13,8 @@ from pathlib import Path
 from precision_shell.compare.pipeline.fusion_groups import FusionGroup, fusion_groups
 from precision_shell.compare.pipeline.matcher import (
     Origin,
-    constant_input,
     input_source,
+    is_constant,
     output_origin,
     output_source,
 )
@@ -228,7 +228,7 @@ def _op_rows(
         desc = op.input_descs[k] if k < len(op.input_descs) else None
         shape = desc.origin_shape if desc is not None else None
         # GE folds weights into constants; the benchmark run dumps no tensor for them.
-        constant = constant_input(graph, rec.name, k)
+        constant = is_constant(graph, source)
         inputs.append(_benchmark_row(benchmarks, origin, shape, constant))
     outputs = []
     for k in range(max(len(op.output_descs), 1)):

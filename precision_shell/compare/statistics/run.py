@@ -262,9 +262,8 @@ def execute_statistics_plan(
         progress.stop()
     rows = blame_sources(rows, graph)
     write_statistics_csv(csv_path, rows)
-    compare = StatisticsCompare(plan, csv_path, rows, done, interrupted, time.monotonic() - started)
-    compare.graph = graph
-    return compare
+    elapsed = time.monotonic() - started
+    return StatisticsCompare(plan, csv_path, rows, done, interrupted, elapsed, graph=graph)
 
 
 def statistics_plans(
