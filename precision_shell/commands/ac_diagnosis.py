@@ -5,7 +5,7 @@ on (`RootCausePanel`: the cause, its rows, the advisor's readings, the next comm
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,9 +28,8 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     DEFAULT_BUDGET_S,
     DEFAULT_REPLAY_MODE,
     ReplayPass,
-    proves_constants_differ,
+    proof_text,
     proves_fault,
-    proves_wrong,
     replay_pass,
     replay_targets,
 )
@@ -154,12 +153,7 @@ def _replayer(
 
 def _moved_text(first: CardDiagnosis, first_best: RootCause | None, shown: RootCause) -> str:
     """Why the card shown is not `first`: what its replay proves, and what `first`'s did."""
-    if proves_wrong(shown.replay):
-        proof = "its kernel is proven wrong by the replay"
-    elif proves_constants_differ(shown.replay):
-        proof = "the replay proves its constants differ from the benchmark's"
-    else:
-        proof = "the replay proves an overflow born there"
+    proof = proof_text(shown.replay)
     label = first.entry.label
     if first_best is not None and proves_fault(first_best.replay):
         return f"{proof}, and it goes wrong before {label}'s proven fault at {first_best.op}"
@@ -250,6 +244,8 @@ def diagnose_compare(
             moved = _moved_text(
                 cards[at], first_causes[0] if first_causes else None, diagnoses[shown].causes[0]
             )
+        # the other cards are read by their replayed causes too (card_scope's notes)
+        cards = [replace(c, diagnosis=d) for c, d in zip(cards, diagnoses, strict=True)]
         chosen, diagnosis = cards[shown], diagnoses[shown]
         entry, table, graph = chosen.entry, chosen.table, chosen.graph
     elif choice.mode != "none":

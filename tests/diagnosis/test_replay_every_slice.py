@@ -62,6 +62,14 @@ def test_replay_all_replays_every_card_and_shows_the_kernel_proven_wrong(two_car
         f"proven fault at {CONV2}"
     )
     assert panel.next_commands[0] == f"ni {CONV1} -s 2 --rank 1 --step 0"
+    # the other card is read by its replayed cause, with what the replay proves of it
+    assert panel.cards.startswith("rank 1 only: the other card matches the benchmark here")
+    assert len(panel.card_notes) == 1 and panel.card_notes[0].startswith(
+        f"rank 0: matches the benchmark here; its own root cause is {CONV2} (index 4): "
+    )
+    assert panel.card_notes[0].endswith(
+        "; the replay proves its constants differ from the benchmark's (ac -c --rank 0 --step 0)"
+    )
     summary = json.loads(check.compare.summary_path.read_text())["diagnosis"]
     first = summary["root_causes"][0]
     assert (first["op"], first["rank"], first["step"]) == (CONV1, "1", "0")
@@ -78,6 +86,28 @@ def test_replay_all_replays_every_card_and_shows_the_kernel_proven_wrong(two_car
         f"1 kernel wrong (rank 1 step 0: {CONV1}), 1 op whose constants differ from the "
         f"benchmark's ({CONV2} on rank 0 step 0, rank 1 step 0);"
     )
+
+
+def test_the_other_cards_are_read_by_their_replayed_cause(two_cards_pristine, tmp_path):
+    """rank 2 is rank 1 again: its estimate names conv2 (as rank 0's), its replay the kernel
+    of conv1, so it fails at the shown cause with rank 1 and has no root cause elsewhere."""
+    root = tmp_path / "ws"
+    shutil.copytree(two_cards_pristine, root, symlinks=True)
+    step = _step_dir(root)
+    device = step.parents[2]
+    _link_copy(
+        device.parent / "1" / step.relative_to(device),
+        device.parent / "2" / step.relative_to(device),
+    )
+    shell = open_shell(root)
+    estimate = run_ok(shell, "ac -c --replay none")
+    assert estimate.root_cause.cause.op == CONV2 and estimate.root_cause.card_notes == []
+    panel = run_ok(shell, "ac -c --replay all").root_cause
+    assert (panel.cause.op, panel.where) == (CONV1, "rank 1 step 0")
+    assert panel.cards == (
+        "ranks 1, 2 fail here; rank 0 matches the benchmark: suspect those cards or their input data"
+    )
+    assert [n.split(":")[0] for n in panel.card_notes] == ["rank 0"]
 
 
 def test_a_replay_of_one_card_says_which(two_cards):

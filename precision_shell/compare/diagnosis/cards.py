@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from precision_shell.compare.diagnosis.advisor import SliceCheck, loses_on_its_own
 from precision_shell.compare.diagnosis.diagnose import Diagnosis
+from precision_shell.compare.diagnosis.replay_evidence import proof_text
 from precision_shell.compare.diagnosis.root_cause import RootCause
 from precision_shell.compare.rank_divergence import rank_list_text
 from precision_shell.compare.results.schema import ResultRow, ResultTable
@@ -109,7 +110,8 @@ def _where(cause: RootCause) -> str:
 
 def _elsewhere_note(card: CardDiagnosis, own: RootCause, cause: RootCause, fails_here: bool) -> str:
     entry = card.entry
-    ask = f" (ac -c --rank {entry.rank} --step {entry.step})"
+    proof = proof_text(own.replay)
+    ask = (f"; {proof}" if proof else "") + f" (ac -c --rank {entry.rank} --step {entry.step})"
     if fails_here and own.position < cause.position:
         return (
             f"rank {entry.rank}: first goes wrong at {_where(own)}: {own.reason}; its failure "
@@ -201,8 +203,10 @@ def card_scope(
             continue
         card_of[other.rank] = card
         outputs = card.outputs_of(cause.op)
-        fails_here = any(rule.fails(r) for r in outputs)
         own = card.cause
+        # its own root cause is this op (a kernel the replay proves wrong may pass the
+        # thresholds), or an output here fails them
+        fails_here = (own is not None and own.op == cause.op) or any(rule.fails(r) for r in outputs)
         apart = own is not None and own.op != cause.op
         if own is not None and apart:
             elsewhere.append((other, own))

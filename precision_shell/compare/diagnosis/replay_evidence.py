@@ -145,6 +145,18 @@ def proves_fault(out: OutputReplay | None) -> bool:
     )
 
 
+def proof_text(out: OutputReplay | None) -> str | None:
+    """What the replay proves of an op (`proves_fault`), as the panel and the card notes say
+    it; None when it proves nothing."""
+    if proves_wrong(out):
+        return "its kernel is proven wrong by the replay"
+    if proves_constants_differ(out):
+        return "the replay proves its constants differ from the benchmark's"
+    if out is not None and out.overflow > 0:
+        return "the replay proves an overflow born there"
+    return None
+
+
 def replay_targets(
     graph: GraphIndex,
     evidence: dict[str, OpEvidence],
