@@ -87,7 +87,7 @@ def build_demo(root: Path, spec: DemoSpec = DEFAULT_SPEC) -> DemoManifest:
     plan = plan_device_graph(net, name)
     writer = WorkspaceWriter(staging, plan, statistics=spec.dump_data == "stats")
     writer.write_benchmark(net)
-    graph_text = model_to_text(model_def(plan, writer.stream_id))
+    graph_text = model_to_text(model_def(plan, writer.stream_id, net.scalar_constants()))
     runs = ["debug_0", "debug_1"] if spec.second_run else ["debug_0"]
     for run in runs:
         writer.write_graph(run, graph_text)

@@ -10,6 +10,7 @@ pads, a pool's window, a reduction's axes), which is what `replay` recomputes th
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from typing import Any
 
 from precision_shell.demo.device_graph import CHAIN_TYPES
@@ -61,8 +62,12 @@ def _member_types(op: DeviceOp) -> list[str]:
     return [original] * len(op.members)
 
 
-def _kernel_attrs(op: DeviceOp) -> dict[str, Any]:
-    """The attributes GE keeps on a compute op for its kernel (the demo computes NHWC)."""
+def _kernel_attrs(op: DeviceOp, scalars: Mapping[str, float]) -> dict[str, Any]:
+    """The attributes GE keeps on a compute op for its kernel (the demo computes NHWC);
+    `scalars`: the constant operand of each TF Mul, which GE makes a Muls' `value` (a fused
+    chain of them keeps its first member's only)."""
+    if op.type == "Muls" and op.members and op.members[0] in scalars:
+        return {"value": scalars[op.members[0]]}
     if op.type == "Conv2D":
         kh, kw = op.input_descs[1].origin_shape[:2]  # the HWCN filter
         return {
@@ -91,13 +96,18 @@ def _kernel_attrs(op: DeviceOp) -> dict[str, Any]:
     return {}
 
 
-def _op_def(op: DeviceOp, consumers: dict[str, list[tuple[str, int]]], stream_id: int) -> OpDef:
+def _op_def(
+    op: DeviceOp,
+    consumers: dict[str, list[tuple[str, int]]],
+    stream_id: int,
+    scalars: Mapping[str, float],
+) -> OpDef:
     attrs: dict[str, Any] = {}
     if op.original_names is not None:
         attrs["_datadump_original_op_names"] = list(op.original_names)
     if op.members and op.kind != "const":  # a constant's members are the ops it serves
         attrs["_datadump_original_op_types"] = _member_types(op)
-    attrs.update(_kernel_attrs(op))
+    attrs.update(_kernel_attrs(op, scalars))
     passes = [*op.graph_passes, *([op.ub_pass] if op.ub_pass else [])]
     if passes:
         attrs["pass_name"] = passes
@@ -124,8 +134,12 @@ def _op_def(op: DeviceOp, consumers: dict[str, list[tuple[str, int]]], stream_id
     )
 
 
-def model_def(plan: DevicePlan, stream_id: int) -> ModelDef:
-    """The Build-stage `ModelDef` of the device graph."""
+def model_def(
+    plan: DevicePlan, stream_id: int, scalars: Mapping[str, float] | None = None
+) -> ModelDef:
+    """The Build-stage `ModelDef` of the device graph; `scalars`: the network's scalar
+    constants by benchmark op (`Network.scalar_constants`), written as Muls' `value`."""
+    scalars = scalars or {}
     consumers: dict[str, list[tuple[str, int]]] = {}
     for op in plan.ops:
         for position, (source, _) in enumerate(op.data_inputs):
@@ -133,7 +147,7 @@ def model_def(plan: DevicePlan, stream_id: int) -> ModelDef:
     outputs = [f"{op.name}:0" for op in plan.ops if op.has_task and op.name not in consumers]
     graph = GraphDef(
         name=plan.graph_name,
-        ops=[_op_def(op, consumers, stream_id) for op in plan.ops],
+        ops=[_op_def(op, consumers, stream_id, scalars) for op in plan.ops],
         inputs=[f"{op.name}:0" for op in plan.ops if op.kind == "data"],
         outputs=outputs,
         attrs={"_session_graph_id": SESSION_GRAPH_ID},

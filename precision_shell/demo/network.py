@@ -267,6 +267,15 @@ class Network:
 
     # --- float32 benchmark -----------------------------------------------------------------
 
+    def scalar_constants(self) -> dict[str, float]:
+        """The scalar operand of each element-wise Mul by a scalar, by op name (calibrated
+        once `benchmark` has run)."""
+        return {
+            op.name: float(self.params[op.name]["y"])
+            for op in self.ops
+            if op.type == "Mul" and np.ndim(self.params[op.name]["y"]) == 0
+        }
+
     def benchmark(self) -> Iterator[tuple[BenchOp, np.ndarray]]:
         """(op, float32 output) in execution order; values are dropped after their last use."""
         last_use = {name: index for index, op in enumerate(self.ops) for name in op.inputs}

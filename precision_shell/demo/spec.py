@@ -15,7 +15,7 @@ from typing import Any
 from precision_shell.errors import PrecisionError
 
 # Bump when the files a build writes change, so `ensure_demo` rebuilds old workspaces.
-DEMO_FORMAT_VERSION = 1
+DEMO_FORMAT_VERSION = 2  # 2: Muls carry their `value`
 
 MANIFEST_FILE_NAME = "demo_manifest.json"
 
