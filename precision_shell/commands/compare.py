@@ -123,7 +123,9 @@ def vc_command(
     L2 norm 8*u*|norm| (the main signal), mean 8*u*rms, max/min 64*u*max(|max|,|min|).
     Deviation = the worst |diff|/allowed; above 1 an output deviates when it is at least 8x
     its inputs' deviation, else it is "drift" (error it received). A constant or the network's input data beyond the limits fails
-    the op reading it ("constant input deviates" / "input data deviates"). Statistics cannot
+    the op reading it ("constant input deviates" / "input data deviates"); one holding NaN/inf
+    the benchmark's has not, likewise ("constant input nonfinite" / "input data nonfinite":
+    born there, not in the op reading it). Statistics cannot
     see a permutation (a wrong layout keeps them all): dump tensors to rule one out.
     -lt/-rt with a statistics-only dump on either side is a statistics compare too: against a
     .npy dir, or another dump (statistics, or tensors whose statistics are computed), ops

@@ -73,12 +73,14 @@ class FaultRule:
 
 class WrongConstant(FaultRule):
     """A constant the device uses is mis-scaled per channel (cosine-visible, unlike a uniform
-    scale): every other output channel times 1+magnitude, the rest times 1-magnitude."""
+    scale): every other output channel times 1+magnitude, the rest times 1-magnitude. Variant
+    "nan": instead a few of its elements (`nan_count`) are NaN and +inf (a weights file that
+    was damaged, or an uninitialised buffer)."""
 
     kind = WRONG_CONSTANT
 
     def check(self, op_type: str, fault: Fault) -> None:
-        _check_variant(fault, ("",))
+        _check_variant(fault, ("", "nan"))
         if op_type not in CONSTANT_PARAMETER:
             known = ", ".join(sorted(CONSTANT_PARAMETER))
             raise PrecisionError(
@@ -90,6 +92,8 @@ class WrongConstant(FaultRule):
     ) -> np.ndarray:
         if name != CONSTANT_PARAMETER[op_type]:
             return value
+        if fault.variant == "nan":
+            return spoiled(value, fault)
         if value.ndim == 0:
             return (value * np.float32(1.0 + fault.magnitude)).astype(np.float32)
         signs = np.where(np.arange(value.shape[-1]) % 2 == 0, 1.0, -1.0)
@@ -183,11 +187,16 @@ class NanBirth(FaultRule):
         _check_variant(fault, ("",))
 
     def device_output(self, value: np.ndarray, fault: Fault) -> np.ndarray:
-        count = min(nan_count(fault), value.size)
-        positions = np.linspace(0, value.size - 1, count + 2)[1:-1].astype(np.int64)
-        out = value.copy().reshape(-1)
-        out[positions] = np.where(np.arange(count) % 2 == 0, np.nan, np.inf)
-        return out.reshape(value.shape)
+        return spoiled(value, fault)
+
+
+def spoiled(value: np.ndarray, fault: Fault) -> np.ndarray:
+    """`value` with `nan_count(fault)` elements NaN and +inf (alternately, spread evenly)."""
+    count = min(nan_count(fault), value.size)
+    positions = np.linspace(0, value.size - 1, count + 2)[1:-1].astype(np.int64)
+    out = value.copy().reshape(-1)
+    out[positions] = np.where(np.arange(count) % 2 == 0, np.nan, np.inf)
+    return out.reshape(value.shape)
 
 
 def nan_count(fault: Fault) -> int:
@@ -197,10 +206,10 @@ def nan_count(fault: Fault) -> int:
 
 class CorruptInput(FaultRule):
     """The network input the device was fed is not the benchmark's: colour channels in the
-    other order, or the mean not subtracted."""
+    other order, the mean not subtracted, or a few elements (`nan_count`) NaN and +inf."""
 
     kind = CORRUPT_INPUT
-    variants = ("", "channels", "mean")
+    variants = ("", "channels", "mean", "nan")
 
     def check(self, op_type: str, fault: Fault) -> None:
         if op_type != "Placeholder":
@@ -212,6 +221,8 @@ class CorruptInput(FaultRule):
     def device_input(self, value: np.ndarray, fault: Fault) -> np.ndarray:
         if fault.variant == "mean":
             return (value + np.float32(fault.magnitude)).astype(np.float32)
+        if fault.variant == "nan":
+            return spoiled(value, fault)
         return np.ascontiguousarray(value[..., ::-1])
 
 

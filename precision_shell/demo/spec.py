@@ -36,7 +36,8 @@ class Fault:
     manifest records the device op that contains it). Kinds and what `magnitude` / `variant`
     mean for them:
     - `wrong_constant`: the device's copy of the op's constant is mis-scaled, every other
-      channel by 1+magnitude and the rest by 1-magnitude.
+      channel by 1+magnitude and the rest by 1-magnitude; variant "nan": max(1,
+      round(magnitude)) of its elements are NaN or +inf instead.
     - `fp16_overflow`: the model is scaled so the op's float32 peak is magnitude x 65504, which
       float16 cannot hold (a side-branch op, a batch norm or a MatMul).
     - `wrong_layout`: the device op writes its output through a wrong layout conversion;
@@ -47,7 +48,8 @@ class Fault:
       or +inf.
     - `corrupt_input`: the network input the device was fed differs from the benchmark's
       (op "input"); variant "channels" (default) reverses the channel order (BGR for RGB),
-      "mean" adds `magnitude` (the mean was not subtracted).
+      "mean" adds `magnitude` (the mean was not subtracted), "nan" makes max(1,
+      round(magnitude)) of its elements NaN or +inf.
     """
 
     kind: str

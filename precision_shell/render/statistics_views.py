@@ -101,6 +101,8 @@ def render_statistics_compare(console: Console, result: StatisticsCompareResult)
 
 def render_statistics_diagnosis(console: Console, diagnosis: StatisticsDiagnosis) -> None:
     title = "Suspects (statistics)" + (f", {diagnosis.where}" if diagnosis.where else "")
+    for note in diagnosis.nonfinite_sources:
+        console.print(Text(f"NaN/inf at a source: {note.text}", style="yellow"))
     if not diagnosis.suspects:
         console.print(Text(f"{title}: no op makes a deviation of its own", style="green"))
         return

@@ -355,3 +355,38 @@ def test_judge_rows_takes_each_side_to_its_real_elements() -> None:
     allowed = judge_rows(fine, coarse).diffs["l2norm"].allowed
     assert allowed == pytest.approx(8 * 2.0**-8 * coarse.values["l2norm"])
     assert judge_rows(coarse, fine).verdict == "pass"
+
+
+def test_nan_input_data_between_two_runs_and_on_both(tmp_path: Path) -> None:
+    """debug_0 was fed a NaN the fixed debug_1 was not: the input data is where it was born.
+    Then both runs fed the same NaN: no difference between the runs (nothing fails, no
+    suspect), but ac -c says the input data itself holds NaN."""
+    fault = Fault("corrupt_input", "input", 1, variant="nan")
+    build_demo(tmp_path, _spec("stats", (fault,)))
+    shell = open_shell(tmp_path)
+    check = run_ok(shell, "ac -c -lt debug_0 -rt debug_1")
+    (first,) = check.statistics.suspects
+    assert (first.op, first.kind, first.source) == ("trans_Cast_0", "nonfinite input data", "input")
+    assert check.statistics.nonfinite_sources == []
+    summary = _summary(check.statistics_compare)
+    assert summary["failing"][0]["verdict"] == "input data nonfinite"
+    # the same NaN fed to both runs
+    left, right = _dump_dir(tmp_path, "debug_0"), _dump_dir(tmp_path, "debug_1")
+    for f in right.iterdir():
+        f.unlink()
+    for f in left.iterdir():
+        shutil.copy(f, right / f.name)
+    check = run_ok(open_shell(tmp_path), "ac -c -lt debug_0 -rt debug_1")
+    assert check.statistics.suspects == []
+    summary = _summary(check.statistics_compare)
+    assert summary["failing_outputs"] == 0 and summary["totals"]["failing_outputs"] == 0
+    (note,) = check.statistics.nonfinite_sources
+    assert note.text == (
+        "the network's input data (input) holds 1 nan on both sides (read by trans_Cast_0 as "
+        "trans_Cast_0:input:0): not a difference between the runs, but what is computed from "
+        "it carries it; check the data fed"
+    )
+    (advice,) = summary["diagnosis"]["advice"]
+    assert advice["detection"] == "nonfinite source" and advice["advice"] == note.text
+    assert advice["evidence"]["nan_inf"]["nan_count"] == [1, 1]
+    assert f"NaN/inf at a source: {note.text}" in " ".join(_rendered(check).split())

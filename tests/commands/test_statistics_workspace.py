@@ -162,6 +162,7 @@ def test_healthy_float16_drift_is_not_a_suspect(tmp_path: Path) -> None:
     build_demo(tmp_path, spec)
     check = run_ok(open_shell(tmp_path), "ac -c")
     assert check.statistics.suspects == []
+    assert check.statistics.nonfinite_sources == []  # no source holds NaN/inf
     assert check.statistics.dump_config is None
     rows = check.statistics_compare.primary.rows
     assert not [r for r in rows if r.deviates]
@@ -334,3 +335,52 @@ def test_the_card_shown_is_the_one_whose_best_suspect_comes_first(pair, tmp_path
     assert [(s.op, s.index) for s in theirs] == [(NAN_OP, 14), (LOCAL_OP, 6)]
     saved = json.loads(check.statistics_compare.summary_path.read_text(encoding="utf-8"))
     assert (saved["diagnosis"]["rank"], saved["diagnosis"]["step"]) == ("1", "0")
+
+
+def test_nan_in_the_input_data_is_born_there(tmp_path: Path) -> None:
+    """The network input fed to the device holds a NaN the benchmark's has not: the NaN was
+    born in the data, not in the Cast reading it, and ac -c says so."""
+    fault = Fault("corrupt_input", "input", 1, variant="nan")
+    build_demo(tmp_path, _spec("stats", (fault,), size="tiny", seed=25))
+    check = run_ok(open_shell(tmp_path), "ac -c")
+    (first,) = check.statistics.suspects
+    assert (first.op, first.kind, first.source) == ("trans_Cast_0", "nonfinite input data", "input")
+    assert first.output.tensor_index == "trans_Cast_0:input:0"
+    assert "the network's input data (input), which no op computes" in first.reason
+    summary = json.loads(check.statistics_compare.summary_path.read_text())
+    failing = [(f["tensor"], f["verdict"]) for f in summary["failing"]]
+    assert failing[0] == ("trans_Cast_0:output:0", "input data nonfinite")
+    # what follows carries it: nonfinite, counted, but no suspect of its own
+    assert {v for _, v in failing[1:]} == {"nonfinite"}
+    assert summary["totals"]["failing_outputs"] == summary["failing_outputs"] == len(failing)
+    cause = summary["diagnosis"]["root_causes"][0]
+    assert (cause["op"], cause["kind"], cause["source"]) == (
+        "trans_Cast_0",
+        "nonfinite input data",
+        "input",
+    )
+    assert cause["measures"]["nan_inf"]["nan_count"] == [1, 0]
+
+
+def test_nan_in_a_constant_is_born_there(tmp_path: Path) -> None:
+    """conv2's folded filter holds a NaN on the device. The benchmark dumps no weights (the
+    row is not compared), but conv2's output is NaN where the benchmark's is finite: the
+    constant is where it was born, not conv2's kernel."""
+    fault = Fault("wrong_constant", "conv2/Conv2D", 1, variant="nan")
+    build_demo(tmp_path, _spec("stats", (fault,), size="tiny", seed=25))
+    check = run_ok(open_shell(tmp_path), "ac -c")
+    first = check.statistics.suspects[0]
+    assert (first.op, first.kind) == ("conv2/Conv2Drelu2/Relu", "nonfinite constant")
+    assert (first.source, first.output.tensor_index) == (
+        "conv2/Conv2D/folded_filter",
+        "conv2/Conv2Drelu2/Relu:input:1",
+    )
+    assert [s.kind for s in check.statistics.suspects].count("nonfinite birth") == 0
+    rows = {r.tensor_index: r for r in check.statistics_compare.primary.rows}
+    weights = rows["conv2/Conv2Drelu2/Relu:input:1"]
+    assert weights.verdict == "constant input nonfinite"
+    assert weights.reason.startswith("1 nan on the device; no benchmark of it")
+    assert rows["conv2/Conv2Drelu2/Relu:output:0"].verdict == "constant input nonfinite"
+    summary = json.loads(check.statistics_compare.summary_path.read_text())
+    # the other 7 constants still have no benchmark
+    assert summary["not_compared"]["by_reason"] == {"constant input": 7}

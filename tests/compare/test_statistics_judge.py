@@ -315,6 +315,23 @@ def test_nan_on_both_sides_equally_is_not_nonfinite() -> None:
     assert judgement.deviation is not None and judgement.deviation <= 0.125 * (1 + 1e-9)
 
 
+def test_without_counts_a_nonfinite_extreme_is_a_birth() -> None:
+    """A dump configured without the NaN/inf counts: a max of inf (or a NaN mean) on the
+    device where the benchmark's is finite is what the counts would have said."""
+    values = {"max": math.inf, "min": -1.0, "mean": 0.5, "l2norm": 3.0}
+    device = StatsRow("output", 0, "FLOAT16", "ND", (4,), 8, values)
+    bench = statistics_of(np.array([1.0, -1.0, 2.0, 0.5], dtype=np.float32))
+    judgement = judge(device, bench)
+    assert judgement.verdict == NONFINITE
+    assert (
+        judgement.notes[0] == "max inf on the device, finite in the benchmark (no NaN/inf counts)"
+    )
+    # with counts, they decide: the same inf on both sides is no birth
+    both = {**bench, "max": math.inf, "pos_inf_count": 1.0}
+    counted = StatsRow("output", 0, "FLOAT16", "ND", (4,), 8, both)
+    assert judge(counted, both).verdict == PASS
+
+
 def test_fewer_nans_on_the_device_is_not_a_birth() -> None:
     bench = np.array([1.0, np.nan, np.nan, 2.0], dtype=np.float32)
     device = np.array([1.0, np.nan, 0.0, 2.0], dtype=np.float16)

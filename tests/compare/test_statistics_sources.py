@@ -6,15 +6,27 @@ from __future__ import annotations
 
 from precision_shell.compare.statistics.judge import (
     CONSTANT_INPUT,
+    CONSTANT_NONFINITE,
     DEVIATES,
     DRIFT,
     INPUT_DATA,
+    INPUT_DATA_NONFINITE,
+    NONFINITE,
+    NOT_COMPARED,
     PASS,
 )
-from precision_shell.compare.statistics.sources import blame_sources, source_verdict
+from precision_shell.compare.statistics.sources import (
+    Source,
+    blame_sources,
+    nonfinite_on_both_sides,
+    source_verdict,
+)
 from precision_shell.compare.statistics.suspects import (
     CONSTANT,
     LOCAL,
+    NAN_BIRTH,
+    NONFINITE_CONSTANT,
+    NONFINITE_INPUT_DATA,
     UNDUMPED,
     rank_suspects,
 )
@@ -128,3 +140,101 @@ def test_a_deviating_source_fails_the_op_reading_it_and_nothing_else() -> None:
         "reads add:input:0 (bench/add), 40x the allowed deviation, made upstream by ops this "
         "dump does not hold: dump those"
     )
+
+
+NAN_ON_DEVICE = "nan on the device that the benchmark does not have"
+
+
+def _nan(device: float, bench: float | None) -> dict[str, tuple[float | None, float | None]]:
+    return {"nan_count": (device, bench), "neg_inf_count": (0.0, 0.0), "pos_inf_count": (0.0, 0.0)}
+
+
+def test_nan_in_a_source_is_born_there_not_at_the_op_reading_it() -> None:
+    """The network input holds a NaN only on the device: the Cast reading it fails with
+    `input data nonfinite` (not `nonfinite`, which says NaN came in from a producer, nor a
+    NaN birth of the Cast); so does conv for its NaN constant, outranking the deviation of its
+    other constant; a constant the benchmark does not dump (not compared) is blamed when it
+    holds NaN and its reader's output is nonfinite. NaN that a dumped op made stays its own."""
+    rows = [
+        srow("cast", "input", 0, NONFINITE, 0.5, index=0, counts=_nan(1, 0), reason=NAN_ON_DEVICE),
+        srow("cast", "output", 0, NONFINITE, 0.5, index=0, counts=_nan(1, 0), reason=NAN_ON_DEVICE),
+        srow("conv", "input", 0, NONFINITE, 0.5, index=1, counts=_nan(1, 0)),  # made by cast
+        srow("conv", "input", 1, NONFINITE, 0.1, index=1, counts=_nan(2, 0), reason=NAN_ON_DEVICE),
+        srow("conv", "output", 0, NONFINITE, 3.0, index=1, counts=_nan(9, 0)),
+        # mul reads conv's NaN (inherited) and a deviating constant: no NaN of its own
+        srow("mul", "input", 0, NONFINITE, 3.0, index=2, counts=_nan(9, 0)),
+        srow("mul", "input", 1, DRIFT, 5.0, index=2),
+        srow("mul", "output", 0, NONFINITE, 3.0, index=2, counts=_nan(9, 0)),
+        # big: its constant is not dumped by the benchmark and holds NaN; big's output is
+        # NaN where the benchmark's is finite: the constant is where it was born
+        srow("big", "input", 0, PASS, 0.1, index=4),
+        srow(
+            "big",
+            "input",
+            1,
+            NOT_COMPARED,
+            index=4,
+            counts={"nan_count": (1.0, None)},
+            reason="constant input: no benchmark big.npy (weights are not dumped)",
+        ),
+        srow("big", "output", 0, NONFINITE, 2.0, index=4, counts=_nan(4, 0), reason=NAN_ON_DEVICE),
+    ]
+    blamed = blame_sources(rows, GRAPH)
+    assert [(r.tensor_index, r.verdict) for r in blamed] == [
+        ("cast:input:0", INPUT_DATA_NONFINITE),
+        ("cast:output:0", INPUT_DATA_NONFINITE),
+        ("conv:input:0", NONFINITE),
+        ("conv:input:1", CONSTANT_NONFINITE),
+        ("conv:output:0", CONSTANT_NONFINITE),
+        ("mul:input:0", NONFINITE),
+        ("mul:input:1", CONSTANT_INPUT),
+        ("mul:output:0", NONFINITE),
+        ("big:input:0", PASS),
+        ("big:input:1", CONSTANT_NONFINITE),
+        ("big:output:0", CONSTANT_NONFINITE),
+    ]
+    assert blamed[9].reason == (
+        "1 nan on the device; no benchmark of it, but the benchmark's output of the op "
+        "reading it is finite"
+    )
+    # every failing output still counts (a CI gate reads them), the sources' too
+    assert [r.tensor_index for r in blamed if r.kind == "output" and r.deviates] == [
+        "cast:output:0",
+        "conv:output:0",
+        "mul:output:0",
+        "big:output:0",
+    ]
+    suspects = rank_suspects(blamed, GRAPH)
+    assert [(s.op, s.kind, s.source, s.output.tensor_index) for s in suspects] == [
+        ("cast", NONFINITE_INPUT_DATA, "data", "cast:input:0"),
+        ("conv", NONFINITE_CONSTANT, "w", "conv:input:1"),
+        ("big", NONFINITE_CONSTANT, "w", "big:input:1"),
+    ]
+    assert suspects[0].reason == (
+        "reads cast:input:0: nan on the device that the benchmark does not have; that is the "
+        "network's input data (data), which no op computes: it was fed to the device so"
+    )
+    assert suspects[0].to_json()["source"] == "data"
+    # without the source verdicts the same rows named nothing for the Cast (its input is
+    # nonfinite: "inherited") and a NaN birth at big, whose constant holds the NaN
+    before = [(s.op, s.kind) for s in rank_suspects(rows, GRAPH)]
+    assert before == [("big", NAN_BIRTH)]
+
+
+def test_a_source_nonfinite_on_both_sides_fails_nothing_and_is_named() -> None:
+    """The same NaN in the input data of both runs is no difference between them: no verdict
+    changes, no suspect; `nonfinite_on_both_sides` names the source once for the diagnosis."""
+    rows = [
+        srow("cast", "input", 0, PASS, 0.0, index=0, counts=_nan(1, 1)),
+        srow("cast", "output", 0, PASS, 0.0, index=0, counts=_nan(1, 1)),
+        srow("add", "input", 0, PASS, 0.0, index=3, counts=_nan(1, 1)),  # made by hidden
+        srow("add", "input", 1, PASS, 0.0, index=3),
+        srow("add", "output", 0, PASS, 0.0, index=3, counts=_nan(1, 1)),
+    ]
+    assert blame_sources(rows, GRAPH) == rows
+    assert rank_suspects(rows, GRAPH) == []
+    assert nonfinite_on_both_sides(rows, GRAPH) == [(Source("data", INPUT_DATA), rows[0])]
+    assert nonfinite_on_both_sides(rows, None) == []
+    # finite sources: nothing to say
+    finite = [srow("cast", "input", 0, PASS, 0.0, counts=_nan(0, 0))]
+    assert nonfinite_on_both_sides(finite, GRAPH) == []

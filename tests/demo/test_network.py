@@ -128,7 +128,11 @@ def test_wrong_constant_scales_alternate_channels_on_the_device_only() -> None:
         ),
         (
             Fault("wrong_constant", "dense/MatMul", variant="c0"),
-            "fault wrong_constant takes no variant, got 'c0'",
+            "fault wrong_constant has no variant 'c0'; choose one of 'nan'",
+        ),
+        (
+            Fault("nan_birth", "relu1/Relu", variant="c0"),
+            "fault nan_birth takes no variant, got 'c0'",
         ),
         (
             Fault("local_error", "relu1/Relu", 0.0),

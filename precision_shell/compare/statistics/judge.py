@@ -8,7 +8,9 @@ The rule (also in `help vc` and docs/FORMATS.md section 7):
   `pad` = stored - n: the device mean is rescaled to the real elements (its sum over n), a
   device max of 0 is the padding's when the benchmark's max is below 0 (likewise min above 0),
   and is then not compared. The L2 norm and the NaN/inf counts are not changed by zero pads.
-- NaN or inf the benchmark does not have (a count above the benchmark's): verdict `nonfinite`.
+- NaN or inf the benchmark does not have (a count above the benchmark's; a dump without the
+  counts: a max, min, mean or norm that is NaN/inf where the benchmark's is finite): verdict
+  `nonfinite`.
 - Each value statistic is allowed what the device dtype can represent: with `u` the unit
   roundoff (float16 2^-11, bfloat16 2^-8, float32 2^-24; integer tensors exact) and
   `K` = `TOLERANCE_UNITS` (8) for rounding and benign drift from earlier ops:
@@ -26,7 +28,10 @@ The rule (also in `help vc` and docs/FORMATS.md section 7):
 - Born at a source: an input beyond rounding that no op computes (a constant, the network's
   input data; needs the graph) is `constant input deviates` / `input data deviates`, and so
   are the outputs of the op reading it that neither deviate nor are nonfinite on their own:
-  that op fails. (`sources.blame_sources`)
+  that op fails. (`sources.blame_sources`) Likewise a source that holds NaN/inf the benchmark
+  does not have (`constant input nonfinite` / `input data nonfinite`), and so are the outputs
+  of the op reading it that are nonfinite only through it; a constant the benchmark does not
+  dump is judged so when it holds NaN/inf and the output of the op reading it is `nonfinite`.
 - A statistics benchmark side (`judge_rows`: another dump's statistics): u is the coarser of
   the two dtypes; rows of the same Format and Shape are compared as recorded (the same pads),
   others each taken to their real elements by the like-with-like rule above.
@@ -67,8 +72,13 @@ NOT_COMPARED = "not compared"
 # an input no op computes deviates, and the op reading it fails with it (`sources`)
 CONSTANT_INPUT = "constant input deviates"
 INPUT_DATA = "input data deviates"
+# an input no op computes holds NaN/inf the benchmark has not: born there, not at its reader
+CONSTANT_NONFINITE = "constant input nonfinite"
+INPUT_DATA_NONFINITE = "input data nonfinite"
 # the verdicts of a row that fails (counted in `failing_outputs`)
-FAILING = frozenset({DEVIATES, NONFINITE, CONSTANT_INPUT, INPUT_DATA})
+FAILING = frozenset(
+    {DEVIATES, NONFINITE, CONSTANT_INPUT, INPUT_DATA, CONSTANT_NONFINITE, INPUT_DATA_NONFINITE}
+)
 
 
 def unit_roundoff(dtype: str) -> float:
@@ -172,6 +182,9 @@ def judge(
         for key in ("nan_count", "neg_inf_count", "pos_inf_count")
     }
     born = [k for k, (d, b) in counts.items() if d is not None and d > (b or 0.0)]
+    if all(d is None for d, _ in counts.values()):
+        # no counts dumped: a value statistic NaN/inf only on the device is what they would say
+        born = [k for k in VALUE_KEYS if _nonfinite_only_on_device(device.values, benchmark, k)]
     if (
         real is not None
         and bench_count is not None
@@ -187,8 +200,12 @@ def judge(
     ratios = [d.ratio for d in diffs.values() if d.ratio is not None]
     deviation = max(ratios) if ratios else None
     if born:
-        names = ", ".join(k.removesuffix("_count").replace("_", " ") for k in born)
-        notes.insert(0, f"{names} on the device that the benchmark does not have")
+        if born[0] in VALUE_KEYS:
+            names = ", ".join(f"{k} {device.values[k]}" for k in born)
+            notes.insert(0, f"{names} on the device, finite in the benchmark (no NaN/inf counts)")
+        else:
+            names = ", ".join(k.removesuffix("_count").replace("_", " ") for k in born)
+            notes.insert(0, f"{names} on the device that the benchmark does not have")
         verdict = NONFINITE
     elif deviation is None:
         verdict = NOT_COMPARED
@@ -198,6 +215,13 @@ def judge(
     return TensorJudgement(
         verdict, deviation, diffs, counts, int(real) if real is not None else None, pad, notes
     )
+
+
+def _nonfinite_only_on_device(
+    device: dict[str, float], benchmark: dict[str, float], key: str
+) -> bool:
+    d, b = device.get(key), benchmark.get(key)
+    return d is not None and not math.isfinite(d) and b is not None and math.isfinite(b)
 
 
 def _on_real_elements(values: dict[str, float], stored: int | None, pad: int) -> dict[str, float]:

@@ -2,7 +2,10 @@
 
 An op is a suspect when it makes a deviation its inputs do not carry:
 1. NaN/inf birth: an output has NaN or inf the benchmark has not, while no input does (the
-   first such op in execution order first);
+   first such op in execution order first); or NaN/inf born at a source: an op reads a
+   constant or the network's input data holding NaN/inf the benchmark's has not (its rows'
+   verdict, `sources.blame_sources`): "nonfinite constant" / "nonfinite input data", the
+   source named;
 2. local deviation: an output `deviates` (beyond rounding and `LOCAL_JUMP` times its inputs'
    deviation: `judge.made_here`); the larger that jump, the earlier;
 3. born at a source: an op reads a constant or the network's input data that deviates (its
@@ -20,6 +23,7 @@ from typing import Any
 
 from precision_shell.compare.statistics import judge
 from precision_shell.compare.statistics.judge import DEVIATES, INPUT_FLOOR, NONFINITE
+from precision_shell.compare.statistics.sources import dumped_ops, source_of
 from precision_shell.compare.statistics.table import StatisticsRow
 from precision_shell.json_numbers import json_number
 from precision_shell.workspace.graph_index import GraphIndex
@@ -29,8 +33,16 @@ LOCAL = "local deviation"
 INPUT_DATA = "input data"
 CONSTANT = "constant input"
 UNDUMPED = "undumped input"
+NONFINITE_INPUT_DATA = "nonfinite input data"
+NONFINITE_CONSTANT = "nonfinite constant"
 # a source input row's verdict -> the suspect kind it makes
-_SOURCE_KINDS = {judge.INPUT_DATA: INPUT_DATA, judge.CONSTANT_INPUT: CONSTANT}
+_SOURCE_KINDS = {
+    judge.INPUT_DATA: INPUT_DATA,
+    judge.CONSTANT_INPUT: CONSTANT,
+    judge.INPUT_DATA_NONFINITE: NONFINITE_INPUT_DATA,
+    judge.CONSTANT_NONFINITE: NONFINITE_CONSTANT,
+}
+_NONFINITE_SOURCE_KINDS = frozenset({NONFINITE_INPUT_DATA, NONFINITE_CONSTANT})
 
 
 @dataclass(frozen=True)
@@ -38,15 +50,24 @@ class Suspect:
     op: str
     type: str
     index: int
-    kind: str  # NAN_BIRTH | LOCAL | CONSTANT | INPUT_DATA | UNDUMPED
-    output: StatisticsRow  # the output that decided
+    kind: str  # NAN_BIRTH | LOCAL | CONSTANT | INPUT_DATA | NONFINITE_* | UNDUMPED
+    output: StatisticsRow  # the output that decided (a source kind: the source input row)
     input_deviation: float | None  # worst input (None: no input compared)
+    source: str | None = None  # a source kind: the graph's op holding it, when known
 
     @property
     def reason(self) -> str:
         out = self.output
         if self.kind == NAN_BIRTH:
             return f"{out.reason or 'NaN/inf on the device'}; its inputs have none"
+        if self.kind in _NONFINITE_SOURCE_KINDS:
+            held = out.reason or "NaN/inf on the device"
+            named = f" ({self.source})" if self.source else ""
+            if self.kind == NONFINITE_INPUT_DATA:
+                source = f"the network's input data{named}, which no op computes: it was fed"
+            else:
+                source = f"a constant{named}, which no op computes: it was given"
+            return f"reads {out.tensor_index}: {held}; that is {source} to the device so"
         if self.kind in (INPUT_DATA, CONSTANT, UNDUMPED):
             named = "" if out.ground_truth in ("*", out.op_name) else f" ({out.ground_truth})"
             reads = (
@@ -87,6 +108,7 @@ class Suspect:
             "index": self.index,
             "reason": self.reason,
             "kind": self.kind,
+            "source": self.source,
             # what the claim rests on, as for tensor root causes ("replay" / "estimate")
             "evidence": "statistics",
             "measures": {
@@ -115,6 +137,7 @@ def rank_suspects(rows: list[StatisticsRow], graph: GraphIndex | None = None) ->
         by_op.setdefault(row.op_name, []).append(row)
     outputs_of = {op: [r for r in rs if r.kind == "output"] for op, rs in by_op.items()}
     found: list[tuple[tuple, Suspect]] = []
+    dumped = dumped_ops(rows)
     for op, op_rows in by_op.items():
         outputs = [r for r in outputs_of[op] if r.compared]
         if not outputs:
@@ -131,6 +154,13 @@ def rank_suspects(rows: list[StatisticsRow], graph: GraphIndex | None = None) ->
         in_nonfinite = any(r.verdict == NONFINITE for r in inputs)
         born = [r for r in outputs if r.verdict == NONFINITE]
         in_dev = _worst(inputs)
+        fed = _source_fed(op_rows, graph, dumped)
+        if fed is not None and fed[0] in _NONFINITE_SOURCE_KINDS:
+            # NaN/inf the source holds are a fault of their own, whatever else comes in
+            kind, row, source = fed
+            suspect = Suspect(op, first.op_type, first.index, kind, row, in_dev, source)
+            found.append(((0, first.index), suspect))
+            continue
         if born and not in_nonfinite:
             suspect = Suspect(op, first.op_type, first.index, NAN_BIRTH, born[0], in_dev)
             found.append(((0, first.index), suspect))
@@ -144,13 +174,10 @@ def rank_suspects(rows: list[StatisticsRow], graph: GraphIndex | None = None) ->
             suspect = Suspect(op, first.op_type, first.index, LOCAL, worst, in_dev)
             found.append(((1, -jump, first.index), suspect))
             continue
-        sources = [r for r in op_rows if r.kind == "input" and r.verdict in _SOURCE_KINDS]
-        if sources:
-            fed = max(sources, key=lambda r: r.deviation or 0.0)
-            kind = _SOURCE_KINDS[fed.verdict]
-            found.append(
-                ((2, first.index), Suspect(op, first.op_type, first.index, kind, fed, in_dev))
-            )
+        if fed is not None:
+            kind, row, source = fed
+            suspect = Suspect(op, first.op_type, first.index, kind, row, in_dev, source)
+            found.append(((2, first.index), suspect))
             continue
         undumped = _fed_from_outside(op_rows, outputs_of, graph)
         if undumped is not None:
@@ -158,6 +185,22 @@ def rank_suspects(rows: list[StatisticsRow], graph: GraphIndex | None = None) ->
             found.append(((3, first.index), suspect))
     found.sort(key=lambda pair: pair[0])
     return [suspect for _, suspect in found]
+
+
+def _source_fed(
+    op_rows: list[StatisticsRow], graph: GraphIndex | None, dumped: set[str]
+) -> tuple[str, StatisticsRow, str | None] | None:
+    """The suspect kind, input row and source (the graph's op holding it) of the worst source
+    input of an op (`blame_sources`' verdicts): NaN/inf first, then the largest deviation."""
+    sources = [r for r in op_rows if r.kind == "input" and r.verdict in _SOURCE_KINDS]
+    if not sources:
+        return None
+    fed = max(
+        sources,
+        key=lambda r: (_SOURCE_KINDS[r.verdict] in _NONFINITE_SOURCE_KINDS, r.deviation or 0.0),
+    )
+    held = source_of(graph, fed.op_name, fed.slot, dumped) if graph is not None else None
+    return _SOURCE_KINDS[fed.verdict], fed, held.name if held is not None else None
 
 
 def _fed_from_outside(

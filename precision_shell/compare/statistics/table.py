@@ -97,6 +97,24 @@ class StatisticsRow:
     def compared(self) -> bool:
         return self.verdict != NOT_COMPARED
 
+    @property
+    def device_nonfinite(self) -> str:
+        """What NaN/inf the device side holds ("1 nan, 2 pos inf"; a dump without the counts:
+        "max inf"), "" when none: whatever the benchmark holds."""
+        counts = [
+            f"{int(d)} {key.removesuffix('_count').replace('_', ' ')}"
+            for key, (d, _) in (self.counts or {}).items()
+            if d is not None and d > 0
+        ]
+        if counts:
+            return ", ".join(counts)
+        values = [
+            f"{key} {d}"
+            for key, (d, _, _) in (self.values or {}).items()
+            if d is not None and not math.isfinite(d)
+        ]
+        return ", ".join(values)
+
     def statistic(self, key: str) -> tuple[float | None, float | None, float | None]:
         """(device, benchmark, allowed) of one value statistic."""
         return (self.values or {}).get(key, (None, None, None))
