@@ -277,3 +277,26 @@ def test_the_reading_with_a_replay_from_the_benchmarks_inputs():
         "from the benchmark's own inputs it matches the benchmark within rounding (0.0001 rel. "
         "Euclidean, rounding allows 0.002)"
     )
+
+
+def test_a_cause_the_replay_proves_is_never_called_benign():
+    """b deviates and nothing after it fails: "single-point deviation ... can be ignored",
+    unless its replay proves it faulty (a wrong kernel, or its constants differ)."""
+    from dataclasses import replace
+
+    from precision_shell.compare.diagnosis.advisor import SINGLE_POINT, advise
+    from tests.compare.test_root_cause import chain_rows
+
+    cos = {"a": 0.99999, "b": 0.5, "c": 0.9999, "d": 0.9999, "e": 0.9999}
+    graph = graph_of(CHAIN)
+    rows = chain_rows(cos, CHAIN)
+    evidence = collect_evidence(graph, rows, COSINE_ONLY)
+    cause = _cause("b", 1)
+    estimate = advise(graph, rows, evidence, [cause], COSINE_ONLY)
+    (single,) = [f for f in estimate if f.detection == SINGLE_POINT]
+    assert single.advice.startswith("This op deviates, but no op after it fails the thresholds")
+    wrong = OwnError(0.9, 1.0, 0.3, 191.0)  # 191 ULP, 0.3 rel. Euclidean: a wrong kernel
+    differ = replace(_output(EXACT), isolated=OwnError(0.99, 0.1, 0.02, 50.0))
+    for out in (_output(wrong), differ):
+        proven = advise(graph, rows, evidence, [replace(cause, replay=out)], COSINE_ONLY)
+        assert SINGLE_POINT not in [f.detection for f in proven]

@@ -274,6 +274,8 @@ def advise(
     for cause in causes:
         if cause.reason.startswith("network input") or not math.isfinite(cause.drop_db):
             continue
+        if proves_fault(cause.replay):  # measured: no benign optimisation
+            continue
         after = _downstream(graph, cause.op)
         later = [e for e in failing if e.name in after]
         checked = [e for e in ordered if e.name in after and e.outputs]
@@ -283,9 +285,10 @@ def advise(
                     SINGLE_POINT,
                     cause.op,
                     cause.index,
-                    "This op deviates but its error does not reach the ops after it: likely a "
-                    "benign internal optimisation (a different but valid algorithm or precision). "
-                    "Check it with cp; if the network's final accuracy is fine, it can be ignored.",
+                    "This op deviates, but no op after it fails the thresholds: possibly a "
+                    "benign internal optimisation (a different but valid algorithm or precision), "
+                    "unless a replay proves it wrong (ac -c --replay all). Check it with cp; if "
+                    "the network's final accuracy is fine, it can be ignored.",
                     {
                         "output_cosine": _num(cause.output_cosine),
                         "downstream_checked": len(checked),
