@@ -15,6 +15,7 @@ from precision_shell.compare.diagnosis.cards import (
     CardDiagnosis,
     card_scope,
     first_card,
+    other_step_faults,
     slice_check,
 )
 from precision_shell.compare.diagnosis.diagnose import (
@@ -64,6 +65,7 @@ class RootCausePanel:
     cards: str | None = None  # one card only, or every card (the other ranks of that step)
     card_notes: list[str] = field(default_factory=list)  # the cards that differ, and how
     where_why: str = FIRST_CARD  # why `where`
+    other_steps: list[str] = field(default_factory=list)  # other steps' faults of their own
 
 
 def _next_commands(
@@ -251,11 +253,13 @@ def diagnose_compare(
     elif choice.mode != "none":
         replayer = _replayer(ctx, choice, entry, entry.label if several and entry else None)
         diagnosis = with_replays(diagnosis, graph, table.rows, compare.rule, hits, replayer)
-    scope = None
+    scope = later = None
     if several and chosen is not None and diagnosis.causes:
         scope = card_scope(compare.rule, diagnosis.causes[0], chosen, cards)
-        if scope is not None:
-            diagnosis.other_cards = [(e.rank, e.step, c) for e, c in scope.elsewhere]
+        later = other_step_faults(diagnosis.causes[0], chosen, cards)
+        elsewhere = (scope.elsewhere if scope is not None else []) + later.faults
+        if scope is not None or elsewhere:
+            diagnosis.other_cards = [(e.rank, e.step, c) for e, c in elsewhere]
     record = diagnosis.record()
     if check.slice_replays is not None and record.replay is not None:
         record.replay["slices"] = check.slice_replays.to_json()
@@ -284,4 +288,5 @@ def diagnose_compare(
             where_why=moved,
             cards=scope.verdict if scope is not None else None,
             card_notes=scope.notes if scope is not None else [],
+            other_steps=later.notes if later is not None else [],
         )

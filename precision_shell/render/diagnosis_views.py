@@ -224,6 +224,8 @@ def render_root_cause(console: Console, panel: RootCausePanel) -> None:
         head.add_row("cards", Text(panel.cards, style="bold yellow"))
     for note in panel.card_notes:
         head.add_row("", Text(note, style="yellow"))
+    for n, note in enumerate(panel.other_steps):
+        head.add_row("other steps" if n == 0 else "", Text(note, style="yellow"))
     head.add_row("type", c.type)
     head.add_row("index", str(c.index) if c.index is not None else "-")
     if panel.record is not None:

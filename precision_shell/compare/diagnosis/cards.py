@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from precision_shell.compare.diagnosis.advisor import SliceCheck, loses_on_its_own
 from precision_shell.compare.diagnosis.diagnose import Diagnosis
-from precision_shell.compare.diagnosis.replay_evidence import proof_text
+from precision_shell.compare.diagnosis.replay_evidence import proof_text, proves_fault
 from precision_shell.compare.diagnosis.root_cause import RootCause
 from precision_shell.compare.rank_divergence import rank_list_text
 from precision_shell.compare.results.schema import ResultRow, ResultTable
@@ -267,3 +267,44 @@ def card_scope(
     else:
         verdict = f"rank {entry.rank}: not compared on the other cards{unseen_text}"
     return CardScope(verdict, notes, elsewhere)
+
+
+OTHER_STEPS_SHOWN = 5  # the other steps' faults named one by one; the rest are counted
+
+
+@dataclass
+class OtherSteps:
+    """The faults of their own that cards of the other steps have (the root cause shown is
+    one step's: a step after it may hold an unrelated fault that fails far more)."""
+
+    faults: list[tuple[SliceResult, RootCause]]
+    notes: list[str]
+
+
+def other_step_faults(
+    cause: RootCause, chosen: CardDiagnosis, cards: list[CardDiagnosis]
+) -> OtherSteps:
+    """The cards of steps other than `chosen`'s whose best cause is a fault of its own at
+    another op than `cause`: one op losing OUTLIER_DROP dB by itself (or a NaN/inf born
+    there), or a fault its replay proves. Drift (no such op) is not named: every card has
+    it alike. In step order, then execution order, then rank."""
+    found: list[tuple[SliceResult, RootCause]] = []
+    for card in cards:
+        own = card.cause
+        if card.entry.step == chosen.entry.step or own is None or own.op == cause.op:
+            continue
+        if loses_on_its_own(own) or proves_fault(own.replay):
+            found.append((card.entry, own))
+    found.sort(key=lambda f: first_wrong_order(f[0].step, f[1].position, f[0].rank))
+    notes = []
+    for entry, own in found[:OTHER_STEPS_SHOWN]:
+        proof = proof_text(own.replay)
+        notes.append(
+            f"{entry.label}: a fault of its own at {_where(own)}, {entry.failed} outputs failing: "
+            f"{proof or own.reason} (ac -c --rank {entry.rank} --step {entry.step})"
+        )
+    if len(found) > OTHER_STEPS_SHOWN:
+        notes.append(
+            f"and {len(found) - OTHER_STEPS_SHOWN} more (summary.json diagnosis.other_cards)"
+        )
+    return OtherSteps(found, notes)

@@ -188,8 +188,9 @@ class DiagnosisRecord:
     replay: dict[str, Any] | None = None  # the replay pass (ops replayed, budget...), if one ran
     rank: str | None = None  # the compare diagnosed (None: the run compared one dump dir)
     step: str | None = None
-    # `ac -c` on several cards: each other card whose own root cause is another op than the
-    # root cause's ({rank, step, op, ...} as a root cause); None: none or one card
+    # `ac -c` on several cards: each other card of the step diagnosed whose own root cause is
+    # another op than the root cause's, and each card of another step with a fault of its own
+    # (cards.other_step_faults) ({rank, step, op, ...} as a root cause); None: none or one card
     other_cards: list[dict[str, Any]] | None = None
 
     @property

@@ -1,0 +1,52 @@
+"""`ac -c` over several steps shows the first step with a root cause, and names the faults of
+their own that later steps hold (QA: a step-2 wrong constant failing 10 outputs was dropped
+behind a step-1 kernel error that failed none).
+
+step 0: a kernel error in dense/MatMul (fails no threshold); step 1: that and a wrong
+constant in conv2 (fails them); step 2: healthy."""
+
+from __future__ import annotations
+
+import json
+
+from precision_shell.demo.builder import build_demo
+from precision_shell.demo.spec import LOCAL_ERROR, WRONG_CONSTANT, DemoSpec, Fault
+from tests.commands.shell_fixture import CONV2, open_shell, rendered, run_ok
+from tests.commands.test_second_dump_dir import _link_copy, _step_dir
+
+DENSE = "dense/MatMul"
+KERNEL = Fault(LOCAL_ERROR, DENSE, 0.05)
+WRONG = Fault(WRONG_CONSTANT, "bn2/FusedBatchNormV3", 0.5)
+
+
+def _steps(tmp_path):  # noqa: ANN001, ANN202
+    root = tmp_path / "ws"
+    build_demo(root, DemoSpec(size="tiny", faults=(KERNEL,), second_run=False))
+    both = tmp_path / "both"
+    build_demo(both, DemoSpec(size="tiny", faults=(KERNEL, WRONG), second_run=False))
+    healthy = tmp_path / "healthy"
+    build_demo(healthy, DemoSpec(size="tiny", faults=(), second_run=False))
+    step = _step_dir(root)
+    _link_copy(_step_dir(both), step.parent / "1")
+    _link_copy(_step_dir(healthy), step.parent / "2")
+    return root, step.parents[2].name
+
+
+def test_a_later_steps_own_fault_is_named_beside_the_first_root_cause(tmp_path):
+    root, rank = _steps(tmp_path)
+    shell = open_shell(root)
+    check = run_ok(shell, "ac -c --step all")
+    panel = check.root_cause
+    assert (panel.cause.op, panel.where) == (DENSE, f"rank {rank} step 0")
+    (note,) = panel.other_steps
+    assert note.startswith(
+        f"rank {rank} step 1: a fault of its own at {CONV2} (index 4), 10 outputs failing: "
+    )
+    assert note.endswith(f" (ac -c --rank {rank} --step 1)")
+    assert "other steps   rank" in rendered(check, 200)
+    summary = json.loads(check.compare.summary_path.read_text())["diagnosis"]
+    assert [(c["rank"], c["step"], c["op"]) for c in summary["other_cards"]] == [(rank, "1", CONV2)]
+    # dense/MatMul is the same fault on step 1: not named again
+    assert all(DENSE not in n for n in panel.other_steps)
+    # the shown cause is proven: no "benign single-point deviation" beside it
+    assert "single-point deviation" not in [f.detection for f in panel.findings]
