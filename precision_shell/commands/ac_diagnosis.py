@@ -33,6 +33,8 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     proves_fault,
     replay_pass,
     replay_targets,
+    replayable,
+    untargeted,
 )
 from precision_shell.compare.diagnosis.root_cause import OpEvidence, RootCause
 from precision_shell.compare.diagnosis.slice_replays import (
@@ -134,21 +136,37 @@ def _replayer(
     def run_pass(
         graph: GraphIndex, evidence: dict[str, OpEvidence], causes: list[RootCause]
     ) -> ReplayPass:
+        ws, run = ctx.workspace, ctx.workspace.run()
+        rank = entry.rank if entry is not None else None
+        step = entry.step if entry is not None else None
+
+        def one_pass(targets: list[str], mode: str, spent: float) -> ReplayPass:
+            label = f"ac: replay ({mode})" + (f" {where}" if where else "")
+            return replay_pass(
+                ws,
+                run,
+                graph,
+                targets,
+                mode,
+                rank=rank,
+                step=step,
+                budget_s=choice.budget_s,
+                spent_s=spent,
+                where=where,
+                progress=ctx.progress(label, "ops"),
+            )
+
         targets = replay_targets(graph, evidence, causes, choice.mode)
-        label = f"ac: replay ({choice.mode})" + (f" {where}" if where else "")
-        return replay_pass(
-            ctx.workspace,
-            ctx.workspace.run(),
-            graph,
-            targets,
-            choice.mode,
-            rank=entry.rank if entry is not None else None,
-            step=entry.step if entry is not None else None,
-            budget_s=choice.budget_s,
-            spent_s=spent_s,
-            where=where,
-            progress=ctx.progress(label, "ops"),
-        )
+        done = one_pass(targets, choice.mode, spent_s)
+        if choice.mode != "candidates":
+            return done
+        rest = untargeted(ws, run, graph, evidence, causes, targets, rank, step)
+        failing = any(q.fails for ev in evidence.values() for q in ev.outputs.values())
+        if rest and failing and not done.proves_any() and not (done.unreached or done.interrupted):
+            done.widen(one_pass(rest, "all", spent_s + done.elapsed_s))
+        else:
+            done.left_out = replayable(graph, rest)
+        return done
 
     return run_pass
 

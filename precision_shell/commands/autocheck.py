@@ -156,8 +156,8 @@ def _static_checks(
     choices=REPLAY_MODES,
     default=DEFAULT_REPLAY_MODE,
     help="ops to recompute on the CPU from the device's own inputs: the root-cause "
-    "candidates (default), every op with a replay kernel in every rank and step compared, "
-    "or none",
+    "candidates (default; every op of that rank and step when they prove no fault while "
+    "outputs fail), every op with a replay kernel in every rank and step compared, or none",
 )
 @argument(
     "--replay-budget",
@@ -209,7 +209,9 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
     then by the quality each loses, until --replay-budget runs out. On a compare of several
     ranks or steps it replays every (rank, step) under that one budget (the diagnosed one
     first, then those leaving the others most) and shows a kernel it proves wrong on
-    another card; candidates replays the diagnosed (rank, step) only and says so. summary.json
+    another card; candidates replays the diagnosed (rank, step) only and says so, and goes
+    on to every other op there when the candidates prove no fault while outputs fail the
+    thresholds (a small fault under drift is seldom a candidate). summary.json
     root causes say "evidence": "replay" or "estimate" with their "own_error".
 
     ac -c -lt A -rt B on two MegEngine io dumps (or two SigmaStar DumpDebug dumps): vc's

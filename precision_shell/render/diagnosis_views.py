@@ -272,9 +272,10 @@ def replay_pass_line(done: ReplayPass) -> str:
             f" of {done.where} only (ac -c --rank R --step S replays another; "
             "--replay all every compared slice)"
         )
-    parts = [
-        f"replay ({done.mode}){where}: {len(done.reports)} ops replayed in {done.elapsed_s:.2f} s"
-    ]
+    mode = done.mode
+    if done.widened:
+        mode += ", then every op: the candidates proved no fault"
+    parts = [f"replay ({mode}){where}: {len(done.reports)} ops replayed in {done.elapsed_s:.2f} s"]
     parts[0] += f", {len(wrong)} kernel{'s' if len(wrong) != 1 else ''} wrong"
     parts[0] += _differing_text(len(done.differing))
     if done.refused:
@@ -284,6 +285,11 @@ def replay_pass_line(done: ReplayPass) -> str:
     if done.not_reached:
         why = "Ctrl-C" if done.interrupted else f"the {done.budget_s:g} s budget ran out"
         parts.append(f"{done.not_reached} not reached ({why})")
+    if done.left_out:
+        parts.append(
+            f"{done.left_out} other dumped op{'s' if done.left_out != 1 else ''} with a kernel "
+            "not replayed (--replay all replays them)"
+        )
     return "; ".join(parts)
 
 

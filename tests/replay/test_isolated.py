@@ -29,7 +29,7 @@ from precision_shell.replay.isolated import (
 )
 from precision_shell.replay.measure import OwnError
 from precision_shell.replay.session import ReplayReport
-from tests.commands.shell_fixture import CONV1, CONV2, open_shell, run_ok
+from tests.commands.shell_fixture import CONV1, CONV2, open_shell, rendered, run_ok
 
 FAULTY_DEEP = "block50/conv2/Conv2Dblock50/relu2/Relu"
 
@@ -172,3 +172,32 @@ def test_deep_drift_alone_proves_no_constant_wrong(tmp_path):
     assert replay["replayed"] > 100
     assert replay["constants_differ"] == [] and replay["kernel_wrong"] == []
     assert ACCUMULATED_DRIFT in [f.detection for f in check.diagnosis.findings]
+
+
+def test_candidates_that_prove_nothing_go_on_to_every_op(tmp_path):
+    """QA: a 1% filter under deep float16 drift is no candidate (it loses too little); the
+    default replay went no further and the advisor blamed drift. Now the candidates' pass,
+    proving nothing while outputs fail, goes on to every op within the budget."""
+    faulty = "block40/conv2/Conv2Dblock40/relu2/Relu"
+    shell = open_shell(_deep(tmp_path, Fault(WRONG_CONSTANT, "block40/conv2/Conv2D", 0.01)))
+    narrow = run_ok(shell, "ac -c --replay none")
+    assert narrow.root_cause.cause.op != faulty
+    check = run_ok(shell, "ac -c")
+    assert check.root_cause.cause.op == faulty
+    replay = json.loads(check.compare.summary_path.read_text())["diagnosis"]["replay"]
+    assert (replay["mode"], replay["widened"], replay["left_out"]) == ("candidates", True, 0)
+    assert replay["replayed"] > 100 and replay["constants_differ"] == [faulty]
+    line = next(ln for ln in rendered(check, 400).splitlines() if ln.startswith("replay ("))
+    assert line.startswith("replay (candidates, then every op: the candidates proved no fault): ")
+
+
+def test_candidates_that_prove_a_fault_say_how_many_ops_they_left(wrong_constant):
+    check = run_ok(open_shell(wrong_constant), "ac -c")
+    replay = json.loads(check.compare.summary_path.read_text())["diagnosis"]["replay"]
+    assert replay["widened"] is False and replay["constants_differ"] == [CONV2]
+    left = replay["left_out"]
+    assert left > 0 and replay["replayed"] + left <= 14  # the tiny demo dumps 14 ops
+    line = next(ln for ln in rendered(check, 400).splitlines() if ln.startswith("replay ("))
+    assert line.endswith(
+        f"; {left} other dumped ops with a kernel not replayed (--replay all replays them)"
+    )

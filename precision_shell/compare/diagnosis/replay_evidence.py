@@ -7,6 +7,10 @@ Which ops (`ac -c --replay MODE`):
 - "all": every dumped op whose type (or every fused member's) has a replay kernel: the
   candidates first, then the others by their own quality drop, largest first;
 - "none": no replay; every cause is an estimate.
+When the candidates prove no fault while outputs fail the thresholds (what drift alone looks
+like, and a small fault hidden under it), "candidates" goes on to every other op, as "all"
+orders them, within the same budget (`ReplayPass.widen`): a wrong constant of 1% under
+float16 drift is often no candidate at all.
 A time budget bounds the pass (checked between ops); ops it did not reach are counted, never
 guessed at. Ctrl-C ends the pass early the same way.
 
@@ -71,6 +75,22 @@ class ReplayPass:
     interrupted: bool = False
     elapsed_s: float = 0.0
     where: str | None = None  # the (rank, step) replayed, when the compare covered several
+    widened: bool = False  # "candidates" went on to every op: they proved no fault (`widen`)
+    left_out: int = 0  # dumped ops with a replay kernel this pass did not target
+
+    def proves_any(self) -> bool:
+        """Some op's replay proves a fault (`proves_fault`)."""
+        return any(proves_fault(self.worst(op)) for op in self.reports)
+
+    def widen(self, more: ReplayPass) -> None:
+        """Take in the pass that went on to every other op after this one's candidates."""
+        self.reports.update(more.reports)
+        self.refused.update(more.refused)
+        self.undumped += more.undumped
+        self.unreached = [*self.unreached, *more.unreached]
+        self.interrupted = self.interrupted or more.interrupted
+        self.elapsed_s += more.elapsed_s
+        self.widened, self.left_out = True, 0
 
     @property
     def not_reached(self) -> int:
@@ -119,6 +139,8 @@ class ReplayPass:
             "not_reached": self.not_reached,
             "interrupted": self.interrupted,
             "elapsed_s": round(self.elapsed_s, 3),
+            "widened": self.widened,
+            "left_out": self.left_out,
         }
 
 
@@ -174,6 +196,30 @@ def replay_targets(
         return named + [op for op in losing if drops[op] > 0][:EXTRA_CANDIDATES]
     chosen = set(named) | set(losing)
     return named + losing + [name for name in graph.names() if name not in chosen]
+
+
+def untargeted(
+    ws: Workspace,
+    run: RunIndex,
+    graph: GraphIndex,
+    evidence: dict[str, OpEvidence],
+    causes: Sequence[RootCause],
+    targets: Sequence[str],
+    rank: str | None,
+    step: str | None,
+) -> list[str]:
+    """The ops dumped in this (rank, step) that `targets` leaves out, in "all"'s order."""
+    targeted = set(targets)
+    return [
+        name
+        for name in replay_targets(graph, evidence, causes, "all")
+        if name not in targeted and ws.dump_files(run, name, rank, step)
+    ]
+
+
+def replayable(graph: GraphIndex, names: Sequence[str]) -> int:
+    """How many of `names` have a replay kernel."""
+    return sum(1 for name in names if (op := graph.op(name)) is not None and not missing_kernel(op))
 
 
 def replay_pass(
