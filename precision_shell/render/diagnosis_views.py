@@ -304,10 +304,12 @@ def slice_replays_line(done: SliceReplays) -> str:
     """`replay (all) of 4 rank/step slices: 532 ops replayed in 0.45 s, 1 kernel wrong
     (rank 2 step 0: OP); ...`, and the slices the budget (or Ctrl-C) left unfinished."""
     passes, wrong, unfinished = done.passes, done.wrong, done.unfinished
-    replayed = sum(len(p.reports) for p in passes)
+    replays = sum(len(p.reports) for p in passes)
+    ops = len(set().union(*(p.reports for p in passes)))
     head = (
-        f"replay (all) of {len(passes)} rank/step slices: {replayed} ops replayed in "
-        f"{done.elapsed_s:.2f} s, {len(wrong)} kernel{'s' if len(wrong) != 1 else ''} wrong"
+        f"replay (all) of {len(passes)} rank/step slices: {ops} op{'s' if ops != 1 else ''} "
+        f"replayed ({replays} replays) in {done.elapsed_s:.2f} s, {len(wrong)} "
+        f"kernel{'s' if len(wrong) != 1 else ''} wrong"
     )
     if unfinished:
         head += " among them"
@@ -322,12 +324,13 @@ def slice_replays_line(done: SliceReplays) -> str:
         shown = "; ".join(f"{op} on {', '.join(at)}" for op, at in list(slices_of.items())[:3])
         head += f" ({shown}{'; ...' if len(slices_of) > 3 else ''})"
     parts = [head]
-    refused = sum(len(p.refused) for p in passes)
+    refused = len(set().union(*(p.refused for p in passes)))
     if refused:
-        parts.append(f"{refused} without a replay (no kernel, attribute or dump)")
-    undumped = sum(p.undumped for p in passes)
+        parts.append(f"{refused} ops without a replay (no kernel, attribute or dump)")
+    undumped = sorted({p.undumped for p in passes if p.undumped})
     if undumped:
-        parts.append(f"{undumped} not dumped")
+        per = f"{undumped[0]}" if len(undumped) == 1 else f"{undumped[0]}-{undumped[-1]}"
+        parts.append(f"{per} ops not dumped per slice")
     if unfinished:
         left = sum(p.not_reached for p in unfinished)
         interrupted = any(p.interrupted for p in unfinished)

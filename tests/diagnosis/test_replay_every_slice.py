@@ -81,7 +81,8 @@ def test_replay_all_replays_every_card_and_shows_the_kernel_proven_wrong(two_car
     line = next(ln for ln in rendered(check, 400).splitlines() if ln.startswith("replay ("))
     per_slice = slices[0]["replayed"]
     assert line.startswith(
-        f"replay (all) of 2 rank/step slices: {2 * per_slice} ops replayed in "
+        f"replay (all) of 2 rank/step slices: {per_slice} ops replayed ({2 * per_slice} "
+        "replays) in "
     ) and line.split(" s, ", 1)[1].startswith(
         f"1 kernel wrong (rank 1 step 0: {CONV1}), 1 op whose constants differ from the "
         f"benchmark's ({CONV2} on rank 0 step 0, rank 1 step 0);"
