@@ -45,7 +45,8 @@ def replay_command(ctx: ShellContext, args: argparse.Namespace) -> ReplayReport 
     from the benchmark's.
     An op without a replay kernel, or missing an attribute its kernel needs, is an error that
     says which: replay never guesses.
-    --json prints {"op", "type", "outputs": [{"slot", "own", "inherited", "total", "isolated",
+    --json prints {"op", "type", "run", "rank", "step" (null for a run of one dump dir),
+    "outputs": [{"slot", "own", "inherited", "total", "isolated",
     "isolated_allowed", "isolated_note", "constants_differ", "verdict"}]};
     NaN and inf are the strings "nan", "inf", "-inf".
     """

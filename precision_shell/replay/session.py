@@ -120,6 +120,8 @@ class ReplayReport:
     attrs: dict[str, Any]  # describe_attrs, or describe_fused per member
     outputs: list[OutputReplay]
     dump_slice: str = ""  # "rank 0 step 1" when the run has several dump dirs
+    rank: str | None = None  # ... and that (rank, step)
+    step: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The report as JSON-ready data; NaN and inf become the strings "nan", "inf", "-inf"."""
@@ -127,6 +129,8 @@ class ReplayReport:
             "op": self.op,
             "type": self.type,
             "run": self.run,
+            "rank": self.rank,
+            "step": self.step,
             "dump_file": self.dump_file,
             "attrs": _json_value(self.attrs),
             "outputs": [
@@ -571,9 +575,10 @@ def replay_op_in_workspace(
                 isolated_allowed=allowed[slot] if found.isolated is not None else None,
             )
         )
-    shown = ""
+    shown, where = "", None
     if len(run.slices) > 1:
-        shown = run.slice(rank, step).label
+        where = run.slice(rank, step)
+        shown = where.label
     return ReplayReport(
         op=rec.name,
         type=op.type,
@@ -583,4 +588,6 @@ def replay_op_in_workspace(
         attrs=described,
         outputs=results,
         dump_slice=shown,
+        rank=where.rank if where is not None else None,
+        step=where.step if where is not None else None,
     )

@@ -216,6 +216,8 @@ def test_ac_c_names_the_first_rank_with_a_root_cause_and_says_it_is_that_card_on
     # the benchmark), so the replay from its inputs is far from the benchmark: inherited
     report = check.diagnosis.replays.reports[CONV2]
     assert report.dump_slice == "rank 1 step 0"
+    replayed = json.loads(run_ok(shell, f"replay {CONV2} --rank 1 --json").text)
+    assert (replayed["rank"], replayed["step"]) == ("1", "0")
     assert first["evidence"] == "replay" and first["own_error"]["max_ulp"] <= 1.0
     assert first["inherited_error"]["relative_euclidean_distance"] > 0.1
     # the op table is the slice the root cause is in

@@ -158,6 +158,7 @@ def test_rank_and_step_on_a_single_rank_workspace(healthy):
     default = run_ok(shell, f"replay {DENSE} --json")
     assert run_ok(shell, f"replay {DENSE} --rank 0 --step 0 --json") == default
     assert run_ok(shell, f"replay {DENSE} --rank 0 --json") == default
+    assert '"rank": null, "step": null' in default.text  # one dump dir: no slice to name
     assert run_fail(shell, f"replay {DENSE} --rank 3").error == "debug_0: no rank 3; ranks: 0"
     assert run_fail(shell, f"replay {DENSE} --step 9").error == (
         "debug_0: rank 0 has no step 9; steps: 0"
