@@ -381,6 +381,9 @@ def render_autocheck(console: Console, check: AutoCheck) -> None:
             for f in d.findings:
                 table.add_row(f.detection, Text(f"[{f.index}] {f.op}" if f.op else "-"), f.advice)
             _panel(console, "Advisor", table)
+        elif check.root_cause is not None:  # nothing beyond it: not "nothing found"
+            note = "no finding beyond the root cause below"
+            _panel(console, "Advisor", Text(note, style="green"))
         else:
             _panel(console, "Advisor", None)
         if check.root_cause is not None:

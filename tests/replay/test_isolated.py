@@ -189,6 +189,9 @@ def test_candidates_that_prove_nothing_go_on_to_every_op(tmp_path):
     assert replay["replayed"] > 100 and replay["constants_differ"] == [faulty]
     line = next(ln for ln in rendered(check, 400).splitlines() if ln.startswith("replay ("))
     assert line.startswith("replay (candidates, then every op: the candidates proved no fault): ")
+    # no drift advice beside the proven fault, and the Advisor panel does not say "nothing found"
+    assert check.diagnosis.findings == []
+    assert "no finding beyond the root cause below" in rendered(check, 400)
 
 
 def test_candidates_that_prove_a_fault_say_how_many_ops_they_left(wrong_constant):
