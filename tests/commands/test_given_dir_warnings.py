@@ -10,7 +10,7 @@ import pytest
 
 from precision_shell.demo.builder import build_demo
 from precision_shell.demo.spec import DemoSpec
-from tests.commands.shell_fixture import CONV1, dump_path, open_shell, rendered, run_ok
+from tests.commands.shell_fixture import CONV1, dump_path, open_shell, rendered, run_fail, run_ok
 from tests.conftest import rel
 from tests.unlistable_dirs import refuse_listing
 
@@ -105,3 +105,26 @@ def test_ac_of_a_given_statistics_dump_dir_shows_what_indexing_it_warned_of(
     )
     assert check.statistics_compare is not None
     assert _warning_lines(check) == [_odd_name_warning(right)]
+
+
+def test_a_given_dir_with_no_dump_file_says_the_warning_that_may_be_why(
+    tiny_demo_shared, tmp_path, monkeypatch
+):
+    root, manifest = tiny_demo_shared
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    refuse_listing(monkeypatch, locked)
+    error = run_fail(open_shell(root), f"vc -lt {locked} -rt {manifest.dump_dirs[1]}").error
+    assert error == (
+        f"{locked}: no dump files found (searched its sub-dirs too); "
+        f"{locked}: cannot list: Permission denied"
+    )
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    for name in (ODD, "README.txt"):
+        (odd / name).write_bytes(b"not a dump")
+    error = run_fail(open_shell(root), f"dc {odd}").error
+    assert error == (
+        f"{odd}: no dump files found (searched its sub-dirs too); "
+        f"{_odd_name_warning(odd).removeprefix('warning: ')} (+1 more warnings)"
+    )
