@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -92,6 +92,7 @@ class DecodedFiles:
     files: list[tuple[str, str, tuple[int, ...], str]]  # (source label, npy path, shape, format)
     out_dir: str
     notes: list[str]  # tensors kept in their device layout, and why
+    index_warnings: list[str] = field(default_factory=list)  # of a dump dir given by path
 
 
 def _workspace(ctx: ShellContext) -> Workspace | None:
@@ -335,20 +336,24 @@ def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles | Fo
             fmt = format_name(format_code(args.fmt))
         except LayoutError as exc:
             raise UsageError(f"dc: -f: {exc}") from None
-    handles = _dump_targets(ctx, args.target, args.rank, args.step)
+    if Path(args.target).is_dir():
+        handles, warnings = _dir_targets(_workspace(ctx), Path(args.target))
+    else:
+        handles, warnings = _dump_targets(ctx, args.target, args.rank, args.step), []
     out_dir = make_user_dir(args.out_dir) if args.out_dir else _output_dir(ctx, "decode")
     written, notes = decode_tensors(handles, out_dir, fmt, user_dir=args.out_dir is not None)
     files = [(d.label, d.path, d.shape, d.layout) for d in written]
-    return DecodedFiles(files, str(out_dir), notes)
+    return DecodedFiles(files, str(out_dir), notes, warnings)
 
 
-def _dir_targets(ws: Workspace | None, directory: Path) -> list[TensorHandle]:
-    """Every tensor of every dump file under `directory` (its sub-dirs too)."""
+def _dir_targets(ws: Workspace | None, directory: Path) -> tuple[list[TensorHandle], list[str]]:
+    """Every tensor of every dump file under `directory` (its sub-dirs too), and what indexing
+    them warned of."""
     index = index_dump_tree(directory)
     refs = [r for r in index.files if not r.stats_csv and r.op_type != "Opdebug"]
     if not refs:
         raise PrecisionError(f"{directory}: no dump files found (searched its sub-dirs too)")
-    return _every_tensor(ws, refs)
+    return _every_tensor(ws, refs), list(index.warnings)
 
 
 def _every_tensor(ws: Workspace | None, refs: list[DumpFileRef]) -> list[TensorHandle]:
@@ -360,8 +365,6 @@ def _dump_targets(
     ctx: ShellContext, target: str, rank: str | None = None, step: str | None = None
 ) -> list[TensorHandle]:
     ws = _workspace(ctx)
-    if Path(target).is_dir():
-        return _dir_targets(ws, Path(target))
     if ws is not None and not Path(target).exists():
         for run in ws.runs:
             if run.find(target) is not None:

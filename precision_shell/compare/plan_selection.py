@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from precision_shell.compare.pipeline.plan import ComparePlan, benchmark_plan, device_plan
 from precision_shell.compare.pipeline.plan_memos import PlanMemos
 from precision_shell.errors import PrecisionError
-from precision_shell.workspace.dump_index import index_dump_tree
+from precision_shell.workspace.dump_index import DumpIndex, index_dump_tree
 from precision_shell.workspace.graph_index import GraphIndex
 from precision_shell.workspace.workspace import DumpSlice, RunIndex, Workspace, number_order
 
@@ -103,6 +103,15 @@ def _side(ws: Workspace | None, text: str) -> tuple[Path, RunIndex | None]:
     return Path(text), None
 
 
+def _side_dumps(path: Path, run: RunIndex | None) -> tuple[DumpIndex, list[str]]:
+    """A side's dump files, and what indexing them warned of when it is a dir given by path
+    (a run's warnings are the workspace's, shown with it)."""
+    if run is not None:
+        return run.dumps, []
+    dumps = index_dump_tree(path)
+    return dumps, list(dumps.warnings)
+
+
 def plans_for(
     ws: Workspace, request: CompareRequest, memos: PlanMemos
 ) -> tuple[ComparePlan, ComparePlan | None]:
@@ -112,7 +121,7 @@ def plans_for(
         (left, left_run), (right, right_run) = _side(ws, request.left), _side(ws, request.right)
         if right_run is None and right.is_dir() and _holds_npy(right):
             graph = pick_graph(ws, request.graph, left_run.name if left_run else None)
-            dumps = left_run.dumps if left_run is not None else index_dump_tree(left)
+            dumps, warned = _side_dumps(left, left_run)
             plan = benchmark_plan(
                 ws,
                 left_run or ws.run(),
@@ -121,20 +130,20 @@ def plans_for(
                 dumps=dumps,
                 left=str(left),
             )
+            plan.index_warnings[:0] = warned
             return _nonempty(plan, graph), None
-        left_dumps = left_run.dumps if left_run is not None else index_dump_tree(left)
-        right_dumps = right_run.dumps if right_run is not None else index_dump_tree(right)
+        left_dumps, left_warned = _side_dumps(left, left_run)
+        right_dumps, right_warned = _side_dumps(right, right_run)
         device_graph = optional_graph(left_run, request.graph)
-        return (
-            device_plan(
-                left_dumps,
-                right_dumps,
-                left_run.name if left_run else str(left),
-                right_run.name if right_run else str(right),
-                device_graph,
-            ),
-            None,
+        plan = device_plan(
+            left_dumps,
+            right_dumps,
+            left_run.name if left_run else str(left),
+            right_run.name if right_run else str(right),
+            device_graph,
         )
+        plan.index_warnings = left_warned + right_warned
+        return plan, None
     run = ws.run(request.run)
     if ws.benchmark is None:
         others = [r for r in ws.runs if r is not run]
@@ -190,7 +199,7 @@ def statistics_pair_plan(
     if not (request.left and request.right):
         return None
     (left, left_run), (right, right_run) = _side(ws, request.left), _side(ws, request.right)
-    left_dumps = left_run.dumps if left_run is not None else index_dump_tree(left)
+    left_dumps, left_warned = _side_dumps(left, left_run)
     if right_run is None and right.is_dir() and _holds_npy(right):
         if not left_dumps.holds_statistics_only():
             return None
@@ -204,8 +213,9 @@ def statistics_pair_plan(
             left=str(left),
             statistics=True,
         )
+        plan.index_warnings[:0] = left_warned
         return _nonempty(plan, graph), graph
-    right_dumps = right_run.dumps if right_run is not None else index_dump_tree(right)
+    right_dumps, right_warned = _side_dumps(right, right_run)
     if not (left_dumps.holds_statistics_only() or right_dumps.holds_statistics_only()):
         return None
     left_name = left_run.name if left_run else str(left)
@@ -214,6 +224,7 @@ def statistics_pair_plan(
     plan = device_plan(
         left_dumps, right_dumps, left_name, right_name, device_graph, statistics=True
     )
+    plan.index_warnings = left_warned + right_warned
     if not any(task.fallback and task.fallback.benchmark_path for task in plan.tasks):
         raise PrecisionError(
             f"vc: no op of {left_name} has a dump in {right_name} (ops are paired by the name "

@@ -183,7 +183,8 @@ def run_statistics(
     if plans[0][0] is not None:
         summary.not_selected = not_selected(ws.run(request.run), [w for w, _, _ in plans])
     summary.write(out_dir / SUMMARY_NAME)
-    return StatisticsCompareResult(out_dir, summary, compares)
+    warnings = [w for _, plan, _ in plans for w in plan.index_warnings]
+    return StatisticsCompareResult(out_dir, summary, compares, index_warnings=warnings)
 
 
 def _run(
@@ -242,7 +243,10 @@ def _run(
         and (secondary is None or (second is not None and not second.interrupted))
     )
     _raise_if_lost([run for _, run in done] + ([second] if second else []), out_dir)
-    return VectorCompareResult(out_dir, summary, first, second, slices=done[1:])
+    # only a -lt/-rt pair's plan (then the only one) indexes dirs given by path
+    return VectorCompareResult(
+        out_dir, summary, first, second, slices=done[1:], index_warnings=primary.index_warnings
+    )
 
 
 def run_across_ranks(

@@ -23,6 +23,7 @@ from precision_shell.compare.results.summary import RunSummary
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.render.columns import facts_table, number_column, path_text, text_column
 from precision_shell.render.output import renders
+from precision_shell.render.summary import render_index_warnings
 from precision_shell.render.terminal_plot import render_cosine_plot
 
 
@@ -72,6 +73,7 @@ def _cell(row: ResultRow, column: str, rule: ThresholdRule) -> Text:
 
 @renders(VectorCompareResult)
 def render_vector_compare(console: Console, result: VectorCompareResult) -> None:
+    render_index_warnings(console, result.index_warnings)
     console.print(
         _run_table(
             "vc: device vs benchmark"

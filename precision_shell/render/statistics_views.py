@@ -17,6 +17,7 @@ from precision_shell.explore.statistics_files import StatisticsFile
 from precision_shell.render.columns import facts_table, path_text
 from precision_shell.render.numbers import fmt_num
 from precision_shell.render.output import renders
+from precision_shell.render.summary import render_index_warnings
 
 _SHOWN = 10
 
@@ -77,6 +78,7 @@ def statistics_rows_table(rows: list[StatisticsRow], title: str) -> Table:
 
 @renders(StatisticsCompareResult)
 def render_statistics_compare(console: Console, result: StatisticsCompareResult) -> None:
+    render_index_warnings(console, result.index_warnings)
     for n, compare in enumerate(result.compares):
         where = compare.where
         title = (

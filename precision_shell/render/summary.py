@@ -1,4 +1,5 @@
-"""Rendering of the workspace summary (banner and `scripts/demo` output)."""
+"""Rendering of the workspace summary (banner and `scripts/demo` output), and of the warnings
+of indexing dump dirs: the workspace's, and those given by path (vc/ac -lt/-rt, dc DIR)."""
 
 from __future__ import annotations
 
@@ -80,6 +81,12 @@ def render_summary(console: Console, summary: WorkspaceSummary, warnings: list[s
         f"   fusion passes: {summary.fusion_passes}   warnings: {summary.warnings}",
         markup=False,
     )
+    render_index_warnings(console, warnings)
+
+
+def render_index_warnings(console: Console, warnings: list[str]) -> None:
+    """One `warning: ...` line each (the first 20, then how many more): a file that cannot be
+    read, a name that does not parse, a dir that cannot be listed; what was indexed works."""
     for line in warnings[:20]:
         console.print(Text.assemble(("warning:", "yellow"), f" {line}"), highlight=False)
     if len(warnings) > 20:

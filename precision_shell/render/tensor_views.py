@@ -14,6 +14,7 @@ from precision_shell.commands.tensor import DecodedFiles, TensorComparison, Tens
 from precision_shell.compare.metrics.elementwise import ElementRow
 from precision_shell.render.numbers import fmt_fixed, fmt_num
 from precision_shell.render.output import renders
+from precision_shell.render.summary import render_index_warnings
 from precision_shell.workspace.tensor_stats import TensorStats
 
 
@@ -103,6 +104,7 @@ def render_tensor_comparison(console: Console, result: TensorComparison) -> None
 
 @renders(DecodedFiles)
 def render_decoded(console: Console, result: DecodedFiles) -> None:
+    render_index_warnings(console, result.index_warnings)
     for label, path, shape, layout in result.files:
         console.print(f"{label} -> {path}  {list(shape)} {layout}", markup=False, soft_wrap=True)
     for note in result.notes:

@@ -227,7 +227,8 @@ class DumpIndex:
 
 def index_dump_tree(directory: Path) -> DumpIndex:
     """Every dump file under `directory`, its sub-dirs too (a dir given by the user, not the
-    workspace's); a missing dir or one without dump files is a PrecisionError naming it."""
+    workspace's); a missing dir or one without dump files is a PrecisionError naming it, and
+    the first warning, which may say why (a dir that cannot be listed)."""
     if not directory.is_dir():
         what = "not a directory" if directory.exists() else "no such directory"
         raise PrecisionError(f"{directory}: {what}")
@@ -235,5 +236,8 @@ def index_dump_tree(directory: Path) -> DumpIndex:
     index = DumpIndex([scan_dump_dir(d) for d in leaf_dirs(directory, unlisted)])
     index.warnings[:0] = unlisted
     if not len(index):
-        raise PrecisionError(f"{directory}: no dump files found (searched its sub-dirs too)")
+        why = f"; {index.warnings[0]}" if index.warnings else ""
+        if len(index.warnings) > 1:
+            why += f" (+{len(index.warnings) - 1} more warnings)"
+        raise PrecisionError(f"{directory}: no dump files found (searched its sub-dirs too){why}")
     return index

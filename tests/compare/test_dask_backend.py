@@ -424,3 +424,55 @@ def test_ctrl_c_on_a_local_cluster_is_an_interrupt_and_its_workers_ignore_it(
     while any(alive(pid, start) for pid, start in workers.items()):
         assert time.monotonic() < deadline, "a worker outlived the closed cluster"
         time.sleep(0.2)
+
+
+def _worker_pids(pool: Any) -> dict[str, int]:
+    """Worker address -> pid, of the workers the scheduler knows now."""
+    return {addr: int(pid) for addr, pid in pool.client.run(os.getpid).items()}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_worker_its_nanny_restarts_ignores_ctrl_c_too():
+    """The nanny restarts a killed worker later, when the shell takes Ctrl-C again: the new
+    worker must ignore it as the first ones do, and none may outlive the closed cluster."""
+    from tests.process_tree import alive, descendants
+
+    with open_pool(DaskTarget(local_workers=2)) as pool:
+        assert pool is not None
+        # the shell takes Ctrl-C again once the cluster is up
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        before = _worker_pids(pool)
+        assert len(before) == 2 and all(_ignores_sigint(pid) for pid in before.values())
+        killed = sorted(before.values())[0]
+        os.kill(killed, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while True:
+            assert time.monotonic() < deadline, "the nanny did not restart the killed worker"
+            time.sleep(0.2)
+            try:
+                now = _worker_pids(pool)
+            except Exception:  # noqa: BLE001 - the dead worker's address, not yet dropped
+                continue
+            restarted = set(now.values()) - set(before.values())
+            if len(now) == 2 and restarted:
+                break
+        (new,) = restarted
+        assert _ignores_sigint(new)
+        below = descendants(os.getpid())
+        assert new in below
+    deadline = time.monotonic() + 30
+    while alive(new, below[new]) or any(
+        alive(pid, below[pid]) for pid in before.values() if pid in below
+    ):
+        assert time.monotonic() < deadline, "a worker outlived the closed cluster"
+        time.sleep(0.2)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_workers_of_a_users_cluster_keep_their_ctrl_c(scheduler_and_worker):
+    """Only our local cluster's workers are made to ignore Ctrl-C; a user's are not ours."""
+    address, _ = scheduler_and_worker
+    with open_pool(DaskTarget(scheduler=address)) as pool:
+        assert pool is not None
+        (pid,) = _worker_pids(pool).values()
+        assert not _ignores_sigint(pid)

@@ -5,13 +5,13 @@ cache and from `reload`."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from precision_shell.workspace.workspace import Workspace
 from tests.commands.shell_fixture import CONV1, benchmark_path, dump_path, open_shell, run_ok
+from tests.unlistable_dirs import refuse_listing
 from tests.workspace.file_times import settle
 
 
@@ -87,25 +87,13 @@ def _device_dir(data: Path) -> Path:
     return session / "0"
 
 
-def _refuse_listing(monkeypatch, refused: Path) -> None:
-    """os.scandir of `refused` fails as an unreadable dir does."""
-    real_scandir = os.scandir
-
-    def scandir(path):
-        if Path(path) == refused:
-            raise PermissionError(13, "Permission denied", str(path))
-        return real_scandir(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
-
-
 @pytest.mark.parametrize("unlistable", [_run_dump_dir, _device_dir])
 def test_a_dump_dir_that_cannot_be_listed_is_a_warning_saying_why(
     tiny_demo, monkeypatch, unlistable
 ):
     root, _ = tiny_demo
     refused = unlistable(Workspace.open(root, use_cache=False).root)
-    _refuse_listing(monkeypatch, refused)
+    refuse_listing(monkeypatch, refused)
     ws = Workspace.open(root, use_cache=False)
     # not "no dump/<timestamp>/ dir" or "empty device dir": the dir is there, unreadable
     assert ws.warnings == [f"{refused}: cannot list: Permission denied"]
@@ -121,7 +109,7 @@ def test_an_overflow_dump_sub_dir_that_cannot_be_listed_is_a_warning_naming_it(
     assert len(ws.overflow_files()) == 1 and ws.warnings == []
     (session,) = (ws.root / "overflow" / "dump").iterdir()
     refused = session / "0"  # the device dir: the Opdebug file is below it
-    _refuse_listing(monkeypatch, refused)
+    refuse_listing(monkeypatch, refused)
     ws = Workspace.open(root, use_cache=False)
     assert ws.warnings == [f"{refused}: cannot list: Permission denied"]
     assert ws.overflow_files() == []

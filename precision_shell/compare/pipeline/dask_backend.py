@@ -42,6 +42,8 @@ CLOSE_TIMEOUT_S = 10.0
 # parallelism.no_worker_wait_s); its worker count is asked at most once per poll interval.
 NO_WORKER_WAIT_S = 30.0
 _WORKER_POLL_S = 0.5
+# What each worker process of our local cluster runs when it starts (a Dask worker preload).
+WORKER_PRELOAD = "precision_shell.compare.pipeline.dask_preload"
 
 
 @dataclass(frozen=True)
@@ -168,6 +170,7 @@ def _connect(distributed: Any, target: DaskTarget) -> tuple[Any, Any]:
             host="127.0.0.1",
             dashboard_address="127.0.0.1:0",  # an HTTP server starts anyway: any free port
             silence_logs=logging.CRITICAL,
+            preload=[WORKER_PRELOAD],  # each worker, restarted ones too, ignores Ctrl-C
         )
     try:
         client = distributed.Client(cluster, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
@@ -185,7 +188,9 @@ def _workers_ignore_ctrl_c() -> Iterator[None]:
     foreground process group, and a worker that took it would die printing tracebacks, the
     compare then blaming a lost cluster. The shell takes Ctrl-C, stops the compare and closes
     the cluster. This process ignores it too meanwhile: a Ctrl-C then would leave a cluster
-    half started. Only the main thread can set a handler; elsewhere nothing changes."""
+    half started. Only the main thread can set a handler; elsewhere nothing changes.
+    A worker its nanny restarts later is born taking Ctrl-C: WORKER_PRELOAD makes it ignore
+    it once it has started (not while it imports, a second or so)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -310,6 +310,7 @@ class VectorCompareResult(SummaryBacked):
     primary: CompareRun
     secondary: CompareRun | None = None
     notes: list[str] = field(default_factory=list)
+    index_warnings: list[str] = field(default_factory=list)  # of the dirs given by path
     # the other (rank, step) compares of a run with several dump dirs, in order
     slices: list[tuple[Any, CompareRun]] = field(default_factory=list)
 

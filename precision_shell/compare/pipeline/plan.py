@@ -86,6 +86,9 @@ class ComparePlan:
     # ops with several dump files in this dump dir (run in a loop): (op, files, the one
     # compared: the newest)
     repeated: list[tuple[str, int, str]] = field(default_factory=list)
+    # what indexing the dirs given by path (-lt/-rt) warned of, for the result to show; the
+    # workspace's own dirs warn with the workspace
+    index_warnings: list[str] = field(default_factory=list)
 
 
 def repeated_dumps(dumps: DumpIndex, names: list[tuple[str, str]]) -> list[tuple[str, int, str]]:
@@ -276,9 +279,8 @@ def benchmark_plan(
     Fusion groups are formed over the whole graph (a group's ops need not all be dumped);
     `Index` numbers the groups that have a dump, in execution order.
     """
-    benchmark_index = (
-        scan_benchmark_dir(benchmark_dir) if benchmark_dir is not None else ws.benchmark
-    )
+    given = scan_benchmark_dir(benchmark_dir) if benchmark_dir is not None else None
+    benchmark_index = given if given is not None else ws.benchmark
     dump_index = dumps if dumps is not None else run.dumps
     memo = (memo or GraphPlanMemo()).serving(graph, benchmark_index)
     pairs, skipped = _dumped_ops(graph, dump_index, statistics, memo)
@@ -317,7 +319,8 @@ def benchmark_plan(
     right = str(benchmark_dir or ws.layout.benchmark_dir or "")
     repeated = repeated_dumps(dump_index, [(rec.name, ref.op_name) for rec, ref in pairs])
     mode = "statistics" if statistics else "benchmark"
-    return ComparePlan(tasks, mode, left, right, graph.root_graph, skipped, repeated)
+    warnings = list(given.warnings) if given is not None else []
+    return ComparePlan(tasks, mode, left, right, graph.root_graph, skipped, repeated, warnings)
 
 
 def device_plan(

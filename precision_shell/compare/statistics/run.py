@@ -126,6 +126,7 @@ class StatisticsCompareResult(SummaryBacked):
     summary: RunSummary
     compares: list[StatisticsCompare]
     notes: list[str] = field(default_factory=list)
+    index_warnings: list[str] = field(default_factory=list)  # of the dirs given by path
 
     @property
     def primary(self) -> StatisticsCompare:
