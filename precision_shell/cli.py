@@ -185,5 +185,5 @@ def show_banner(ctx: ShellContext, renderer: Renderer) -> None:
         if ws is None:
             renderer.error(ctx.open_error or "cannot open the workspace")
         else:
-            render_summary(renderer.out, ws.summary(), ws.warnings)
+            render_summary(renderer.out, ws.summary(), ctx.new_warnings())
     renderer.out.print("Type help for the commands, Tab to complete, Ctrl-D to leave.")

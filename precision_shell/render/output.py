@@ -149,7 +149,13 @@ class Renderer:
         self.err.print(line, highlight=False, soft_wrap=True)
 
     def outcome(self, outcome: Outcome, line_number: int | None = None) -> None:
-        """Print a result and/or its error; a failing view becomes the outcome's error."""
+        """Print a result and/or its error; a failing view becomes the outcome's error. The
+        workspace's new warnings come first, on stderr (a script's stdout stays its results:
+        `replay --json` one JSON object)."""
+        if outcome.warnings:
+            from precision_shell.render.summary import render_index_warnings
+
+            render_index_warnings(self.err, outcome.warnings)
         if outcome.result is not None:
             try:
                 self.result(outcome.result)

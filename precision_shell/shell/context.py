@@ -35,6 +35,7 @@ class ShellContext:
     _workspace: Workspace | None = field(default=None, repr=False)
     _open_error: str | None = field(default=None, repr=False)
     _check_pending: bool = field(default=False, repr=False)
+    _warned: set[str] = field(default_factory=set, repr=False)  # warnings already shown
 
     @property
     def workspace(self) -> Workspace:
@@ -79,6 +80,15 @@ class ShellContext:
             return foreign.root / "precision_data" / "temp" / "vector_compare"
         return self.workspace.output_dir("vector_compare")
 
+    def new_warnings(self) -> list[str]:
+        """The open workspace's warnings not shown yet in this session (then marked shown):
+        the index's when it was opened or brought up to date, and those a command added."""
+        if self._workspace is None:
+            return []
+        new = [w for w in dict.fromkeys(self._workspace.warnings) if w not in self._warned]
+        self._warned.update(new)
+        return new
+
     def begin_command(self) -> None:
         """Called by the dispatcher before each command: the files may have changed since."""
         self._check_pending = True
@@ -92,6 +102,7 @@ class ShellContext:
         self._workspace = Workspace.open(self.workspace_path, use_cache=self.use_cache, reread=True)
         self._check_pending = False
         self._open_error = None
+        self._warned.update(self._workspace.warnings)  # `reload` shows every one itself
         return self._workspace
 
     def forget_workspace(self) -> None:

@@ -11,7 +11,7 @@ import os
 import shlex
 import tempfile
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,8 @@ class Outcome:
     internal_log: str | None = None  # path of the traceback log for unexpected exceptions
     interrupted: bool = False
     exit_requested: bool = False
+    # the workspace's warnings not shown before (its index, or one a command added)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -94,6 +96,15 @@ class Dispatcher:
         self.registry = registry or REGISTRY
 
     def execute(self, line: str) -> Outcome:
+        outcome = self._execute(line)
+        # what the index (opened or brought up to date by this command) or the command
+        # itself warned of, each shown once in a session: a script sees it too
+        new_warnings = getattr(self.context, "new_warnings", None)
+        if callable(new_warnings):
+            outcome.warnings = new_warnings()
+        return outcome
+
+    def _execute(self, line: str) -> Outcome:
         stripped = line.strip()
         outcome = Outcome(line=stripped)
         if not stripped or stripped.startswith("#"):
