@@ -6,12 +6,14 @@ cache and from `reload`."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from precision_shell.workspace.workspace import Workspace
 from tests.commands.shell_fixture import CONV1, benchmark_path, dump_path, open_shell, run_ok
+from tests.commands.test_second_dump_dir import _step_dir
 from tests.workspace.file_times import settle
 
 
@@ -125,3 +127,47 @@ def test_an_overflow_dump_sub_dir_that_cannot_be_listed_is_a_warning_naming_it(
     ws = Workspace.open(root, use_cache=False)
     assert ws.warnings == [f"{refused}: cannot list: Permission denied"]
     assert ws.overflow_files() == []
+
+
+def _slices(ws: Workspace) -> list[tuple[str, str, int]]:
+    return [(s.rank, s.step, len(s.dumps)) for s in ws.run().slices]
+
+
+def test_symlinked_dirs_that_lead_back_into_the_dump_tree_are_skipped_with_a_warning(tiny_demo):
+    root, _ = tiny_demo
+    step = _step_dir(root)  # <ts>/<rank>/<graph>/<model>/<step>
+    files = len(Workspace.open(root, use_cache=False).run().dumps)
+    ts, graph = step.parents[3], step.parents[1]
+    (ts / "5").symlink_to(".")  # a rank dir that is the session dir
+    (step.parent / "7").symlink_to("..")  # a step dir that is the graph dir
+    (graph / f"{graph.name}_loop").symlink_to("../..")  # a model dir that is the session dir
+    ws = Workspace.open(root, use_cache=False)
+    assert _slices(ws) == [("0", step.name, files)]
+    held = "a dir this dump tree already holds (a loop, or the same dumps twice); skipped"
+    assert sorted(ws.warnings) == sorted(
+        [
+            f"{ts / '5'}: a symlink to {ts}, {held}",
+            f"{step.parent / '7'}: a symlink to {graph}, {held}",
+            f"{graph / (graph.name + '_loop')}: a symlink to {ts}, {held}",
+        ]
+    )
+
+
+def test_a_rank_dir_linked_in_from_elsewhere_is_read_once(tiny_demo, tmp_path):
+    root, _ = tiny_demo
+    step = _step_dir(root)
+    rank_dir = step.parents[2]
+    files = len(Workspace.open(root, use_cache=False).run().dumps)
+    outside = tmp_path / "elsewhere" / "rank"
+    shutil.copytree(rank_dir, outside)
+    (rank_dir.parent / "1").symlink_to(outside)  # a way to assemble a workspace
+    ws = Workspace.open(root, use_cache=False)
+    assert _slices(ws) == [("0", step.name, files), ("1", step.name, files)]
+    assert ws.warnings == []
+    (rank_dir.parent / "2").symlink_to(outside)  # the same dumps again
+    ws = Workspace.open(root, use_cache=False)
+    assert _slices(ws) == [("0", step.name, files), ("1", step.name, files)]
+    assert ws.warnings == [
+        f"{rank_dir.parent / '2'}: a symlink to {outside}, a dir this dump tree already holds "
+        "(a loop, or the same dumps twice); skipped"
+    ]
