@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 from precision_shell.workspace.workspace import Workspace
-from tests.commands.shell_fixture import CONV1, benchmark_path, dump_path, open_shell, run_ok
+from tests.commands.shell_fixture import (
+    CONV1,
+    benchmark_path,
+    dump_path,
+    open_shell,
+    rendered,
+    run_ok,
+)
 from tests.commands.test_second_dump_dir import _step_dir
 from tests.workspace.file_times import settle
 
@@ -171,3 +178,30 @@ def test_a_rank_dir_linked_in_from_elsewhere_is_read_once(tiny_demo, tmp_path):
         f"{rank_dir.parent / '2'}: a symlink to {outside}, a dir this dump tree already holds "
         "(a loop, or the same dumps twice); skipped"
     ]
+
+
+def test_a_symlink_named_like_a_dump_file_to_a_file_named_otherwise_is_no_dump(tiny_demo, tmp_path):
+    root, manifest = tiny_demo
+    real = dump_path(root, manifest, CONV1)
+    step = real.parent
+    dumped = len(Workspace.open(root, use_cache=False).run().dumps)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "passwd").write_text("root:x:0:0:root:/root:/bin/bash\n")
+    evil = step / "Conv2D.evil_link.99.1.1795329000199999"
+    evil.symlink_to(outside / "passwd")
+    kept = outside / "MatMulV2.linked_in.98.1.1795329000199998"  # a dump linked in: counted
+    shutil.copy(real, kept)
+    (step / kept.name).symlink_to(kept)
+    settle(root)
+    expected = [f"{evil}: a symlink to {outside / 'passwd'}, not named like a dump file; skipped"]
+    cold = Workspace.open(root)
+    assert cold.warnings == expected
+    assert len(cold.run().dumps) == dumped + 1
+    assert cold.run().dumps.for_op("evil_link") == []
+    assert [r.file_name for r in cold.run().dumps.for_op("linked_in")] == [kept.name]
+    warm = Workspace.open(root)
+    assert warm.cache.misses == 0 and warm.warnings == expected
+    listed = rendered(run_ok(open_shell(root), "ls")).splitlines()
+    counts = next(ln.split() for ln in listed if ln.startswith(" tensor dumps"))
+    assert counts[3] == str(dumped + 1)  # debug_0's column
