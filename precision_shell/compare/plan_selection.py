@@ -5,7 +5,7 @@ the device runs against each other when there is no benchmark."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,20 +20,53 @@ if TYPE_CHECKING:
     from precision_shell.compare.runner import CompareRequest
 
 
+@dataclass(frozen=True)
+class EmptySlice:
+    """A selected (rank, step) dump dir with nothing to compare (an interrupted dump leaves
+    an empty step dir): selected all the same, so never one of `not_selected`."""
+
+    where: DumpSlice
+    reason: str  # "no dump file", "no dump file belongs to an op of graph G"
+
+    def record(self) -> dict[str, Any]:
+        """Its entry in summary.json `nothing_to_compare`."""
+        return {"rank": self.where.rank, "step": self.where.step, "reason": self.reason}
+
+
+def empty_slice(where: DumpSlice, graph: GraphIndex, what: str = "dump file") -> EmptySlice:
+    """`where` holds no `what` of an op of `graph`: none at all, or only other graphs'."""
+    if not len(where.dumps):
+        return EmptySlice(where, f"no {what}")
+    return EmptySlice(where, f"no {what} belongs to an op of graph {graph.root_graph}")
+
+
+@dataclass
+class SlicePlans:
+    """The compares of a `vc` request, one per selected (rank, step) with something to
+    compare, and the selected ones without."""
+
+    plans: list[tuple[DumpSlice | None, ComparePlan]]
+    empty: list[EmptySlice]
+
+    def selected(self) -> list[DumpSlice | None]:
+        return [w for w, _ in self.plans] + [e.where for e in self.empty]
+
+
 def slice_plans(
     ws: Workspace, request: CompareRequest, primary: ComparePlan, memos: PlanMemos
-) -> list[tuple[DumpSlice | None, ComparePlan]]:
+) -> SlicePlans:
     """The plan of every selected (rank, step) of a device-vs-benchmark compare of the
     workspace; just the primary plan for the other kinds of compare."""
     if request.left or primary.mode != "benchmark":
         if request.rank not in (None, "all") or request.step not in (None, "all"):
             raise PrecisionError("vc: --rank/--step select dump dirs of the workspace's runs")
-        return [(None, primary)]
+        return SlicePlans([(None, primary)], [])
     run = ws.run(request.run)
     if len(run.slices) <= 1 and request.rank in (None, "all") and request.step in (None, "all"):
-        return [(run.slices[0] if run.slices else None, primary)]
+        return SlicePlans([(run.slices[0] if run.slices else None, primary)], [])
     chosen = selected_slices(run, request.rank, request.step)
     plans: list[tuple[DumpSlice | None, ComparePlan]] = []
+    empty: list[EmptySlice] = []
     for where in chosen:
         graph = slice_graph(ws, run, where, request.graph)
         label = f"{run.name} {where.label}"
@@ -47,13 +80,10 @@ def slice_plans(
         if plan.tasks:
             plans.append((where, plan))
         else:
-            ws.warnings.append(
-                f"{run.name} {where.label}: no dump file belongs to an "
-                f"op of graph {graph.root_graph}; not compared"
-            )
+            empty.append(empty_slice(where, graph))
     if not plans:
         raise PrecisionError(f"{run.name}: no selected rank and step has a dump of its graph")
-    return plans
+    return SlicePlans(plans, empty)
 
 
 def selected_slices(run: RunIndex, rank: str | None, step: str | None) -> list[DumpSlice]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from precision_shell.compare.pipeline.plan import ComparePlan
 from precision_shell.compare.pipeline.plan_memos import PlanMemos
 from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.compare.plan_selection import (
+    EmptySlice,
     not_selected,
     optional_graph,
     plans_for,
@@ -61,6 +62,15 @@ from precision_shell.workspace.workspace import DumpSlice, Workspace
 # a statistics compare to run: the (rank, step) it compares (None: dirs given by -lt/-rt),
 # its plan and the graph its ops belong to (None: two dumps paired by op name alone)
 StatisticsPlan = tuple[DumpSlice | None, ComparePlan, GraphIndex | None]
+
+
+@dataclass
+class StatisticsCompares:
+    """The statistics compares of a `vc` request, and the selected (rank, step)s with
+    nothing to compare."""
+
+    plans: list[StatisticsPlan]
+    empty: list[EmptySlice] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -112,8 +122,9 @@ def statistics_slices(ws: Workspace, request: CompareRequest) -> list[DumpSlice]
     if not run.slices:
         return None
     chosen = selected_slices(run, request.rank, request.step)
-    kinds = [where.dumps.holds_statistics_only() for where in chosen]
-    if not any(kinds):
+    # an empty dump dir (an interrupted dump) is of neither kind
+    kinds = [where.dumps.holds_statistics_only() or not len(where.dumps) for where in chosen]
+    if not any(w.dumps.holds_statistics_only() for w in chosen):
         return None
     if not all(kinds):
         stats = ", ".join(w.label for w, k in zip(chosen, kinds, strict=True) if k)
@@ -124,7 +135,7 @@ def statistics_slices(ws: Workspace, request: CompareRequest) -> list[DumpSlice]
     return chosen
 
 
-def statistics_compares(ws: Workspace, request: CompareRequest) -> list[StatisticsPlan] | None:
+def statistics_compares(ws: Workspace, request: CompareRequest) -> StatisticsCompares | None:
     """The statistics compares `request` means, None when it means a tensor compare: the
     workspace's statistics-only dumps against its benchmark (one per selected rank and step),
     or `-lt`/`-rt` with a statistics-only dump on either side."""
@@ -137,26 +148,27 @@ def statistics_compares(ws: Workspace, request: CompareRequest) -> list[Statisti
         if request.rank not in (None, "all") or request.step not in (None, "all"):
             raise PrecisionError("vc: --rank/--step select dump dirs of the workspace's runs")
         plan, graph = pair
-        return [(None, plan, graph)]
+        return StatisticsCompares([(None, plan, graph)])
     slices = statistics_slices(ws, request)
     if slices is None:
         return None
     run = ws.run(request.run)
-    plans = statistics_plans(
+    plans, empty = statistics_plans(
         ws, run, slices, lambda where: slice_graph(ws, run, where, request.graph)
     )
-    return [(where, plan, graph) for where, plan, graph in plans]  # as StatisticsPlan
+    return StatisticsCompares([(where, plan, graph) for where, plan, graph in plans], empty)
 
 
 def run_statistics(
     ws: Workspace,
     request: CompareRequest,
-    plans: list[StatisticsPlan],
+    compares_to_run: StatisticsCompares,
     progress: ProgressFor | None = None,
 ) -> StatisticsCompareResult:
     """`vc` on statistics dumps (`statistics_compares`): one
     `statistics_<ts>[_rank<R>_step<S>].csv` per compare and a summary with
     `"mode": "statistics"`."""
+    plans = compares_to_run.plans
     if request.max_files is not None:
         for _, plan, _ in plans:
             plan.tasks = plan.tasks[: request.max_files]
@@ -181,7 +193,9 @@ def run_statistics(
             break
     summary = statistics_summary(ws, request.rule, compares)
     if plans[0][0] is not None:
-        summary.not_selected = not_selected(ws.run(request.run), [w for w, _, _ in plans])
+        selected = [w for w, _, _ in plans] + [e.where for e in compares_to_run.empty]
+        summary.not_selected = not_selected(ws.run(request.run), selected)
+        summary.nothing_to_compare = [e.record() for e in compares_to_run.empty]
     summary.write(out_dir / SUMMARY_NAME)
     warnings = [w for _, plan, _ in plans for w in plan.index_warnings]
     return StatisticsCompareResult(out_dir, summary, compares, index_warnings=warnings)
@@ -192,7 +206,8 @@ def _run(
 ) -> VectorCompareResult:
     memos = PlanMemos(ws)
     primary, secondary = plans_for(ws, request, memos)
-    slices = slice_plans(ws, request, primary, memos)
+    selection = slice_plans(ws, request, primary, memos)
+    slices = selection.plans
     memos.save()
     if request.max_files is not None:
         for _, plan in slices:
@@ -232,9 +247,10 @@ def _run(
         primary=first.record(),
         device_compare=second.record() if second is not None else None,
         results=[_slice_result(where, run) for where, run in done],
-        not_selected=not_selected(ws.run(request.run), [w for w, _ in slices])
+        not_selected=not_selected(ws.run(request.run), selection.selected())
         if slices[0][0] is not None
         else [],
+        nothing_to_compare=[e.record() for e in selection.empty],
     )
     summary.write(out_dir / SUMMARY_NAME)
     slot.finish(

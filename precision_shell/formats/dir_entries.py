@@ -13,22 +13,44 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def list_dir(directory: Path | str) -> tuple[list[str], list[tuple[str, str]]]:
+def list_dir(
+    directory: Path | str,
+    named_like_a_file: Callable[[str], bool] | None = None,
+    kind: str = "file",
+) -> tuple[list[str], list[tuple[str, str]]]:
     """(names of the files directly in `directory`, symlinks to files included; (name, what
     is wrong with it) of every other entry, sub-dirs included: the caller keeps those named
-    like its files). Raises OSError when the dir cannot be listed."""
+    like its files). With `named_like_a_file`, a symlink to a file whose own name it rejects
+    (`x.dump -> /etc/passwd`) is one of the others ("not named like a `kind`"): a name alone
+    does not make a file one of ours. Raises OSError when the dir cannot be listed."""
     files: list[str] = []
     others: list[tuple[str, str]] = []
     with os.scandir(directory) as entries:
         for entry in entries:
             try:
                 if entry.is_file():  # the file type from the listing: no stat for most entries
-                    files.append(entry.name)
+                    problem = _link_problem(entry, named_like_a_file, kind)
+                    if problem is None:
+                        files.append(entry.name)
+                    else:
+                        others.append((entry.name, problem))
                     continue
             except OSError:
                 pass  # a symlink whose target cannot be reached: said below
             others.append((entry.name, _not_a_file(entry)))
     return files, others
+
+
+def _link_problem(
+    entry: os.DirEntry, named_like_a_file: Callable[[str], bool] | None, kind: str
+) -> str | None:
+    """Why a symlink to a file is none of ours (its target is named otherwise), or None."""
+    if named_like_a_file is None or not entry.is_symlink():  # is_symlink: from the listing
+        return None
+    target = os.path.realpath(entry.path)
+    if named_like_a_file(os.path.basename(target)):
+        return None
+    return f"a symlink to {target}, not named like a {kind}"
 
 
 def cannot_list(directory: Path | str, exc: OSError) -> str:

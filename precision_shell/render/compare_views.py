@@ -17,6 +17,7 @@ from precision_shell.compare.results.slice_results import (
     NOT_COMPARED_MEANS,
     RankStepTable,
     entry_for_csv,
+    omitted_steps_text,
     rank_step_table,
 )
 from precision_shell.compare.results.summary import RunSummary
@@ -117,9 +118,11 @@ def render_vector_compare(console: Console, result: VectorCompareResult) -> None
         console.print(f"no output fails the thresholds{where}", style="green")
     if ranks is not None:
         left_out = {(str(e.get("rank")), str(e.get("step"))) for e in result.summary.not_selected}
-        dumped = frozenset({(r.rank, r.step) for r in ranks.results} | left_out)
-        console.print(rank_step_grid(RankStepTable(ranks.results, dumped=dumped)))
+        dumped = frozenset({(r.rank, r.step) for r in ranks.results} | left_out | ranks.empty)
+        grid = RankStepTable(ranks.results, dumped=dumped, empty=ranks.empty)
+        console.print(rank_step_grid(grid))
         _run_verdict(console, result.summary, ranks, rule)
+    _nothing_to_compare_line(console, result.summary.nothing_to_compare)
     _not_selected_line(console, result.summary.not_selected)
     if result.secondary is not None:
         console.print(_run_table("vc: device vs device", result.secondary))
@@ -149,6 +152,24 @@ def _run_verdict(
             f"first: {first.label} at {first.first_failed_op} "
             f"(vcs --rank {first.rank} --step {first.step} lists them)",
             style="red",
+        )
+    )
+
+
+def _nothing_to_compare_line(console: Console, empty: list[dict[str, Any]]) -> None:
+    """The dump dirs selected that held nothing to compare, each with why: not the ones the
+    selection left out (`_not_selected_line`), which another --rank/--step would compare."""
+    if not empty:
+        return
+    names = "; ".join(
+        f"rank {e.get('rank')} step {e.get('step')}: {e.get('reason')}" for e in empty[:6]
+    )
+    more = f"; and {len(empty) - 6} more" if len(empty) > 6 else ""
+    dirs = "dump dir" if len(empty) == 1 else "dump dirs"
+    console.print(
+        Text(
+            f"nothing to compare in {len(empty)} selected {dirs} ({names}{more})",
+            style="yellow",
         )
     )
 
@@ -214,7 +235,10 @@ def rank_step_grid(ranks: RankStepTable, rule: ThresholdRule | None = None) -> G
                 cell.append(" partial", style="yellow")
             cells.append(cell)
         table.add_row(Text(rank), *cells)
-    return Group(Text(title), table)  # the title on its own line: not wrapped to the table
+    parts: list[Text | Table] = [Text(title), table]  # the title on its own line: not wrapped
+    if ranks.omitted_steps:
+        parts.append(Text(omitted_steps_text(ranks.omitted_steps), style="dim"))
+    return Group(*parts)
 
 
 @renders(CompareSummary)

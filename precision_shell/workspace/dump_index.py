@@ -18,7 +18,9 @@ from precision_shell.formats.dir_entries import cannot_list, list_dir, odd_entry
 from precision_shell.formats.dump_names import parse_dump_name, read_mapping_csv
 from precision_shell.workspace.layout import leaf_dirs
 
-DIR_RECORD_VERSION = 3  # 3: warnings for entries named like a dump file that are none
+# 3: warnings for entries named like a dump file that are none; 4: so is a symlink to a file
+# not named like one
+DIR_RECORD_VERSION = 4
 _SKIP = {"mapping.csv"}
 
 
@@ -48,16 +50,19 @@ def scan_dump_dir(directory: Path) -> dict:
     """
     mapping, warnings = read_mapping_csv(directory)
     rows: list[tuple] = []
+
+    def named_like_a_dump(name: str) -> bool:
+        return _named_like_a_dump(mapping.get(name, name))
+
     try:
-        entries, others = list_dir(directory)
+        entries, others = list_dir(directory, named_like_a_dump, "dump file")
     except OSError as exc:
         entries, others = [], []
         warnings.append(cannot_list(directory, exc))
     entries.sort()
-    # a dir or a dangling symlink named like a dump file is not skipped silently
-    warnings += odd_entry_warnings(
-        directory, others, lambda name: _named_like_a_dump(mapping.get(name, name))
-    )
+    # a dir, a dangling symlink or a link to another file named like a dump file is not
+    # skipped silently
+    warnings += odd_entry_warnings(directory, others, named_like_a_dump)
     for name in entries:
         if name in _SKIP:
             continue

@@ -176,21 +176,28 @@ def graph_dump_dirs(
     """Walk `<device_id>/<graph_name>/<model_id>/<step>/` under one timestamped dump dir.
 
     `walked` collects every dir listed on the way (the step dirs excluded), stamped first.
+    A symlinked dir is followed (a rank dir linked in from elsewhere is a way to assemble a
+    workspace) unless it leads back to a dir of this walk or an ancestor of one: a loop, or
+    the same dumps twice; it is skipped with a warning naming it.
     """
     seen: list[DirStamp] = [] if walked is None else walked
     seen.append(stamp(dump_dir))
     found: list[GraphDumpDir] = []
-    for device in _subdirs(dump_dir, warnings) or []:
+    top = (str(dump_dir), os.path.realpath(dump_dir))
+    visited = {top[1]}
+    for device, device_real in _walked_subdirs(top, visited, warnings) or []:
         seen.append(stamp(Path(device.path)))
-        graphs = _subdirs(Path(device.path), warnings)
+        graphs = _walked_subdirs((device.path, device_real), visited, warnings)
         if graphs == []:
             warnings.append(f"{device.path}: empty device dir, expected <graph_name>/ inside")
-        for graph in graphs or []:
+        for graph, graph_real in graphs or []:
             seen.append(stamp(Path(graph.path)))
-            for model in _subdirs(Path(graph.path), warnings) or []:
+            for model, model_real in (
+                _walked_subdirs((graph.path, graph_real), visited, warnings) or []
+            ):
                 seen.append(stamp(Path(model.path)))
-                steps = _subdirs(Path(model.path), warnings)
-                for step in steps or []:
+                steps = _walked_subdirs((model.path, model_real), visited, warnings)
+                for step, _ in steps or []:
                     found.append(
                         GraphDumpDir(
                             graph.name, device.name, model.name, step.name, Path(step.path)
@@ -199,6 +206,33 @@ def graph_dump_dirs(
                 if steps == []:
                     warnings.append(f"{model.path}: no <step>/ dir inside the model dir")
     return found
+
+
+def _walked_subdirs(
+    parent: tuple[str, str], visited: set[str], warnings: list[str]
+) -> list[tuple[os.DirEntry, str]] | None:
+    """The sub-dirs of `parent` (its path, and its real path) with their real paths, but a
+    symlink to a dir `visited` holds or to an ancestor of `parent` (a warning each); every
+    sub-dir kept joins `visited`. None (and a warning) when `parent` cannot be listed."""
+    path, real = parent
+    entries = _subdirs(Path(path), warnings)
+    if entries is None:
+        return None
+    kept: list[tuple[os.DirEntry, str]] = []
+    for entry in entries:
+        if not entry.is_symlink():  # no syscall: its real path is its parent's plus its name
+            target = os.path.join(real, entry.name)
+        else:
+            target = os.path.realpath(entry.path)
+            if target in visited or real.startswith(target.rstrip(os.sep) + os.sep):
+                warnings.append(
+                    f"{entry.path}: a symlink to {target}, a dir this dump tree already "
+                    "holds (a loop, or the same dumps twice); skipped"
+                )
+                continue
+        visited.add(target)
+        kept.append((entry, target))
+    return kept
 
 
 def graph_dump_dir_at(session: Path, directory: str | Path) -> GraphDumpDir | None:

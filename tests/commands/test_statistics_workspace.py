@@ -384,3 +384,23 @@ def test_nan_in_a_constant_is_born_there(tmp_path: Path) -> None:
     summary = json.loads(check.statistics_compare.summary_path.read_text())
     # the other 7 constants still have no benchmark
     assert summary["not_compared"]["by_reason"] == {"constant input": 7}
+
+
+def test_an_empty_step_dir_beside_statistics_dumps_has_nothing_to_compare(
+    pair, tmp_path: Path
+) -> None:
+    """An interrupted dump's empty step dir is of neither kind: the statistics compare runs,
+    and says the dir held nothing to compare (it was selected, not left out)."""
+    from tests.commands.test_second_dump_dir import _step_dir
+
+    root = tmp_path / "ws"
+    shutil.copytree(pair[0], root, symlinks=True)
+    step = _step_dir(root)
+    step.parent.joinpath(str(int(step.name) + 1)).mkdir()
+    result = run_ok(open_shell(root), "vc --step all")
+    saved = json.loads(result.summary_path.read_text(encoding="utf-8"))
+    assert saved["nothing_to_compare"] == [
+        {"rank": "0", "step": str(int(step.name) + 1), "reason": "no statistics dump"}
+    ]
+    assert "not_selected" not in saved
+    assert saved["totals"]["nothing_to_compare"] == 1 and saved["totals"]["not_selected"] == 0

@@ -69,6 +69,7 @@ def test_vc_says_a_later_card_fails_when_the_first_card_passes(faulty_rank1):
         "results_failing": 1,
         "partial": False,
         "not_selected": 1,
+        "nothing_to_compare": 0,
     }
 
 
@@ -101,6 +102,7 @@ def test_one_dump_dir_keeps_its_plain_verdict(tiny_demo_shared):
         "results_failing": int(failing > 0),
         "partial": False,
         "not_selected": 0,
+        "nothing_to_compare": 0,
     }
 
 
@@ -136,14 +138,14 @@ def test_ac_c_says_the_network_matches_only_for_the_dumps_it_compared(healthy_tw
     assert finding.advice.endswith(
         "the network itself matches the benchmark. Look at what lies outside the dumped graph: "
         "data pipeline, post-processing, loss and optimizer settings, or later training steps. "
-        "Only the dumps compared: rank 0 step 1 were not (ac -c --rank all --step all compares "
-        "every one)."
+        "This holds for the dumps compared only: rank 0 step 1 was not compared (ac -c --rank "
+        "all --step all compares every one)."
     )
     assert finding.evidence["not_compared"] == [{"rank": "0", "step": "1"}]
     every = run_ok(open_shell(healthy_two_steps), "ac -c --step all")
     (finding,) = [f for f in every.diagnosis.findings if f.detection == GLOBAL_CONSISTENCY]
-    assert "on any compared card or step (rank 0 step 0; rank 0 step 1)" in finding.advice
-    assert "Only the dumps compared" not in finding.advice
+    assert "on any compared card or step (rank 0 steps 0, 1)" in finding.advice
+    assert "for the dumps compared only" not in finding.advice
 
 
 def test_no_network_wide_match_is_claimed_when_another_card_fails():
@@ -171,3 +173,81 @@ def test_the_device_compare_names_the_rank_and_step_it_compares(tiny_demo):
     assert second.csv_path.name == f"{result.primary.csv_path.stem}_debug_0_vs_debug_1.csv"
     device_part = render(result).split("vc: device vs device")[1]
     assert device_part.splitlines()[1].split() == ["left", "debug_0", "rank", "0", "step", "0"]
+
+
+def _empty_step(root: Path, rank: str, step: str) -> None:
+    """An empty `<rank>/<graph>/<model>/<step>` dir: what an interrupted dump leaves."""
+    first = _step_dir(root)  # <ts>/<rank>/<graph>/<model>/<step>
+    rank_dir = first.parents[2]
+    (rank_dir.parent / rank / first.parent.relative_to(rank_dir) / step).mkdir(parents=True)
+
+
+def test_a_selected_dump_dir_with_nothing_to_compare_is_not_called_left_out(faulty_rank1):
+    _empty_step(faulty_rank1, "1", "1")
+    shell = open_shell(faulty_rank1)
+    result = run_ok(shell, "vc --rank all --step all")
+    saved = json.loads(result.summary_path.read_text(encoding="utf-8"))
+    assert "not_selected" not in saved
+    assert saved["nothing_to_compare"] == [{"rank": "1", "step": "1", "reason": "no dump file"}]
+    assert saved["totals"]["not_selected"] == 0
+    assert saved["totals"]["nothing_to_compare"] == 1
+    assert saved["totals"]["results"] == 3
+    text = render(result)
+    assert "not compared:" not in text and "--rank all --step all compares" not in text
+    assert "nothing to compare in 1 selected dump dir (rank 1 step 1: no dump file)" in text
+    failing = len(next(run for where, run in result.slices if where.rank == "1").tally.failing)
+    rows = [ln.split() for ln in text.splitlines() if ln[:2] in ("0 ", "1 ")]
+    assert rows == [
+        ["0", "│", "0", "│", "0"],
+        ["1", "│", f"{failing}", f"({CONV2})", "│", "nothing", "to", "compare"],
+    ]
+    # vcs reads it back from summary.json: the same cell, not "not compared"
+    summary_rows = [ln.split() for ln in render(run_ok(shell, "vcs")).splitlines()]
+    assert ["1", "│", f"{failing}", f"({CONV2})", "│", "nothing", "to", "compare"] in summary_rows
+    # the default selection does leave it out (with rank 0 step 1): that is said as before
+    default = json.loads(run_ok(shell, "vc").summary_path.read_text(encoding="utf-8"))
+    assert default["not_selected"] == [{"rank": "0", "step": "1"}, {"rank": "1", "step": "1"}]
+    assert "nothing_to_compare" not in default
+
+
+def test_ac_c_over_every_dump_dir_does_not_call_an_empty_one_left_out(faulty_rank1):
+    _empty_step(faulty_rank1, "1", "1")
+    check = run_ok(open_shell(faulty_rank1), "ac -c --rank all --step all")
+    assert check.compare.summary.not_selected == []
+    assert check.compare.summary.nothing_to_compare == [
+        {"rank": "1", "step": "1", "reason": "no dump file"}
+    ]
+    text = render(check)
+    assert "more dump dirs of this run" not in text
+    assert "nothing to compare in 1 selected dump dir (rank 1 step 1: no dump file)" in text
+
+
+def test_the_rank_table_names_the_dumped_steps_it_has_no_column_for(faulty_rank1):
+    shell = open_shell(faulty_rank1)  # rank 0 dumped steps 0 and 1, vc compares step 0
+    text = render(run_ok(shell, "vc"))
+    assert "step 1 not in the table: dumped, but outside this vc's --rank/--step" in text
+    assert "not in the table" not in render(run_ok(shell, "vc --step all"))
+
+
+def test_the_advisor_names_the_dumps_left_out_in_one_sentence():
+    rule = ThresholdRule.default()
+    left_out = (("0", "1"), ("0", "2"), ("1", "1"), ("1", "2"))
+    scope = SliceCheck(("0", "0"), (("1", "0"),), (), (), left_out)
+    (finding,) = advise(None, [], {}, [], rule, (), scope)  # type: ignore[arg-type]
+    assert finding.advice.endswith(
+        "later training steps. This holds for the dumps compared only: ranks 0, 1 steps 1, 2 "
+        "were not compared (ac -c --rank all --step all compares every one)."
+    )
+
+
+def test_the_report_tells_nothing_to_compare_and_omitted_steps_apart(faulty_rank1):
+    _empty_step(faulty_rank1, "1", "1")
+    shell = open_shell(faulty_rank1)
+    run_ok(shell, "vc --rank all --step all")
+    page = run_ok(shell, "report").path.read_text(encoding="utf-8")
+    assert '<td>rank 1</td><td class="bad">' in page
+    assert page.count('<td class="muted">nothing to compare</td>') == 1
+    assert "not in the table" not in page
+    run_ok(shell, "vc")
+    page = run_ok(shell, "report").path.read_text(encoding="utf-8")
+    assert "Step 1 not in the table: dumped, but outside this vc&#x27;s --rank/--step.</p>" in page

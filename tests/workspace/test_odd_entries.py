@@ -5,12 +5,21 @@ cache and from `reload`."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from precision_shell.workspace.workspace import Workspace
-from tests.commands.shell_fixture import CONV1, benchmark_path, dump_path, open_shell, run_ok
+from tests.commands.shell_fixture import (
+    CONV1,
+    benchmark_path,
+    dump_path,
+    open_shell,
+    rendered,
+    run_ok,
+)
+from tests.commands.test_second_dump_dir import _step_dir
 from tests.unlistable_dirs import refuse_listing
 from tests.workspace.file_times import settle
 
@@ -113,3 +122,74 @@ def test_an_overflow_dump_sub_dir_that_cannot_be_listed_is_a_warning_naming_it(
     ws = Workspace.open(root, use_cache=False)
     assert ws.warnings == [f"{refused}: cannot list: Permission denied"]
     assert ws.overflow_files() == []
+
+
+def _slices(ws: Workspace) -> list[tuple[str, str, int]]:
+    return [(s.rank, s.step, len(s.dumps)) for s in ws.run().slices]
+
+
+def test_symlinked_dirs_that_lead_back_into_the_dump_tree_are_skipped_with_a_warning(tiny_demo):
+    root, _ = tiny_demo
+    step = _step_dir(root)  # <ts>/<rank>/<graph>/<model>/<step>
+    files = len(Workspace.open(root, use_cache=False).run().dumps)
+    ts, graph = step.parents[3], step.parents[1]
+    (ts / "5").symlink_to(".")  # a rank dir that is the session dir
+    (step.parent / "7").symlink_to("..")  # a step dir that is the graph dir
+    (graph / f"{graph.name}_loop").symlink_to("../..")  # a model dir that is the session dir
+    ws = Workspace.open(root, use_cache=False)
+    assert _slices(ws) == [("0", step.name, files)]
+    held = "a dir this dump tree already holds (a loop, or the same dumps twice); skipped"
+    assert sorted(ws.warnings) == sorted(
+        [
+            f"{ts / '5'}: a symlink to {ts}, {held}",
+            f"{step.parent / '7'}: a symlink to {graph}, {held}",
+            f"{graph / (graph.name + '_loop')}: a symlink to {ts}, {held}",
+        ]
+    )
+
+
+def test_a_rank_dir_linked_in_from_elsewhere_is_read_once(tiny_demo, tmp_path):
+    root, _ = tiny_demo
+    step = _step_dir(root)
+    rank_dir = step.parents[2]
+    files = len(Workspace.open(root, use_cache=False).run().dumps)
+    outside = tmp_path / "elsewhere" / "rank"
+    shutil.copytree(rank_dir, outside)
+    (rank_dir.parent / "1").symlink_to(outside)  # a way to assemble a workspace
+    ws = Workspace.open(root, use_cache=False)
+    assert _slices(ws) == [("0", step.name, files), ("1", step.name, files)]
+    assert ws.warnings == []
+    (rank_dir.parent / "2").symlink_to(outside)  # the same dumps again
+    ws = Workspace.open(root, use_cache=False)
+    assert _slices(ws) == [("0", step.name, files), ("1", step.name, files)]
+    assert ws.warnings == [
+        f"{rank_dir.parent / '2'}: a symlink to {outside}, a dir this dump tree already holds "
+        "(a loop, or the same dumps twice); skipped"
+    ]
+
+
+def test_a_symlink_named_like_a_dump_file_to_a_file_named_otherwise_is_no_dump(tiny_demo, tmp_path):
+    root, manifest = tiny_demo
+    real = dump_path(root, manifest, CONV1)
+    step = real.parent
+    dumped = len(Workspace.open(root, use_cache=False).run().dumps)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "passwd").write_text("root:x:0:0:root:/root:/bin/bash\n")
+    evil = step / "Conv2D.evil_link.99.1.1795329000199999"
+    evil.symlink_to(outside / "passwd")
+    kept = outside / "MatMulV2.linked_in.98.1.1795329000199998"  # a dump linked in: counted
+    shutil.copy(real, kept)
+    (step / kept.name).symlink_to(kept)
+    settle(root)
+    expected = [f"{evil}: a symlink to {outside / 'passwd'}, not named like a dump file; skipped"]
+    cold = Workspace.open(root)
+    assert cold.warnings == expected
+    assert len(cold.run().dumps) == dumped + 1
+    assert cold.run().dumps.for_op("evil_link") == []
+    assert [r.file_name for r in cold.run().dumps.for_op("linked_in")] == [kept.name]
+    warm = Workspace.open(root)
+    assert warm.cache.misses == 0 and warm.warnings == expected
+    listed = rendered(run_ok(open_shell(root), "ls")).splitlines()
+    counts = next(ln.split() for ln in listed if ln.startswith(" tensor dumps"))
+    assert counts[3] == str(dumped + 1)  # debug_0's column

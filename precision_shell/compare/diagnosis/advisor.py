@@ -74,13 +74,18 @@ class SliceCheck:
 
 
 def _slices_text(slices: Sequence[tuple[str, str]]) -> str:
-    """`ranks 0, 2, 3 step 0; rank 1 step 10`: the (rank, step) dumps, by step."""
+    """`ranks 0, 2, 3 step 0; rank 1 steps 10, 20`: the (rank, step) dumps, by step; steps
+    dumped by the same ranks share one part."""
     by_step: dict[str, list[str]] = {}
     for rank, step in slices:
         by_step.setdefault(step, []).append(rank)
+    by_ranks: dict[tuple[str, ...], list[str]] = {}
+    for step, ranks in by_step.items():
+        by_ranks.setdefault(tuple(ranks), []).append(step)
     return "; ".join(
-        f"{'rank' if len(ranks) == 1 else 'ranks'} {rank_list_text(ranks)} step {step}"
-        for step, ranks in by_step.items()
+        f"{'rank' if len(ranks) == 1 else 'ranks'} {rank_list_text(list(ranks))} "
+        f"{'step' if len(steps) == 1 else 'steps'} {', '.join(steps)}"
+        for ranks, steps in by_ranks.items()
     )
 
 
@@ -111,9 +116,10 @@ def _consistency(rule: ThresholdRule, compared_ops: int, scope: SliceCheck | Non
     )
     if scope is not None and scope.left_out:
         evidence["not_compared"] = [{"rank": r, "step": s} for r, s in scope.left_out]
+        were = "was" if len(scope.left_out) == 1 else "were"
         text += (
-            f" Only the dumps compared: {_slices_text(scope.left_out)} were not "
-            "(ac -c --rank all --step all compares every one)."
+            f" This holds for the dumps compared only: {_slices_text(scope.left_out)} {were} "
+            "not compared (ac -c --rank all --step all compares every one)."
         )
     return Finding(GLOBAL_CONSISTENCY, None, None, text, evidence)
 

@@ -33,6 +33,7 @@ RECOUNT_MAX_ROWS = 500_000
 NOT_DUMPED = "not dumped"
 NOT_COMPARED = "not compared"
 NOT_COMPARED_MEANS = "dumped, but outside this vc's --rank/--step"
+NOTHING_TO_COMPARE = "nothing to compare"
 
 
 def first_wrong_order(step: str, position: int, rank: str) -> tuple:
@@ -92,13 +93,27 @@ class RankStepTable:
     dumped: frozenset[tuple[str, str]] | None = None  # every (rank, step) dumped, when known
     rule: ThresholdRule | None = None  # the rule the counts are under
     recounted: bool = False  # counted again under the thresholds of this look
+    # selected (rank, step)s with nothing to compare (summary.json `nothing_to_compare`)
+    empty: frozenset[tuple[str, str]] = frozenset()
 
     def missing(self, rank: str, step: str) -> str | None:
-        """Why (rank, step) has no entry: `NOT_DUMPED`, `NOT_COMPARED` (dumped, outside the
-        vc's --rank/--step), or None when the dumps are not known."""
+        """Why (rank, step) has no entry: `NOTHING_TO_COMPARE` (selected, no dump of its
+        graph), `NOT_DUMPED`, `NOT_COMPARED` (dumped, outside the vc's --rank/--step), or None
+        when the dumps are not known."""
+        if (rank, step) in self.empty:
+            return NOTHING_TO_COMPARE
         if self.dumped is None:
             return None
         return NOT_COMPARED if (rank, step) in self.dumped else NOT_DUMPED
+
+    @property
+    def omitted_steps(self) -> list[str]:
+        """Steps dumped (by some rank shown) that have no column: no rank was compared there."""
+        if self.dumped is None:
+            return []
+        shown, ranks = set(self.steps), set(self.ranks)
+        left = {s for r, s in self.dumped if r in ranks and s not in shown}
+        return sorted(left, key=number_order)
 
     @property
     def dumped_not_compared(self) -> bool:
@@ -111,11 +126,11 @@ class RankStepTable:
 
     @property
     def ranks(self) -> list[str]:
-        return sorted({r.rank for r in self.results}, key=number_order)
+        return sorted({r.rank for r in self.results} | {r for r, _ in self.empty}, key=number_order)
 
     @property
     def steps(self) -> list[str]:
-        return sorted({r.step for r in self.results}, key=number_order)
+        return sorted({r.step for r in self.results} | {s for _, s in self.empty}, key=number_order)
 
     @property
     def against(self) -> str | None:
@@ -124,6 +139,12 @@ class RankStepTable:
 
     def cell(self, rank: str, step: str) -> SliceResult | None:
         return next((r for r in self.results if r.rank == rank and r.step == step), None)
+
+
+def omitted_steps_text(steps: list[str]) -> str:
+    """The note under a rank x step table whose columns leave out dumped steps."""
+    which = f"step {steps[0]}" if len(steps) == 1 else f"steps {', '.join(steps)}"
+    return f"{which} not in the table: {NOT_COMPARED_MEANS}"
 
 
 def slice_results(summary: RunSummary | None) -> list[SliceResult]:
@@ -145,8 +166,17 @@ def rank_step_table(
         return None
     shown = entry_for_csv(results, csv_path)
     return RankStepTable(
-        results, (shown.rank, shown.step) if shown else None, dumped, rule=summary.rule
+        results,
+        (shown.rank, shown.step) if shown else None,
+        dumped,
+        rule=summary.rule,
+        empty=empty_slices(summary),
     )
+
+
+def empty_slices(summary: RunSummary) -> frozenset[tuple[str, str]]:
+    """The (rank, step)s a compare selected that had nothing to compare."""
+    return frozenset((str(e.get("rank")), str(e.get("step"))) for e in summary.nothing_to_compare)
 
 
 def compared_run(ws: Workspace, summary: RunSummary | None) -> RunIndex | None:

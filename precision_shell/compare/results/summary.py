@@ -247,6 +247,9 @@ class RunSummary:
     rank_divergence: list[dict[str, Any]] | None = None
     # (rank, step) dump dirs of the compared run that this compare left out: {rank, step}
     not_selected: list[dict[str, Any]] = field(default_factory=list)
+    # (rank, step) dump dirs selected but with nothing to compare (an empty step dir, or
+    # dumps of another graph only): {rank, step, reason}; never in `not_selected`
+    nothing_to_compare: list[dict[str, Any]] = field(default_factory=list)
     created: str = field(
         default_factory=lambda: _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     )
@@ -286,6 +289,7 @@ class RunSummary:
             "results_failing": sum(1 for n in counts if n),
             "partial": self.cut_text() is not None,
             "not_selected": len(self.not_selected),
+            "nothing_to_compare": len(self.nothing_to_compare),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -299,6 +303,8 @@ class RunSummary:
         payload["results"] = self.results
         if self.not_selected:
             payload["not_selected"] = self.not_selected
+        if self.nothing_to_compare:
+            payload["nothing_to_compare"] = self.nothing_to_compare
         if self.rank_divergence is not None:
             payload["rank_divergence"] = self.rank_divergence
         if self.device_compare is not None:
@@ -326,6 +332,7 @@ class RunSummary:
             if "rank_divergence" in payload
             else None,
             not_selected=_dicts(payload.get("not_selected")),
+            nothing_to_compare=_dicts(payload.get("nothing_to_compare")),
             created=_str(payload.get("created")),
             path=path,
         )

@@ -27,6 +27,7 @@ from precision_shell.compare.pipeline.plan import (
     benchmark_plan,
 )
 from precision_shell.compare.pipeline.plan_memos import PlanMemos
+from precision_shell.compare.plan_selection import EmptySlice, empty_slice
 from precision_shell.compare.results.summary import CompareRecord, RunSummary, SummaryBacked
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.statistics.judge import (
@@ -272,9 +273,11 @@ def statistics_plans(
     run: RunIndex,
     slices: list[DumpSlice],
     graph_of: Callable[[DumpSlice], GraphIndex],
-) -> list[tuple[DumpSlice, ComparePlan, GraphIndex]]:
-    """A statistics plan per selected (rank, step) whose dump belongs to its graph."""
+) -> tuple[list[tuple[DumpSlice, ComparePlan, GraphIndex]], list[EmptySlice]]:
+    """A statistics plan per selected (rank, step) whose dump belongs to its graph, and the
+    selected ones with nothing to compare."""
     plans = []
+    empty: list[EmptySlice] = []
     memos = PlanMemos(ws)
     for where in slices:
         graph = graph_of(where)
@@ -287,13 +290,13 @@ def statistics_plans(
         if plan.tasks:
             plans.append((where, plan, graph))
         else:
-            ws.warnings.append(f"{label}: no statistics dump of an op of graph {graph.root_graph}")
+            empty.append(empty_slice(where, graph, "statistics dump"))
     memos.save()
     if not plans:
         raise PrecisionError(
             f"{run.name}: no selected rank and step has a statistics dump of its graph"
         )
-    return plans
+    return plans, empty
 
 
 def summary_of(ws: Workspace, rule: ThresholdRule, compares: list[StatisticsCompare]) -> RunSummary:
