@@ -29,7 +29,7 @@ from precision_shell.render.statistics_views import (
     render_statistics_diagnosis,
 )
 from precision_shell.replay.measure import OwnError
-from precision_shell.replay.session import ulp_text
+from precision_shell.replay.session import finite_only_text, ulp_text
 from precision_shell.workspace.dump_checks import number_order
 
 
@@ -196,10 +196,11 @@ def _num(v: float) -> str:
 
 
 def _error_text(error: OwnError) -> str:
+    finite_only = finite_only_text(error.elements, error.left_out)
     return (
         f"cosine {_num(error.cosine)}, rel euclid {error.relative_euclidean_distance:.3g}, "
         f"max abs {error.max_abs_error:.3g}, {ulp_text(error.max_ulp)} ULP"
-    )
+    ) + (f" ({finite_only})" if finite_only else "")
 
 
 def _replay_rows(head: Table, cause: RootCause) -> None:
