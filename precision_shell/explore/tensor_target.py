@@ -16,7 +16,11 @@ import numpy as np
 from precision_shell.errors import FormatError, PrecisionError
 from precision_shell.explore.user_paths import find_user_file
 from precision_shell.formats.benchmark import load_benchmark
-from precision_shell.formats.benchmark_layout import origin_layout, to_benchmark_layout
+from precision_shell.formats.benchmark_layout import (
+    origin_layout,
+    own_elements,
+    to_benchmark_layout,
+)
 from precision_shell.formats.dump_names import is_statistics_dump_name
 from precision_shell.formats.layouts import LayoutError, is_plain_format
 from precision_shell.formats.npu_dump import DumpHeader, TensorMeta, read_dump_header, read_tensor
@@ -81,6 +85,18 @@ class TensorHandle:
             if self.meta is None or is_plain_format(self.meta.format):
                 raise
             return self.load(), exc.problem
+
+    def own_elements(self, values: np.ndarray) -> np.ndarray | None:
+        """`values` (this tensor as `load` gives them) without a padded layout's pad lanes
+        (formats/benchmark_layout.own_elements); None when they do not convert back."""
+        if self.meta is None:
+            return values
+        try:
+            return own_elements(
+                values, self.meta, self.graph_origin_format, self.graph_origin_shape
+            )
+        except (LayoutError, ValueError):
+            return None
 
     def origin_format(self) -> str | None:
         """The original layout by the one rule: the dump's, else the graph's, else the shapes'."""

@@ -97,3 +97,19 @@ def to_benchmark_layout_named(
             f"recorded and the original shape {_shape_text(shape)} fits more than one"
         )
     return to_origin_layout(values, device_fmt, fmt, shape), fmt
+
+
+def own_elements(
+    values: np.ndarray,
+    meta: TensorMeta,
+    graph_format: str | None = None,
+    graph_shape: Sequence[int] | None = None,
+) -> np.ndarray:
+    """The tensor's own elements, in any order, without a padded device layout's pad lanes
+    (NC1HWC0 with C=8 stored in C0=16, FRACTAL_Z, FRACTAL_NZ): what a NaN/inf count or an
+    overflow flag reads. A device keeps whatever a kernel left in the pads, which is no value
+    of the tensor. A plain layout is returned as stored (nothing to cut, no copy); a padded one
+    is converted back. Raises LayoutError as `to_benchmark_layout` does."""
+    if is_plain_format(meta.format):
+        return values
+    return to_benchmark_layout(values, meta, graph_format, graph_shape)

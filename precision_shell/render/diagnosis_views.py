@@ -20,7 +20,7 @@ from precision_shell.compare.diagnosis.replay_evidence import (
 from precision_shell.compare.diagnosis.root_cause import RootCause
 from precision_shell.compare.diagnosis.slice_replays import SliceReplays
 from precision_shell.compare.rank_divergence import rank_list_text
-from precision_shell.explore.nonfinite_origin import NonfiniteOrigin
+from precision_shell.explore.nonfinite_origin import NonfiniteHit, NonfiniteOrigin
 from precision_shell.render.compare_views import render_compare_summary, render_vector_compare
 from precision_shell.render.graph_views import tensor_table
 from precision_shell.render.output import renders
@@ -29,7 +29,7 @@ from precision_shell.render.statistics_views import (
     render_statistics_diagnosis,
 )
 from precision_shell.replay.measure import OwnError
-from precision_shell.replay.session import ulp_text
+from precision_shell.replay.session import finite_only_text, ulp_text
 from precision_shell.workspace.dump_checks import number_order
 
 
@@ -65,24 +65,37 @@ def _fusion(console: Console, check: AutoCheck) -> None:
     _panel(console, "Fusion passes", table)
 
 
+def _nonfinite_counts(hit: NonfiniteHit) -> str:
+    return ", ".join(
+        p for p in (f"{hit.nan} NaN" if hit.nan else "", f"{hit.inf} inf" if hit.inf else "") if p
+    )
+
+
 def nonfinite_line(origin: NonfiniteOrigin, several_runs: bool) -> Text:
-    """`first NaN/inf: rank R step S op X (output k)`, or that there is none."""
+    """`first NaN/inf: rank R step S op X (output k)`, or that there is none; and, in one
+    line, an earlier output holding NaN/inf only in its pad lanes."""
     prefix = f"{origin.run}: " if several_runs else ""
     hit = origin.first
     if hit is None:
-        return Text(f"{prefix}no NaN/inf in any device output", style="green")
-    counts = ", ".join(
-        p for p in (f"{hit.nan} NaN" if hit.nan else "", f"{hit.inf} inf" if hit.inf else "") if p
-    )
-    line = Text(prefix)
-    line.append(
-        f"first NaN/inf: rank {hit.rank} step {hit.step} op {hit.op} (output {hit.output})",
-        style="red",
-    )
-    line.append(f"  {counts}; {hit.file}", style="dim")
-    if origin.also:
+        line = Text(f"{prefix}no NaN/inf in any device output", style="green")
+    else:
+        line = Text(prefix)
+        line.append(
+            f"first NaN/inf: rank {hit.rank} step {hit.step} op {hit.op} (output {hit.output})",
+            style="red",
+        )
+        line.append(f"  {_nonfinite_counts(hit)}; {hit.file}", style="dim")
+    if hit is not None and origin.also:
         others = ", ".join(f"rank {h.rank} ({h.op})" for h in origin.also)
         line.append(f"\nsame step, also: {others}", style="yellow")
+    pad = origin.pad_only
+    if pad is not None:
+        line.append(
+            "\nNaN/inf in pad lanes only (no value of the tensor, not counted): "
+            f"rank {pad.rank} step {pad.step} op {pad.op} (output {pad.output}) "
+            f"{_nonfinite_counts(pad)} in its {pad.pad_layout} padding",
+            style="dim",
+        )
     return line
 
 
@@ -183,10 +196,11 @@ def _num(v: float) -> str:
 
 
 def _error_text(error: OwnError) -> str:
+    finite_only = finite_only_text(error.elements, error.left_out)
     return (
         f"cosine {_num(error.cosine)}, rel euclid {error.relative_euclidean_distance:.3g}, "
         f"max abs {error.max_abs_error:.3g}, {ulp_text(error.max_ulp)} ULP"
-    )
+    ) + (f" ({finite_only})" if finite_only else "")
 
 
 def _replay_rows(head: Table, cause: RootCause) -> None:

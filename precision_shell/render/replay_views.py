@@ -13,7 +13,14 @@ from precision_shell.commands.replay import JsonText
 from precision_shell.render.numbers import fmt_num
 from precision_shell.render.output import renders
 from precision_shell.replay.measure import OwnError
-from precision_shell.replay.session import OutputReplay, ReplayReport, dtype_word, is_wrong
+from precision_shell.replay.session import (
+    SIDES,
+    OutputReplay,
+    ReplayReport,
+    dtype_word,
+    finite_only_text,
+    is_wrong,
+)
 
 _ROWS = (
     ("own (device vs replay)", "own"),
@@ -32,12 +39,31 @@ def render_json_text(console: Console, result: JsonText) -> None:
 def _error_cells(error: OwnError | None) -> list[str]:
     if error is None:
         return ["-"] * 4
+    # *: over the elements finite on both sides only (a line under the table says so)
+    mark = "*" if error.left_out else ""
     return [
-        fmt_num(error.cosine, 9),
+        fmt_num(error.cosine, 9) + mark,
         fmt_num(error.max_abs_error),
-        fmt_num(error.relative_euclidean_distance),
+        fmt_num(error.relative_euclidean_distance) + mark,
         fmt_num(error.max_ulp, 3),
     ]
+
+
+def _left_out_line(measure: str, error: OwnError) -> Text:
+    """`* total: cosine and rel. Euclidean over the 255 of 256 elements finite on both sides;
+    left out: 1 NaN/inf on the device only`."""
+    first, second = SIDES[measure]
+    kinds = (
+        (error.nonfinite_first, f"NaN/inf on the {first} only"),
+        (error.nonfinite_second, f"NaN/inf on the {second} only"),
+        (error.nonfinite_differ, "NaN/inf on both sides, different"),
+        (error.nonfinite_same, "the same NaN/inf on both sides"),
+    )
+    parts = ", ".join(f"{n} {what}" for n, what in kinds if n)
+    line = f"* {measure}: {finite_only_text(error.elements, error.left_out)}; left out: {parts}"
+    if measure == "total":
+        line += " (vc's CSV takes every element: nan/inf there)"
+    return Text(line, style="yellow" if error.nonfinite_mismatch else "dim")
 
 
 def _output_table(out: OutputReplay) -> Table:
@@ -66,7 +92,12 @@ def _attr_lines(attrs: dict[str, Any], indent: str = "  ") -> list[Text]:
 
 def _output_parts(out: OutputReplay) -> list[Any]:
     style = "bold red" if is_wrong(out.own, out.dtype) or out.constants_differ else "green"
-    parts: list[Any] = [_output_table(out), Text(out.verdict, style=style)]
+    parts: list[Any] = [_output_table(out)]
+    for _, measure in _ROWS:
+        error = getattr(out, measure)
+        if error is not None and error.left_out:
+            parts.append(_left_out_line(measure, error))
+    parts.append(Text(out.verdict, style=style))
     if out.overflow:
         parts.append(
             Text(

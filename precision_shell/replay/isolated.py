@@ -15,8 +15,10 @@ number of elements in another shape is another layout, never reshaped). Integer 
 no benchmark tensor, or one of another shape, there is no isolated measure and a note says
 which input.
 
-Rule (`constants_differ`): the isolated output is off the benchmark (relative Euclidean
-distance) by more than it may be by rounding alone: BASE_ROUNDOFFS unit roundoffs of the device
+Rule (`constants_differ`): the isolated output holds NaN/inf where the benchmark's is finite
+(a NaN in a device constant), or the other way round, or it is off the benchmark (relative
+Euclidean distance, over the elements finite on both) by more than it may be by rounding
+alone: BASE_ROUNDOFFS unit roundoffs of the device
 dtype (at least FLOOR: a float32 op meets the benchmark's own float32 arithmetic), or
 SENSITIVITY_FACTOR times what rounding its constants moves it by, whichever is more. That
 sensitivity is measured, only for an op beyond the base allowance, by a third replay with
@@ -127,9 +129,10 @@ def allowed_distance(dtype: str, sensitivity: float = 0.0) -> float:
 
 def constants_differ(isolated: OwnError | None, allowed: float) -> bool:
     """True when, from the benchmark's own inputs, the op is off by more than `allowed`
-    (module rule): what the device gave it besides data differs from what the benchmark
-    used."""
+    (module rule), or holds a NaN/inf the benchmark's output has not (or lacks one it has):
+    what the device gave it besides data differs from what the benchmark used. Its distance
+    is over the elements finite on both sides, which a NaN constant does not reach."""
     if isolated is None:
         return False
     distance = isolated.relative_euclidean_distance
-    return bool(np.isnan(distance)) or distance > allowed
+    return bool(isolated.nonfinite_mismatch) or bool(np.isnan(distance)) or distance > allowed

@@ -50,6 +50,28 @@ class OwnError:
     max_abs_error: float
     relative_euclidean_distance: float
     max_ulp: float
+    elements: int = 0
+    # Elements NaN/inf on at least one side, left out of cosine and
+    # relative_euclidean_distance (those are over the elements finite on both sides):
+    nonfinite_first: int = 0  # on the first side (the device output, say) only
+    nonfinite_second: int = 0  # on the second side (the replay, the benchmark) only
+    nonfinite_differ: int = 0  # on both sides, different (inf vs -inf, NaN vs inf)
+    nonfinite_same: int = 0  # on both sides, the same (ignored: no error there)
+
+    @property
+    def left_out(self) -> int:
+        """Elements cosine and relative_euclidean_distance leave out (not finite on both)."""
+        return (
+            self.nonfinite_first
+            + self.nonfinite_second
+            + self.nonfinite_differ
+            + self.nonfinite_same
+        )
+
+    @property
+    def nonfinite_mismatch(self) -> int:
+        """Elements whose NaN/inf the other side does not hold: each makes the errors inf."""
+        return self.nonfinite_first + self.nonfinite_second + self.nonfinite_differ
 
 
 def ulp(reference: np.ndarray, device_dtype: str) -> np.ndarray:
@@ -85,7 +107,9 @@ def own_error(device: np.ndarray, reference: np.ndarray, device_dtype: str) -> O
     - Non-finite values: an element non-finite on one side only, or non-finite on both sides
       but different (inf vs -inf, NaN vs inf), makes max_ulp and max_abs_error inf. Elements
       non-finite and equal on both sides (both NaN, or the same inf) are ignored. cosine and
-      relative_euclidean_distance are computed over the elements finite on both sides.
+      relative_euclidean_distance are computed over the elements finite on both sides; the
+      elements left out are counted by kind (`nonfinite_first`... : a measure over every
+      element, as vc's CSV is, would be nan/inf there).
     - relative_euclidean_distance = ||d - r|| / ||r||; with an all-zero reference it is 0 when
       the device is all zero too and inf otherwise.
     - cosine = d.r / (||d|| ||r||); 1 when both are all zero, 0 when only one is.
@@ -102,21 +126,22 @@ def own_error(device: np.ndarray, reference: np.ndarray, device_dtype: str) -> O
             )
         dev = dev.reshape(ref.shape)
     dev, ref = dev.reshape(-1), ref.reshape(-1)
-    finite = np.isfinite(dev) & np.isfinite(ref)
-    same_special = ~finite & ((dev == ref) | (np.isnan(dev) & np.isnan(ref)))
-    mismatch = bool(np.any(~finite & ~same_special))
+    finite_dev, finite_ref = np.isfinite(dev), np.isfinite(ref)
+    finite = finite_dev & finite_ref
+    counts = _left_out(dev, ref, finite_dev, finite_ref, finite)
+    mismatch = any(counts.get(kind) for kind in _MISMATCHES)
     d, r = dev[finite], ref[finite]
     if d.size == 0:
         if mismatch:
-            return OwnError(math.nan, math.inf, math.inf, math.inf)
-        return OwnError(1.0, 0.0, 0.0, 0.0)
+            return OwnError(math.nan, math.inf, math.inf, math.inf, **counts)
+        return OwnError(1.0, 0.0, 0.0, 0.0, **counts)
     diff = np.abs(d - r)
     max_abs = math.inf if mismatch else float(diff.max())
     max_ulp = math.inf if mismatch else float((diff / ulp(r, device_dtype)).max())
     # Scale before squaring so float16-max-sized or float32-max-sized values cannot overflow.
     scale = float(max(np.abs(d).max(), np.abs(r).max()))
     if scale == 0.0:
-        return OwnError(1.0, max_abs, 0.0, max_ulp)
+        return OwnError(1.0, max_abs, 0.0, max_ulp, **counts)
     ds, rs = d / scale, r / scale
     norm_d, norm_r = float(np.linalg.norm(ds)), float(np.linalg.norm(rs))
     red = math.inf if norm_r == 0.0 else float(np.linalg.norm(ds - rs)) / norm_r
@@ -124,4 +149,28 @@ def own_error(device: np.ndarray, reference: np.ndarray, device_dtype: str) -> O
         cosine = 0.0
     else:
         cosine = float(np.clip(np.dot(ds, rs) / (norm_d * norm_r), -1.0, 1.0))
-    return OwnError(cosine, max_abs, red, max_ulp)
+    return OwnError(cosine, max_abs, red, max_ulp, **counts)
+
+
+# the `OwnError` counts of elements whose NaN/inf the other side does not hold
+_MISMATCHES = ("nonfinite_first", "nonfinite_second", "nonfinite_differ")
+
+
+def _left_out(
+    dev: np.ndarray,
+    ref: np.ndarray,
+    finite_dev: np.ndarray,
+    finite_ref: np.ndarray,
+    finite: np.ndarray,
+) -> dict[str, int]:
+    """`OwnError`'s element counts: all of them, and those NaN/inf on either side by kind."""
+    counts = {"elements": int(dev.size)}
+    if finite.all():  # the common case: one pass, no masks
+        return counts
+    both = ~finite_dev & ~finite_ref
+    same = both & ((dev == ref) | (np.isnan(dev) & np.isnan(ref)))
+    counts["nonfinite_first"] = int(np.count_nonzero(~finite_dev & finite_ref))
+    counts["nonfinite_second"] = int(np.count_nonzero(finite_dev & ~finite_ref))
+    counts["nonfinite_same"] = int(np.count_nonzero(same))
+    counts["nonfinite_differ"] = int(np.count_nonzero(both)) - counts["nonfinite_same"]
+    return counts

@@ -137,10 +137,10 @@ class ReplayReport:
                 {
                     "slot": out.slot,
                     "dtype": out.dtype,
-                    "own": error_json(out.own),
-                    "inherited": error_json(out.inherited),
-                    "total": error_json(out.total),
-                    "isolated": error_json(out.isolated),
+                    "own": error_json(out.own, "own"),
+                    "inherited": error_json(out.inherited, "inherited"),
+                    "total": error_json(out.total, "total"),
+                    "isolated": error_json(out.isolated, "isolated"),
                     "isolated_allowed": json_number(out.allowed) if out.isolated else None,
                     "isolated_note": out.isolated_note,
                     "constants_differ": out.constants_differ,
@@ -153,15 +153,34 @@ class ReplayReport:
         }
 
 
-def error_json(error: OwnError | None) -> dict[str, float | str] | None:
-    """The four error measures of one comparison; NaN and inf as strings."""
+# The two sides of each measure of an output, in `OwnError`'s order (first, second).
+SIDES = {
+    "own": ("device", "replay"),
+    "inherited": ("replay", "benchmark"),
+    "total": ("device", "benchmark"),
+    "isolated": ("isolated replay", "benchmark"),
+}
+
+
+def error_json(error: OwnError | None, measure: str) -> dict[str, Any] | None:
+    """The four error measures of one comparison (`measure`: a key of SIDES), NaN and inf as
+    strings; `elements`, and `left_out`: the elements NaN/inf on a side, which cosine and
+    relative_euclidean_distance leave out (`<side>_only`, `both_different`, `both_same`)."""
     if error is None:
         return None
+    first, second = (side.replace(" ", "_") for side in SIDES[measure])
     return {
         "cosine": json_number(error.cosine),
         "max_abs_error": json_number(error.max_abs_error),
         "relative_euclidean_distance": json_number(error.relative_euclidean_distance),
         "max_ulp": json_number(error.max_ulp),
+        "elements": error.elements,
+        "left_out": {
+            f"{first}_only": error.nonfinite_first,
+            f"{second}_only": error.nonfinite_second,
+            "both_different": error.nonfinite_differ,
+            "both_same": error.nonfinite_same,
+        },
     }
 
 
@@ -251,12 +270,48 @@ def verdict(
 
 def isolated_text(isolated: OwnError, allowed: float) -> str:
     """What a replay from the benchmark's own inputs that is off beyond rounding says."""
+    if isolated.nonfinite_mismatch:
+        off = f"from the benchmark's own inputs {nonfinite_mismatch_text(isolated, 'isolated')}"
+    else:
+        off = (
+            f"from the benchmark's own inputs its output is still "
+            f"{isolated.relative_euclidean_distance:.2g} off (rel. Euclidean; rounding allows "
+            f"{allowed:.2g})"
+        )
     return (
-        f"from the benchmark's own inputs its output is still "
-        f"{isolated.relative_euclidean_distance:.2g} off (rel. Euclidean; rounding allows "
-        f"{allowed:.2g}): what the device gives it besides data differs from the "
-        "benchmark's: its constant inputs (weights, bias, scale) or its attributes"
+        f"{off}: what the device gives it besides data differs from the benchmark's: its "
+        "constant inputs (weights, bias, scale) or its attributes"
     )
+
+
+def finite_only_text(elements: int, left_out: int) -> str:
+    """`cosine and rel. Euclidean over the 255 of 256 elements finite on both sides`, or ""
+    when nothing was left out: one wording wherever a replay measure is shown."""
+    if not left_out:
+        return ""
+    return (
+        f"cosine and rel. Euclidean over the {elements - left_out} of {elements} elements "
+        "finite on both sides"
+    )
+
+
+def nonfinite_mismatch_text(error: OwnError, measure: str) -> str:
+    """`its output holds 2 NaN/inf where the benchmark's is finite`, ...: the elements whose
+    NaN/inf the other side lacks, by side (`measure`: a key of SIDES; the first side is the
+    op's output)."""
+    _, second = SIDES[measure]
+    parts = []
+    if error.nonfinite_first:
+        parts.append(
+            f"its output holds {error.nonfinite_first} NaN/inf where the {second}'s is finite"
+        )
+    if error.nonfinite_second:
+        parts.append(
+            f"the {second} holds {error.nonfinite_second} NaN/inf where its output is finite"
+        )
+    if error.nonfinite_differ:
+        parts.append(f"{error.nonfinite_differ} elements are NaN/inf on both sides but differ")
+    return ", and ".join(parts)
 
 
 # --- finding the op and its dump ---------------------------------------------------------------

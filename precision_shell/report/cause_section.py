@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from precision_shell.compare.results.schema import ResultRow
+from precision_shell.replay.session import finite_only_text
 from precision_shell.report.data import ReportData
 from precision_shell.report.html_parts import esc, facts_html
 from precision_shell.report.points import COSINE, RED
@@ -102,7 +103,12 @@ def _error_text(error: Any) -> str:
         ("max_abs_error", "max abs"),
         ("max_ulp", "ULP"),
     )
-    return ", ".join(f"{label} {error[key]}" for key, label in names if key in error)
+    text = ", ".join(f"{label} {error[key]}" for key, label in names if key in error)
+    left_out = error.get("left_out")
+    if isinstance(left_out, dict) and isinstance(error.get("elements"), int):
+        finite_only = finite_only_text(error["elements"], sum(left_out.values()))
+        text += f" ({finite_only})" if finite_only else ""
+    return text
 
 
 def _foreign_facts(cause: dict[str, Any]) -> list[tuple[str, str]]:

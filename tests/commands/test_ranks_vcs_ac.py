@@ -560,3 +560,68 @@ def test_the_rank_table_tells_not_dumped_from_dumped_but_not_compared(healthy_pr
         '<td>rank 1</td><td class="good">0 failing outputs</td><td class="muted">not dumped' in page
     )
     assert "Not compared: dumped, but outside this vc&#x27;s --rank/--step." in page
+
+
+def _plant(dump: Path, cells: dict[tuple[int, ...], float]) -> None:
+    """Rewrite a dump file (a hard link: unlinked first) with `cells` of output 0 (indices in
+    its stored layout) set."""
+    header = read_dump_header(str(dump))
+    meta = header.outputs[0]
+    values = np.array(read_tensor(header, "output", 0))
+    for where, value in cells.items():
+        values[where] = value
+    os.unlink(dump)
+    spec = TensorSpec(
+        values,
+        dtype=meta.dtype,
+        format=meta.format,
+        original_shape=meta.original_shape,
+        original_op=meta.original_op,
+        original_format=meta.original_format,
+    )
+    write_dump(dump, header.op_name, outputs=[spec])
+
+
+def _csv_cell(csv_path: Path, tensor: str, column: str) -> str:
+    import csv
+
+    with open(csv_path, newline="") as fh:
+        rows = list(csv.reader(fh))
+    at = rows[0].index(column)
+    (cell,) = [r[at] for r in rows[1:] if f"{tensor}:output:0" in r]
+    return cell
+
+
+def test_nan_and_inf_in_nc1hwc0_pad_lanes_are_no_nan_birth_nor_overflow(healthy_pristine, tmp_path):
+    """conv1's output is NHWC C=8 stored as NC1HWC0 C0=16: lanes 8..15 are pads, holding
+    whatever the kernel left there. A NaN/inf there is no value of the tensor: no NaN birth,
+    no float16 overflow, no count; one line says they are there."""
+    from precision_shell.compare.diagnosis.advisor import FP16_OVERFLOW
+
+    root = _copy(healthy_pristine, tmp_path)
+    step = _step_dir(root)
+    conv1 = next(step.glob("Conv2D.conv1_*"))
+    _plant(conv1, {(0, 0, 0, 0, 8): np.inf, (0, 0, 0, 0, 9): np.nan, (1, 0, 2, 3, 15): -np.inf})
+    shell = open_shell(root)
+    check = run_ok(shell, "ac -c")
+    (origin,) = check.nonfinite
+    assert origin.first is None
+    pad = origin.pad_only
+    assert (pad.op, pad.output, pad.nan, pad.inf, pad.pad_layout) == (CONV1, 0, 1, 2, "NC1HWC0")
+    text = " ".join(render(check).replace("│", " ").split())
+    assert "no NaN/inf in any device output" in text
+    assert (
+        f"NaN/inf in pad lanes only (no value of the tensor, not counted): rank 0 step 0 op "
+        f"{CONV1} (output 0) 1 NaN, 2 inf in its NC1HWC0 padding"
+    ) in text
+    assert _csv_cell(check.compare.primary.csv_path, CONV1, "OverFlow") == "NO"
+    assert [f.op for f in check.diagnosis.findings if f.detection == FP16_OVERFLOW] == []
+    # one inf in a real lane of conv2 beside one in its pads: the tensor holds 1, not 2
+    conv2 = next(step.glob("Conv2D.conv2_*"))
+    _plant(conv2, {(1, 0, 3, 3, 7): np.inf, (1, 0, 3, 3, 8): np.inf})
+    check = run_ok(open_shell(root), "ac -c")
+    hit = check.nonfinite[0].first
+    assert (hit.op, hit.nan, hit.inf, hit.pad_layout) == (CONV2, 0, 1, "")
+    assert check.nonfinite[0].pad_only.op == CONV1  # read before the origin: still said
+    assert _csv_cell(check.compare.primary.csv_path, CONV2, "OverFlow") == "YES"
+    assert _csv_cell(check.compare.primary.csv_path, CONV1, "OverFlow") == "NO"

@@ -122,6 +122,8 @@ def test_cause_json_says_replay_or_estimate_with_the_own_error():
         "max_abs_error": 1e-4,
         "relative_euclidean_distance": 1e-4,
         "max_ulp": 0.4,
+        "elements": 0,
+        "left_out": {"device_only": 0, "replay_only": 0, "both_different": 0, "both_same": 0},
     }
     assert replayed["inherited_error"]["relative_euclidean_distance"] == 0.4
     assert replayed["measures"]["drop_db"] == 20.0

@@ -198,6 +198,72 @@ def test_overflow_flag_is_filled_only_when_asked(tmp_path):
     assert compare_file(task, CompareOptions()).rows[0].overflow == "NaN"
 
 
+def test_overflow_flag_compares_the_magnitude_with_the_limit_nan_left_out():
+    from precision_shell.compare.pipeline.worker import _overflow_flag
+
+    def flag(values, limit=65504.0):
+        return _overflow_flag(np.array(values, np.float16), limit)
+
+    assert [flag([1, -65504]), flag([65472, np.nan]), flag([-np.inf]), flag([])] == [
+        "YES",
+        "NO",
+        "YES",
+        "NO",
+    ]
+    # a limit between float16 values: the next one up reaches it; above 65504 only inf does
+    assert [flag([2048], 2049.0), flag([2050], 2049.0), flag([65504], 70000.0)] == [
+        "NO",
+        "YES",
+        "NO",
+    ]
+    assert flag([np.inf], 70000.0) == "YES"
+    assert _overflow_flag(np.array([1e9], np.float32), 65504.0) == "NaN"
+
+
+def _pad_lanes_only(nhwc: np.ndarray, output: bool = True) -> TensorSpec:
+    """`nhwc` (finite) stored as NC1HWC0 with an inf and a NaN in the C0 pad lanes only."""
+    spec = _nc1hwc0_spec(nhwc, output=output)
+    device = spec.array.copy()
+    device[0, 0, 0, 0, nhwc.shape[3]] = np.inf
+    device[1, 0, 1, 2, nhwc.shape[3] + 1] = np.nan
+    return TensorSpec(
+        device,
+        format=spec.format,
+        original_shape=spec.original_shape,
+        original_op=spec.original_op,
+        original_format=spec.original_format,
+    )
+
+
+def test_the_overflow_flag_reads_the_tensors_own_elements_not_its_pad_lanes(tmp_path):
+    """A device keeps whatever a kernel left in the NC1HWC0 pad lanes: an inf there is no
+    float16 overflow of the tensor, compared or not (a weight without benchmark)."""
+    values = _nhwc(shape=(2, 3, 4, 5))  # C=5 stored in C0=16: lanes 5..15 are pads
+    dump = tmp_path / "Relu.net_relu.1.1.1700000000000000"
+    write_dump(
+        dump,
+        "net/relu",
+        inputs=[_pad_lanes_only(values, output=False)],
+        outputs=[_pad_lanes_only(values)],
+    )
+    benchmark = write_benchmark(tmp_path, "relu:0", values.astype(np.float32), TS)
+    none = MappingRow("*", None, reason="constant input: no benchmark")
+    weight = MappingRow("*", None, origin_format="NHWC", origin_shape=values.shape)
+    compared = _benchmark_row(benchmark, values.shape)
+    for inputs in ([none], [weight]):
+        rows = compare_file(_task(dump, [compared], inputs), CompareOptions(overflow=True)).rows
+        assert [r.overflow for r in rows] == ["NO", "NO"]
+        assert rows[1].metrics["CosineSimilarity"] == pytest.approx(1.0, abs=1e-6)
+    # an inf in a real lane still is one, compared or not
+    real = values.copy()
+    real[1, 2, 3, 4] = np.inf
+    write_dump(
+        dump, "net/relu", inputs=[_pad_lanes_only(real, False)], outputs=[_pad_lanes_only(real)]
+    )
+    rows = compare_file(_task(dump, [compared], [none]), CompareOptions(overflow=True)).rows
+    assert [r.overflow for r in rows] == ["YES", "YES"]
+
+
 def test_metric_memo_reuses_only_identical_device_values():
     import numpy as np
 

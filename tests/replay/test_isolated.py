@@ -116,6 +116,58 @@ def test_a_wrong_constant_is_off_from_the_benchmarks_inputs_and_a_healthy_conv_i
     )
 
 
+def test_a_nan_constant_differs_though_the_finite_elements_match(tmp_path):
+    """One element of conv2's folded filter is NaN on the device: from the benchmark's own
+    inputs the op gives NaN in every output of that filter (2 x 4 x 4 of 256) and matches the
+    benchmark on the rest. Its distance, over the finite elements, is within rounding; the
+    NaN alone makes the constants differ, and the reason says so."""
+    root = tmp_path / "nan_constant"
+    build_demo(
+        root,
+        DemoSpec(
+            size="tiny",
+            faults=(Fault(WRONG_CONSTANT, "conv2/Conv2D", 1, variant="nan"),),
+            second_run=False,
+        ),
+    )
+    shell = open_shell(root)
+    (out,) = run_ok(shell, f"replay {CONV2}").outputs
+    isolated = out.isolated
+    assert isolated is not None
+    assert isolated.relative_euclidean_distance < allowed_distance(out.dtype)
+    assert (isolated.elements, isolated.nonfinite_first, isolated.nonfinite_second) == (256, 32, 0)
+    assert out.constants_differ
+    assert out.verdict.split("; ", 1)[1] == (
+        "from the benchmark's own inputs its output holds 32 NaN/inf where the benchmark's is finite: "
+        "what the device gives it besides data differs from the benchmark's: its constant "
+        "inputs (weights, bias, scale) or its attributes"
+    )
+    (data,) = json.loads(_printed(run_ok(shell, f"replay {CONV2} --json")))["outputs"]
+    assert data["constants_differ"] is True
+    assert data["isolated"]["left_out"] == {
+        "isolated_replay_only": 32,
+        "benchmark_only": 0,
+        "both_different": 0,
+        "both_same": 0,
+    }
+    assert (
+        "* isolated: cosine and rel. Euclidean over the 224 of 256 elements finite on both "
+        "sides; left out: 32 NaN/inf on the isolated replay only"
+        in _printed(run_ok(shell, f"replay {CONV2}"))
+    )
+
+
+def test_a_one_sided_nan_or_inf_makes_constants_differ_whatever_the_distance():
+    base = allowed_distance("DT_FLOAT16")
+    close = OwnError(1.0, np.inf, base / 10, np.inf, elements=4)
+    assert not constants_differ(close, base)
+    assert constants_differ(OwnError(1.0, np.inf, base / 10, np.inf, 4, nonfinite_first=1), base)
+    assert constants_differ(OwnError(1.0, np.inf, base / 10, np.inf, 4, nonfinite_second=1), base)
+    assert constants_differ(OwnError(1.0, np.inf, base / 10, np.inf, 4, nonfinite_differ=1), base)
+    # the same NaN on both sides is no difference
+    assert not constants_differ(OwnError(1.0, 0.0, base / 10, 0.0, 4, nonfinite_same=1), base)
+
+
 def test_constants_keep_the_devices_values_and_a_missing_benchmark_says_which_input(
     wrong_constant, tmp_path
 ):

@@ -97,6 +97,29 @@ def test_non_finite_rules() -> None:
     assert overflowed.max_ulp == math.inf
 
 
+def test_the_elements_left_out_of_cosine_and_distance_are_counted_by_side() -> None:
+    """cosine and rel. Euclidean are over the elements finite on both sides: what they leave
+    out is counted, by which side holds the NaN/inf, so a reader can say so."""
+
+    def counts(e):
+        return (
+            e.elements,
+            e.nonfinite_first,
+            e.nonfinite_second,
+            e.nonfinite_differ,
+            e.nonfinite_same,
+            e.left_out,
+            e.nonfinite_mismatch,
+        )
+
+    device = np.array([1.0, np.inf, np.nan, 2.0, np.inf, 3.0, -np.inf, np.nan])
+    other = np.array([1.0, 5.0, 4.0, np.nan, np.inf, 3.0, np.inf, np.nan])
+    assert counts(own_error(device, other, "DT_FLOAT16")) == (8, 2, 1, 1, 2, 6, 4)
+    assert counts(own_error(other, device, "DT_FLOAT16")) == (8, 1, 2, 1, 2, 6, 4)
+    clean = own_error(np.array([1.0, 2.0]), np.array([1.0, 2.5]), "DT_FLOAT16")
+    assert counts(clean) == (2, 0, 0, 0, 0, 0, 0)
+
+
 def test_values_beyond_the_dtype_use_the_spacing_at_max() -> None:
     err = own_error(np.array([65504.0]), np.array([70000.0]), "DT_FLOAT16")
     assert err.max_ulp == (70000.0 - 65504.0) / 32.0

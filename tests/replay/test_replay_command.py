@@ -7,8 +7,10 @@ a `local_error` fault multiplies the output by 1 + 0.05 * noise, far beyond roun
 
 from __future__ import annotations
 
+import csv
 import io
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -18,12 +20,20 @@ from precision_shell.commands.replay import JsonText
 from precision_shell.commands.system import CommandHelp
 from precision_shell.demo.builder import build_demo
 from precision_shell.demo.spec import FP16_OVERFLOW, LOCAL_ERROR, NAN_BIRTH, DemoSpec, Fault
+from precision_shell.render.numbers import fmt_num
 from precision_shell.render.output import Renderer
 from precision_shell.replay.kernels import registry
 from precision_shell.replay.session import ReplayReport
 from tests.commands.shell_fixture import CONV2, CONV3, DENSE, open_shell, run_fail, run_ok
 
-ERROR_KEYS = {"cosine", "max_abs_error", "relative_euclidean_distance", "max_ulp"}
+ERROR_KEYS = {
+    "cosine",
+    "max_abs_error",
+    "relative_euclidean_distance",
+    "max_ulp",
+    "elements",
+    "left_out",
+}
 EXACT = "this op is exact for float16; its deviation comes from its inputs"
 WRONG = "the kernel itself is wrong"
 # The two Muls of the demo: its GE graph has no `value` on them (the writer only sees the
@@ -82,6 +92,14 @@ def test_json_of_a_healthy_fused_conv(healthy):
     assert set(out["own"]) == ERROR_KEYS and set(out["inherited"]) == ERROR_KEYS
     assert out["own"]["max_ulp"] <= 1.0
     assert out["own"]["cosine"] > 0.9999
+    # nothing left out of the cosine and distance: every element is finite on both sides
+    assert out["own"]["elements"] == 2 * 4 * 4 * 8
+    assert out["own"]["left_out"] == {
+        "device_only": 0,
+        "replay_only": 0,
+        "both_different": 0,
+        "both_same": 0,
+    }
     assert EXACT in out["verdict"]
     members = data["attrs"]
     assert members["conv2/Conv2D (Conv2D)"]["pads"] == [1, 1, 1, 1]
@@ -189,6 +207,47 @@ def test_nan_birth_is_wrong_and_the_json_stays_valid(tmp_path):
     (out,) = data["outputs"]
     assert out["own"]["max_ulp"] == "inf" and out["total"]["max_ulp"] == "inf"
     assert out["verdict"] == f"own error inf ULP: {WRONG}"
+
+
+def test_measures_over_the_finite_elements_say_so_in_the_panel_and_the_json(tmp_path):
+    """A NaN and an inf born in conv2's output (256 elements): cosine and rel. Euclidean of
+    own and total are over the 254 elements finite on both sides, marked, and a line says what
+    was left out and that vc's CSV (every element) has nan/inf for the same pair."""
+    root, _ = _build(tmp_path / "nan", Fault(NAN_BIRTH, "conv2/Conv2D", 2))
+    shell = open_shell(root)
+    report = run_ok(shell, f"replay {CONV2}")
+    (out,) = report.outputs
+    assert (out.total.elements, out.total.nonfinite_first, out.total.left_out) == (256, 2, 2)
+    assert math.isfinite(out.total.cosine)  # over the finite elements: still informative
+    lines = [" ".join(line.strip().strip("│").split()) for line in _printed(report).splitlines()]
+    total = next(line for line in lines if line.startswith("total (device vs benchmark)"))
+    assert total == (
+        f"total (device vs benchmark) │ {fmt_num(out.total.cosine, 9)}* │ inf │ "
+        f"{fmt_num(out.total.relative_euclidean_distance)}* │ inf"
+    )
+    inherited = next(line for line in lines if line.startswith("inherited (replay vs"))
+    assert "*" not in inherited  # the replay and the benchmark are finite everywhere
+    assert [line for line in lines if line.startswith("* ")] == [
+        "* own: cosine and rel. Euclidean over the 254 of 256 elements finite on both sides; "
+        "left out: 2 NaN/inf on the device only",
+        "* total: cosine and rel. Euclidean over the 254 of 256 elements finite on both sides; "
+        "left out: 2 NaN/inf on the device only (vc's CSV takes every element: nan/inf there)",
+    ]
+    (data,) = json.loads(_printed(run_ok(shell, f"replay {CONV2} --json")))["outputs"]
+    assert (data["total"]["elements"], data["total"]["left_out"]) == (
+        256,
+        {"device_only": 2, "benchmark_only": 0, "both_different": 0, "both_same": 0},
+    )
+    assert data["inherited"]["left_out"] == dict.fromkeys(
+        ("replay_only", "benchmark_only", "both_different", "both_same"), 0
+    )
+    # the CSV's cells for the same pair, which take every element
+    csv_path = run_ok(shell, "vc").primary.csv_path
+    with open(csv_path, newline="") as fh:
+        rows = list(csv.reader(fh))
+    (row,) = [r for r in rows[1:] if f"{CONV2}:output:0" in r]
+    head = rows[0]
+    assert row[head.index("CosineSimilarity")] == "nan"
 
 
 def test_a_correct_overflow_is_not_the_kernels_error(tmp_path):

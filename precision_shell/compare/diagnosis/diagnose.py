@@ -73,9 +73,9 @@ def cause_json(cause: RootCause) -> dict[str, Any]:
     measures = cause.evidence()
     if out is not None:
         payload["evidence"] = "replay"
-        payload["own_error"] = error_json(out.own)
-        payload["inherited_error"] = error_json(out.inherited)
-        payload["isolated_error"] = error_json(out.isolated)
+        payload["own_error"] = error_json(out.own, "own")
+        payload["inherited_error"] = error_json(out.inherited, "inherited")
+        payload["isolated_error"] = error_json(out.isolated, "isolated")
         payload["replay"] = {
             "slot": out.slot,
             "dtype": out.dtype,

@@ -21,7 +21,7 @@ from precision_shell.compare.pipeline.recent import RecentByPath
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.errors import PrecisionError
 from precision_shell.formats.benchmark import load_benchmark
-from precision_shell.formats.benchmark_layout import to_benchmark_layout
+from precision_shell.formats.benchmark_layout import own_elements, to_benchmark_layout
 from precision_shell.formats.dtypes import dtype_name
 from precision_shell.formats.layouts import LayoutError, format_name, is_plain_format
 from precision_shell.formats.npu_dump import (
@@ -230,15 +230,47 @@ def _row(
     )
 
 
+_FP16_INF_BITS = 0x7C00
+
+
+@functools.lru_cache(maxsize=8)
+def _fp16_magnitude_bits(limit: float) -> int:
+    """The bits of the smallest float16 magnitude >= `limit` (inf's above 65504): for
+    non-negative float16 values, x >= limit exactly when their bits are >= these."""
+    if limit <= 0:
+        return 0
+    with np.errstate(over="ignore"):  # a limit above 65504: only inf reaches it
+        least = np.float16(limit)
+        if float(least) < limit:
+            least = np.nextafter(least, np.float16(np.inf))
+    return int(least.view(np.uint16))
+
+
 def _overflow_flag(values: np.ndarray, limit: float) -> str:
     if values.dtype != np.float16:
         return "NaN"
     if values.size == 0:
         return "NO"
-    # NaN is not an overflow (a NaN born from 0/0 says nothing about range); inf is
-    magnitude = np.abs(values.astype(np.float32))
-    peak = float(np.max(magnitude, where=~np.isnan(magnitude), initial=0.0))
-    return "YES" if peak >= limit else "NO"
+    # On the bits with the sign cleared: no float32 copy. NaN (above inf's bits) is not an
+    # overflow (a NaN born from 0/0 says nothing about range); inf is.
+    magnitude = np.bitwise_and(values.view(np.uint16), 0x7FFF)
+    peak = int(np.max(magnitude, where=magnitude <= _FP16_INF_BITS, initial=0))
+    return "YES" if peak >= _fp16_magnitude_bits(limit) else "NO"
+
+
+def _own_overflow_flag(
+    raw: np.ndarray, meta: TensorMeta, mapping: MappingRow, options: CompareOptions
+) -> str:
+    """The OverFlow cell of a tensor not compared: read on its own elements, the pad lanes of
+    a padded layout cut off (they hold whatever the kernel left there); as stored when it does
+    not convert back."""
+    if not options.overflow or raw.dtype != np.float16:
+        return "NaN"
+    try:
+        values = own_elements(raw, meta, mapping.origin_format, mapping.origin_shape)
+    except (LayoutError, ValueError):
+        values = raw
+    return _overflow_flag(values, options.fp16_limit)
 
 
 class _MetricMemo:
@@ -385,20 +417,26 @@ def _compare_tensor(
         raw = read_tensor(header, meta.kind, meta.index)
     except PrecisionError as exc:
         return _row(task, meta.kind, meta.index, mapping, reason=str(exc), **common)
-    overflow = _overflow_flag(raw, options.fp16_limit) if options.overflow else "NaN"
-    common["overflow"] = overflow
     if mapping.benchmark_path is None:
+        common["overflow"] = _own_overflow_flag(raw, meta, mapping, options)
         return _row(task, meta.kind, meta.index, mapping, **common)
     try:
         benchmark, ref_meta = refs.load(mapping, meta.kind, meta.index)
     except (PrecisionError, KeyError, LayoutError, ValueError) as exc:
+        common["overflow"] = _own_overflow_flag(raw, meta, mapping, options)
         return _row(task, meta.kind, meta.index, mapping, reason=f"benchmark: {exc}", **common)
     common["benchmark_dtype"] = _device_dtype(ref_meta) if ref_meta else _numpy_dt(benchmark)
     # device vs device: whether both dumps hold the same bytes, while both are in memory
     same = ref_meta is not None and _same_bytes(raw, benchmark)
     try:
         device, benchmark = _align(raw, meta, benchmark, ref_meta, mapping)
-        common["shape"] = _shape_text(benchmark.shape)
+    except (LayoutError, ValueError) as exc:
+        common["overflow"] = _own_overflow_flag(raw, meta, mapping, options)
+        return _row(task, meta.kind, meta.index, mapping, reason=str(exc), **common)
+    # the values compared are the tensor's own, pads cut: flagged as they are, no second copy
+    common["overflow"] = _overflow_flag(device, options.fp16_limit) if options.overflow else "NaN"
+    common["shape"] = _shape_text(benchmark.shape)
+    try:
         identity = refs.identities.get(mapping.benchmark_path)
         metrics = _MEMO.compute(device, benchmark, mapping, options.algorithms, identity)
     except (LayoutError, ValueError) as exc:
