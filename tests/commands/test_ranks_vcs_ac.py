@@ -324,20 +324,7 @@ def test_ac_c_hints_and_ni_read_the_rank_and_step_of_the_root_cause(healthy_pris
 
 def _poison(dump: Path, element: int) -> None:
     """Rewrite a dump file (a hard link: unlinked first) with one NaN in output 0."""
-    header = read_dump_header(str(dump))
-    meta = header.outputs[0]
-    values = np.array(read_tensor(header, "output", 0))
-    values.reshape(-1)[element] = np.nan
-    os.unlink(dump)
-    spec = TensorSpec(
-        values,
-        dtype=meta.dtype,
-        format=meta.format,
-        original_shape=meta.original_shape,
-        original_op=meta.original_op,
-        original_format=meta.original_format,
-    )
-    write_dump(dump, header.op_name, outputs=[spec])
+    _plant(dump, {element: np.nan})
 
 
 def test_ac_finds_the_rank_step_and_op_where_nan_first_appears(healthy_pristine, tmp_path):
@@ -562,14 +549,17 @@ def test_the_rank_table_tells_not_dumped_from_dumped_but_not_compared(healthy_pr
     assert "Not compared: dumped, but outside this vc&#x27;s --rank/--step." in page
 
 
-def _plant(dump: Path, cells: dict[tuple[int, ...], float]) -> None:
-    """Rewrite a dump file (a hard link: unlinked first) with `cells` of output 0 (indices in
-    its stored layout) set."""
+def _plant(dump: Path, cells: dict[tuple[int, ...] | int, float]) -> None:
+    """Rewrite a dump file (a hard link: unlinked first) with `cells` of output 0 set
+    (indices in its stored layout; an int: the flat index)."""
     header = read_dump_header(str(dump))
     meta = header.outputs[0]
     values = np.array(read_tensor(header, "output", 0))
     for where, value in cells.items():
-        values[where] = value
+        if isinstance(where, int):
+            values.reshape(-1)[where] = value
+        else:
+            values[where] = value
     os.unlink(dump)
     spec = TensorSpec(
         values,
