@@ -72,6 +72,10 @@ class StatisticsCompares:
     plans: list[StatisticsPlan]
     empty: list[EmptySlice] = field(default_factory=list)
 
+    def selected(self) -> list[DumpSlice | None]:
+        """Every (rank, step) selected, compared or empty (as `SlicePlans.selected`)."""
+        return [w for w, _, _ in self.plans] + [e.where for e in self.empty]
+
 
 @dataclass(frozen=True)
 class CompareRequest:
@@ -122,10 +126,11 @@ def statistics_slices(ws: Workspace, request: CompareRequest) -> list[DumpSlice]
     if not run.slices:
         return None
     chosen = selected_slices(run, request.rank, request.step)
-    # an empty dump dir (an interrupted dump) is of neither kind
-    kinds = [where.dumps.holds_statistics_only() or not len(where.dumps) for where in chosen]
-    if not any(w.dumps.holds_statistics_only() for w in chosen):
+    statistics = [where.dumps.holds_statistics_only() for where in chosen]
+    if not any(statistics):
         return None
+    # an empty dump dir (an interrupted dump) is of neither kind
+    kinds = [s or not len(w.dumps) for s, w in zip(statistics, chosen, strict=True)]
     if not all(kinds):
         stats = ", ".join(w.label for w, k in zip(chosen, kinds, strict=True) if k)
         raise PrecisionError(
@@ -193,8 +198,7 @@ def run_statistics(
             break
     summary = statistics_summary(ws, request.rule, compares)
     if plans[0][0] is not None:
-        selected = [w for w, _, _ in plans] + [e.where for e in compares_to_run.empty]
-        summary.not_selected = not_selected(ws.run(request.run), selected)
+        summary.not_selected = not_selected(ws.run(request.run), compares_to_run.selected())
         summary.nothing_to_compare = [e.record() for e in compares_to_run.empty]
     summary.write(out_dir / SUMMARY_NAME)
     warnings = [w for _, plan, _ in plans for w in plan.index_warnings]
