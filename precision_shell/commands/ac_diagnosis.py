@@ -29,8 +29,8 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     DEFAULT_BUDGET_S,
     DEFAULT_REPLAY_MODE,
     ReplayPass,
-    proof_text,
-    proves_fault,
+    measured_fault,
+    measured_text,
     replay_pass,
     replay_targets,
     replayable,
@@ -39,7 +39,9 @@ from precision_shell.compare.diagnosis.replay_evidence import (
 from precision_shell.compare.diagnosis.root_cause import OpEvidence, RootCause
 from precision_shell.compare.diagnosis.slice_replays import (
     DiagnosedSlice,
+    proven,
     replay_every_slice,
+    replay_until_proven,
     shown_slice,
 )
 from precision_shell.compare.results.schema import ResultRow, ResultTable, read_result_csv
@@ -171,11 +173,27 @@ def _replayer(
     return run_pass
 
 
+def _goes_on(first: Diagnosis, chosen: CardDiagnosis, cards: list[CardDiagnosis]) -> bool:
+    """The default replay goes on to the other slices (slice_replays.replay_until_proven):
+    the slice diagnosed first, replayed to its end, proves no fault, and another slice has an
+    output failing the thresholds."""
+    done = first.replays
+    if done is None or done.interrupted or done.not_reached or proven(first):
+        return False
+    return any(
+        q.fails
+        for c in cards
+        if c is not chosen
+        for ev in c.diagnosis.evidence.values()
+        for q in ev.outputs.values()
+    )
+
+
 def _moved_text(first: CardDiagnosis, first_best: RootCause | None, shown: RootCause) -> str:
     """Why the card shown is not `first`: what its replay proves, and what `first`'s did."""
-    proof = proof_text(shown.replay)
+    proof = measured_text(shown)
     label = first.entry.label
-    if first_best is not None and proves_fault(first_best.replay):
+    if first_best is not None and measured_fault(first_best):
         return f"{proof}, and it goes wrong before {label}'s proven fault at {first_best.op}"
     reading = "none" if first_best is None else "no fault its replay proves"
     return (
@@ -196,7 +214,8 @@ def diagnose_compare(
     beside the root causes, with the other cards' own root causes. That one is diagnosed
     again with its replays (`choice`), which re-rank its causes. `--replay all` on several
     compares replays every one (slice_replays) and shows the card whose kernel it proves
-    wrong when the first one's best cause is not."""
+    wrong when the first one's best cause is not; the default goes on to the other cards
+    when the first one's replay proves no fault, until a step where one does."""
     compare = check.compare
     assert compare is not None
     if compare.primary.plan_mode != "benchmark":
@@ -230,7 +249,7 @@ def diagnose_compare(
     if chosen is not None and (several or left_out):
         others = slice_check(chosen, cards, left_out)
         diagnosis = with_scope(diagnosis, graph, table.rows, compare.rule, hits, others)
-    if several and choice.mode == "all" and chosen is not None:  # every card replayed
+    if several and chosen is not None and choice.mode != "none":
         slices = [
             DiagnosedSlice(
                 c.entry.label,
@@ -255,21 +274,34 @@ def diagnose_compare(
             return _replayer(ctx, choice, cards[n].entry, slices[n].where, spent_s)
 
         at = cards.index(chosen)
-        diagnoses, check.slice_replays = replay_every_slice(
-            slices, at, compare.rule, hits, replayer_for, choice.budget_s
-        )
-        shown = shown_slice(diagnoses, at, [(c.entry.rank, c.entry.step) for c in cards])
-        if shown != at and diagnoses[shown].causes:
-            first_causes = diagnoses[at].causes
-            moved = _moved_text(
-                cards[at], first_causes[0] if first_causes else None, diagnoses[shown].causes[0]
+        diagnoses: list[Diagnosis] | None = None
+        if choice.mode == "all":  # every card replayed
+            diagnoses, check.slice_replays = replay_every_slice(
+                slices, at, compare.rule, hits, replayer_for, choice.budget_s
             )
-        # the other cards are read by their replayed causes too (card_scope's notes)
-        cards = [replace(c, diagnosis=d) for c, d in zip(cards, diagnoses, strict=True)]
-        chosen, diagnosis = cards[shown], diagnoses[shown]
-        entry, table, graph = chosen.entry, chosen.table, chosen.graph
+        else:
+            first = with_replays(
+                diagnosis, graph, table.rows, compare.rule, hits, replayer_for(at, 0)
+            )
+            if _goes_on(first, chosen, cards):
+                diagnoses, check.slice_replays = replay_until_proven(
+                    slices, at, first, compare.rule, hits, replayer_for, choice.budget_s
+                )
+            else:
+                diagnosis = first
+        if diagnoses is not None:
+            shown = shown_slice(diagnoses, at, [(c.entry.rank, c.entry.step) for c in cards])
+            if shown != at and diagnoses[shown].causes:
+                first_causes = diagnoses[at].causes
+                moved = _moved_text(
+                    cards[at], first_causes[0] if first_causes else None, diagnoses[shown].causes[0]
+                )
+            # the other cards are read by their replayed causes too (card_scope's notes)
+            cards = [replace(c, diagnosis=d) for c, d in zip(cards, diagnoses, strict=True)]
+            chosen, diagnosis = cards[shown], diagnoses[shown]
+            entry, table, graph = chosen.entry, chosen.table, chosen.graph
     elif choice.mode != "none":
-        replayer = _replayer(ctx, choice, entry, entry.label if several and entry else None)
+        replayer = _replayer(ctx, choice, entry, None)
         diagnosis = with_replays(diagnosis, graph, table.rows, compare.rule, hits, replayer)
     scope = later = None
     if several and chosen is not None and diagnosis.causes:
@@ -281,6 +313,9 @@ def diagnose_compare(
     record = diagnosis.record()
     if check.slice_replays is not None and record.replay is not None:
         record.replay["slices"] = check.slice_replays.to_json()
+        if check.slice_replays.mode != "all":  # the default, gone on from the first slice
+            record.replay["slices_mode"] = check.slice_replays.mode
+            record.replay["slices_left"] = check.slice_replays.left
     if entry is not None and len(run.slices) > 1:  # a run of one dump dir keeps the old keys
         record.rank, record.step = entry.rank, entry.step
         for cause_json in record.root_causes:

@@ -316,12 +316,21 @@ def _differing_text(count: int) -> str:
 
 def slice_replays_line(done: SliceReplays) -> str:
     """`replay (all) of 4 rank/step slices: 532 ops replayed in 0.45 s, 1 kernel wrong
-    (rank 2 step 0: OP); ...`, and the slices the budget (or Ctrl-C) left unfinished."""
+    (rank 2 step 0: OP); ...`, and the slices the budget (or Ctrl-C) left unfinished; the
+    default's going on says how far it went and which slices it left."""
     passes, wrong, unfinished = done.passes, done.wrong, done.unfinished
     replays = sum(len(p.reports) for p in passes)
     ops = len(set().union(*(p.reports for p in passes)))
+    if done.mode == "all":
+        what = f"replay (all) of {len(passes)} rank/step slices"
+    else:  # the default, gone on from the first slice (slice_replays.replay_until_proven)
+        what = (
+            f"replay ({done.mode}, then every op where they proved no fault) of {len(passes)} "
+            f"of {done.slices} rank/step slices ({passes[0].where} proved no fault: the others "
+            "step by step, until a step with a proven fault)"
+        )
     head = (
-        f"replay (all) of {len(passes)} rank/step slices: {ops} op{'s' if ops != 1 else ''} "
+        f"{what}: {ops} op{'s' if ops != 1 else ''} "
         f"replayed ({replays} replays) in {done.elapsed_s:.2f} s, {len(wrong)} "
         f"kernel{'s' if len(wrong) != 1 else ''} wrong"
     )
@@ -354,7 +363,25 @@ def slice_replays_line(done: SliceReplays) -> str:
             f"{left} not reached ({why}) on {slices}: "
             "ac -c --replay all --rank R --step S replays one slice"
         )
+    left_out = sum(p.left_out for p in passes)
+    if left_out:
+        parts.append(
+            f"{left_out} dumped ops with a kernel not replayed where the candidates proved a "
+            "fault (--replay all replays them)"
+        )
+    if done.left:
+        count = len(done.left)
+        parts.append(
+            f"{count} slice{'s' if count != 1 else ''} of later steps not replayed "
+            f"({_listed(done.left)}): a step before them has a proven fault "
+            "(--replay all replays every one)"
+        )
     return "; ".join(parts)
+
+
+def _listed(names: list[str], shown: int = 3) -> str:
+    """`a, b, c, ...` : the first `shown` names."""
+    return ", ".join(names[:shown]) + (", ..." if len(names) > shown else "")
 
 
 @renders(AutoCheck)

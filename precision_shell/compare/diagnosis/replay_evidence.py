@@ -179,6 +179,23 @@ def proof_text(out: OutputReplay | None) -> str | None:
     return None
 
 
+def measured_fault(cause: RootCause) -> bool:
+    """A fault measured at `cause`, not estimated: its replay proves one (`proves_fault`), or
+    NaN/inf is born there (finite inputs, a non-finite output: an infinite drop) and no
+    replay ran to clear it. Which (rank, step) `ac -c` shows, and whether its default replay
+    goes on to other cards, rest on this."""
+    if cause.replay is not None:
+        return proves_fault(cause.replay)
+    return cause.drop_db == math.inf
+
+
+def measured_text(cause: RootCause) -> str | None:
+    """What was measured of `cause` (`measured_fault`), as the panel says it; None: nothing."""
+    if cause.replay is None and cause.drop_db == math.inf:
+        return "NaN/inf is born there from finite inputs"
+    return proof_text(cause.replay)
+
+
 def replay_targets(
     graph: GraphIndex,
     evidence: dict[str, OpEvidence],

@@ -1,12 +1,21 @@
-"""`ac -c --replay all` on a compare of several (rank, step) dumps: every slice replayed.
+"""Replays over a compare of several (rank, step) dumps: `ac -c --replay all` replays every
+slice; the default goes on from the slice diagnosed to the others when its replay proves no
+fault (`replay_until_proven`).
 
 A kernel error on one card (or at one step) is in that slice's dumps only, so a replay of
 the slice the diagnosis picked says nothing about the others. Every slice is replayed under
 the one budget: the slice diagnosed first (its panel needs it), then the others by how far
 their compare leaves the other slices of their step, so a budget that runs out leaves the
-slices most like the ones replayed. The slice shown is, of those whose best cause the replay
-proves (a wrong kernel, constants that differ, an overflow born there), the first to go
-wrong (step, then the cause's position, then rank); the diagnosed one when none is proven.
+slices most like the ones replayed. The slice shown is, of those whose best cause is a
+measured fault (its replay proves a wrong kernel, constants that differ or an overflow born
+there; or NaN/inf is born there and no replay ran), the first to go wrong (step, then the
+cause's position, then rank); the diagnosed one when none is.
+
+The default ("candidates") replays the slice diagnosed first. When that proves no fault while
+other slices fail the thresholds (drift everywhere, a small fault on one card hidden under
+it), it goes on to the other slices step by step (within a step, by divergence) under the
+same budget, and stops after the first step where a fault is measured: a later step cannot
+go wrong first. The slices of later steps are counted, not replayed.
 """
 
 from __future__ import annotations
@@ -15,15 +24,16 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from precision_shell.compare.diagnosis.advisor import OverflowHit
 from precision_shell.compare.diagnosis.diagnose import Diagnosis, Replayer, with_replays
-from precision_shell.compare.diagnosis.replay_evidence import ReplayPass, proves_fault
+from precision_shell.compare.diagnosis.replay_evidence import ReplayPass, measured_fault
 from precision_shell.compare.diagnosis.root_cause import OpEvidence, RootCause
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.slice_results import first_wrong_order
 from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.workspace.dump_checks import number_order
 from precision_shell.workspace.graph_index import GraphIndex
 
 
@@ -40,10 +50,13 @@ class DiagnosedSlice:
 
 @dataclass
 class SliceReplays:
-    """The replay passes over every slice, in the order they ran."""
+    """The replay passes over the slices, in the order they ran."""
 
     budget_s: float
     passes: list[ReplayPass]
+    mode: str = "all"  # "candidates": the default going on from the slice diagnosed
+    slices: int = 0  # the slices compared (`passes` may cover fewer: see `left`)
+    left: list[str] = field(default_factory=list)  # not replayed: steps after a proven fault
 
     @property
     def wrong(self) -> list[tuple[str, str]]:
@@ -114,19 +127,87 @@ def replay_every_slice(
     order = [first] + [
         n for n in divergence_order([(s.step, s.diagnosis.evidence) for s in slices]) if n != first
     ]
-    start = time.monotonic()
-    replayed: dict[int, Diagnosis] = {}
-    interrupted = False
+    replayed = _replay_in_order(slices, order, rule, overflows, replayer_for, {})
+    passes = [_pass_of(replayed[n]) for n in order]
+    done = SliceReplays(budget_s, passes, slices=len(slices))
+    return [replayed[n] for n in range(len(slices))], done
+
+
+def proven(diagnosis: Diagnosis) -> bool:
+    """Its best cause is a measured fault (`measured_fault`: its replay proves one, or
+    NaN/inf is born there)."""
+    return bool(diagnosis.causes) and measured_fault(diagnosis.causes[0])
+
+
+def replay_until_proven(
+    slices: Sequence[DiagnosedSlice],
+    first: int,
+    replayed_first: Diagnosis,
+    rule: ThresholdRule,
+    overflows: Sequence[OverflowHit],
+    replayer_for: Callable[[int, float], Replayer],
+    budget_s: float,
+) -> tuple[list[Diagnosis], SliceReplays]:
+    """The default's going on (module doc): `replayed_first` is slice `first` replayed
+    already; the others follow by step, then divergence, until the step holding the first
+    proven fault is done. Every slice's diagnosis (the slices left: as diagnosed) and the
+    passes."""
+    divergence = divergence_order([(s.step, s.diagnosis.evidence) for s in slices])
+    at = {n: k for k, n in enumerate(divergence)}
+    others = sorted(
+        (n for n in range(len(slices)) if n != first),
+        key=lambda n: (number_order(slices[n].step), at[n]),
+    )
+    replayed = {first: replayed_first}
+    start = number_order(slices[first].step)
+    found = start if proven(replayed_first) else None
+
+    def stop(n: int, done: dict[int, Diagnosis]) -> bool:
+        nonlocal found
+        for m, diagnosis in done.items():
+            if proven(diagnosis):
+                step = number_order(slices[m].step)
+                found = step if found is None else min(found, step)
+        return found is not None and number_order(slices[n].step) > found
+
+    replayed = _replay_in_order(slices, others, rule, overflows, replayer_for, replayed, stop)
+    ran = [first] + [n for n in others if n in replayed]
+    done = SliceReplays(
+        budget_s,
+        [_pass_of(replayed[n]) for n in ran],
+        mode="candidates",
+        slices=len(slices),
+        left=[slices[n].where for n in others if n not in replayed],
+    )
+    return [replayed.get(n, s.diagnosis) for n, s in enumerate(slices)], done
+
+
+def _replay_in_order(
+    slices: Sequence[DiagnosedSlice],
+    order: Sequence[int],
+    rule: ThresholdRule,
+    overflows: Sequence[OverflowHit],
+    replayer_for: Callable[[int, float], Replayer],
+    done: dict[int, Diagnosis],
+    stop: Callable[[int, dict[int, Diagnosis]], bool] | None = None,
+) -> dict[int, Diagnosis]:
+    """`done` (the slices replayed already) with the slices of `order` replayed in turn
+    under one budget, until `stop(next, done)`. After a Ctrl-C the slices not begun are
+    given none of it: their passes count their ops as left by Ctrl-C."""
+    replayed = dict(done)
+    before = sum(_pass_of(d).elapsed_s for d in done.values())
+    interrupted = any(_pass_of(d).interrupted for d in done.values())
+    start = time.monotonic() - before
     for n in order:
+        if stop is not None and not interrupted and stop(n, replayed):
+            break
         s = slices[n]
-        spent = budget_s if interrupted else time.monotonic() - start
-        replayer = replayer_for(n, spent)
+        replayer = replayer_for(n, math.inf if interrupted else time.monotonic() - start)
         if interrupted:
             replayer = _after_ctrl_c(replayer)
         replayed[n] = with_replays(s.diagnosis, s.graph, s.rows, rule, overflows, replayer)
         interrupted = interrupted or _pass_of(replayed[n]).interrupted
-    passes = [_pass_of(replayed[n]) for n in order]
-    return [replayed[n] for n in range(len(slices))], SliceReplays(budget_s, passes)
+    return replayed
 
 
 def _pass_of(diagnosis: Diagnosis) -> ReplayPass:
@@ -150,15 +231,11 @@ def _after_ctrl_c(replayer: Replayer) -> Replayer:
 def shown_slice(
     diagnoses: Sequence[Diagnosis], first: int, where: Sequence[tuple[str, str]]
 ) -> int:
-    """The slice whose root cause to show: of the slices whose best cause its replay proves
-    (a wrong kernel, constants that differ, an overflow born there), the first to go wrong
-    (`first_wrong_order`; `where` holds each slice's (rank, step)); `first` when none is."""
+    """The slice whose root cause to show: of the slices whose best cause is a measured
+    fault (`proven`), the first to go wrong (`first_wrong_order`; `where` holds each slice's
+    (rank, step)); `first` when none is."""
 
-    def proven(n: int) -> bool:
-        causes = diagnoses[n].causes
-        return bool(causes) and proves_fault(causes[0].replay)
-
-    found = [n for n in range(len(diagnoses)) if proven(n)]
+    found = [n for n in range(len(diagnoses)) if proven(diagnoses[n])]
     if not found:
         return first
 

@@ -1,0 +1,156 @@
+"""The default `ac -c` over several (rank, step) compares goes on from the slice it diagnosed
+first to the others when that one's replay proves no fault (QA: a 1% filter on rank 2 step 1
+of a 4x3 workspace under float16 drift was called drift; only `--replay all` found it).
+
+The workspace: the 60-block float16 drift stack on ranks 0-1 x steps 0-2; rank 1 step 1 has
+a 1% wrong filter in block40/conv2, which no heuristic candidate covers."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+
+from precision_shell.compare.diagnosis import replay_evidence
+from precision_shell.compare.diagnosis.replay_evidence import measured_fault, measured_text
+from precision_shell.compare.diagnosis.root_cause import RootCause
+from precision_shell.demo.spec import WRONG_CONSTANT, Fault
+from tests.commands.shell_fixture import open_shell, rendered, run_ok
+from tests.commands.test_second_dump_dir import _link_copy, _step_dir
+from tests.replay.test_isolated import _deep
+
+FAULTY = "block40/conv2/Conv2Dblock40/relu2/Relu"
+DRIFT_FIRST = "block44/conv2/Conv2Dblock44/relu2/Relu"  # where drift alone fails first
+
+
+@pytest.fixture(scope="module")
+def cards_pristine(tmp_path_factory):
+    root = _deep(tmp_path_factory.mktemp("drift"))
+    faulty = _deep(
+        tmp_path_factory.mktemp("faulty"), Fault(WRONG_CONSTANT, "block40/conv2/Conv2D", 0.01)
+    )
+    step = _step_dir(root)
+    device = step.parents[2]  # <ts>/0/<graph>/<model>/<step>
+    for rank in ("0", "1"):
+        for n in ("0", "1", "2"):
+            if (rank, n) == ("0", "0"):
+                continue
+            src = _step_dir(faulty) if (rank, n) == ("1", "1") else step
+            _link_copy(src, device.parent / rank / step.parent.relative_to(device) / n)
+    return root
+
+
+@pytest.fixture
+def cards(cards_pristine, tmp_path):
+    root = tmp_path / "ws"
+    shutil.copytree(cards_pristine, root, symlinks=True)
+    return open_shell(root)
+
+
+def _replay_line(check) -> str:  # noqa: ANN001
+    return next(ln for ln in rendered(check, 600).splitlines() if ln.startswith("replay ("))
+
+
+def test_the_default_goes_on_until_a_step_with_a_proven_fault(cards):
+    estimate = run_ok(cards, "ac -c --rank all --step all --replay none")
+    assert (estimate.root_cause.cause.op, estimate.root_cause.where) == (
+        DRIFT_FIRST,
+        "rank 0 step 0",
+    )
+    check = run_ok(cards, "ac -c --rank all --step all")
+    panel = check.root_cause
+    assert (panel.cause.op, panel.where) == (FAULTY, "rank 1 step 1")
+    assert panel.where_why == (
+        "the replay proves its constants differ from the benchmark's; rank 0 step 0, the first "
+        "step with a root cause then the earliest op across its cards, has no fault its replay "
+        "proves"
+    )
+    done = check.slice_replays
+    # step 0 (the first slice, then the other card), then step 1 (two cards leave their
+    # median alike: rank order); step 2 cannot go wrong first: left
+    assert (done.mode, done.slices) == ("candidates", 6)
+    assert [p.where for p in done.passes] == [
+        "rank 0 step 0",
+        "rank 1 step 0",
+        "rank 0 step 1",
+        "rank 1 step 1",
+    ]
+    assert all(p.widened for p in done.passes) and done.differing == [("rank 1 step 1", FAULTY)]
+    assert done.left == ["rank 0 step 2", "rank 1 step 2"]
+    replay = json.loads(check.compare.summary_path.read_text())["diagnosis"]["replay"]
+    assert replay["slices_mode"] == "candidates"
+    assert replay["slices_left"] == ["rank 0 step 2", "rank 1 step 2"]
+    assert [s["slice"] for s in replay["slices"]] == [p.where for p in done.passes]
+    line = _replay_line(check)
+    ops = len(done.passes[0].reports)
+    assert line.startswith(
+        "replay (candidates, then every op where they proved no fault) of 4 of 6 rank/step "
+        "slices (rank 0 step 0 proved no fault: the others step by step, until a step with a "
+        f"proven fault): {ops} ops replayed ({4 * ops} replays) in "
+    )
+    assert (
+        f"0 kernels wrong, 1 op whose constants differ from the benchmark's ({FAULTY} on rank 1 "
+        "step 1)"
+    ) in line
+    assert line.endswith(
+        "; 2 slices of later steps not replayed (rank 0 step 2, rank 1 step 2): a step before "
+        "them has a proven fault (--replay all replays every one)"
+    )
+
+
+def test_drift_on_every_slice_replays_them_all_and_proves_nothing(cards):
+    check = run_ok(cards, "ac -c --rank 0 --step all")
+    assert (check.root_cause.cause.op, check.root_cause.where) == (DRIFT_FIRST, "rank 0 step 0")
+    done = check.slice_replays
+    assert [p.where for p in done.passes] == ["rank 0 step 0", "rank 0 step 1", "rank 0 step 2"]
+    assert done.left == [] and done.wrong == [] and done.differing == []
+    assert "slices of later steps" not in _replay_line(check)
+
+
+def test_a_first_slice_the_budget_cut_does_not_go_on(cards):
+    check = run_ok(cards, "ac -c --rank all --step all --replay-budget 0.0001")
+    assert check.slice_replays is None
+    assert check.diagnosis.replays.where == "rank 0 step 0"
+    assert _replay_line(check).startswith("replay (candidates) of rank 0 step 0 only ")
+
+
+def test_ctrl_c_on_another_slice_leaves_the_rest_unreplayed(cards, monkeypatch):
+    real = replay_evidence.replay_op_in_workspace
+    calls: list[tuple[str, str]] = []
+
+    def interrupted_on_the_other_card(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        calls.append((args[3], args[2]))  # (rank, op)
+        if args[3] == "1" and sum(rank == "1" for rank, _ in calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(replay_evidence, "replay_op_in_workspace", interrupted_on_the_other_card)
+    done = run_ok(cards, "ac -c --rank all --step 0").slice_replays
+    assert [(p.where, p.interrupted) for p in done.passes] == [
+        ("rank 0 step 0", False),
+        ("rank 1 step 0", True),
+    ]
+    assert len(done.passes[1].reports) == 2 and done.passes[1].not_reached
+    assert sum(rank == "1" for rank, _ in calls) == 3  # nothing replayed after the Ctrl-C
+
+
+def _cause(drop_db: float, replay=None) -> RootCause:  # noqa: ANN001
+    return RootCause("op", "Conv2D", 1, 1, "why", drop_db, 60.0, -math.inf, 1.0, math.nan, replay)
+
+
+def test_a_nan_birth_no_replay_cleared_is_a_measured_fault():
+    """NaN/inf born from finite inputs is measured by the compare itself: with no replay (the
+    op has no kernel, or none ran) it counts as a fault, so the default does not go on past
+    it; a replay that ran and proves nothing clears it (the NaN was the benchmark's)."""
+    born = _cause(math.inf)
+    assert measured_fault(born)
+    assert measured_text(born) == "NaN/inf is born there from finite inputs"
+    assert not measured_fault(_cause(12.0))  # a loss, however large, is an estimate
+    cleared = replace(born, replay=SimpleNamespace(own=None, constants_differ=False, overflow=0))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(replay_evidence, "proves_wrong", lambda out: False)
+        assert not measured_fault(cleared) and measured_text(cleared) is None
