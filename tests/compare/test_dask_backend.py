@@ -375,10 +375,12 @@ def test_the_no_worker_wait_comes_from_the_settings_and_must_be_positive(
     assert run_ok(shell, "vc --max 1 --backend threads").primary.files_done == 1  # local: unused
 
 
-def _ignores_sigint(pid: int) -> bool:
+def _ignores_sigint(pid: int, field: str = "SigIgn") -> bool:
+    """SIGINT is in the process's ignored set (`field`: or its main thread's blocked set,
+    SigBlk)."""
     status = Path(f"/proc/{pid}/status").read_text()
-    ignored = int(next(ln for ln in status.splitlines() if ln.startswith("SigIgn:")).split()[1], 16)
-    return bool(ignored & (1 << (signal.SIGINT - 1)))
+    bits = int(next(ln for ln in status.splitlines() if ln.startswith(f"{field}:")).split()[1], 16)
+    return bool(bits & (1 << (signal.SIGINT - 1)))
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -445,7 +447,23 @@ def test_a_worker_its_nanny_restarts_ignores_ctrl_c_too():
         assert len(before) == 2 and all(_ignores_sigint(pid) for pid in before.values())
         killed = sorted(before.values())[0]
         os.kill(killed, signal.SIGKILL)
+        # the worker spawned in its place blocks SIGINT from its first instant (its imports
+        # take a second or so before the preload ignores it): watched as soon as it appears
         deadline = time.monotonic() + 60
+        born: dict[int, bool] = {}
+        while not born:
+            assert time.monotonic() < deadline, "the nanny did not spawn a new worker"
+            below = descendants(os.getpid())
+            for pid in set(below) - set(before.values()):
+                try:
+                    if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                        born[pid] = _ignores_sigint(pid, "SigBlk") or _ignores_sigint(pid)
+                except OSError:
+                    continue  # gone again
+            time.sleep(0.005)
+        assert all(born.values())
+        # the shell's own thread still takes Ctrl-C
+        assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
         while True:
             assert time.monotonic() < deadline, "the nanny did not restart the killed worker"
             time.sleep(0.2)

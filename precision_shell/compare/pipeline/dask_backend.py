@@ -189,15 +189,21 @@ def _workers_ignore_ctrl_c() -> Iterator[None]:
     compare then blaming a lost cluster. The shell takes Ctrl-C, stops the compare and closes
     the cluster. This process ignores it too meanwhile: a Ctrl-C then would leave a cluster
     half started. Only the main thread can set a handler; elsewhere nothing changes.
-    A worker its nanny restarts later is born taking Ctrl-C: WORKER_PRELOAD makes it ignore
-    it once it has started (not while it imports, a second or so)."""
+    A worker its nanny restarts later is spawned by a thread of the cluster's event loop,
+    which starts in here: SIGINT is blocked in this thread meanwhile, so that thread and
+    every thread it starts inherit the blocked mask, and so does each worker they spawn
+    (a signal mask survives fork and exec): a restarted worker is born deaf to Ctrl-C, even
+    while it imports, and WORKER_PRELOAD then ignores it for good. The kernel gives a
+    process's SIGINT to a thread that does not block it: the shell's main thread, here."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
 
 
