@@ -10,7 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from precision_shell.commands.compare_summary import summary_of
-from precision_shell.compare.diagnosis.advisor import ACCUMULATED_DRIFT, Finding, OverflowHit
+from precision_shell.compare.diagnosis.advisor import (
+    ACCUMULATED_DRIFT,
+    Finding,
+    OverflowHit,
+    with_replay_unfinished,
+)
 from precision_shell.compare.diagnosis.cards import (
     CardDiagnosis,
     card_scope,
@@ -39,6 +44,7 @@ from precision_shell.compare.diagnosis.replay_evidence import (
 from precision_shell.compare.diagnosis.root_cause import OpEvidence, RootCause
 from precision_shell.compare.diagnosis.slice_replays import (
     DiagnosedSlice,
+    SliceReplays,
     proven,
     replay_every_slice,
     replay_until_proven,
@@ -171,6 +177,24 @@ def _replayer(
         return done
 
     return run_pass
+
+
+def _replay_unfinished(
+    diagnosis: Diagnosis, slices: SliceReplays | None
+) -> tuple[list[str], str] | None:
+    """The slices the replay did not finish (their labels; none: the one compared) and why
+    (Ctrl-C, or the budget); None when it finished what it set out to replay."""
+    if slices is not None:
+        where = [p.where or "" for p in slices.unfinished] + slices.not_begun
+        if not where:
+            return None
+        budget = f"the {slices.budget_s:g} s budget ran out"
+        return where, "Ctrl-C" if slices.interrupted else budget
+    done = diagnosis.replays
+    if done is None or not done.not_reached:
+        return None
+    why = "Ctrl-C" if done.interrupted else f"the {done.budget_s:g} s budget ran out"
+    return [done.where] if done.where else [], why
 
 
 def _goes_on(first: Diagnosis, chosen: CardDiagnosis, cards: list[CardDiagnosis]) -> bool:
@@ -310,12 +334,22 @@ def diagnose_compare(
         elsewhere = (scope.elsewhere if scope is not None else []) + later.faults
         if scope is not None or elsewhere:
             diagnosis.other_cards = [(e.rank, e.step, c) for e, c in elsewhere]
+    unfinished = _replay_unfinished(diagnosis, check.slice_replays)
+    if unfinished is not None:
+        diagnosis.findings = [with_replay_unfinished(f, *unfinished) for f in diagnosis.findings]
+        check.replay_interrupted = unfinished[1] == "Ctrl-C"
     record = diagnosis.record()
-    if check.slice_replays is not None and record.replay is not None:
-        record.replay["slices"] = check.slice_replays.to_json()
-        if check.slice_replays.mode != "all":  # the default, gone on from the first slice
-            record.replay["slices_mode"] = check.slice_replays.mode
-            record.replay["slices_left"] = check.slice_replays.left
+    if check.slice_replays is not None:
+        done = check.slice_replays
+        if record.replay is None:  # the slice shown was not replayed (its NaN/inf birth)
+            label = entry.label if entry is not None else None
+            record.replay = {"slice": label, "mode": done.mode, "replayed": 0}
+        record.replay["slices"] = done.to_json()
+        record.replay["interrupted"] = done.interrupted
+        if done.mode != "all":  # the default, gone on from the first slice
+            record.replay["slices_mode"] = done.mode
+            record.replay["slices_left"] = done.left
+            record.replay["slices_not_begun"] = done.not_begun
     if entry is not None and len(run.slices) > 1:  # a run of one dump dir keeps the old keys
         record.rank, record.step = entry.rank, entry.step
         for cause_json in record.root_causes:

@@ -72,7 +72,8 @@ class AutoCheck:
     diagnosis: Diagnosis | None = None
     diagnosis_skipped: str | None = None  # why no diagnosis ran on this compare
     root_cause: RootCausePanel | None = None
-    slice_replays: SliceReplays | None = None  # --replay all on several (rank, step) compares
+    slice_replays: SliceReplays | None = None  # replays of several (rank, step) compares
+    replay_interrupted: bool = False  # Ctrl-C ended the diagnosis's replay (shown as it stood)
     report_path: Path | None = None  # the HTML report (`--report`)
     # a statistics-only dump: its compare and the suspects it points at (instead of the above)
     statistics_compare: StatisticsCompareResult | None = None
@@ -81,9 +82,9 @@ class AutoCheck:
 
     @property
     def user_interrupted(self) -> bool:
-        """Ctrl-C cut its compare (see SummaryBacked.user_interrupted)."""
+        """Ctrl-C cut its compare (see SummaryBacked.user_interrupted) or its replay."""
         cut = self.statistics_compare or self.compare
-        return cut is not None and cut.user_interrupted
+        return self.replay_interrupted or (cut is not None and cut.user_interrupted)
 
     @property
     def error_message(self) -> str | None:
@@ -91,7 +92,10 @@ class AutoCheck:
             return f"ac: compare not run: {self.compare_error}"
         if self.statistics_compare is not None:
             return self.statistics_compare.error_message
-        return self.compare.error_message if self.compare is not None else None
+        error = self.compare.error_message if self.compare is not None else None
+        if error is None and self.replay_interrupted:
+            return "ac: replay interrupted (Ctrl-C): the diagnosis above rests on the replays done"
+        return error
 
 
 def _static_checks(

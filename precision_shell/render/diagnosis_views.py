@@ -21,6 +21,7 @@ from precision_shell.compare.diagnosis.root_cause import RootCause
 from precision_shell.compare.diagnosis.slice_replays import SliceReplays
 from precision_shell.compare.rank_divergence import rank_list_text
 from precision_shell.explore.nonfinite_origin import NonfiniteHit, NonfiniteOrigin
+from precision_shell.listing_text import some_of
 from precision_shell.render.compare_views import render_compare_summary, render_vector_compare
 from precision_shell.render.graph_views import tensor_table
 from precision_shell.render.output import renders
@@ -327,7 +328,7 @@ def slice_replays_line(done: SliceReplays) -> str:
         what = (
             f"replay ({done.mode}, then every op where they proved no fault) of {len(passes)} "
             f"of {done.slices} rank/step slices ({passes[0].where} proved no fault: the others "
-            "step by step, until a step with a proven fault)"
+            "step by step, until a step with a measured fault)"
         )
     head = (
         f"{what}: {ops} op{'s' if ops != 1 else ''} "
@@ -349,7 +350,7 @@ def slice_replays_line(done: SliceReplays) -> str:
     parts = [head]
     refused = len(set().union(*(p.refused for p in passes)))
     if refused:
-        parts.append(f"{refused} ops without a replay (no kernel, attribute or dump)")
+        parts.append(f"{_ops(refused)} without a replay (no kernel, attribute or dump)")
     undumped = sorted({p.undumped for p in passes if p.undumped})
     if undumped:
         per = f"{undumped[0]}" if len(undumped) == 1 else f"{undumped[0]}-{undumped[-1]}"
@@ -366,22 +367,28 @@ def slice_replays_line(done: SliceReplays) -> str:
     left_out = sum(p.left_out for p in passes)
     if left_out:
         parts.append(
-            f"{left_out} dumped ops with a kernel not replayed where the candidates proved a "
-            "fault (--replay all replays them)"
+            f"{left_out} other dumped op{'s' if left_out != 1 else ''} with a kernel not "
+            "replayed on those slices (--replay all replays them)"
+        )
+    if done.not_begun:
+        parts.append(
+            f"{_slices(len(done.not_begun))} not begun ({done.not_begun_why}): "
+            f"{some_of(done.not_begun)} (ac -c --rank R --step S replays one)"
         )
     if done.left:
-        count = len(done.left)
         parts.append(
-            f"{count} slice{'s' if count != 1 else ''} of later steps not replayed "
-            f"({_listed(done.left)}): a step before them has a proven fault "
-            "(--replay all replays every one)"
+            f"{_slices(len(done.left))} of later steps not replayed ({some_of(done.left)}): a "
+            "step before them has a measured fault (--replay all replays every one)"
         )
     return "; ".join(parts)
 
 
-def _listed(names: list[str], shown: int = 3) -> str:
-    """`a, b, c, ...` : the first `shown` names."""
-    return ", ".join(names[:shown]) + (", ..." if len(names) > shown else "")
+def _ops(count: int) -> str:
+    return f"{count} op{'s' if count != 1 else ''}"
+
+
+def _slices(count: int) -> str:
+    return f"{count} slice{'s' if count != 1 else ''}"
 
 
 @renders(AutoCheck)

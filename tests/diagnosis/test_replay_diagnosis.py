@@ -125,10 +125,17 @@ def ctrl_c_on_the_third_replay(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_ctrl_c_ends_the_pass_with_what_it_has(deep_shell, monkeypatch):
     shell, _ = deep_shell
     calls = ctrl_c_on_the_third_replay(monkeypatch)
-    done = run_ok(shell, "ac -c --replay all").diagnosis.replays
+    outcome = run_fail(shell, "ac -c --replay all")
+    # the diagnosis as it stood is shown, and the command (a script) stops as Ctrl-C asks
+    assert outcome.interrupted and outcome.error == (
+        "ac: replay interrupted (Ctrl-C): the diagnosis above rests on the replays done"
+    )
+    done = outcome.result.diagnosis.replays
     assert done.interrupted and len(done.reports) == 2
     assert done.unreached[0] == calls[2]  # the op interrupted counts as not reached
     assert done.skipped(calls[2]) == "not reached: Ctrl-C"
+    summary = json.loads(outcome.result.compare.summary_path.read_text())["diagnosis"]
+    assert summary["replay"]["interrupted"] is True
 
 
 @pytest.mark.parametrize("budget", ["0", "-1", "nan", "inf", "x"])

@@ -16,7 +16,7 @@ from precision_shell.compare.diagnosis.root_cause import OpEvidence, TensorQuali
 from precision_shell.compare.diagnosis.slice_replays import divergence_order
 from precision_shell.demo.builder import build_demo
 from precision_shell.demo.spec import LOCAL_ERROR, WRONG_CONSTANT, DemoSpec, Fault
-from tests.commands.shell_fixture import CONV1, CONV2, open_shell, rendered, run_ok
+from tests.commands.shell_fixture import CONV1, CONV2, open_shell, rendered, run_fail, run_ok
 from tests.commands.test_second_dump_dir import _link_copy, _step_dir
 from tests.diagnosis.test_replay_diagnosis import ctrl_c_on_the_third_replay
 
@@ -139,7 +139,9 @@ def test_the_budget_names_the_cards_it_left(two_cards):
 
 def test_ctrl_c_ends_every_card_s_pass(two_cards, monkeypatch):
     calls = ctrl_c_on_the_third_replay(monkeypatch)
-    done = run_ok(two_cards, "ac -c --replay all").slice_replays
+    outcome = run_fail(two_cards, "ac -c --replay all")
+    assert outcome.interrupted
+    done = outcome.result.slice_replays
     assert len(calls) == 3  # nothing replayed after the Ctrl-C
     assert [(len(p.reports), p.interrupted) for p in done.passes] == [(2, True), (0, True)]
     assert all(p.not_reached for p in done.passes)

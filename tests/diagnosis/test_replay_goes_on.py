@@ -16,10 +16,11 @@ from types import SimpleNamespace
 import pytest
 
 from precision_shell.compare.diagnosis import replay_evidence
+from precision_shell.compare.diagnosis.advisor import ACCUMULATED_DRIFT
 from precision_shell.compare.diagnosis.replay_evidence import measured_fault, measured_text
 from precision_shell.compare.diagnosis.root_cause import RootCause
 from precision_shell.demo.spec import WRONG_CONSTANT, Fault
-from tests.commands.shell_fixture import open_shell, rendered, run_ok
+from tests.commands.shell_fixture import open_shell, rendered, run_fail, run_ok
 from tests.commands.test_second_dump_dir import _link_copy, _step_dir
 from tests.replay.test_isolated import _deep
 
@@ -52,7 +53,7 @@ def cards(cards_pristine, tmp_path):
 
 
 def _replay_line(check) -> str:  # noqa: ANN001
-    return next(ln for ln in rendered(check, 600).splitlines() if ln.startswith("replay ("))
+    return next(ln for ln in rendered(check, 2000).splitlines() if ln.startswith("replay ("))
 
 
 def test_the_default_goes_on_until_a_step_with_a_proven_fault(cards):
@@ -90,7 +91,7 @@ def test_the_default_goes_on_until_a_step_with_a_proven_fault(cards):
     assert line.startswith(
         "replay (candidates, then every op where they proved no fault) of 4 of 6 rank/step "
         "slices (rank 0 step 0 proved no fault: the others step by step, until a step with a "
-        f"proven fault): {ops} ops replayed ({4 * ops} replays) in "
+        f"measured fault): {ops} ops replayed ({4 * ops} replays) in "
     )
     assert (
         f"0 kernels wrong, 1 op whose constants differ from the benchmark's ({FAULTY} on rank 1 "
@@ -98,7 +99,7 @@ def test_the_default_goes_on_until_a_step_with_a_proven_fault(cards):
     ) in line
     assert line.endswith(
         "; 2 slices of later steps not replayed (rank 0 step 2, rank 1 step 2): a step before "
-        "them has a proven fault (--replay all replays every one)"
+        "them has a measured fault (--replay all replays every one)"
     )
 
 
@@ -129,13 +130,54 @@ def test_ctrl_c_on_another_slice_leaves_the_rest_unreplayed(cards, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(replay_evidence, "replay_op_in_workspace", interrupted_on_the_other_card)
-    done = run_ok(cards, "ac -c --rank all --step 0").slice_replays
+    outcome = run_fail(cards, "ac -c --rank all --step all")
+    assert outcome.interrupted  # a script stops here
+    done = outcome.result.slice_replays
     assert [(p.where, p.interrupted) for p in done.passes] == [
         ("rank 0 step 0", False),
         ("rank 1 step 0", True),
     ]
     assert len(done.passes[1].reports) == 2 and done.passes[1].not_reached
     assert sum(rank == "1" for rank, _ in calls) == 3  # nothing replayed after the Ctrl-C
+    # the slices after it are not begun, and no pass is made up for them
+    assert (done.not_begun, done.not_begun_why) == (
+        ["rank 0 step 1", "rank 1 step 1", "rank 0 step 2", "rank 1 step 2"],
+        "Ctrl-C",
+    )
+    line = _replay_line(outcome.result)
+    assert line.startswith(
+        "replay (candidates, then every op where they proved no fault) of 2 of 6 rank/step slices"
+    )
+    assert line.endswith(
+        "; 4 slices not begun (Ctrl-C): rank 0 step 1, rank 1 step 1, rank 0 step 2 and 1 more "
+        "(ac -c --rank R --step S replays one)"
+    )
+    # drift is not all the advisor says: the replay did not finish
+    (drift,) = [f for f in outcome.result.diagnosis.findings if f.detection == ACCUMULATED_DRIFT]
+    assert drift.advice.endswith(
+        "The replay, which finds faults drift hides, did not finish on rank 1 step 0, rank 0 "
+        "step 1, rank 1 step 1 and 2 more (Ctrl-C): a fault there is not ruled out (ac -c "
+        "--replay-budget S gives it more time)."
+    )
+    replay = json.loads(outcome.result.compare.summary_path.read_text())["diagnosis"]["replay"]
+    assert replay["interrupted"] is True and replay["slices_not_begun"] == done.not_begun
+
+
+def test_a_budget_that_runs_out_says_which_slices_it_did_not_begin(cards):
+    """QA: "of 8 of 8 slices ... 620 dumped ops not replayed where the candidates proved a
+    fault", when 3 slices were replayed and none proved anything."""
+    check = run_ok(cards, "ac -c --rank all --step all --replay-budget 0.3")
+    done = check.slice_replays
+    begun = len(done.passes)
+    assert begun < 6 and len(done.not_begun) == 6 - begun
+    assert done.not_begun_why == "the 0.3 s budget ran out"
+    assert all(p.reports for p in done.passes)  # no pass for a slice not begun
+    line = _replay_line(check)
+    assert f" of {begun} of 6 rank/step slices " in line
+    assert "proved a fault" not in line
+    assert f"; {6 - begun} slices not begun (the 0.3 s budget ran out): " in line
+    (drift,) = [f for f in check.diagnosis.findings if f.detection == ACCUMULATED_DRIFT]
+    assert "(the 0.3 s budget ran out): a fault there is not ruled out" in drift.advice
 
 
 def _cause(drop_db: float, replay=None) -> RootCause:  # noqa: ANN001

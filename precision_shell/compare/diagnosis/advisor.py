@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from precision_shell.compare.diagnosis.replay_evidence import proves_fault, proves_wrong
@@ -25,6 +25,7 @@ from precision_shell.compare.rank_divergence import rank_list_text
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.json_numbers import json_number
+from precision_shell.listing_text import some_of
 from precision_shell.workspace.graph_index import GraphIndex
 
 FP16_OVERFLOW = "float16 overflow"
@@ -122,6 +123,21 @@ def _consistency(rule: ThresholdRule, compared_ops: int, scope: SliceCheck | Non
             "not compared (ac -c --rank all --step all compares every one)."
         )
     return Finding(GLOBAL_CONSISTENCY, None, None, text, evidence)
+
+
+def with_replay_unfinished(finding: Finding, where: Sequence[str], why: str) -> Finding:
+    """`finding` (accumulated drift) saying that the replay, which finds the faults drift
+    hides, did not finish on `where` (the slices: their labels; empty: the one compared)
+    because of `why` (Ctrl-C, or the budget): the drift reading rests on the estimate there."""
+    if finding.detection != ACCUMULATED_DRIFT:
+        return finding
+    on = f" on {some_of(where)}" if where else ""
+    advice = (
+        f"{finding.advice} The replay, which finds faults drift hides, did not finish{on} "
+        f"({why}): a fault there is not ruled out (ac -c --replay-budget S gives it more time)."
+    )
+    evidence = finding.evidence | {"replay_unfinished": list(where) or True}
+    return replace(finding, advice=advice, evidence=evidence)
 
 
 def loses_on_its_own(cause: RootCause) -> bool:

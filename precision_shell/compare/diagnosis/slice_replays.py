@@ -55,8 +55,17 @@ class SliceReplays:
     budget_s: float
     passes: list[ReplayPass]
     mode: str = "all"  # "candidates": the default going on from the slice diagnosed
-    slices: int = 0  # the slices compared (`passes` may cover fewer: see `left`)
-    left: list[str] = field(default_factory=list)  # not replayed: steps after a proven fault
+    slices: int = 0  # the slices compared (the default's `passes` may cover fewer)
+    # the default's slices not replayed: of steps after a measured fault's...
+    left: list[str] = field(default_factory=list)
+    # ...and those the budget or Ctrl-C (`not_begun_why`) kept from beginning
+    not_begun: list[str] = field(default_factory=list)
+    not_begun_why: str = ""
+
+    @property
+    def interrupted(self) -> bool:
+        """Ctrl-C ended a pass (and kept any slice after it from its replay)."""
+        return any(p.interrupted for p in self.passes)
 
     @property
     def wrong(self) -> list[tuple[str, str]]:
@@ -123,11 +132,21 @@ def replay_every_slice(
 ) -> tuple[list[Diagnosis], SliceReplays]:
     """Each slice's diagnosis re-ranked by its replays (module order: `first`, then by
     divergence) and the passes; `replayer_for(n, spent_s)` replays slice n with what is
-    left of the budget. After a Ctrl-C the slices not begun are counted, not replayed."""
+    left of the budget. After a Ctrl-C the slices not begun are counted, not replayed: their
+    passes count their ops as left by Ctrl-C."""
     order = [first] + [
         n for n in divergence_order([(s.step, s.diagnosis.evidence) for s in slices]) if n != first
     ]
-    replayed = _replay_in_order(slices, order, rule, overflows, replayer_for, {})
+    start = time.monotonic()
+    replayed: dict[int, Diagnosis] = {}
+    interrupted = False
+    for n in order:
+        s = slices[n]
+        replayer = replayer_for(n, math.inf if interrupted else time.monotonic() - start)
+        if interrupted:
+            replayer = _after_ctrl_c(replayer)
+        replayed[n] = with_replays(s.diagnosis, s.graph, s.rows, rule, overflows, replayer)
+        interrupted = interrupted or _pass_of(replayed[n]).interrupted
     passes = [_pass_of(replayed[n]) for n in order]
     done = SliceReplays(budget_s, passes, slices=len(slices))
     return [replayed[n] for n in range(len(slices))], done
@@ -150,8 +169,9 @@ def replay_until_proven(
 ) -> tuple[list[Diagnosis], SliceReplays]:
     """The default's going on (module doc): `replayed_first` is slice `first` replayed
     already; the others follow by step, then divergence, until the step holding the first
-    proven fault is done. Every slice's diagnosis (the slices left: as diagnosed) and the
-    passes."""
+    measured fault is done, the budget runs out or Ctrl-C. Every slice's diagnosis (those
+    not replayed: as diagnosed) and the passes, with the slices left after a fault's step
+    and those the budget or Ctrl-C kept from beginning."""
     divergence = divergence_order([(s.step, s.diagnosis.evidence) for s in slices])
     at = {n: k for k, n in enumerate(divergence)}
     others = sorted(
@@ -159,55 +179,32 @@ def replay_until_proven(
         key=lambda n: (number_order(slices[n].step), at[n]),
     )
     replayed = {first: replayed_first}
-    start = number_order(slices[first].step)
-    found = start if proven(replayed_first) else None
-
-    def stop(n: int, done: dict[int, Diagnosis]) -> bool:
-        nonlocal found
-        for m, diagnosis in done.items():
-            if proven(diagnosis):
-                step = number_order(slices[m].step)
-                found = step if found is None else min(found, step)
-        return found is not None and number_order(slices[n].step) > found
-
-    replayed = _replay_in_order(slices, others, rule, overflows, replayer_for, replayed, stop)
-    ran = [first] + [n for n in others if n in replayed]
-    done = SliceReplays(
-        budget_s,
-        [_pass_of(replayed[n]) for n in ran],
-        mode="candidates",
-        slices=len(slices),
-        left=[slices[n].where for n in others if n not in replayed],
-    )
-    return [replayed.get(n, s.diagnosis) for n, s in enumerate(slices)], done
-
-
-def _replay_in_order(
-    slices: Sequence[DiagnosedSlice],
-    order: Sequence[int],
-    rule: ThresholdRule,
-    overflows: Sequence[OverflowHit],
-    replayer_for: Callable[[int, float], Replayer],
-    done: dict[int, Diagnosis],
-    stop: Callable[[int, dict[int, Diagnosis]], bool] | None = None,
-) -> dict[int, Diagnosis]:
-    """`done` (the slices replayed already) with the slices of `order` replayed in turn
-    under one budget, until `stop(next, done)`. After a Ctrl-C the slices not begun are
-    given none of it: their passes count their ops as left by Ctrl-C."""
-    replayed = dict(done)
-    before = sum(_pass_of(d).elapsed_s for d in done.values())
-    interrupted = any(_pass_of(d).interrupted for d in done.values())
-    start = time.monotonic() - before
-    for n in order:
-        if stop is not None and not interrupted and stop(n, replayed):
-            break
+    found = number_order(slices[first].step) if proven(replayed_first) else None
+    last = _pass_of(replayed_first)
+    start = time.monotonic() - last.elapsed_s
+    done = SliceReplays(budget_s, [last], mode="candidates", slices=len(slices))
+    for n in others:
+        if found is not None and number_order(slices[n].step) > found:
+            done.left.append(slices[n].where)
+            continue
+        spent = time.monotonic() - start
+        if last.interrupted:
+            done.not_begun_why = "Ctrl-C"
+        elif last.not_reached or spent >= budget_s:
+            done.not_begun_why = f"the {budget_s:g} s budget ran out"
+        if done.not_begun_why:
+            done.not_begun.append(slices[n].where)
+            continue
         s = slices[n]
-        replayer = replayer_for(n, math.inf if interrupted else time.monotonic() - start)
-        if interrupted:
-            replayer = _after_ctrl_c(replayer)
-        replayed[n] = with_replays(s.diagnosis, s.graph, s.rows, rule, overflows, replayer)
-        interrupted = interrupted or _pass_of(replayed[n]).interrupted
-    return replayed
+        replayed[n] = with_replays(
+            s.diagnosis, s.graph, s.rows, rule, overflows, replayer_for(n, spent)
+        )
+        last = _pass_of(replayed[n])
+        done.passes.append(last)
+        if proven(replayed[n]):
+            step = number_order(s.step)
+            found = step if found is None else min(found, step)
+    return [replayed.get(n, s.diagnosis) for n, s in enumerate(slices)], done
 
 
 def _pass_of(diagnosis: Diagnosis) -> ReplayPass:
