@@ -32,6 +32,38 @@ def test_ulp_spacings_by_hand() -> None:
         ulp(np.array([1.0]), "DT_STRING")
 
 
+def _by_rounding(values: np.ndarray, kind: type, bits: int, emin: int, emax: int) -> np.ndarray:
+    """`ulp`'s definition, spelled out: round |value| to the dtype, take floor(log2) of it
+    (emin at zero, emax past the largest finite), spacing 2^(e - bits)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        rounded = np.abs(values).astype(kind).astype(np.float64)
+    finite = np.isfinite(rounded)
+    _, exponent = np.frexp(np.where(finite, rounded, 0.0))
+    e = np.where(finite, np.where(rounded > 0, exponent - 1, emin), emax)
+    return np.ldexp(1.0, np.clip(e, emin, emax) - bits)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "kind", "bits", "emin", "emax"),
+    [
+        ("DT_FLOAT16", np.float16, 10, -14, 15),
+        ("DT_FLOAT", np.float32, 23, -126, 127),
+        ("DT_DOUBLE", np.float64, 52, -1022, 1023),
+    ],
+)
+def test_ieee_spacing_from_the_bits_equals_rounding_first(dtype, kind, bits, emin, emax) -> None:
+    """`ulp` reads IEEE dtypes' spacing off the float64 bits (rounding float64 to float16 is
+    slow in numpy); every power of two, the midpoints below them (ties round up, to the even
+    power) and their neighbours, subnormals, the overflow edge and NaN/inf agree."""
+    powers = np.exp2(np.arange(-1080, 1024).astype(np.float64))
+    mids = powers * (1 - 2.0 ** -(bits + 2))
+    edges = np.concatenate([powers, mids, [0.0, -0.0, np.nan, np.inf, -np.inf, 5e-324]])
+    edges = np.concatenate([edges, np.nextafter(edges, 0), np.nextafter(edges, np.inf)])
+    spread = rng.standard_normal(200_000) * np.exp2(rng.integers(-160, 140, 200_000).astype(float))
+    values = np.concatenate([edges, -edges, spread])
+    np.testing.assert_array_equal(ulp(values, dtype), _by_rounding(values, kind, bits, emin, emax))
+
+
 def test_bf16_spacing_matches_ml_dtypes() -> None:
     values = np.abs(rng.standard_normal(1000)) * 10.0 ** rng.integers(-30, 30, 1000)
     rounded = values.astype(ml_dtypes.bfloat16)

@@ -174,10 +174,11 @@ def conv2d(call: KernelCall, attrs: Attrs) -> Compute:
         n = x.shape[0]
         win = _windows(x, pads, window, strides, 0.0)[..., :: dilations[0], :: dilations[1]]
         oh, ow = win.shape[1], win.shape[2]
-        # (N, OH, OW, C, kh, kw) -> per group rows of (kh, kw, C/groups), like the HWIO filter.
+        # (N, OH, OW, C, kh, kw) -> per group rows of (kh, kw, C/groups), like the HWIO filter:
+        # C split and the axes moved on the window view, so the rows are copied out once
         cols = (
-            win.reshape(n * oh * ow, groups, cin_group, kh, kw)
-            .transpose(1, 0, 3, 4, 2)
+            win.reshape(n, oh, ow, groups, cin_group, kh, kw)
+            .transpose(3, 0, 1, 2, 5, 6, 4)
             .reshape(groups, n * oh * ow, kh * kw * cin_group)
         )
         per_group = cout // groups
