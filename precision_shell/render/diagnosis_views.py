@@ -328,7 +328,8 @@ def slice_replays_line(done: SliceReplays) -> str:
         what = (
             f"replay ({done.mode}, then every op where they proved no fault) of {len(passes)} "
             f"of {done.slices} rank/step slices ({passes[0].where} proved no fault: the others "
-            "step by step, until a step with a measured fault)"
+            "by how far they leave their step's other cards, but for steps after a measured "
+            "fault)"
         )
     head = (
         f"{what}: {ops} op{'s' if ops != 1 else ''} "

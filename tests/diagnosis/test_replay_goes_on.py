@@ -71,14 +71,15 @@ def test_the_default_goes_on_until_a_step_with_a_proven_fault(cards):
         "proves"
     )
     done = check.slice_replays
-    # step 0 (the first slice, then the other card), then step 1 (two cards leave their
-    # median alike: rank order); step 2 cannot go wrong first: left
+    # the first slice, then those leaving the other card of their step (step 1: the two
+    # cards leave their median alike, rank order), then the rest; step 2 is after the
+    # fault's step: it cannot go wrong first, left
     assert (done.mode, done.slices) == ("candidates", 6)
     assert [p.where for p in done.passes] == [
         "rank 0 step 0",
-        "rank 1 step 0",
         "rank 0 step 1",
         "rank 1 step 1",
+        "rank 1 step 0",
     ]
     assert all(p.widened for p in done.passes) and done.differing == [("rank 1 step 1", FAULTY)]
     assert done.left == ["rank 0 step 2", "rank 1 step 2"]
@@ -90,8 +91,8 @@ def test_the_default_goes_on_until_a_step_with_a_proven_fault(cards):
     ops = len(done.passes[0].reports)
     assert line.startswith(
         "replay (candidates, then every op where they proved no fault) of 4 of 6 rank/step "
-        "slices (rank 0 step 0 proved no fault: the others step by step, until a step with a "
-        f"measured fault): {ops} ops replayed ({4 * ops} replays) in "
+        "slices (rank 0 step 0 proved no fault: the others by how far they leave their step's "
+        f"other cards, but for steps after a measured fault): {ops} ops replayed ({4 * ops} replays) in "
     )
     assert (
         f"0 kernels wrong, 1 op whose constants differ from the benchmark's ({FAULTY} on rank 1 "
@@ -135,28 +136,29 @@ def test_ctrl_c_on_another_slice_leaves_the_rest_unreplayed(cards, monkeypatch):
     done = outcome.result.slice_replays
     assert [(p.where, p.interrupted) for p in done.passes] == [
         ("rank 0 step 0", False),
-        ("rank 1 step 0", True),
+        ("rank 0 step 1", False),
+        ("rank 1 step 1", True),
     ]
-    assert len(done.passes[1].reports) == 2 and done.passes[1].not_reached
+    assert len(done.passes[2].reports) == 2 and done.passes[2].not_reached
     assert sum(rank == "1" for rank, _ in calls) == 3  # nothing replayed after the Ctrl-C
     # the slices after it are not begun, and no pass is made up for them
     assert (done.not_begun, done.not_begun_why) == (
-        ["rank 0 step 1", "rank 1 step 1", "rank 0 step 2", "rank 1 step 2"],
+        ["rank 1 step 0", "rank 0 step 2", "rank 1 step 2"],
         "Ctrl-C",
     )
     line = _replay_line(outcome.result)
     assert line.startswith(
-        "replay (candidates, then every op where they proved no fault) of 2 of 6 rank/step slices"
+        "replay (candidates, then every op where they proved no fault) of 3 of 6 rank/step slices"
     )
     assert line.endswith(
-        "; 4 slices not begun (Ctrl-C): rank 0 step 1, rank 1 step 1, rank 0 step 2 and 1 more "
+        "; 3 slices not begun (Ctrl-C): rank 1 step 0, rank 0 step 2, rank 1 step 2 "
         "(ac -c --rank R --step S replays one)"
     )
     # drift is not all the advisor says: the replay did not finish
     (drift,) = [f for f in outcome.result.diagnosis.findings if f.detection == ACCUMULATED_DRIFT]
     assert drift.advice.endswith(
-        "The replay, which finds faults drift hides, did not finish on rank 1 step 0, rank 0 "
-        "step 1, rank 1 step 1 and 2 more (Ctrl-C): a fault there is not ruled out (ac -c "
+        "The replay, which finds faults drift hides, did not finish on rank 1 step 1, rank 1 "
+        "step 0, rank 0 step 2 and 1 more (Ctrl-C): a fault there is not ruled out (ac -c "
         "--replay-budget S gives it more time)."
     )
     replay = json.loads(outcome.result.compare.summary_path.read_text())["diagnosis"]["replay"]

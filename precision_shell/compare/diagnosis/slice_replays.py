@@ -13,9 +13,10 @@ cause's position, then rank); the diagnosed one when none is.
 
 The default ("candidates") replays the slice diagnosed first. When that proves no fault while
 other slices fail the thresholds (drift everywhere, a small fault on one card hidden under
-it), it goes on to the other slices step by step (within a step, by divergence) under the
-same budget, and stops after the first step where a fault is measured: a later step cannot
-go wrong first. The slices of later steps are counted, not replayed.
+it), it goes on to the other slices under the same budget, the one leaving the other cards
+of its step most first (a card with a fault of its own leaves them; so a budget that runs
+out has reached it early), and leaves out the slices of steps after the earliest where a
+fault is measured: a later step cannot go wrong first. Those are counted, not replayed.
 """
 
 from __future__ import annotations
@@ -168,16 +169,12 @@ def replay_until_proven(
     budget_s: float,
 ) -> tuple[list[Diagnosis], SliceReplays]:
     """The default's going on (module doc): `replayed_first` is slice `first` replayed
-    already; the others follow by step, then divergence, until the step holding the first
-    measured fault is done, the budget runs out or Ctrl-C. Every slice's diagnosis (those
-    not replayed: as diagnosed) and the passes, with the slices left after a fault's step
-    and those the budget or Ctrl-C kept from beginning."""
+    already; the others follow by divergence, the slices of steps after the earliest with a
+    measured fault left out, until every slice is replayed or left, the budget runs out or
+    Ctrl-C. Every slice's diagnosis (those not replayed: as diagnosed) and the passes, with
+    the slices left and those the budget or Ctrl-C kept from beginning."""
     divergence = divergence_order([(s.step, s.diagnosis.evidence) for s in slices])
-    at = {n: k for k, n in enumerate(divergence)}
-    others = sorted(
-        (n for n in range(len(slices)) if n != first),
-        key=lambda n: (number_order(slices[n].step), at[n]),
-    )
+    others = [n for n in divergence if n != first]
     replayed = {first: replayed_first}
     found = number_order(slices[first].step) if proven(replayed_first) else None
     last = _pass_of(replayed_first)
