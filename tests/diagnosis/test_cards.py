@@ -3,9 +3,15 @@ its step say about it (compare.diagnosis.cards), on small graphs built in code."
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from precision_shell.compare.diagnosis.cards import CardDiagnosis, card_scope, first_card
+from precision_shell.compare.diagnosis.cards import (
+    CardDiagnosis,
+    card_scope,
+    first_card,
+    other_step_faults,
+)
 from precision_shell.compare.results.schema import ResultTable
 from precision_shell.compare.results.slice_results import SliceResult
 from tests.compare.test_root_cause import COSINE_ONLY, chain_rows, diagnose, graph_of
@@ -24,6 +30,13 @@ def _card(rank: str, cosines: dict[str, float], step: str = "0") -> CardDiagnosi
 
 
 HEALTHY = {"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0, "e": 1.0}
+
+
+def _drifting(card: CardDiagnosis, op: str) -> CardDiagnosis:
+    """`card` with its cause at `op` losing 3 dB (drift: no op loses 10 dB on its own)."""
+    causes = card.diagnosis.causes
+    causes[:] = [replace(c, drop_db=3.0) if c.op == op else c for c in causes]
+    return card
 
 
 def test_the_earliest_root_cause_across_cards_is_shown_not_the_lowest_rank():
@@ -80,3 +93,52 @@ def test_cards_failing_alike_but_one_failing_more_is_named_where_it_parts():
         "on every card: all 2 cards fail here at step 0: suspect the op, not one card"
     )
     assert card_scope(COSINE_ONLY, alike[0].cause, alike[0], alike[:1]) is None
+
+
+def test_only_a_fault_of_its_own_is_named_not_a_cause_the_shown_card_shares():
+    """rank 0 fails at b (shown) and by drift at e; a card failing by drift only at e shares
+    that (one line for all such cards), as does one losing 10 dB at e; drift at d, which the
+    shown card has not, is nothing to name; a loss of 10 dB at d is that card's own."""
+    cards = [
+        _drifting(_card("0", {**HEALTHY, "b": 0.5, "e": 0.5}), "e"),
+        _drifting(_card("1", {**HEALTHY, "e": 0.5}), "e"),
+        _drifting(_card("2", {**HEALTHY, "d": 0.5}), "d"),
+        _card("3", {**HEALTHY, "e": 0.5}),
+        _drifting(_card("4", {**HEALTHY, "e": 0.5}), "e"),
+        _card("5", {**HEALTHY, "d": 0.5}),
+    ]
+    chosen = first_card(cards)
+    assert chosen is cards[0] and [c.op for c in chosen.diagnosis.causes] == ["b", "e"]
+    scope = card_scope(COSINE_ONLY, chosen.cause, chosen, cards)
+    assert scope.verdict == (
+        "rank 0 only: the other 5 cards match the benchmark here: suspect that card or its "
+        "input data"
+    )
+    assert scope.notes == [
+        "rank 5: matches the benchmark here; its own root cause is d (index 3): output crosses "
+        "the thresholds (CosineSimilarity 0.500000000 < 0.98) while every input is within them "
+        "(ac -c --rank 5 --step 0)",
+        "ranks 1, 4: match the benchmark here and go wrong first beyond it, at e (index 4), as "
+        "this card does: drift, no fault of their own",
+        "rank 3: matches the benchmark here and goes wrong first beyond it, at e (index 4), as "
+        "this card does: it loses 10 dB or more there on its own (ac -c --rank 3 --step 0)",
+    ]
+    assert [(e.rank, c.op) for e, c in scope.elsewhere] == [("5", "d")]
+
+
+def test_the_other_steps_follow_the_same_rule():
+    chosen = _drifting(_card("0", {**HEALTHY, "b": 0.5, "e": 0.5}), "e")
+    cards = [
+        chosen,
+        _drifting(_card("0", {**HEALTHY, "e": 0.5}, step="1"), "e"),
+        _drifting(_card("0", {**HEALTHY, "d": 0.5}, step="2"), "d"),
+        _card("0", {**HEALTHY, "e": 0.5}, step="3"),  # the shown card's e, losing 10 dB
+        _card("0", {**HEALTHY, "d": 0.5}, step="4"),
+    ]
+    later = other_step_faults(chosen.cause, chosen, cards)
+    assert [(e.step, c.op) for e, c in later.faults] == [("4", "d")]
+    assert later.notes == [
+        "rank 0 step 4: a fault of its own at d (index 3), 1 outputs failing: output crosses the "
+        "thresholds (CosineSimilarity 0.500000000 < 0.98) while every input is within them "
+        "(ac -c --rank 0 --step 4)"
+    ]

@@ -7,20 +7,31 @@ first step with one, then the earliest in execution order across that step's car
 run the same graph side by side, so a rank number says nothing of which went wrong first;
 the NaN/inf origin orders the same way), then the lowest rank. Data-parallel cards should
 agree, so the other cards of that step are read against it: which fail at the same op for
-the same reason, which match the benchmark there, which have a root cause of their own
-elsewhere (each is named: a failure here may be inherited from it), and which fail more
-outputs than the others (where they first fail alone).
+the same reason, which match the benchmark there, which have a fault of their own elsewhere
+(each is named: a failure here may be inherited from it), which go wrong beyond it only where
+the chosen card does too (one line per op: drift every card has is no fault of their own),
+and which fail more outputs than the others (where they first fail alone).
+
+A card's root cause is "a fault of its own" (`fault_of_its_own`, the one rule for the cards
+of the step and of the other steps) when it is measured (`measured_fault`) or the op loses
+OUTLIER_DROP dB by itself, and the chosen card does not share it (the op is not among its
+causes).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 
 from precision_shell.compare.diagnosis.advisor import SliceCheck, loses_on_its_own
 from precision_shell.compare.diagnosis.diagnose import Diagnosis
-from precision_shell.compare.diagnosis.replay_evidence import proof_text, proves_fault
-from precision_shell.compare.diagnosis.root_cause import RootCause
+from precision_shell.compare.diagnosis.replay_evidence import (
+    measured_fault,
+    measured_text,
+    proof_text,
+)
+from precision_shell.compare.diagnosis.root_cause import OUTLIER_DROP, RootCause
 from precision_shell.compare.rank_divergence import rank_list_text
 from precision_shell.compare.results.schema import ResultRow, ResultTable
 from precision_shell.compare.results.slice_results import SliceResult, first_wrong_order
@@ -90,13 +101,62 @@ def slice_check(
     )
 
 
+def shared_ops(cause: RootCause, chosen: CardDiagnosis) -> set[str]:
+    """The ops the chosen card goes wrong at: `cause` (the one shown) and its other causes."""
+    return {cause.op} | {c.op for c in chosen.diagnosis.causes}
+
+
+def fault_of_its_own(own: RootCause, shared: set[str]) -> bool:
+    """Whether another card's root cause `own` is a fault of its own: measured there (a
+    replay's proof, a NaN/inf birth no replay cleared) or an op losing OUTLIER_DROP dB by
+    itself, at an op the chosen card does not go wrong at (`shared`). Drift, which every card
+    has alike, is not."""
+    return own.op not in shared and (measured_fault(own) or loses_on_its_own(own))
+
+
+def _shared_text(own: RootCause) -> str:
+    """What a card's cause at an op the chosen card shares is: the fault measured there, a
+    loss of its own, or "" (drift)."""
+    if measured_fault(own):
+        return measured_text(own) or own.reason
+    if loses_on_its_own(own):
+        return (
+            "NaN/inf is born there"
+            if own.drop_db == math.inf
+            else f"it loses {OUTLIER_DROP:g} dB or more there on its own"
+        )
+    return ""
+
+
+def _shared_notes(
+    shared: dict[tuple[str, str], list[tuple[SliceResult, RootCause]]],
+) -> list[str]:
+    """One line per op (and what it is) for the cards that match the benchmark at the cause
+    shown and whose root cause is an op the chosen card goes wrong at too."""
+    notes = []
+    for (_, text), found in sorted(shared.items(), key=lambda kv: kv[1][0][1].position):
+        ranks = [e.rank for e, _ in found]
+        own = found[0][1]
+        one = len(ranks) == 1
+        entry = found[0][0]
+        ask = f" (ac -c --rank {entry.rank} --step {entry.step})" if one else ""
+        what = text or f"drift, no fault of {'its' if one else 'their'} own"
+        notes.append(
+            f"{_ranks(ranks)}: match{'es' if one else ''} the benchmark here and "
+            f"{'goes' if one else 'go'} wrong first beyond it, at {_where(own)}, as this card "
+            f"does: {what}{ask}"
+        )
+    return notes
+
+
 @dataclass
 class CardScope:
     """What the other cards of the root cause's step say about it."""
 
     verdict: str  # one card, some cards or every card fails here
     notes: list[str] = field(default_factory=list)  # each card that differs, and how
-    # the other cards whose own root cause is another op: (its entry, that cause)
+    # the other cards whose root cause is a fault of its own (`fault_of_its_own`): (its
+    # entry, that cause)
     elsewhere: list[tuple[SliceResult, RootCause]] = field(default_factory=list)
 
 
@@ -196,6 +256,9 @@ def card_scope(
     unseen: list[str] = []
     notes: list[str] = []
     elsewhere: list[tuple[SliceResult, RootCause]] = []
+    # cards matching here whose root cause is one the chosen card shares, by (op, what)
+    alike: dict[tuple[str, str], list[tuple[SliceResult, RootCause]]] = {}
+    shared = shared_ops(cause, chosen)
     card_of = {entry.rank: chosen}
     for card in cards:
         other = card.entry
@@ -207,10 +270,12 @@ def card_scope(
         # its own root cause is this op (a kernel the replay proves wrong may pass the
         # thresholds), or an output here fails them
         fails_here = (own is not None and own.op == cause.op) or any(rule.fails(r) for r in outputs)
-        apart = own is not None and own.op != cause.op
+        apart = own is not None and fault_of_its_own(own, shared)
         if own is not None and apart:
             elsewhere.append((other, own))
             notes.append(_elsewhere_note(card, own, cause, fails_here))
+        elif own is not None and own.op in shared and outputs and not fails_here:
+            alike.setdefault((own.op, _shared_text(own)), []).append((other, own))
         if not outputs:
             unseen.append(other.rank)
         elif not fails_here:
@@ -222,6 +287,7 @@ def card_scope(
     if len(card_of) == 1:
         return None
     named = {e.rank for e, _ in elsewhere}
+    notes += _shared_notes(alike)
     notes += _count_notes(card_of, here, named, rule)
     unseen_text = f"; not compared on rank {', '.join(unseen)}" if unseen else ""
     after_text = (
@@ -284,16 +350,16 @@ class OtherSteps:
 def other_step_faults(
     cause: RootCause, chosen: CardDiagnosis, cards: list[CardDiagnosis]
 ) -> OtherSteps:
-    """The cards of steps other than `chosen`'s whose best cause is a fault of its own at
-    another op than `cause`: one op losing OUTLIER_DROP dB by itself (or a NaN/inf born
-    there), or a fault its replay proves. Drift (no such op) is not named: every card has
-    it alike. In step order, then execution order, then rank."""
+    """The cards of steps other than `chosen`'s whose best cause is a fault of its own
+    (`fault_of_its_own`): drift is not named, every card has it alike. In step order, then
+    execution order, then rank."""
     found: list[tuple[SliceResult, RootCause]] = []
+    shared = shared_ops(cause, chosen)
     for card in cards:
         own = card.cause
-        if card.entry.step == chosen.entry.step or own is None or own.op == cause.op:
+        if card.entry.step == chosen.entry.step or own is None:
             continue
-        if loses_on_its_own(own) or proves_fault(own.replay):
+        if fault_of_its_own(own, shared):
             found.append((card.entry, own))
     found.sort(key=lambda f: first_wrong_order(f[0].step, f[1].position, f[0].rank))
     notes = []

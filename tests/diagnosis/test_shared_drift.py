@@ -1,0 +1,73 @@
+"""`ac -c` over several cards names another card's root cause only when it is a fault of its
+own, never the drift every card shares (QA: on 16 cards with a 1% filter on one, the other 15
+were each said to have "its own root cause" at block44, where float16 drift crosses the
+thresholds on every card, the chosen one included; `report` of such a card said so too).
+
+The workspace: the 60-block float16 drift stack on ranks 0-2 x steps 0-1; rank 2 step 1 has a
+1% wrong filter in block40/conv2 (drift alone first fails at block44 on every slice)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from precision_shell.demo.spec import WRONG_CONSTANT, Fault
+from tests.commands.shell_fixture import open_shell, rendered, run_ok
+from tests.commands.test_second_dump_dir import _link_copy, _step_dir
+from tests.diagnosis.test_replay_goes_on import DRIFT_FIRST, FAULTY
+from tests.replay.test_isolated import _deep
+
+
+@pytest.fixture(scope="module")
+def drift_cards(tmp_path_factory):
+    root = _deep(tmp_path_factory.mktemp("drift3"))
+    faulty = _deep(
+        tmp_path_factory.mktemp("faulty3"), Fault(WRONG_CONSTANT, "block40/conv2/Conv2D", 0.01)
+    )
+    step = _step_dir(root)
+    device = step.parents[2]  # <ts>/0/<graph>/<model>/<step>
+    for rank in ("0", "1", "2"):
+        for n in ("0", "1"):
+            if (rank, n) == ("0", "0"):
+                continue
+            src = _step_dir(faulty) if (rank, n) == ("2", "1") else step
+            _link_copy(src, device.parent / rank / step.parent.relative_to(device) / n)
+    ws = tmp_path_factory.mktemp("ws") / "ws"
+    shutil.copytree(root, ws, symlinks=True)
+    shell = open_shell(ws)
+    return shell, run_ok(shell, "ac -c --rank all --step all")
+
+
+def test_drift_every_card_shares_is_one_line_not_each_cards_own_root_cause(drift_cards):
+    _, check = drift_cards
+    panel = check.root_cause
+    assert (panel.cause.op, panel.where) == (FAULTY, "rank 2 step 1")
+    assert DRIFT_FIRST in [c.op for c in check.diagnosis.causes]  # the chosen card's too
+    assert panel.cards == (
+        "rank 2 only: the other 2 cards match the benchmark here: suspect that card or its "
+        "input data"
+    )
+    assert panel.card_notes == [
+        "ranks 0, 1: match the benchmark here and go wrong first beyond it, at "
+        f"{DRIFT_FIRST} (index 92), as this card does: drift, no fault of their own"
+    ]
+    assert panel.other_steps == []  # step 0 is drift alone too
+    text = rendered(check, 400)
+    assert "its own root cause" not in text
+    assert "ranks 0, 1: match the benchmark here and go wrong first beyond it, at" in text
+    diagnosis = json.loads(check.compare.summary_path.read_text())["diagnosis"]
+    assert (diagnosis["rank"], diagnosis["step"]) == ("2", "1")
+    assert "other_cards" not in diagnosis
+
+
+def test_the_report_of_a_drift_only_card_says_the_same_on_every_step(drift_cards):
+    shell, _ = drift_cards
+    run = (
+        f"none in this compare; the run's root cause: {FAULTY} in rank 2 step 1 "
+        "(report --rank 2 --step 1 reports that one)"
+    )
+    for rank, step in (("0", "0"), ("0", "1"), ("1", "1")):
+        report = run_ok(shell, f"report --rank {rank} --step {step}")
+        assert f"root cause: {run}" in " ".join(rendered(report, 400).split()), (rank, step)
