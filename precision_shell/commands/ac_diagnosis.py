@@ -331,7 +331,7 @@ def diagnose_compare(
     if several and chosen is not None and diagnosis.causes:
         scope = card_scope(compare.rule, diagnosis.causes[0], chosen, cards)
         later = other_step_faults(diagnosis.causes[0], chosen, cards)
-        elsewhere = (scope.elsewhere if scope is not None else []) + later.faults
+        elsewhere = (scope.own_causes if scope is not None else []) + later.faults
         if scope is not None or elsewhere:
             diagnosis.other_cards = [(e.rank, e.step, c) for e, c in elsewhere]
     unfinished = _replay_unfinished(diagnosis, check.slice_replays)

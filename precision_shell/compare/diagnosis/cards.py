@@ -158,6 +158,15 @@ class CardScope:
     # the other cards whose root cause is a fault of its own (`fault_of_its_own`): (its
     # entry, that cause)
     elsewhere: list[tuple[SliceResult, RootCause]] = field(default_factory=list)
+    # the other cards whose root cause is a fault (measured, or a loss of its own) at an op
+    # the chosen card goes wrong at too: on the shared line, and still that card's own cause
+    shared_faults: list[tuple[SliceResult, RootCause]] = field(default_factory=list)
+
+    @property
+    def own_causes(self) -> list[tuple[SliceResult, RootCause]]:
+        """Every other card's root cause that is a fault, not drift: what a report of that
+        card names as its own (`diagnosis.other_cards`)."""
+        return self.elsewhere + self.shared_faults
 
 
 def _ranks(ranks: list[str]) -> str:
@@ -332,7 +341,8 @@ def card_scope(
         )
     else:
         verdict = f"rank {entry.rank}: not compared on the other cards{unseen_text}"
-    return CardScope(verdict, notes, elsewhere)
+    faults = [found for (_, text), cards_alike in alike.items() if text for found in cards_alike]
+    return CardScope(verdict, notes, elsewhere, faults)
 
 
 OTHER_STEPS_SHOWN = 5  # the other steps' faults named one by one; the rest are counted
