@@ -123,9 +123,7 @@ def test_a_killed_run_is_read_from_its_journal(interrupted):
     assert step1.partial == (
         "partial: 20 of 56 files in 4 ranks and steps; rank 0 step 1 partial: 6 of 14 files"
     )
-    report = open_shell(root).execute(
-        f"report -f {out_dir} --rank 0 --step 0 -o {root / 'r.html'}"
-    )
+    report = open_shell(root).execute(f"report -f {out_dir} --rank 0 --step 0 -o {root / 'r.html'}")
     assert report.error is None
     page = (root / "r.html").read_text(encoding="utf-8")
     assert "partial: 20 of 56 files in 4 ranks and steps; rank 0 step 0 complete" in page
