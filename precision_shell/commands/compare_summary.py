@@ -32,7 +32,6 @@ from precision_shell.compare.results.slice_results import (
     rank_step_table,
     recount,
     slice_csv,
-    slice_results,
 )
 from precision_shell.compare.results.summary import RunSummary, summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
@@ -237,7 +236,7 @@ def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary |
     pick = pick_result_csv(Path(target), statistics=True)
     csv_path = pick.csv_path
     summary = _summary_of(csv_path)
-    shown = slice_csv(summary, csv_path, args.rank, args.step, "vcs")
+    shown = slice_csv(pick.slices(summary), csv_path, args.rank, args.step, "vcs")
     if is_statistics_csv(shown):
         if args.metric or args.cosine is not None or args.plot:
             raise UsageError("vcs: -c, --metric and --plot are for tensor compares")
@@ -296,12 +295,13 @@ def summary_of(
         result = summarize(table, rule, limit or None)
     state = pick.of(table.path) if pick is not None else ResultPick.at(table.path)
     result.partial, result.partial_cause = state.partial_state(summary, table.path)
+    # a killed run has no summary: its journal knows its ranks and steps
+    result.ranks = _rank_table(ctx, summary, table, rule, state)
+    shown = entry_for_csv(state.slices(summary).results, table.path)
+    if result.ranks is not None and shown is not None:
+        result.slice_label = shown.label
     if summary is not None:
         result.diagnosed = summary.diagnosis is not None
-        result.ranks = _rank_table(ctx, summary, table, rule, state)
-        shown = entry_for_csv(slice_results(summary), table.path)
-        if result.ranks is not None and shown is not None:
-            result.slice_label = shown.label
         elsewhere = diagnosis_elsewhere(summary, table.path)
         if elsewhere is None:
             result.root_cause = summary.diagnosis.root_cause if summary.diagnosis else None
@@ -313,7 +313,7 @@ def summary_of(
 
 def _rank_table(
     ctx: ShellContext,
-    summary: RunSummary,
+    summary: RunSummary | None,
     table: ResultTable | ResultColumns,
     rule: ThresholdRule,
     state: ResultPick,
@@ -324,7 +324,7 @@ def _rank_table(
         dumped = dumped_slices(compared_run(ctx.workspace, summary))
     except PrecisionError:  # a foreign compare outside any workspace
         dumped = None
-    ranks = rank_step_table(summary, table.path, dumped)
+    ranks = rank_step_table(state.slices(summary), table.path, dumped)
     if ranks is None:
         return None
 

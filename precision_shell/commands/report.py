@@ -69,7 +69,8 @@ def report_command(ctx: ShellContext, args: argparse.Namespace) -> ReportWritten
             "compares (vcs shows it, ac -c ranks its suspects)"
         )
     if args.rank is not None or args.step is not None:
-        csv_path = slice_csv(summary_beside(csv_path), csv_path, args.rank, args.step, "report")
+        slices = pick.slices(summary_beside(csv_path))
+        csv_path = slice_csv(slices, csv_path, args.rank, args.step, "report")
     rule = ThresholdRule.from_settings(ctx.settings)
     ws: Workspace | None
     if is_foreign_result(csv_path):

@@ -163,12 +163,14 @@ class JournalSlot:
         stamp: str,
         plans: list[ComparePlan],
         csvs: list[Path],
+        places: list[dict[str, str]] | None = None,
     ) -> RunJournal:
+        """`places`: each plan's (rank, step), as `RunJournal.create` keeps them."""
         if self.journal is not None:
             self.journal.check(plans, csvs)
         else:
             header = request_json(request, stamp, ws.root)
-            self.journal = RunJournal.create(out_dir, header, plans, csvs)
+            self.journal = RunJournal.create(out_dir, header, plans, csvs, places)
         return self.journal
 
     def finish(self, complete: bool) -> None:

@@ -228,6 +228,7 @@ def _run(
         if secondary is not None:
             left, right = _csv_part(secondary.left), _csv_part(secondary.right)
             second_csv = out_dir / f"result_{stamp}_{left}_vs_{right}.csv"
+        places = [{"rank": w.rank, "step": w.step} if w else {} for w, _ in slices]
         journal = slot.open(
             ws,
             request,
@@ -235,6 +236,7 @@ def _run(
             stamp,
             [*plans, *([secondary] if secondary else [])],
             [*paths, *([second_csv] if secondary else [])],
+            [*places, *([{}] if secondary else [])],
         )
         runs = _execute_all(ws, plans, paths, request, sink(title), pool, journal)
         done = list(zip([where for where, _ in slices], runs, strict=False))
@@ -255,6 +257,7 @@ def _run(
         if slices[0][0] is not None
         else [],
         nothing_to_compare=[e.record() for e in selection.empty],
+        not_begun=[not_begun_record(where, plan) for where, plan in slices[len(done) :] if where],
     )
     summary.write(out_dir / SUMMARY_NAME)
     slot.finish(
@@ -305,7 +308,8 @@ def _run_across_ranks(
         ]
         title = f"vc: {len(pairs)} ranks vs rank {pairs[0].against}"
         plans = [pair.plan for pair in pairs]
-        journal = slot.open(ws, request, out_dir, stamp, plans, paths)
+        places = [{"rank": p.rank, "step": p.step, "against": p.against} for p in pairs]
+        journal = slot.open(ws, request, out_dir, stamp, plans, paths, places)
         runs = _execute_all(ws, plans, paths, request, sink(title), pool, journal)
     done: list[tuple[RankPair, CompareRun]] = list(zip(pairs, runs, strict=False))
     divergence = [d for pair, compare in done if (d := divergence_of(pair, compare)) is not None]
@@ -347,6 +351,12 @@ def _slice_result(where: DumpSlice | None, run: CompareRun) -> dict[str, Any]:
         "files_total": run.tasks,
         **({} if run.resumed_from is None else {"resumed_from_files": run.resumed_from}),
     }
+
+
+def not_begun_record(where: DumpSlice, plan: ComparePlan) -> dict[str, Any]:
+    """An entry of summary.json `not_begun`: a selected (rank, step) the run was cut short
+    (Ctrl-C, a lost worker) before it compared any of its files; `vc --resume` compares it."""
+    return {"rank": where.rank, "step": where.step, "files_total": len(plan.tasks)}
 
 
 def _csv_part(label: str) -> str:

@@ -19,8 +19,9 @@ from precision_shell.compare.results.slice_results import (
     entry_for_csv,
     omitted_steps_text,
     rank_step_table,
+    run_slices,
 )
-from precision_shell.compare.results.summary import RunSummary
+from precision_shell.compare.results.summary import RunSummary, not_begun_text
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.render.columns import facts_table, number_column, path_text, text_column
 from precision_shell.render.output import renders
@@ -86,7 +87,9 @@ def render_vector_compare(console: Console, result: VectorCompareResult) -> None
     _csv_line(console, result.primary)
     failing = result.first_failing(10)
     rule = result.rule
-    ranks = rank_step_table(result.summary, result.primary.csv_path) if result.slices else None
+    slices = run_slices(result.summary)
+    several = result.slices or slices.not_begun
+    ranks = rank_step_table(slices, result.primary.csv_path) if several else None
     shown = entry_for_csv(ranks.results, result.primary.csv_path) if ranks else None
     where = f" in {shown.label}" if shown else ""
     if failing:
@@ -119,10 +122,13 @@ def render_vector_compare(console: Console, result: VectorCompareResult) -> None
     if ranks is not None:
         left_out = {(str(e.get("rank")), str(e.get("step"))) for e in result.summary.not_selected}
         dumped = frozenset({(r.rank, r.step) for r in ranks.results} | left_out | ranks.empty)
-        grid = RankStepTable(ranks.results, dumped=dumped, empty=ranks.empty)
+        grid = RankStepTable(
+            ranks.results, dumped=dumped, empty=ranks.empty, not_begun=ranks.not_begun
+        )
         console.print(rank_step_grid(grid))
         _run_verdict(console, result.summary, ranks, rule)
     _nothing_to_compare_line(console, result.summary.nothing_to_compare)
+    _not_begun_line(console, result.summary)
     _not_selected_line(console, result.summary.not_selected)
     if result.secondary is not None:
         console.print(_run_table("vc: device vs device", result.secondary))
@@ -136,9 +142,11 @@ def _run_verdict(
     """What holds for every (rank, step) compared, not just the one whose rows are listed."""
     totals = summary.totals()
     n = totals["results"]
+    # the ranks and steps never begun are no part of the counts: say so beside them
+    more = f", {totals['not_begun']} more not begun" if totals["not_begun"] else ""
     if not totals["failing_outputs"]:
         console.print(
-            f"no output fails the thresholds in any of the {n} ranks and steps compared "
+            f"no output fails the thresholds in any of the {n} ranks and steps compared{more} "
             f"({rule.describe()})",
             style="green",
         )
@@ -148,7 +156,7 @@ def _run_verdict(
     console.print(
         Text(
             f"{totals['failing_outputs']} outputs fail the thresholds in "
-            f"{totals['results_failing']} of {n} ranks and steps ({rule.describe()}); "
+            f"{totals['results_failing']} of {n} ranks and steps{more} ({rule.describe()}); "
             f"first: {first.label} at {first.first_failed_op} "
             f"(vcs --rank {first.rank} --step {first.step} lists them)",
             style="red",
@@ -171,6 +179,23 @@ def _nothing_to_compare_line(console: Console, empty: list[dict[str, Any]]) -> N
             f"nothing to compare in {len(empty)} selected {dirs} ({names}{more})",
             style="yellow",
         )
+    )
+
+
+def _not_begun_line(console: Console, summary: RunSummary) -> None:
+    """The selected dump dirs the run was cut short before, and what compares them."""
+    if not summary.not_begun:
+        return
+    left = summary.not_begun
+    names = ", ".join(f"rank {e.get('rank')} step {e.get('step')}" for e in left[:6])
+    more = f" and {len(left) - 6} more" if len(left) > 6 else ""
+    where = summary.path.parent if summary.path is not None else "DIR"
+    console.print(
+        Text(
+            f"{not_begun_text(len(left))} ({names}{more}); vc --resume -o {where} compares them",
+            style="yellow",
+        ),
+        soft_wrap=True,
     )
 
 

@@ -45,7 +45,7 @@ from precision_shell.compare.results.slice_results import (
     entry_for_csv,
     failing_outputs,
     rank_step_table,
-    slice_results,
+    recount,
 )
 from precision_shell.compare.results.summary import RunSummary, summary_beside
 from precision_shell.compare.results.tally import reason_kind
@@ -223,6 +223,13 @@ def _carried(
     return picked, len(seen) - dropped, len(failing), kind, dropped
 
 
+def _slice_columns(
+    path: Path, cache_dir: Callable[[], Path] | None, state: ResultPick
+) -> ResultColumns:
+    """Another (rank, step) compare's columns, read as far as its run's journal vouches."""
+    return load_result_columns(path, cache_dir, state.journaled_length(path))
+
+
 def foreign_family(summary: RunSummary | None) -> str | None:
     """The family name of a compare of two foreign dumps (its summary's mode), else None."""
     return FOREIGN_MODES.get(summary.primary.mode) if summary is not None else None
@@ -261,8 +268,11 @@ def gather_report(
     panel = error_panel_of(rule, table.metric_columns) if foreign_family(summary) else None
     diagnosis = summary.diagnosis if summary is not None else None
     causes = diagnosis.root_causes if diagnosis is not None else []
-    shown = entry_for_csv(slice_results(summary), csv_path)
-    ranks = rank_step_table(summary, csv_path, dumped)
+    slices = state.slices(summary)
+    shown = entry_for_csv(slices.results, csv_path)
+    ranks = rank_step_table(slices, csv_path, dumped)
+    if ranks is not None and not ranks.counted:  # a killed run's: counted from its CSVs
+        ranks = recount(ranks, rule, csv_path, lambda path: _slice_columns(path, cache_dir, state))
     elsewhere = diagnosis_elsewhere(summary, csv_path)
     partial, partial_cause = state.partial_state(summary, csv_path)
     if elsewhere is not None:

@@ -119,7 +119,10 @@ def test_an_interrupted_compare_is_still_shown_as_interrupted(tiny_demo, monkeyp
     out_dir = _interrupted(root, monkeypatch)
     result = run_ok(open_shell(root), "vcs")
     assert result.path == _primary(out_dir) and result.notes == []
-    assert "partial: 6 of 14 files: the compare was interrupted" in _lines(result)
+    assert (
+        f"partial: 6 of 14 files: the compare was interrupted; vc --resume -o {out_dir} "
+        "continues it"
+    ) in _lines(result)
 
 
 def test_a_resume_killed_after_its_summary_counts_from_the_journal(tiny_demo, monkeypatch):

@@ -70,6 +70,7 @@ def test_vc_says_a_later_card_fails_when_the_first_card_passes(faulty_rank1):
         "partial": False,
         "not_selected": 1,
         "nothing_to_compare": 0,
+        "not_begun": 0,
     }
 
 
@@ -103,6 +104,7 @@ def test_one_dump_dir_keeps_its_plain_verdict(tiny_demo_shared):
         "partial": False,
         "not_selected": 0,
         "nothing_to_compare": 0,
+        "not_begun": 0,
     }
 
 

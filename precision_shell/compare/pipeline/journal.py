@@ -2,8 +2,10 @@
 halfway without recomputing the dump files it finished.
 
 `<result dir>/vc.journal` holds one JSON object per line:
-- the header (line 1): the request to re-plan from, and per compare (plan) its CSV's name and a
-  fingerprint of its task list (the tasks, each device and benchmark file's size and mtime);
+- the header (line 1): the request to re-plan from, and per compare (plan) its CSV's name, a
+  fingerprint of its task list (the tasks, each device and benchmark file's size and mtime)
+  and the (rank, step) it compares (`rank`, `step`, `against`; none for a compare of no
+  rank and step);
 - one line per finished task, appended only after the task's rows were written and flushed:
   the plan `k`, the task's position `n` in it, its `seq` and device `file`, the CSV's byte
   length after its rows (`offset`), the sha256 of those bytes, its row count, and the rows'
@@ -157,8 +159,12 @@ class RunJournal:
         header: dict[str, Any],
         plans: Sequence[ComparePlan],
         csvs: Sequence[Path],
+        places: Sequence[dict[str, str]] | None = None,
     ) -> RunJournal:
-        """A new journal in `out_dir` for these plans (locked before its header is written)."""
+        """A new journal in `out_dir` for these plans (locked before its header is written);
+        `places`: each plan's (rank, step) dump dir (`{rank, step}`, and `against` for a rank
+        pair; `{}` for a compare of no (rank, step)), so a reader of a killed run knows its
+        rank x step compares without re-planning it."""
         path = out_dir / JOURNAL_NAME
         try:
             fd = os.open(path, _NEW_FILE | os.O_APPEND, 0o644)
@@ -175,8 +181,11 @@ class RunJournal:
                         "csv": csv_path.name,
                         "tasks": len(plan.tasks),
                         "fingerprint": plan_fingerprint(plan),
+                        **place,
                     }
-                    for plan, csv_path in zip(plans, csvs, strict=True)
+                    for plan, csv_path, place in zip(
+                        plans, csvs, places or [{} for _ in plans], strict=True
+                    )
                 ],
             }
             journal._append(journal.header)

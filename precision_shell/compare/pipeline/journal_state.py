@@ -11,6 +11,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from precision_shell.compare.pipeline.journal import (
     JOURNAL_NAME,
@@ -23,12 +24,23 @@ from precision_shell.compare.pipeline.journal import (
 )
 
 
+class PlanState(NamedTuple):
+    """One plan (one CSV) of a journal, as far as it got."""
+
+    csv: str
+    done: int  # files compared
+    tasks: int  # files in its plan
+    rows: int = 0  # rows of its done files
+    place: tuple[str, str] | None = None  # its (rank, step), when the journal names one
+    against: str | None = None  # a rank pair's reference rank (`vc --across ranks`)
+
+
 @dataclass(frozen=True)
 class JournalState:
     """What a result dir's journal says, read without changing it or keeping its lock."""
 
     running: bool  # a vc holds its lock: that run is being compared or resumed right now
-    plans: list[tuple[str, int, int]]  # per CSV: (its name, files done, files in its plan)
+    plans: list[PlanState]  # per CSV
     damage: str | None = None  # why `vc --resume` would refuse it; None when it would not
     # per CSV: how many of its bytes hold the rows of its journaled files (none when damaged)
     lengths: dict[str, int] = field(default_factory=dict)
@@ -61,9 +73,22 @@ def journal_state(out_dir: Path) -> JournalState | None:
     finally:
         os.close(fd)
     pairs = list(zip(header["plans"], plans, strict=True))
-    counts = [(str(entry["csv"]), progress.done, int(entry["tasks"])) for entry, progress in pairs]
+    counts = [_plan_state(entry, progress) for entry, progress in pairs]
     lengths = {str(entry["csv"]): progress.offset for entry, progress in pairs}
     return JournalState(running, counts, lengths=lengths)
+
+
+def _plan_state(entry: dict, progress: PlanProgress) -> PlanState:
+    rank, step, against = entry.get("rank"), entry.get("step"), entry.get("against")
+    place = (rank, step) if isinstance(rank, str) and isinstance(step, str) else None
+    return PlanState(
+        str(entry["csv"]),
+        progress.done,
+        int(entry["tasks"]),
+        progress.rows,
+        place,
+        against if isinstance(against, str) else None,
+    )
 
 
 def _locked(fd: int) -> bool:

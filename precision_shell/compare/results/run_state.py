@@ -24,7 +24,12 @@ from precision_shell.compare.pipeline.journal import JOURNAL_NAME
 from precision_shell.compare.pipeline.journal_state import JournalState, journal_state
 from precision_shell.compare.results.journaled_prefix import records_past, whole_lines_length
 from precision_shell.compare.results.schema import find_result_csv, result_csv_in, result_subdirs
-from precision_shell.compare.results.slice_results import partial_text
+from precision_shell.compare.results.slice_results import (
+    RunSlices,
+    SliceResult,
+    partial_text,
+    run_slices,
+)
 from precision_shell.compare.results.summary import SUMMARY_NAME, RunSummary, read_summary
 from precision_shell.errors import PrecisionError
 
@@ -42,10 +47,39 @@ class UnfinishedRun:
         """`6 of 14 files`: of the CSV named (the whole run's when not given or not in the
         journal); None when the journal cannot tell."""
         plans = self.journal.plans
-        mine = [p for p in plans if p[0] == csv_name] or plans
+        mine = [p for p in plans if p.csv == csv_name] or plans
         if not mine:
             return None
-        return f"{sum(p[1] for p in mine)} of {sum(p[2] for p in mine)} files"
+        return f"{sum(p.done for p in mine)} of {sum(p.tasks for p in mine)} files"
+
+    def slices(self) -> RunSlices | None:
+        """The run's (rank, step) compares as its journal knows them (each one's files done of
+        its total; the failing outputs are not known until its CSV is read): those with a
+        file compared, and those not begun; None when it names fewer than two."""
+        placed = [p for p in self.journal.plans if p.place is not None]
+        if len(placed) < 2:
+            return None
+        results = [
+            SliceResult(
+                rank=p.place[0],
+                step=p.place[1],
+                csv=str(self.directory / p.csv),
+                graph="",
+                rows=p.rows,
+                failed=0,
+                first_failed_op=None,
+                partial=p.done < p.tasks,
+                against=p.against,
+                files_done=p.done,
+                files_total=p.tasks,
+            )
+            for p in placed
+            if p.place is not None and (p.done or not p.tasks)
+        ]
+        not_begun = {
+            p.place: p.tasks for p in placed if p.place is not None and p.tasks and not p.done
+        }
+        return RunSlices(results, not_begun=not_begun, counted=False)
 
     def journaled_length(self, csv_path: Path) -> int | None:
         """How many bytes of `csv_path` (a CSV of this run) its readers read: those holding
@@ -62,7 +96,9 @@ class UnfinishedRun:
         when any."""
         files = self.files(csv_path.name)
         damaged = self.journal.damage is not None
-        text = f"partial: {files}" if files else "partial"
+        slices = self.slices()
+        several = slices.partial_text(csv_path) if slices is not None else None
+        text = several or (f"partial: {files}" if files else "partial")
         text = "partial: how far unknown (damaged journal)" if damaged else text
         text = f"{text} so far" if self.journal.running else text
         length = self.journaled_length(csv_path)
@@ -173,7 +209,17 @@ class ResultPick:
         run = self.of(csv_path).unfinished
         if run is not None:
             return run.partial_text(csv_path), run.cause
-        return partial_text(summary, csv_path), INTERRUPTED
+        text = partial_text(summary, csv_path)
+        if text is not None and (csv_path.parent / JOURNAL_NAME).is_file():
+            return text, f"{INTERRUPTED}; vc --resume -o {csv_path.parent} continues it"
+        return text, INTERRUPTED
+
+    def slices(self, summary: RunSummary | None) -> RunSlices:
+        """The (rank, step)s of the run of `csv_path`: as its journal knows them while the
+        run is unfinished (killed: no summary, or a stale one), else as its summary says."""
+        run = self.unfinished
+        journal = run.slices() if run is not None else None
+        return journal if journal is not None else run_slices(summary)
 
 
 def pick_result_csv(target: Path, statistics: bool = False) -> ResultPick:

@@ -14,14 +14,14 @@ rows, says they are the compare's.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from precision_shell.compare.results.columns import KIND_OUTPUT, ResultColumns
-from precision_shell.compare.results.summary import RunSummary
+from precision_shell.compare.results.summary import RunSummary, run_files_text
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
 from precision_shell.workspace.run_index import RunIndex
@@ -34,6 +34,7 @@ NOT_DUMPED = "not dumped"
 NOT_COMPARED = "not compared"
 NOT_COMPARED_MEANS = "dumped, but outside this vc's --rank/--step"
 NOTHING_TO_COMPARE = "nothing to compare"
+NOT_BEGUN = "not begun"
 
 
 def first_wrong_order(step: str, position: int, rank: str) -> tuple:
@@ -57,6 +58,8 @@ class SliceResult:
     partial: bool = False
     against: str | None = None  # `vc --across ranks`: the reference rank, not the benchmark
     not_compared: int = 0  # rows that could not be compared (an unreadable file...)
+    files_done: int | None = None  # dump files compared, of `files_total` (None: not known)
+    files_total: int | None = None
 
     @classmethod
     def from_json(cls, entry: dict[str, Any]) -> SliceResult:
@@ -64,6 +67,7 @@ class SliceResult:
         failed = entry.get("failed")
         rows = entry.get("rows")
         not_compared = entry.get("not_compared")
+        done, total = entry.get("files_done"), entry.get("files_total")
         return cls(
             rank=str(entry.get("rank")),
             step=str(entry.get("step")),
@@ -75,6 +79,8 @@ class SliceResult:
             partial=bool(entry.get("partial", False)),
             against=str(entry["against"]) if entry.get("against") is not None else None,
             not_compared=not_compared if isinstance(not_compared, int) else 0,
+            files_done=done if isinstance(done, int) else None,
+            files_total=total if isinstance(total, int) else None,
         )
 
     @property
@@ -95,13 +101,19 @@ class RankStepTable:
     recounted: bool = False  # counted again under the thresholds of this look
     # selected (rank, step)s with nothing to compare (summary.json `nothing_to_compare`)
     empty: frozenset[tuple[str, str]] = frozenset()
+    # selected (rank, step)s the run was cut short before (summary.json `not_begun`)
+    not_begun: frozenset[tuple[str, str]] = frozenset()
+    counted: bool = True  # False: read from a killed run's journal, failing outputs not counted
 
     def missing(self, rank: str, step: str) -> str | None:
         """Why (rank, step) has no entry: `NOTHING_TO_COMPARE` (selected, no dump of its
-        graph), `NOT_DUMPED`, `NOT_COMPARED` (dumped, outside the vc's --rank/--step), or None
-        when the dumps are not known."""
+        graph), `NOT_BEGUN` (selected, the run cut short before it), `NOT_DUMPED`,
+        `NOT_COMPARED` (dumped, outside the vc's --rank/--step), or None when the dumps are not
+        known."""
         if (rank, step) in self.empty:
             return NOTHING_TO_COMPARE
+        if (rank, step) in self.not_begun:
+            return NOT_BEGUN
         if self.dumped is None:
             return None
         return NOT_COMPARED if (rank, step) in self.dumped else NOT_DUMPED
@@ -126,11 +138,13 @@ class RankStepTable:
 
     @property
     def ranks(self) -> list[str]:
-        return sorted({r.rank for r in self.results} | {r for r, _ in self.empty}, key=number_order)
+        others = self.empty | self.not_begun
+        return sorted({r.rank for r in self.results} | {r for r, _ in others}, key=number_order)
 
     @property
     def steps(self) -> list[str]:
-        return sorted({r.step for r in self.results} | {s for _, s in self.empty}, key=number_order)
+        others = self.empty | self.not_begun
+        return sorted({r.step for r in self.results} | {s for _, s in others}, key=number_order)
 
     @property
     def against(self) -> str | None:
@@ -147,6 +161,54 @@ def omitted_steps_text(steps: list[str]) -> str:
     return f"{which} not in the table: {NOT_COMPARED_MEANS}"
 
 
+@dataclass(frozen=True)
+class RunSlices:
+    """The (rank, step)s of one `vc` run: those (partly) compared, those selected with nothing
+    to compare and those the run was cut short before; from its summary, or from the journal
+    of a run killed before it wrote one (`counted` False: its failing outputs are not known
+    until its CSVs are read)."""
+
+    results: list[SliceResult]
+    empty: frozenset[tuple[str, str]] = frozenset()
+    not_begun: dict[tuple[str, str], int] = field(default_factory=dict)  # -> its files
+    rule: ThresholdRule | None = None
+    counted: bool = True
+
+    def partial_text(self, csv_path: Path) -> str | None:
+        """`partial: 2,410 of 4,320 files in 32 ranks and steps; rank 9 step 1 partial: 43 of
+        135 files` (or `...; rank 3 step 0 complete`): how far a run of several (rank, step)s
+        got, and the compare of `csv_path` in it; None when the run is complete or compared
+        one (rank, step) only, or a count is not known."""
+        if len(self.results) + len(self.not_begun) <= 1:
+            return None
+        if any(r.files_done is None or r.files_total is None for r in self.results):
+            return None
+        if not self.not_begun and not any(r.partial for r in self.results):
+            return None
+        done = sum(r.files_done or 0 for r in self.results)
+        total = sum(r.files_total or 0 for r in self.results) + sum(self.not_begun.values())
+        text = run_files_text(done, total, len(self.results) + len(self.not_begun))
+        shown = entry_for_csv(self.results, csv_path)
+        if shown is None:
+            return text
+        if not shown.partial:
+            return f"{text}; {shown.label} complete"
+        return f"{text}; {shown.label} partial: {shown.files_done:,} of {shown.files_total:,} files"
+
+
+def run_slices(summary: RunSummary | None) -> RunSlices:
+    """The (rank, step)s of the run `summary` records."""
+    if summary is None:
+        return RunSlices([])
+    not_begun = {
+        (str(e.get("rank")), str(e.get("step"))): e["files_total"]
+        if isinstance(e.get("files_total"), int)
+        else 0
+        for e in summary.not_begun
+    }
+    return RunSlices(slice_results(summary), empty_slices(summary), not_begun, summary.rule)
+
+
 def slice_results(summary: RunSummary | None) -> list[SliceResult]:
     """The (rank, step) entries with a rank (a compare of two dirs has none)."""
     if summary is None:
@@ -156,21 +218,24 @@ def slice_results(summary: RunSummary | None) -> list[SliceResult]:
 
 
 def rank_step_table(
-    summary: RunSummary | None,
+    slices: RunSlices,
     csv_path: Path,
     dumped: frozenset[tuple[str, str]] | None = None,
 ) -> RankStepTable | None:
-    """The table when the run compared more than one (rank, step); else None."""
-    results = slice_results(summary)
-    if summary is None or len(results) <= 1:
+    """The table when the run selected more than one (rank, step) it compared or was cut
+    short before; else None."""
+    results = slices.results
+    if not results or len(results) + len(slices.not_begun) <= 1:
         return None
     shown = entry_for_csv(results, csv_path)
     return RankStepTable(
         results,
         (shown.rank, shown.step) if shown else None,
         dumped,
-        rule=summary.rule,
-        empty=empty_slices(summary),
+        rule=slices.rule,
+        empty=slices.empty,
+        not_begun=frozenset(slices.not_begun),
+        counted=slices.counted,
     )
 
 
@@ -209,17 +274,18 @@ def recount(
 ) -> RankStepTable:
     """The table under `rule` (a look's own thresholds): each compare's CSV counted again
     (`load` reads it, through its columns cache), unless the other compares hold more than
-    `RECOUNT_MAX_ROWS` rows: then the table as it was (its `rule` says whose counts)."""
-    if ranks.rule is not None and ranks.rule.judges_like(rule):
+    `RECOUNT_MAX_ROWS` rows: then the table as it was (its `rule` says whose counts). A table
+    not `counted` (a killed run's) is always counted: nothing else knows its counts."""
+    if ranks.counted and ranks.rule is not None and ranks.rule.judges_like(rule):
         return ranks
     others = sum(r.rows for r in ranks.results if (r.rank, r.step) != ranks.shown)
-    if others > RECOUNT_MAX_ROWS:
+    if ranks.counted and others > RECOUNT_MAX_ROWS:
         return ranks
     results = []
     for entry in ranks.results:
         failed, first = failing_outputs(load(entry_csv(entry, csv_path)), rule)
         results.append(replace(entry, failed=failed, first_failed_op=first))
-    return replace(ranks, results=results, rule=rule, recounted=True)
+    return replace(ranks, results=results, rule=rule, recounted=True, counted=True)
 
 
 def entry_csv(entry: SliceResult, csv_path: Path) -> Path:
@@ -235,7 +301,7 @@ def entry_for_csv(results: list[SliceResult], csv_path: Path) -> SliceResult | N
 
 
 def slice_csv(
-    summary: RunSummary | None,
+    slices: RunSlices,
     csv_path: Path,
     rank: str | None,
     step: str | None,
@@ -246,7 +312,21 @@ def slice_csv(
     Only a rank: its first step compared; only a step: the lowest rank compared at it."""
     if rank is None and step is None:
         return csv_path
-    results = slice_results(summary)
+    results = slices.results
+    begun_not = [
+        w
+        for w in slices.not_begun
+        if (rank is None or w[0] == str(rank)) and (step is None or w[1] == str(step))
+    ]
+    if begun_not and not any(
+        (rank is None or r.rank == str(rank)) and (step is None or r.step == str(step))
+        for r in results
+    ):
+        r, s = min(begun_not, key=lambda w: (number_order(w[1]), number_order(w[0])))
+        raise PrecisionError(
+            f"{command}: rank {r} step {s} was not begun: the compare was cut short before it; "
+            f"vc --resume -o {csv_path.parent} compares it"
+        )
     if not results:
         raise PrecisionError(
             f"{command}: {csv_path.parent}: this compare has no rank/step results "
@@ -339,12 +419,16 @@ def diagnosis_elsewhere(summary: RunSummary | None, csv_path: Path) -> Diagnosis
 
 def partial_text(summary: RunSummary | None, csv_path: Path) -> str | None:
     """ "partial: ..." when the compare of `csv_path` was interrupted (the primary's, the
-    device compare's, or a (rank, step)'s, which records no file counts), else None."""
+    device compare's, or a (rank, step)'s), or the run of several (rank, step)s it is one of
+    was (`RunSlices.partial_text`: every one counted), else None."""
     if summary is None:
         return None
     device = summary.device_compare
     if device is not None and Path(device.csv).name == csv_path.name:
         return device.partial_text
+    several = run_slices(summary).partial_text(csv_path)
+    if several is not None:
+        return several
     if Path(summary.primary.csv).name == csv_path.name:
         return summary.primary.partial_text
     shown = entry_for_csv(slice_results(summary), csv_path)

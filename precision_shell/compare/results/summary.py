@@ -250,6 +250,9 @@ class RunSummary:
     # (rank, step) dump dirs selected but with nothing to compare (an empty step dir, or
     # dumps of another graph only): {rank, step, reason}; never in `not_selected`
     nothing_to_compare: list[dict[str, Any]] = field(default_factory=list)
+    # selected (rank, step)s the run was cut short before it compared any of their files
+    # (Ctrl-C, a lost worker): {rank, step, files_total}; `vc --resume` compares them
+    not_begun: list[dict[str, Any]] = field(default_factory=list)
     created: str = field(
         default_factory=lambda: _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     )
@@ -264,12 +267,16 @@ class RunSummary:
         `partial: 5 of 14 files` (the primary), `rank 1 step 0 partial: 9 of 14 files`,
         `device vs device debug_0 vs debug_1 partial: 6 of 14 files`; None for a whole run."""
         if self.primary.interrupted:
-            return self.primary.partial_text
+            cut = self.primary.partial_text
+            return f"{cut}; {not_begun_text(len(self.not_begun))}" if self.not_begun else cut
         for entry in self.results[1:]:
             if entry.get("partial"):
                 done, total = entry.get("files_done"), entry.get("files_total")
                 counts = f": {done} of {total} files" if _int(total, -1) >= 0 else ""
-                return f"rank {entry.get('rank')} step {entry.get('step')} partial{counts}"
+                cut = f"rank {entry.get('rank')} step {entry.get('step')} partial{counts}"
+                return f"{cut}; {not_begun_text(len(self.not_begun))}" if self.not_begun else cut
+        if self.not_begun:
+            return not_begun_text(len(self.not_begun))
         device = self.device_compare
         if device is not None and device.interrupted:
             left, right = Path(device.left).name, Path(device.right).name
@@ -290,6 +297,7 @@ class RunSummary:
             "partial": self.cut_text() is not None,
             "not_selected": len(self.not_selected),
             "nothing_to_compare": len(self.nothing_to_compare),
+            "not_begun": len(self.not_begun),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -305,6 +313,8 @@ class RunSummary:
             payload["not_selected"] = self.not_selected
         if self.nothing_to_compare:
             payload["nothing_to_compare"] = self.nothing_to_compare
+        if self.not_begun:
+            payload["not_begun"] = self.not_begun
         if self.rank_divergence is not None:
             payload["rank_divergence"] = self.rank_divergence
         if self.device_compare is not None:
@@ -333,6 +343,7 @@ class RunSummary:
             else None,
             not_selected=_dicts(payload.get("not_selected")),
             nothing_to_compare=_dicts(payload.get("nothing_to_compare")),
+            not_begun=_dicts(payload.get("not_begun")),
             created=_str(payload.get("created")),
             path=path,
         )
@@ -346,6 +357,18 @@ class RunSummary:
 
         replace_output(path, write, text=True)
         self.path = path
+
+
+def not_begun_text(count: int) -> str:
+    """The selected (rank, step)s a cut-short run never began, counted."""
+    what = "rank and step" if count == 1 else "ranks and steps"
+    return f"{count} selected {what} not begun"
+
+
+def run_files_text(done: int, total: int, slices: int) -> str:
+    """`partial: 2,410 of 4,320 files in 32 ranks and steps`: how far a run of several
+    (rank, step) compares got, all of them counted."""
+    return f"partial: {done:,} of {total:,} files in {slices} ranks and steps"
 
 
 def read_summary(path: Path) -> RunSummary:

@@ -1,0 +1,135 @@
+"""A `vc --rank all --step all` cut short: Ctrl-C keeps the selected (rank, step)s it never
+began in summary.json `not_begun`, the rank table and the lines under it; a killed one (its
+journal, no summary.json) is read from its journal: its rank x step compares, `--rank/--step`
+on them, and a partial label counting the whole run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from precision_shell.compare.pipeline import engine as engine_module
+from precision_shell.compare.pipeline import execute
+from precision_shell.demo.builder import build_demo
+from precision_shell.demo.spec import DemoSpec
+from tests.commands.shell_fixture import CONV2, open_shell, rendered, run_ok
+from tests.commands.test_second_dump_dir import _link_copy, _step_dir
+from tests.commands.test_vc_resume import Engine
+
+CUT_AT = 20  # of 4 x 14 files: rank 0 step 0 whole, rank 0 step 1 6 of 14, rank 1 not begun
+
+
+@pytest.fixture(scope="module")
+def four_slices_pristine(tmp_path_factory) -> Path:
+    """The tiny demo's dump as ranks 0-1 x steps 0-1 (hard links), no second device run."""
+    root = tmp_path_factory.mktemp("four_slices")
+    build_demo(root, DemoSpec(size="tiny"))
+    step = _step_dir(root)
+    second = step.parent / str(int(step.name) + 1)
+    _link_copy(step, second)
+    device = step.parents[2]
+    for where in (step, second):
+        _link_copy(where, device.parent / "1" / where.relative_to(device))
+    shutil.rmtree(root / "precision_data/npu/debug_1")
+    return root
+
+
+@pytest.fixture
+def interrupted(four_slices_pristine, tmp_path, monkeypatch) -> tuple[Path, Path, str]:
+    """(workspace, result dir, what vc printed) of a vc Ctrl-C'd after CUT_AT files."""
+    root = tmp_path / "ws"
+    shutil.copytree(four_slices_pristine, root, symlinks=True)
+    Engine(monkeypatch, CUT_AT)
+    outcome = open_shell(root).execute("vc --rank all --step all")
+    monkeypatch.setattr(execute, "run_tasks", engine_module.run_tasks)
+    assert outcome.result is not None
+    return root, outcome.result.out_dir, rendered(outcome.result, width=1000)
+
+
+def _killed(out_dir: Path) -> None:
+    """As SIGKILL leaves the run: no summary.json, the CSVs of the slices not begun empty."""
+    (out_dir / "summary.json").unlink()
+    for rank_step in ("rank1_step0", "rank1_step1"):
+        (out_dir / f"result_{out_dir.name}_{rank_step}.csv").touch()
+
+
+def _grid(text: str) -> list[list[str]]:
+    return [ln.split("│") for ln in text.splitlines() if ln[:2] in ("0 ", "1 ")]
+
+
+def _cells(text: str) -> list[list[str]]:
+    return [[c.strip() for c in row] for row in _grid(text)]
+
+
+def test_ctrl_c_keeps_the_slices_never_begun_in_summary_table_and_lines(interrupted):
+    _, out_dir, text = interrupted
+    saved = json.loads((out_dir / "summary.json").read_text(encoding="utf-8"))
+    assert saved["not_begun"] == [
+        {"rank": "1", "step": "0", "files_total": 14},
+        {"rank": "1", "step": "1", "files_total": 14},
+    ]
+    assert saved["totals"]["not_begun"] == 2 and saved["totals"]["partial"] is True
+    assert saved["totals"]["results"] == 2
+    assert [(r["rank"], r["step"], r["partial"]) for r in saved["results"]] == [
+        ("0", "0", False),
+        ("0", "1", True),
+    ]
+    assert _cells(text)[1] == ["1", "not begun", "not begun"]
+    assert "outputs fail the thresholds in 2 of 2 ranks and steps, 2 more not begun (" in text
+    assert (
+        "2 selected ranks and steps not begun (rank 1 step 0, rank 1 step 1); "
+        f"vc --resume -o {out_dir} compares them"
+    ) in text.splitlines()
+
+
+def test_vcs_on_an_interrupted_run_says_it_is_partial_over_every_slice(interrupted):
+    root, out_dir, _ = interrupted
+    shown = run_ok(open_shell(root), "vcs")
+    assert shown.partial == "partial: 20 of 56 files in 4 ranks and steps; rank 0 step 0 complete"
+    lines = rendered(shown, width=1000).splitlines()
+    assert (
+        f"{shown.partial}: the compare was interrupted; vc --resume -o {out_dir} continues it"
+    ) in lines
+    assert _cells("\n".join(lines))[1] == ["1", "not begun", "not begun"]
+    step1 = run_ok(open_shell(root), "vcs --rank 0 --step 1")
+    assert step1.partial == (
+        "partial: 20 of 56 files in 4 ranks and steps; rank 0 step 1 partial: 6 of 14 files"
+    )
+    outcome = open_shell(root).execute("vcs --rank 1 --step 0")
+    assert outcome.error == (
+        "vcs: rank 1 step 0 was not begun: the compare was cut short before it; "
+        f"vc --resume -o {out_dir} compares it"
+    )
+
+
+def test_a_killed_run_is_read_from_its_journal(interrupted):
+    root, out_dir, _ = interrupted
+    _killed(out_dir)
+    shown = run_ok(open_shell(root), f"vcs -f {out_dir}")
+    assert shown.partial == "partial: 20 of 56 files in 4 ranks and steps; rank 0 step 0 complete"
+    assert shown.partial_cause == (
+        f"its vc was killed or crashed; vc --resume -o {out_dir} continues it"
+    )
+    text = rendered(shown, width=1000)
+    assert _cells(text) == [
+        ["0", f"*10 ({CONV2})", f"2 ({CONV2}) partial"],
+        ["1", "not begun", "not begun"],
+    ]
+    step1 = run_ok(open_shell(root), f"vcs -f {out_dir} --rank 0 --step 1")
+    assert step1.path.name == f"result_{out_dir.name}_rank0_step1.csv"
+    assert step1.partial == (
+        "partial: 20 of 56 files in 4 ranks and steps; rank 0 step 1 partial: 6 of 14 files"
+    )
+    report = open_shell(root).execute(f"report -f {out_dir} --rank 0 --step 0 -o {root / 'r.html'}")
+    assert report.error is None
+    page = (root / "r.html").read_text(encoding="utf-8")
+    assert "partial: 20 of 56 files in 4 ranks and steps; rank 0 step 0 complete" in page
+    assert "not begun" in page
+    outcome = open_shell(root).execute(f"vcs -f {out_dir} --rank 1 --step 1")
+    assert outcome.error == (
+        "vcs: rank 1 step 1 was not begun: the compare was cut short before it; "
+        f"vc --resume -o {out_dir} compares it"
+    )
