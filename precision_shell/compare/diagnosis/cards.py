@@ -169,6 +169,10 @@ class CardScope:
         return self.elsewhere + self.shared_faults
 
 
+def _outputs(count: int) -> str:
+    return f"{count} output{'s' if count != 1 else ''}"
+
+
 def _ranks(ranks: list[str]) -> str:
     return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {rank_list_text(ranks)}"
 
@@ -245,7 +249,7 @@ def _count_notes(
             continue
         others = [card_of[r] for r in ranks if r != rank]
         notes.append(
-            f"rank {rank} fails {counts[rank]} outputs, {_ranks(usual_ranks)} "
+            f"rank {rank} fails {_outputs(counts[rank])}, {_ranks(usual_ranks)} "
             f"{'fails' if len(usual_ranks) == 1 else 'fail'} {usual}: the "
             f"cards part after this op; {_apart(card_of[rank], others, rule)} "
             "(vc --across ranks compares the cards with each other)"
@@ -376,7 +380,7 @@ def other_step_faults(
     for entry, own in found[:OTHER_STEPS_SHOWN]:
         proof = proof_text(own.replay)
         notes.append(
-            f"{entry.label}: a fault of its own at {_where(own)}, {entry.failed} outputs failing: "
+            f"{entry.label}: a fault of its own at {_where(own)}, {_outputs(entry.failed)} failing: "
             f"{proof or own.reason} (ac -c --rank {entry.rank} --step {entry.step})"
         )
     if len(found) > OTHER_STEPS_SHOWN:
