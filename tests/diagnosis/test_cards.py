@@ -138,7 +138,7 @@ def test_the_other_steps_follow_the_same_rule():
     later = other_step_faults(chosen.cause, chosen, cards)
     assert [(e.step, c.op) for e, c in later.faults] == [("4", "d")]
     assert later.notes == [
-        "rank 0 step 4: a fault of its own at d (index 3), 1 outputs failing: output crosses the "
+        "rank 0 step 4: a fault of its own at d (index 3), 1 output failing: output crosses the "
         "thresholds (CosineSimilarity 0.500000000 < 0.98) while every input is within them "
         "(ac -c --rank 0 --step 4)"
     ]
