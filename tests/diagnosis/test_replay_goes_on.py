@@ -19,30 +19,13 @@ from precision_shell.compare.diagnosis import replay_evidence
 from precision_shell.compare.diagnosis.advisor import ACCUMULATED_DRIFT
 from precision_shell.compare.diagnosis.replay_evidence import measured_fault, measured_text
 from precision_shell.compare.diagnosis.root_cause import RootCause
-from precision_shell.demo.spec import WRONG_CONSTANT, Fault
 from tests.commands.shell_fixture import open_shell, rendered, run_fail, run_ok
-from tests.commands.test_second_dump_dir import _link_copy, _step_dir
-from tests.replay.test_isolated import _deep
-
-FAULTY = "block40/conv2/Conv2Dblock40/relu2/Relu"
-DRIFT_FIRST = "block44/conv2/Conv2Dblock44/relu2/Relu"  # where drift alone fails first
+from tests.diagnosis.drift_cards import DRIFT_FIRST, FAULTY, drift_layout
 
 
 @pytest.fixture(scope="module")
 def cards_pristine(tmp_path_factory):
-    root = _deep(tmp_path_factory.mktemp("drift"))
-    faulty = _deep(
-        tmp_path_factory.mktemp("faulty"), Fault(WRONG_CONSTANT, "block40/conv2/Conv2D", 0.01)
-    )
-    step = _step_dir(root)
-    device = step.parents[2]  # <ts>/0/<graph>/<model>/<step>
-    for rank in ("0", "1"):
-        for n in ("0", "1", "2"):
-            if (rank, n) == ("0", "0"):
-                continue
-            src = _step_dir(faulty) if (rank, n) == ("1", "1") else step
-            _link_copy(src, device.parent / rank / step.parent.relative_to(device) / n)
-    return root
+    return drift_layout(tmp_path_factory, ranks=2, steps=3, faulty_at=("1", "1"))
 
 
 @pytest.fixture

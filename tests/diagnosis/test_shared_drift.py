@@ -13,27 +13,13 @@ import shutil
 
 import pytest
 
-from precision_shell.demo.spec import WRONG_CONSTANT, Fault
 from tests.commands.shell_fixture import open_shell, rendered, run_ok
-from tests.commands.test_second_dump_dir import _link_copy, _step_dir
-from tests.diagnosis.test_replay_goes_on import DRIFT_FIRST, FAULTY
-from tests.replay.test_isolated import _deep
+from tests.diagnosis.drift_cards import DRIFT_FIRST, FAULTY, drift_layout
 
 
 @pytest.fixture(scope="module")
 def drift_cards(tmp_path_factory):
-    root = _deep(tmp_path_factory.mktemp("drift3"))
-    faulty = _deep(
-        tmp_path_factory.mktemp("faulty3"), Fault(WRONG_CONSTANT, "block40/conv2/Conv2D", 0.01)
-    )
-    step = _step_dir(root)
-    device = step.parents[2]  # <ts>/0/<graph>/<model>/<step>
-    for rank in ("0", "1", "2"):
-        for n in ("0", "1"):
-            if (rank, n) == ("0", "0"):
-                continue
-            src = _step_dir(faulty) if (rank, n) == ("2", "1") else step
-            _link_copy(src, device.parent / rank / step.parent.relative_to(device) / n)
+    root = drift_layout(tmp_path_factory, ranks=3, steps=2, faulty_at=("2", "1"))
     ws = tmp_path_factory.mktemp("ws") / "ws"
     shutil.copytree(root, ws, symlinks=True)
     shell = open_shell(ws)
