@@ -212,8 +212,11 @@ class RankDivergenceResult(SummaryBacked):
         stopped = [pair.rank for pair, run in self.compares if run.interrupted]
         if not stopped:
             return None
+        left = [str(entry.get("rank")) for entry in self.summary.not_begun]
+        never = f"; rank {', '.join(left)} not begun" if left else ""
         return (
-            f"vc: interrupted (rank {', '.join(stopped)} partial); the rows written so far are kept"
+            f"vc: interrupted (rank {', '.join(stopped)} partial{never}); the rows written so far "
+            "are kept"
         )
 
 

@@ -324,6 +324,10 @@ def _run_across_ranks(
         primary=done[0][1].record(),
         results=results,
         rank_divergence=[d.to_json() for d in divergence],
+        not_begun=[
+            {"rank": p.rank, "step": p.step, "against": p.against, "files_total": len(p.plan.tasks)}
+            for p in pairs[len(done) :]
+        ],
     )
     summary.write(out_dir / SUMMARY_NAME)
     slot.finish(len(done) == len(pairs) and not any(r.interrupted for _, r in done))

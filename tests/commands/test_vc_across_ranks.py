@@ -292,8 +292,14 @@ def test_ranks_run_as_one_engine_run_and_ctrl_c_keeps_what_was_compared(three_ra
     assert [d.first.op for d in outcome.result.divergence] == [CONV2]
     _stop_after(monkeypatch, 5)  # inside rank 1's: rank 2 never started, its CSV is gone
     outcome = open_shell(root).execute("vc --across ranks")
-    assert outcome.error == "vc: interrupted (rank 1 partial); the rows written so far are kept"
+    assert outcome.error == (
+        "vc: interrupted (rank 1 partial; rank 2 not begun); the rows written so far are kept"
+    )
     assert [r["rank"] for r in outcome.result.summary.results] == ["1"]
+    # the pair never begun is named, not lost
+    saved = json.loads((outcome.result.out_dir / "summary.json").read_text(encoding="utf-8"))
+    assert saved["not_begun"] == [{"rank": "2", "step": "0", "against": "0", "files_total": 14}]
+    assert saved["totals"]["not_begun"] == 1 and saved["totals"]["partial"] is True
     assert sorted(p.name for p in outcome.result.out_dir.glob("*.csv")) == [
         Path(outcome.result.summary.results[0]["csv"]).name
     ]
