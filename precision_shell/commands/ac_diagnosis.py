@@ -239,7 +239,7 @@ def diagnose_compare(
     again with its replays (`choice`), which re-rank its causes. `--replay all` on several
     compares replays every one (slice_replays) and shows the card whose kernel it proves
     wrong when the first one's best cause is not; the default goes on to the other cards
-    when the first one's replay proves no fault, until a step where one does."""
+    when the first one's replay proves no fault (slice_replays.replay_until_proven)."""
     compare = check.compare
     assert compare is not None
     if compare.primary.plan_mode != "benchmark":
