@@ -12,6 +12,7 @@ from precision_shell.compare.diagnosis.cards import (
     first_card,
     other_step_faults,
 )
+from precision_shell.compare.diagnosis.replay_evidence import ReplayPass
 from precision_shell.compare.results.schema import ResultTable
 from precision_shell.compare.results.slice_results import SliceResult
 from tests.compare.test_root_cause import COSINE_ONLY, chain_rows, diagnose, graph_of
@@ -95,35 +96,65 @@ def test_cards_failing_alike_but_one_failing_more_is_named_where_it_parts():
     assert card_scope(COSINE_ONLY, alike[0].cause, alike[0], alike[:1]) is None
 
 
+def _replayed(card: CardDiagnosis) -> CardDiagnosis:
+    """`card` as if its replay had run to its end (proving nothing)."""
+    card.diagnosis.replays = ReplayPass("candidates", 60.0, widened=True)
+    return card
+
+
 def test_only_a_fault_of_its_own_is_named_not_a_cause_the_shown_card_shares():
     """rank 0 fails at b (shown) and by drift at e; a card failing by drift only at e shares
-    that (one line for all such cards), as does one losing 10 dB at e; drift at d, which the
-    shown card has not, is nothing to name; a loss of 10 dB at d is that card's own."""
+    that (one line for all such cards; "no fault of their own" only when their replay ran to
+    its end); drift at d, which the shown card has not, is nothing to name; a loss of 10 dB
+    at d, or at e, where the shown card only drifts (QA: a proven wrong constant at the op
+    where drift crosses the thresholds was said to be "as this card does"), is that card's
+    own."""
     cards = [
         _drifting(_card("0", {**HEALTHY, "b": 0.5, "e": 0.5}), "e"),
-        _drifting(_card("1", {**HEALTHY, "e": 0.5}), "e"),
+        _replayed(_drifting(_card("1", {**HEALTHY, "e": 0.5}), "e")),
         _drifting(_card("2", {**HEALTHY, "d": 0.5}), "d"),
         _card("3", {**HEALTHY, "e": 0.5}),
-        _drifting(_card("4", {**HEALTHY, "e": 0.5}), "e"),
+        _replayed(_drifting(_card("4", {**HEALTHY, "e": 0.5}), "e")),
         _card("5", {**HEALTHY, "d": 0.5}),
+        _drifting(_card("6", {**HEALTHY, "e": 0.5}), "e"),  # not replayed
     ]
     chosen = first_card(cards)
     assert chosen is cards[0] and [c.op for c in chosen.diagnosis.causes] == ["b", "e"]
     scope = card_scope(COSINE_ONLY, chosen.cause, chosen, cards)
     assert scope.verdict == (
-        "rank 0 only: the other 5 cards match the benchmark here: suspect that card or its "
+        "rank 0 only: the other 6 cards match the benchmark here: suspect that card or its "
         "input data"
     )
     assert scope.notes == [
+        "rank 3: matches the benchmark here; its own root cause is e (index 4): output crosses "
+        "the thresholds (CosineSimilarity 0.500000000 < 0.98) while every input is within them "
+        "(ac -c --rank 3 --step 0)",
         "rank 5: matches the benchmark here; its own root cause is d (index 3): output crosses "
         "the thresholds (CosineSimilarity 0.500000000 < 0.98) while every input is within them "
         "(ac -c --rank 5 --step 0)",
         "ranks 1, 4: match the benchmark here and go wrong first beyond it, at e (index 4), as "
         "this card does: drift, no fault of their own",
-        "rank 3: matches the benchmark here and goes wrong first beyond it, at e (index 4), as "
-        "this card does: it loses 10 dB or more there on its own (ac -c --rank 3 --step 0)",
+        "rank 6: matches the benchmark here and goes wrong first beyond it, at e (index 4), as "
+        "this card does: drift as the compare reads it; not replayed, so a fault drift hides "
+        "is not ruled out (ac -c --rank 6 --step 0)",
     ]
-    assert [(e.rank, c.op) for e, c in scope.elsewhere] == [("5", "d")]
+    assert [(e.rank, c.op) for e, c in scope.elsewhere] == [("3", "e"), ("5", "d")]
+    assert scope.shared_faults == []
+
+
+def test_the_shown_cards_own_fault_on_another_card_is_shared_and_still_recorded():
+    """rank 1 has rank 0's second fault (e, losing 10 dB on both): one shared line, and still
+    rank 1's own cause for its report (`own_causes`)."""
+    cards = [_card("0", {**HEALTHY, "b": 0.5, "e": 0.5}), _card("1", {**HEALTHY, "e": 0.5})]
+    chosen = first_card(cards)
+    assert chosen is cards[0] and [c.op for c in chosen.diagnosis.causes] == ["b", "e"]
+    scope = card_scope(COSINE_ONLY, chosen.cause, chosen, cards)
+    assert scope.elsewhere == []
+    assert scope.notes == [
+        "rank 1: matches the benchmark here and goes wrong first beyond it, at e (index 4), as "
+        "this card does: it loses 10 dB or more there on its own (ac -c --rank 1 --step 0)"
+    ]
+    assert [(e.rank, c.op) for e, c in scope.own_causes] == [("1", "e")]
 
 
 def test_the_other_steps_follow_the_same_rule():
@@ -132,12 +163,13 @@ def test_the_other_steps_follow_the_same_rule():
         chosen,
         _drifting(_card("0", {**HEALTHY, "e": 0.5}, step="1"), "e"),
         _drifting(_card("0", {**HEALTHY, "d": 0.5}, step="2"), "d"),
-        _card("0", {**HEALTHY, "e": 0.5}, step="3"),  # the shown card's e, losing 10 dB
+        # a loss of 10 dB at e, where the shown card only drifts: a fault of its own
+        _card("0", {**HEALTHY, "e": 0.5}, step="3"),
         _card("0", {**HEALTHY, "d": 0.5}, step="4"),
     ]
     later = other_step_faults(chosen.cause, chosen, cards)
-    assert [(e.step, c.op) for e, c in later.faults] == [("4", "d")]
-    assert later.notes == [
+    assert [(e.step, c.op) for e, c in later.faults] == [("3", "e"), ("4", "d")]
+    assert later.notes[1:] == [
         "rank 0 step 4: a fault of its own at d (index 3), 1 output failing: output crosses the "
         "thresholds (CosineSimilarity 0.500000000 < 0.98) while every input is within them "
         "(ac -c --rank 0 --step 4)"

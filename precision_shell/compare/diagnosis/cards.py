@@ -106,17 +106,35 @@ def shared_ops(cause: RootCause, chosen: CardDiagnosis) -> set[str]:
     return {cause.op} | {c.op for c in chosen.diagnosis.causes}
 
 
-def fault_of_its_own(own: RootCause, shared: set[str]) -> bool:
-    """Whether another card's root cause `own` is a fault of its own: measured there (a
-    replay's proof, a NaN/inf birth no replay cleared) or an op losing OUTLIER_DROP dB by
-    itself, at an op the chosen card does not go wrong at (`shared`). Drift, which every card
-    has alike, is not."""
-    return own.op not in shared and (measured_fault(own) or loses_on_its_own(own))
+def _is_fault(cause: RootCause) -> bool:
+    """Measured (a replay's proof, a NaN/inf birth no replay cleared) or an op losing
+    OUTLIER_DROP dB by itself: not drift."""
+    return measured_fault(cause) or loses_on_its_own(cause)
 
 
-def _shared_text(own: RootCause) -> str:
+def fault_ops(cause: RootCause, chosen: CardDiagnosis) -> set[str]:
+    """The ops where the chosen card has a fault (`_is_fault`), of `cause` (the one shown)
+    and its other causes: where another card's fault is the chosen card's too."""
+    return {c.op for c in (cause, *chosen.diagnosis.causes) if _is_fault(c)}
+
+
+def fault_of_its_own(own: RootCause, faults: set[str]) -> bool:
+    """Whether another card's root cause `own` is a fault of its own: a fault (`_is_fault`)
+    at an op where the chosen card has none (`faults`, from `fault_ops`). Drift, which every
+    card has alike, is not; nor is the chosen card's own fault found on another card too."""
+    return own.op not in faults and _is_fault(own)
+
+
+def _replayed(card: CardDiagnosis) -> bool:
+    """The card's replay ran to its end (not cut by the budget or Ctrl-C, nor left out)."""
+    done = card.diagnosis.replays
+    return done is not None and not done.not_reached and not done.interrupted
+
+
+def _shared_text(own: RootCause, replayed: bool) -> str:
     """What a card's cause at an op the chosen card shares is: the fault measured there, a
-    loss of its own, or "" (drift)."""
+    loss of its own, "" (drift, its replay proving no fault), or drift the compare reads
+    where no replay ran to its end."""
     if measured_fault(own):
         return measured_text(own) or own.reason
     if loses_on_its_own(own):
@@ -124,6 +142,10 @@ def _shared_text(own: RootCause) -> str:
             "NaN/inf is born there"
             if own.drop_db == math.inf
             else f"it loses {OUTLIER_DROP:g} dB or more there on its own"
+        )
+    if not replayed:
+        return (
+            "drift as the compare reads it; not replayed, so a fault drift hides is not ruled out"
         )
     return ""
 
@@ -271,7 +293,7 @@ def card_scope(
     elsewhere: list[tuple[SliceResult, RootCause]] = []
     # cards matching here whose root cause is one the chosen card shares, by (op, what)
     alike: dict[tuple[str, str], list[tuple[SliceResult, RootCause]]] = {}
-    shared = shared_ops(cause, chosen)
+    shared, faults = shared_ops(cause, chosen), fault_ops(cause, chosen)
     card_of = {entry.rank: chosen}
     for card in cards:
         other = card.entry
@@ -283,12 +305,13 @@ def card_scope(
         # its own root cause is this op (a kernel the replay proves wrong may pass the
         # thresholds), or an output here fails them
         fails_here = (own is not None and own.op == cause.op) or any(rule.fails(r) for r in outputs)
-        apart = own is not None and fault_of_its_own(own, shared)
+        apart = own is not None and fault_of_its_own(own, faults)
         if own is not None and apart:
             elsewhere.append((other, own))
             notes.append(_elsewhere_note(card, own, cause, fails_here))
         elif own is not None and own.op in shared and outputs and not fails_here:
-            alike.setdefault((own.op, _shared_text(own)), []).append((other, own))
+            what = _shared_text(own, _replayed(card))
+            alike.setdefault((own.op, what), []).append((other, own))
         if not outputs:
             unseen.append(other.rank)
         elif not fails_here:
@@ -345,8 +368,8 @@ def card_scope(
         )
     else:
         verdict = f"rank {entry.rank}: not compared on the other cards{unseen_text}"
-    faults = [found for (_, text), cards_alike in alike.items() if text for found in cards_alike]
-    return CardScope(verdict, notes, elsewhere, faults)
+    shared_faults = [(e, c) for found in alike.values() for e, c in found if _is_fault(c)]
+    return CardScope(verdict, notes, elsewhere, shared_faults)
 
 
 OTHER_STEPS_SHOWN = 5  # the other steps' faults named one by one; the rest are counted
@@ -368,17 +391,17 @@ def other_step_faults(
     (`fault_of_its_own`): drift is not named, every card has it alike. In step order, then
     execution order, then rank."""
     found: list[tuple[SliceResult, RootCause]] = []
-    shared = shared_ops(cause, chosen)
+    faults = fault_ops(cause, chosen)
     for card in cards:
         own = card.cause
         if card.entry.step == chosen.entry.step or own is None:
             continue
-        if fault_of_its_own(own, shared):
+        if fault_of_its_own(own, faults):
             found.append((card.entry, own))
     found.sort(key=lambda f: first_wrong_order(f[0].step, f[1].position, f[0].rank))
     notes = []
     for entry, own in found[:OTHER_STEPS_SHOWN]:
-        proof = proof_text(own.replay)
+        proof = measured_text(own)
         notes.append(
             f"{entry.label}: a fault of its own at {_where(own)}, {_outputs(entry.failed)} failing: "
             f"{proof or own.reason} (ac -c --rank {entry.rank} --step {entry.step})"
