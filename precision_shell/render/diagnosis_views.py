@@ -357,7 +357,8 @@ def slice_replays_line(done: SliceReplays) -> str:
         per = f"{undumped[0]}" if len(undumped) == 1 else f"{undumped[0]}-{undumped[-1]}"
         parts.append(f"{per} ops not dumped per slice")
     if unfinished:
-        left = sum(p.not_reached for p in unfinished)
+        # a pass cut inside its candidates never got to the ops it would have gone on to
+        left = sum(p.not_reached + p.left_out for p in unfinished)
         interrupted = any(p.interrupted for p in unfinished)
         why = "Ctrl-C" if interrupted else f"the {done.budget_s:g} s budget ran out"
         slices = ", ".join(p.where or "" for p in unfinished)
@@ -365,11 +366,13 @@ def slice_replays_line(done: SliceReplays) -> str:
             f"{left} not reached ({why}) on {slices}: "
             "ac -c --replay all --rank R --step S replays one slice"
         )
-    left_out = sum(p.left_out for p in passes)
+    finished = [p for p in passes if p.left_out and not p.not_reached]
+    left_out = sum(p.left_out for p in finished)
     if left_out:
         parts.append(
             f"{left_out} other dumped op{'s' if left_out != 1 else ''} with a kernel not "
-            "replayed on those slices (--replay all replays them)"
+            f"replayed on {some_of([p.where or '' for p in finished])} (their candidates proved "
+            "a fault, or none of their outputs fails; --replay all replays them)"
         )
     if done.not_begun:
         parts.append(

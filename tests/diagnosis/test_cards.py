@@ -94,6 +94,12 @@ def test_cards_failing_alike_but_one_failing_more_is_named_where_it_parts():
         "on every card: all 2 cards fail here at step 0: suspect the op, not one card"
     )
     assert card_scope(COSINE_ONLY, alike[0].cause, alike[0], alike[:1]) is None
+    # no fault measured at the op (drift on every card): not "suspect the op"
+    drift = [_drifting(_card(r, {**HEALTHY, "e": 0.5}), "e") for r in ("0", "1")]
+    assert card_scope(COSINE_ONLY, drift[0].cause, drift[0], drift).verdict == (
+        "on every card: all 2 cards fail here at step 0: the op's, or drift every card has, "
+        "not one card"
+    )
 
 
 def _replayed(card: CardDiagnosis) -> CardDiagnosis:

@@ -339,9 +339,11 @@ def card_scope(
                 f"they disagree (below): suspect the op, and each card named below{unseen_text}"
             )
         else:
+            # no fault measured at the op: drift every card has reads the same
+            suspect = "suspect the op" if _is_fault(cause) else "the op's, or drift every card has"
             verdict = (
-                f"on every card: all {len(here)} cards fail here at step {entry.step}: suspect "
-                f"the op, not one card{unseen_text}"
+                f"on every card: all {len(here)} cards fail here at step {entry.step}: "
+                f"{suspect}, not one card{unseen_text}"
             )
     elif len(here) == 1 and passing and not after_own:
         verdict = (
