@@ -15,7 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from precision_shell.compare.diagnosis.replay_evidence import proves_fault, proves_wrong
+from precision_shell.compare.diagnosis.replay_evidence import (
+    measured_fault,
+    proves_fault,
+    proves_wrong,
+)
 from precision_shell.compare.diagnosis.root_cause import (
     OUTLIER_DROP,
     OpEvidence,
@@ -144,6 +148,12 @@ def with_replay_unfinished(finding: Finding, where: Sequence[str], why: str) -> 
 def loses_on_its_own(cause: RootCause) -> bool:
     """The op alone loses OUTLIER_DROP dB or more (NaN/inf born there: an infinite loss)."""
     return not math.isfinite(cause.drop_db) or cause.drop_db >= OUTLIER_DROP
+
+
+def is_fault(cause: RootCause) -> bool:
+    """A fault at the op, not drift: measured there (`measured_fault`: a replay's proof, a
+    NaN/inf birth no replay cleared) or a loss of OUTLIER_DROP dB by itself."""
+    return measured_fault(cause) or loses_on_its_own(cause)
 
 
 def _drift_advice(scope: SliceCheck | None) -> tuple[str, dict]:
@@ -320,7 +330,7 @@ def advise(
             )
 
     # an op that loses much on its own, or one its replay proves faulty, is no drift
-    big = [c for c in causes if loses_on_its_own(c) or proves_fault(c.replay)]
+    big = [c for c in causes if is_fault(c)]
     if failing and not big and not inputs:
         first = failing[0]
         start = next((e for e in ordered if e.outputs), first)

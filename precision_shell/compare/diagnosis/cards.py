@@ -24,7 +24,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-from precision_shell.compare.diagnosis.advisor import SliceCheck, loses_on_its_own
+from precision_shell.compare.diagnosis.advisor import SliceCheck, is_fault, loses_on_its_own
 from precision_shell.compare.diagnosis.diagnose import Diagnosis
 from precision_shell.compare.diagnosis.replay_evidence import (
     measured_fault,
@@ -106,23 +106,17 @@ def shared_ops(cause: RootCause, chosen: CardDiagnosis) -> set[str]:
     return {cause.op} | {c.op for c in chosen.diagnosis.causes}
 
 
-def _is_fault(cause: RootCause) -> bool:
-    """Measured (a replay's proof, a NaN/inf birth no replay cleared) or an op losing
-    OUTLIER_DROP dB by itself: not drift."""
-    return measured_fault(cause) or loses_on_its_own(cause)
-
-
 def fault_ops(cause: RootCause, chosen: CardDiagnosis) -> set[str]:
     """The ops where the chosen card has a fault (`_is_fault`), of `cause` (the one shown)
     and its other causes: where another card's fault is the chosen card's too."""
-    return {c.op for c in (cause, *chosen.diagnosis.causes) if _is_fault(c)}
+    return {c.op for c in (cause, *chosen.diagnosis.causes) if is_fault(c)}
 
 
 def fault_of_its_own(own: RootCause, faults: set[str]) -> bool:
     """Whether another card's root cause `own` is a fault of its own: a fault (`_is_fault`)
     at an op where the chosen card has none (`faults`, from `fault_ops`). Drift, which every
     card has alike, is not; nor is the chosen card's own fault found on another card too."""
-    return own.op not in faults and _is_fault(own)
+    return own.op not in faults and is_fault(own)
 
 
 def _replayed(card: CardDiagnosis) -> bool:
@@ -340,7 +334,7 @@ def card_scope(
             )
         else:
             # no fault measured at the op: drift every card has reads the same
-            suspect = "suspect the op" if _is_fault(cause) else "the op's, or drift every card has"
+            suspect = "suspect the op" if is_fault(cause) else "the op's, or drift every card has"
             verdict = (
                 f"on every card: all {len(here)} cards fail here at step {entry.step}: "
                 f"{suspect}, not one card{unseen_text}"
@@ -370,7 +364,7 @@ def card_scope(
         )
     else:
         verdict = f"rank {entry.rank}: not compared on the other cards{unseen_text}"
-    shared_faults = [(e, c) for found in alike.values() for e, c in found if _is_fault(c)]
+    shared_faults = [(e, c) for found in alike.values() for e, c in found if is_fault(c)]
     return CardScope(verdict, notes, elsewhere, shared_faults)
 
 
