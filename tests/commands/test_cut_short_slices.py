@@ -15,7 +15,7 @@ from precision_shell.compare.pipeline import engine as engine_module
 from precision_shell.compare.pipeline import execute
 from precision_shell.demo.builder import build_demo
 from precision_shell.demo.spec import DemoSpec
-from tests.commands.shell_fixture import CONV2, open_shell, rendered, run_ok
+from tests.commands.shell_fixture import CONV2, DENSE, open_shell, rendered, run_ok
 from tests.commands.test_second_dump_dir import _link_copy, _step_dir
 from tests.commands.test_vc_resume import Engine
 
@@ -132,4 +132,63 @@ def test_a_killed_run_is_read_from_its_journal(interrupted):
     assert outcome.error == (
         "vcs: rank 1 step 1 was not begun: the compare was cut short before it; "
         f"vc --resume -o {out_dir} compares it"
+    )
+
+
+def _ni(root: Path, line: str):
+    (info,) = run_ok(open_shell(root), line).nodes
+    return info
+
+
+def test_ni_on_an_interrupted_run_says_not_begun_and_not_reached(interrupted):
+    """`ni --rank/--step` reads the run's slices as vcs does: a (rank, step) never begun is
+    said so (vc --resume compares it), and an op the partial compare did not reach yet too."""
+    root, out_dir, _ = interrupted
+    resume = f"vc --resume -o {out_dir}"
+    never = _ni(root, f"ni {CONV2} --rank 1 --step 0")
+    assert never.compare_rows == [] and never.compare_file is None
+    assert never.compare_missing == (
+        f"the latest compare ({out_dir}) did not begin rank 1 step 0: it was cut short before "
+        f"it; {resume} compares it"
+    )
+    reached = _ni(root, f"ni {CONV2} --rank 0 --step 1")
+    assert [r.index for r in reached.compare_rows][:1] == [4]
+    assert reached.compare_missing is None
+    assert reached.compare_notes == [
+        "partial: 20 of 56 files in 4 ranks and steps; rank 0 step 1 partial: 6 of 14 files: "
+        f"the compare was interrupted; {resume} continues it"
+    ]
+    later = _ni(root, f"ni {DENSE} --rank 0 --step 1")
+    assert later.compare_rows == []
+    assert later.compare_missing == (
+        "rank 0 step 1's compare is partial (6 of 14 files) and did not reach this op yet: "
+        f"the compare was interrupted; {resume} continues it"
+    )
+    lines = rendered(run_ok(open_shell(root), f"ni {DENSE} --rank 0 --step 1"), width=1000)
+    assert f"compare: {later.compare_missing}" in lines
+    # a complete (rank, step) of the run: its rows, no claim of an op not reached
+    whole = _ni(root, f"ni {DENSE} --rank 0 --step 0")
+    assert whole.compare_rows and whole.compare_missing is None
+
+
+def test_ni_on_a_killed_run_reads_its_journal(interrupted):
+    root, out_dir, _ = interrupted
+    _killed(out_dir)
+    cause = f"its vc was killed or crashed; vc --resume -o {out_dir} continues it"
+    done = _ni(root, f"ni {CONV2} --rank 0 --step 0")
+    assert Path(done.compare_file).name == f"result_{out_dir.name}.csv"
+    assert done.compare_slice == "rank 0 step 0"
+    assert [r.kind for r in done.compare_rows].count("output") == 1
+    assert done.compare_notes == [
+        f"partial: 20 of 56 files in 4 ranks and steps; rank 0 step 0 complete: {cause}"
+    ]
+    later = _ni(root, f"ni {DENSE} --rank 0 --step 1")
+    assert later.compare_slice == "rank 0 step 1" and later.compare_rows == []
+    assert later.compare_missing == (
+        f"rank 0 step 1's compare is partial (6 of 14 files) and did not reach this op yet: {cause}"
+    )
+    never = _ni(root, f"ni {CONV2} --rank 1 --step 1")
+    assert never.compare_missing == (
+        f"the latest compare ({out_dir}) did not begin rank 1 step 1: it was cut short before "
+        f"it; vc --resume -o {out_dir} compares it"
     )
