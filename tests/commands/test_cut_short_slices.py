@@ -94,6 +94,11 @@ def test_vcs_on_an_interrupted_run_says_it_is_partial_over_every_slice(interrupt
         f"{shown.partial}: the compare was interrupted; vc --resume -o {out_dir} continues it"
     ) in lines
     assert _cells("\n".join(lines))[1] == ["1", "not begun", "not begun"]
+    assert (
+        "12 outputs fail the thresholds in 2 of 2 ranks and steps, 2 more not begun "
+        f"({shown.rule.describe()}); first: rank 0 step 0 at {CONV2} (vcs --rank 0 --step 0 "
+        "lists them)"
+    ) in lines
     step1 = run_ok(open_shell(root), "vcs --rank 0 --step 1")
     assert step1.partial == (
         "partial: 20 of 56 files in 4 ranks and steps; rank 0 step 1 partial: 6 of 14 files"
@@ -118,6 +123,12 @@ def test_a_killed_run_is_read_from_its_journal(interrupted):
         ["0", f"*10 ({CONV2})", f"2 ({CONV2}) partial"],
         ["1", "not begun", "not begun"],
     ]
+    # the count under the table, as after Ctrl-C: the journal's compares counted
+    assert (
+        "12 outputs fail the thresholds in 2 of 2 ranks and steps, 2 more not begun "
+        f"({shown.rule.describe()}); first: rank 0 step 0 at {CONV2} (vcs --rank 0 --step 0 "
+        "lists them)"
+    ) in text.splitlines()
     step1 = run_ok(open_shell(root), f"vcs -f {out_dir} --rank 0 --step 1")
     assert step1.path.name == f"result_{out_dir.name}_rank0_step1.csv"
     assert step1.partial == (
