@@ -136,6 +136,10 @@ def test_a_killed_run_is_read_from_its_journal(interrupted):
     )
     report = open_shell(root).execute(f"report -f {out_dir} --rank 0 --step 0 -o {root / 'r.html'}")
     assert report.error is None
+    assert (
+        "rank 0 step 0; the page's table has all 4 selected ranks and steps (2 compared, 2 not "
+        "begun) (report --rank R --step S reports another)"
+    ) in rendered(report.result, width=1000).splitlines()
     page = (root / "r.html").read_text(encoding="utf-8")
     assert "partial: 20 of 56 files in 4 ranks and steps; rank 0 step 0 complete" in page
     assert "not begun" in page
