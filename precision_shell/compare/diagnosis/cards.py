@@ -333,10 +333,23 @@ def card_scope(
         else ""
     )
     if len(here) > 1 and not passing and not after_own:
+        # a replay that clears the op (its kernel computes what it is given, no fault measured
+        # and no loss of its own): what every card shares there is drift, not a faulty op
+        cleared = cause.replay is not None and not _is_fault(cause)
         if notes:
+            suspect = (
+                "the replay clears the op (drift), see each card named below"
+                if cleared
+                else "suspect the op, and each card named below"
+            )
             verdict = (
                 f"on every card: all {len(here)} cards fail here at step {entry.step}, but "
-                f"they disagree (below): suspect the op, and each card named below{unseen_text}"
+                f"they disagree (below): {suspect}{unseen_text}"
+            )
+        elif cleared:
+            verdict = (
+                f"on every card: all {len(here)} cards fail here at step {entry.step}; the "
+                f"replay clears the op: drift every card shares, not one card{unseen_text}"
             )
         else:
             verdict = (
