@@ -207,3 +207,30 @@ def test_ni_on_a_killed_run_reads_its_journal(interrupted):
         f"the latest compare ({out_dir}) did not begin rank 1 step 1: it was cut short before "
         f"it; vc --resume -o {out_dir} compares it"
     )
+
+
+def test_a_killed_compare_of_one_rank_and_step_is_read_from_its_journal(
+    four_slices_pristine, tmp_path, monkeypatch
+):
+    """`vc --rank 1 --step 1` killed after 6 of its 14 files: its journal names that one
+    (rank, step); `ni` and `vcs --rank 1 --step 1` read its rows, not "no (rank, step)"."""
+    root = tmp_path / "ws"
+    shutil.copytree(four_slices_pristine, root, symlinks=True)
+    Engine(monkeypatch, 6)
+    outcome = open_shell(root).execute("vc --rank 1 --step 1")
+    monkeypatch.setattr(execute, "run_tasks", engine_module.run_tasks)
+    out_dir = outcome.result.out_dir
+    (out_dir / "summary.json").unlink()
+    cause = f"its vc was killed or crashed; vc --resume -o {out_dir} continues it"
+    info = _ni(root, f"ni {CONV2} --rank 1 --step 1")
+    assert Path(info.compare_file).name == f"result_{out_dir.name}.csv"
+    assert info.compare_missing is None and info.compare_slice == ""
+    assert [r.index for r in info.compare_rows][:1] == [4]
+    assert info.compare_notes == [f"partial: 6 of 14 files: {cause}"]
+    later = _ni(root, f"ni {DENSE} --rank 1 --step 1")
+    assert later.compare_missing == (
+        f"rank 1 step 1's compare is partial (6 of 14 files) and did not reach this op yet: {cause}"
+    )
+    shown = run_ok(open_shell(root), f"vcs -f {out_dir} --rank 1 --step 1")
+    assert shown.path.name == f"result_{out_dir.name}.csv"
+    assert shown.partial == "partial: 6 of 14 files"
