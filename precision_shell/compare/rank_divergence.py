@@ -72,6 +72,9 @@ class RankDivergence:
     against: str
     first: DivergencePoint
     failing: DivergencePoint | None
+    # (files compared, of its files) when the compare was cut short: `failing` None then
+    # says no output crossed the thresholds in the files it got to, not in all of them
+    partial: tuple[int, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -162,6 +165,7 @@ def divergence_of(pair: RankPair, compare: CompareRun) -> RankDivergence | None:
         pair.against,
         DivergencePoint.of(first),
         DivergencePoint.of(failing) if failing is not None else None,
+        (compare.files_done, compare.tasks) if compare.interrupted else None,
     )
 
 

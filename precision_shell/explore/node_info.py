@@ -69,7 +69,9 @@ class NodeInfo:
     compare_rows: list[ResultRow] = field(default_factory=list)  # from the newest vc result
     compare_file: str | None = None
     compare_slice: str = ""  # "rank 2 step 0": whose rows, when the compare holds several
-    compare_missing: str | None = None  # why the (rank, step) asked for has no compare rows
+    # why there are no compare rows: the (rank, step) asked for was not compared (or not
+    # begun), or its compare was cut short before this op
+    compare_missing: str | None = None
     compare_notes: list[str] = field(default_factory=list)  # partial rows, newer runs skipped
     is_root_cause: bool = False  # of the compare rows shown
     root_cause_elsewhere: str = ""  # "rank 2 step 0": this op is the root cause found there
@@ -220,6 +222,8 @@ def collect_node_info(
         info.compare_file = str(latest.csv_path)
         info.compare_slice = latest.slice_label
         info.compare_notes = latest.notes
+        if files:  # dumped, no rows: a compare cut short did not reach it yet
+            info.compare_missing = latest.not_reached_text(rec.name)
         info.is_root_cause = latest.root_cause_here == rec.name
         if latest.root_cause == rec.name:
             info.root_cause_elsewhere = latest.root_cause_slice

@@ -126,7 +126,7 @@ def render_vector_compare(console: Console, result: VectorCompareResult) -> None
             ranks.results, dumped=dumped, empty=ranks.empty, not_begun=ranks.not_begun
         )
         console.print(rank_step_grid(grid))
-        _run_verdict(console, result.summary, ranks, rule)
+        console.print(rank_step_verdict(ranks, rule))
     _nothing_to_compare_line(console, result.summary.nothing_to_compare)
     _not_begun_line(console, result.summary)
     _not_selected_line(console, result.summary.not_selected)
@@ -136,31 +136,28 @@ def render_vector_compare(console: Console, result: VectorCompareResult) -> None
     console.print(Text(f"summary: {result.summary_path}"), style="dim", soft_wrap=True)
 
 
-def _run_verdict(
-    console: Console, summary: RunSummary, ranks: RankStepTable, rule: ThresholdRule
-) -> None:
-    """What holds for every (rank, step) compared, not just the one whose rows are listed."""
-    totals = summary.totals()
-    n = totals["results"]
+def rank_step_verdict(ranks: RankStepTable, rule: ThresholdRule) -> Text:
+    """What holds for every (rank, step) compared, not just the one whose rows are listed:
+    the line under the rank x step table of `vc` and `vcs`. `rule`: the thresholds the
+    table's counts are under."""
+    results = ranks.results
+    n = len(results)
     # the ranks and steps never begun are no part of the counts: say so beside them
-    more = f", {totals['not_begun']} more not begun" if totals["not_begun"] else ""
-    if not totals["failing_outputs"]:
-        console.print(
+    more = f", {len(ranks.not_begun)} more not begun" if ranks.not_begun else ""
+    failing = [r for r in results if r.failed]
+    if not failing:
+        return Text(
             f"no output fails the thresholds in any of the {n} ranks and steps compared{more} "
             f"({rule.describe()})",
             style="green",
         )
-        return
-    failing = [r for r in ranks.results if r.failed]
     first = failing[0]
-    console.print(
-        Text(
-            f"{totals['failing_outputs']} outputs fail the thresholds in "
-            f"{totals['results_failing']} of {n} ranks and steps{more} ({rule.describe()}); "
-            f"first: {first.label} at {first.first_failed_op} "
-            f"(vcs --rank {first.rank} --step {first.step} lists them)",
-            style="red",
-        )
+    return Text(
+        f"{sum(r.failed for r in failing)} outputs fail the thresholds in "
+        f"{len(failing)} of {n} ranks and steps{more} ({rule.describe()}); "
+        f"first: {first.label} at {first.first_failed_op} "
+        f"(vcs --rank {first.rank} --step {first.step} lists them)",
+        style="red",
     )
 
 
@@ -270,6 +267,7 @@ def rank_step_grid(ranks: RankStepTable, rule: ThresholdRule | None = None) -> G
 def render_compare_summary(console: Console, result: CompareSummary) -> None:
     if result.ranks is not None:
         console.print(rank_step_grid(result.ranks, result.rule))
+        console.print(rank_step_verdict(result.ranks, result.ranks.rule or result.rule))
         console.print(
             Text(
                 f"* the op table below: {result.slice_label or 'the primary compare'}"

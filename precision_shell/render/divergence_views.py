@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from precision_shell.compare.rank_divergence import (
-    DivergencePoint,
+    RankDivergence,
     RankDivergenceResult,
     rank_list_text,
 )
@@ -16,7 +16,11 @@ from precision_shell.render.numbers import fmt_num
 from precision_shell.render.output import renders
 
 
-def _failing_text(point: DivergencePoint | None, first: DivergencePoint) -> Text:
+def _failing_text(divergence: RankDivergence) -> Text:
+    point, first = divergence.failing, divergence.first
+    if point is None and divergence.partial is not None:
+        done, total = divergence.partial
+        return Text(f"not within the first {done:,} of {total:,} files (partial)", style="yellow")
     if point is None:
         return Text("never (within the thresholds)", style="green")
     if (point.op, point.index) == (first.op, first.index):  # not ==: a NaN cosine is no equal
@@ -59,7 +63,7 @@ def render_rank_divergence(console: Console, result: RankDivergenceResult) -> No
                 Text(d.first.op),
                 fmt_num(d.first.cosine),
                 fmt_num(d.first.max_abs_error),
-                _failing_text(d.failing, d.first),
+                _failing_text(d),
             )
         console.print(table)
     if result.reference_is_odd:

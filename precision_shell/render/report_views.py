@@ -38,14 +38,21 @@ def render_report(console: Console, report: ReportWritten) -> None:
         facts += "diagnosis did not run (ac -c --report adds the root cause and the advisor)"
     console.print(Text(facts), style="dim")
     if report.slice_label:
-        console.print(
-            Text(
-                f"{report.slice_label}; the page's table has all {report.ranks_compared} "
-                "rank/step compares (report --rank R --step S reports another)"
-            ),
-            style="dim",
-        )
+        console.print(Text(_table_line(report)), style="dim")
     if report.partial:
         console.print(Text(f"{report.partial}: {report.partial_cause}"), style="yellow")
     for note in report.notes:
         console.print(Text(note), style="yellow")
+
+
+def _table_line(report: ReportWritten) -> str:
+    """Whose compare the page is, and what its rank x step table holds: the ranks and steps
+    a run cut short never began are counted apart from the compares."""
+    compared, never = report.ranks_compared, report.ranks_not_begun
+    held = f"all {compared} rank/step compares"
+    if never:
+        held = (
+            f"all {compared + never} selected ranks and steps ({compared} compared, "
+            f"{never} not begun)"
+        )
+    return f"{report.slice_label}; the page's table has {held} (report --rank R --step S reports another)"

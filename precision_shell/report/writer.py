@@ -56,6 +56,7 @@ class ReportWritten:
     subgraph: str | None  # "svg" | "gv" | None (no root cause, or not in the graph)
     slice_label: str | None = None  # "rank 1 step 0" when the run compared several
     ranks_compared: int = 0  # (rank, step) compares in the page's rank x step table
+    ranks_not_begun: int = 0  # (rank, step)s selected that a run cut short never began
     # why there is no root cause when the diagnosis is of another compare (as the page says)
     elsewhere: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -227,5 +228,6 @@ def write_report(
         notes=notes,
         slice_label=data.slice_label,
         ranks_compared=len(data.ranks.results) if data.ranks is not None else 0,
+        ranks_not_begun=len(data.ranks.not_begun) if data.ranks is not None else 0,
         elsewhere=undiagnosed_text(data) if data.elsewhere is not None else None,
     )

@@ -15,7 +15,7 @@ from precision_shell.compare.pipeline import engine as engine_module
 from precision_shell.compare.pipeline import execute
 from precision_shell.demo.builder import build_demo
 from precision_shell.demo.spec import DemoSpec
-from tests.commands.shell_fixture import CONV2, open_shell, rendered, run_ok
+from tests.commands.shell_fixture import CONV2, DENSE, open_shell, rendered, run_ok
 from tests.commands.test_second_dump_dir import _link_copy, _step_dir
 from tests.commands.test_vc_resume import Engine
 
@@ -94,6 +94,11 @@ def test_vcs_on_an_interrupted_run_says_it_is_partial_over_every_slice(interrupt
         f"{shown.partial}: the compare was interrupted; vc --resume -o {out_dir} continues it"
     ) in lines
     assert _cells("\n".join(lines))[1] == ["1", "not begun", "not begun"]
+    assert (
+        "12 outputs fail the thresholds in 2 of 2 ranks and steps, 2 more not begun "
+        f"({shown.rule.describe()}); first: rank 0 step 0 at {CONV2} (vcs --rank 0 --step 0 "
+        "lists them)"
+    ) in lines
     step1 = run_ok(open_shell(root), "vcs --rank 0 --step 1")
     assert step1.partial == (
         "partial: 20 of 56 files in 4 ranks and steps; rank 0 step 1 partial: 6 of 14 files"
@@ -118,6 +123,12 @@ def test_a_killed_run_is_read_from_its_journal(interrupted):
         ["0", f"*10 ({CONV2})", f"2 ({CONV2}) partial"],
         ["1", "not begun", "not begun"],
     ]
+    # the count under the table, as after Ctrl-C: the journal's compares counted
+    assert (
+        "12 outputs fail the thresholds in 2 of 2 ranks and steps, 2 more not begun "
+        f"({shown.rule.describe()}); first: rank 0 step 0 at {CONV2} (vcs --rank 0 --step 0 "
+        "lists them)"
+    ) in text.splitlines()
     step1 = run_ok(open_shell(root), f"vcs -f {out_dir} --rank 0 --step 1")
     assert step1.path.name == f"result_{out_dir.name}_rank0_step1.csv"
     assert step1.partial == (
@@ -125,6 +136,10 @@ def test_a_killed_run_is_read_from_its_journal(interrupted):
     )
     report = open_shell(root).execute(f"report -f {out_dir} --rank 0 --step 0 -o {root / 'r.html'}")
     assert report.error is None
+    assert (
+        "rank 0 step 0; the page's table has all 4 selected ranks and steps (2 compared, 2 not "
+        "begun) (report --rank R --step S reports another)"
+    ) in rendered(report.result, width=1000).splitlines()
     page = (root / "r.html").read_text(encoding="utf-8")
     assert "partial: 20 of 56 files in 4 ranks and steps; rank 0 step 0 complete" in page
     assert "not begun" in page
@@ -133,3 +148,89 @@ def test_a_killed_run_is_read_from_its_journal(interrupted):
         "vcs: rank 1 step 1 was not begun: the compare was cut short before it; "
         f"vc --resume -o {out_dir} compares it"
     )
+
+
+def _ni(root: Path, line: str):
+    (info,) = run_ok(open_shell(root), line).nodes
+    return info
+
+
+def test_ni_on_an_interrupted_run_says_not_begun_and_not_reached(interrupted):
+    """`ni --rank/--step` reads the run's slices as vcs does: a (rank, step) never begun is
+    said so (vc --resume compares it), and an op the partial compare did not reach yet too."""
+    root, out_dir, _ = interrupted
+    resume = f"vc --resume -o {out_dir}"
+    never = _ni(root, f"ni {CONV2} --rank 1 --step 0")
+    assert never.compare_rows == [] and never.compare_file is None
+    assert never.compare_missing == (
+        f"the latest compare ({out_dir}) did not begin rank 1 step 0: it was cut short before "
+        f"it; {resume} compares it"
+    )
+    reached = _ni(root, f"ni {CONV2} --rank 0 --step 1")
+    assert [r.index for r in reached.compare_rows][:1] == [4]
+    assert reached.compare_missing is None
+    assert reached.compare_notes == [
+        "partial: 20 of 56 files in 4 ranks and steps; rank 0 step 1 partial: 6 of 14 files: "
+        f"the compare was interrupted; {resume} continues it"
+    ]
+    later = _ni(root, f"ni {DENSE} --rank 0 --step 1")
+    assert later.compare_rows == []
+    assert later.compare_missing == (
+        "rank 0 step 1's compare is partial (6 of 14 files) and did not reach this op yet: "
+        f"the compare was interrupted; {resume} continues it"
+    )
+    lines = rendered(run_ok(open_shell(root), f"ni {DENSE} --rank 0 --step 1"), width=1000)
+    assert f"compare: {later.compare_missing}" in lines
+    # a complete (rank, step) of the run: its rows, no claim of an op not reached
+    whole = _ni(root, f"ni {DENSE} --rank 0 --step 0")
+    assert whole.compare_rows and whole.compare_missing is None
+
+
+def test_ni_on_a_killed_run_reads_its_journal(interrupted):
+    root, out_dir, _ = interrupted
+    _killed(out_dir)
+    cause = f"its vc was killed or crashed; vc --resume -o {out_dir} continues it"
+    done = _ni(root, f"ni {CONV2} --rank 0 --step 0")
+    assert Path(done.compare_file).name == f"result_{out_dir.name}.csv"
+    assert done.compare_slice == "rank 0 step 0"
+    assert [r.kind for r in done.compare_rows].count("output") == 1
+    assert done.compare_notes == [
+        f"partial: 20 of 56 files in 4 ranks and steps; rank 0 step 0 complete: {cause}"
+    ]
+    later = _ni(root, f"ni {DENSE} --rank 0 --step 1")
+    assert later.compare_slice == "rank 0 step 1" and later.compare_rows == []
+    assert later.compare_missing == (
+        f"rank 0 step 1's compare is partial (6 of 14 files) and did not reach this op yet: {cause}"
+    )
+    never = _ni(root, f"ni {CONV2} --rank 1 --step 1")
+    assert never.compare_missing == (
+        f"the latest compare ({out_dir}) did not begin rank 1 step 1: it was cut short before "
+        f"it; vc --resume -o {out_dir} compares it"
+    )
+
+
+def test_a_killed_compare_of_one_rank_and_step_is_read_from_its_journal(
+    four_slices_pristine, tmp_path, monkeypatch
+):
+    """`vc --rank 1 --step 1` killed after 6 of its 14 files: its journal names that one
+    (rank, step); `ni` and `vcs --rank 1 --step 1` read its rows, not "no (rank, step)"."""
+    root = tmp_path / "ws"
+    shutil.copytree(four_slices_pristine, root, symlinks=True)
+    Engine(monkeypatch, 6)
+    outcome = open_shell(root).execute("vc --rank 1 --step 1")
+    monkeypatch.setattr(execute, "run_tasks", engine_module.run_tasks)
+    out_dir = outcome.result.out_dir
+    (out_dir / "summary.json").unlink()
+    cause = f"its vc was killed or crashed; vc --resume -o {out_dir} continues it"
+    info = _ni(root, f"ni {CONV2} --rank 1 --step 1")
+    assert Path(info.compare_file).name == f"result_{out_dir.name}.csv"
+    assert info.compare_missing is None and info.compare_slice == ""
+    assert [r.index for r in info.compare_rows][:1] == [4]
+    assert info.compare_notes == [f"partial: 6 of 14 files: {cause}"]
+    later = _ni(root, f"ni {DENSE} --rank 1 --step 1")
+    assert later.compare_missing == (
+        f"rank 1 step 1's compare is partial (6 of 14 files) and did not reach this op yet: {cause}"
+    )
+    shown = run_ok(open_shell(root), f"vcs -f {out_dir} --rank 1 --step 1")
+    assert shown.path.name == f"result_{out_dir.name}.csv"
+    assert shown.partial == "partial: 6 of 14 files"

@@ -19,7 +19,15 @@ from precision_shell.compare.results.summary import read_summary
 from precision_shell.formats.npu_dump import read_dump_header, read_tensor
 from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
 from precision_shell.render.output import Renderer
-from tests.commands.shell_fixture import CONV1, CONV2, dump_path, open_shell, run_fail, run_ok
+from tests.commands.shell_fixture import (
+    CONV1,
+    CONV2,
+    DENSE,
+    dump_path,
+    open_shell,
+    run_fail,
+    run_ok,
+)
 
 
 def _link_copy(src: Path, dst: Path) -> None:
@@ -303,3 +311,23 @@ def test_ranks_run_as_one_engine_run_and_ctrl_c_keeps_what_was_compared(three_ra
     assert sorted(p.name for p in outcome.result.out_dir.glob("*.csv")) == [
         Path(outcome.result.summary.results[0]["csv"]).name
     ]
+
+
+def test_a_rank_cut_short_is_not_said_to_stay_within_the_thresholds(tiny_demo, monkeypatch):
+    """Rank 2 leaves rank 0 at CONV1 by 0.2 % (within the thresholds) and is negated at DENSE;
+    Ctrl-C after 6 of its 14 files: the table says how far it was read, not "never"."""
+    root, manifest = tiny_demo
+    device, _ = _add_ranks(root, manifest, ["1", "2"])
+    rank2 = device.parent / "2"
+    _nudge_outputs(rank2 / dump_path(root, manifest, CONV1).relative_to(device))
+    _negate_outputs(rank2 / dump_path(root, manifest, DENSE).relative_to(device))
+    whole = run_ok(open_shell(root), "vc --across ranks")
+    (diverged,) = whole.divergence
+    assert diverged.failing is not None and diverged.failing.op == DENSE
+    _stop_after(monkeypatch, 14 + 6)
+    outcome = open_shell(root).execute("vc --across ranks")
+    assert outcome.error == "vc: interrupted (rank 2 partial); the rows written so far are kept"
+    (cut,) = outcome.result.divergence
+    assert (cut.first.op, cut.failing, cut.partial) == (CONV1, None, (6, 14))
+    row = next(line for line in _render(outcome.result).splitlines() if line.startswith("2 "))
+    assert row.split("│")[-1].strip() == "not within the first 6 of 14 files (partial)"

@@ -15,6 +15,8 @@ from precision_shell.compare.diagnosis.cards import (
 from precision_shell.compare.diagnosis.replay_evidence import ReplayPass
 from precision_shell.compare.results.schema import ResultTable
 from precision_shell.compare.results.slice_results import SliceResult
+from precision_shell.replay.measure import OwnError
+from tests.compare.test_replay_rerank import EXACT, _output
 from tests.compare.test_root_cause import COSINE_ONLY, chain_rows, diagnose, graph_of
 
 # two branches off one input: a fault in one does not reach the other
@@ -180,3 +182,23 @@ def test_the_other_steps_follow_the_same_rule():
         "thresholds (CosineSimilarity 0.500000000 < 0.98) while every input is within them "
         "(ac -c --rank 0 --step 4)"
     ]
+
+
+def test_every_card_failing_at_an_op_the_replay_clears_is_drift_not_a_suspect_op():
+    """QA: drift on every card at an op whose replay shows an exact kernel (no fault measured,
+    no 10 dB lost on its own) was said "suspect the op"."""
+    drift = {**HEALTHY, "b": 0.5, "d": 0.5}
+    cards = [_drifting(_card("0", drift), "b"), _drifting(_card("1", drift), "b")]
+    chosen = first_card(cards)
+    assert chosen is cards[0] and chosen.cause.op == "b"
+    exact = replace(chosen.cause, replay=_output(EXACT))
+    assert card_scope(COSINE_ONLY, exact, chosen, cards).verdict == (
+        "on every card: all 2 cards fail here at step 0; the replay clears the op: drift every "
+        "card shares, not one card"
+    )
+    # a kernel the replay proves wrong is the op to suspect; no replay, the estimate's op
+    wrong = replace(chosen.cause, replay=_output(OwnError(0.5, 1.0, 1.0, 5000.0)))
+    for cause in (wrong, chosen.cause):
+        assert card_scope(COSINE_ONLY, cause, chosen, cards).verdict == (
+            "on every card: all 2 cards fail here at step 0: suspect the op, not one card"
+        )

@@ -142,7 +142,7 @@ def test_ctrl_c_on_another_slice_leaves_the_rest_unreplayed(cards, monkeypatch):
     assert drift.advice.endswith(
         "The replay, which finds faults drift hides, did not finish on rank 1 step 1, rank 1 "
         "step 0, rank 0 step 2 and 1 more (Ctrl-C): a fault there is not ruled out (ac -c "
-        "again)."
+        "again lets it finish)."
     )
     replay = json.loads(outcome.result.compare.summary_path.read_text())["diagnosis"]["replay"]
     assert replay["interrupted"] is True and replay["slices_not_begun"] == done.not_begun

@@ -136,7 +136,12 @@ def with_replay_unfinished(finding: Finding, where: Sequence[str], why: str) -> 
     if finding.detection != ACCUMULATED_DRIFT:
         return finding
     on = f" on {some_of(where)}" if where else ""
-    again = "ac -c again" if why == "Ctrl-C" else "ac -c --replay-budget S gives it more time"
+    # more time helps a budget that ran out, not a replay the user stopped
+    again = (
+        "ac -c again lets it finish"
+        if why == "Ctrl-C"
+        else "ac -c --replay-budget S gives it more time"
+    )
     advice = (
         f"{finding.advice} The replay, which finds faults drift hides, did not finish{on} "
         f"({why}): a fault there is not ruled out ({again})."

@@ -107,13 +107,13 @@ def shared_ops(cause: RootCause, chosen: CardDiagnosis) -> set[str]:
 
 
 def fault_ops(cause: RootCause, chosen: CardDiagnosis) -> set[str]:
-    """The ops where the chosen card has a fault (`_is_fault`), of `cause` (the one shown)
+    """The ops where the chosen card has a fault (`advisor.is_fault`), of `cause` (the one shown)
     and its other causes: where another card's fault is the chosen card's too."""
     return {c.op for c in (cause, *chosen.diagnosis.causes) if is_fault(c)}
 
 
 def fault_of_its_own(own: RootCause, faults: set[str]) -> bool:
-    """Whether another card's root cause `own` is a fault of its own: a fault (`_is_fault`)
+    """Whether another card's root cause `own` is a fault of its own: a fault (`advisor.is_fault`)
     at an op where the chosen card has none (`faults`, from `fault_ops`). Drift, which every
     card has alike, is not; nor is the chosen card's own fault found on another card too."""
     return own.op not in faults and is_fault(own)
@@ -327,13 +327,26 @@ def card_scope(
         else ""
     )
     if len(here) > 1 and not passing and not after_own:
+        # a replay that clears the op (its kernel computes what it is given, no fault measured
+        # and no loss of its own): what every card shares there is drift, not a faulty op
+        cleared = cause.replay is not None and not is_fault(cause)
         if notes:
+            suspect = (
+                "the replay clears the op (drift), see each card named below"
+                if cleared
+                else "suspect the op, and each card named below"
+            )
             verdict = (
                 f"on every card: all {len(here)} cards fail here at step {entry.step}, but "
-                f"they disagree (below): suspect the op, and each card named below{unseen_text}"
+                f"they disagree (below): {suspect}{unseen_text}"
+            )
+        elif cleared:
+            verdict = (
+                f"on every card: all {len(here)} cards fail here at step {entry.step}; the "
+                f"replay clears the op: drift every card shares, not one card{unseen_text}"
             )
         else:
-            # no fault measured at the op: drift every card has reads the same
+            # no replay ran there and no fault is measured: drift every card has reads the same
             suspect = "suspect the op" if is_fault(cause) else "the op's, or drift every card has"
             verdict = (
                 f"on every card: all {len(here)} cards fail here at step {entry.step}: "

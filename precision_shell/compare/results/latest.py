@@ -17,11 +17,11 @@ from precision_shell.compare.results.columns_cache import CACHE_DIR
 from precision_shell.compare.results.run_state import pick_result_csv
 from precision_shell.compare.results.schema import ResultRow, is_statistics_csv
 from precision_shell.compare.results.slice_results import (
+    RunSlices,
     SliceResult,
     diagnosed_slice,
     entry_csv,
     entry_for_csv,
-    slice_results,
 )
 from precision_shell.compare.results.summary import RunSummary, summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
@@ -70,8 +70,12 @@ class LatestCompare:
     summary: RunSummary | None
     entry: SliceResult | None = None  # the (rank, step) compare of this CSV, when listed
     several: bool = False  # the compare holds more than one (rank, step)
-    # its rows are partial (a vc still running, killed or crashed), newer such runs skipped
+    # its rows are partial (a vc interrupted, still running, killed or crashed), newer such
+    # runs skipped
     notes: list[str] = field(default_factory=list)
+    # the compare of these rows stopped before its end: `rank 0 step 1's compare is partial
+    # (6 of 14 files)`, and why (what continues it); None when it is complete
+    partial: tuple[str, str] | None = None
 
     @classmethod
     def of(
@@ -110,6 +114,14 @@ class LatestCompare:
     def root_cause_here(self) -> str | None:
         """The root cause when it was found in these rows' (rank, step) (or in the only one)."""
         return None if self.root_cause_slice else self.root_cause
+
+    def not_reached_text(self, op: str) -> str | None:
+        """Why `op` has no rows when the compare stopped before its end: it did not reach
+        the op yet; None when it has rows or the compare is complete."""
+        if self.partial is None or self.rows_by_op.get(op):
+            return None
+        what, cause = self.partial
+        return f"{what} and did not reach this op yet: {cause}"
 
     def rule_or(self, fallback: ThresholdRule) -> ThresholdRule:
         """The rule this compare was judged by (its summary's), else `fallback`."""
@@ -164,21 +176,37 @@ def latest_compare(
         summary = summary_beside(path)
     except PrecisionError:
         summary = None
-    results = slice_results(summary)
+    slices = pick.slices(summary)  # a killed run's from its journal, as vcs reads them
+    results = slices.results
     if rank is not None and step is not None:
         wanted = next((r for r in results if r.rank == rank and r.step == step), None)
         if wanted is None:
-            return SliceNotCompared(_not_compared(path, rank, step, results))
+            return SliceNotCompared(_not_compared(path, rank, step, slices))
         path = entry_csv(wanted, path)
         if not path.is_file():
             return SliceNotCompared(f"{path}: the CSV of {wanted.label} is missing")
     upto = pick.journaled_length(path)  # an unfinished run's: its journaled rows only
-    found = _load(ws, path, upto, summary, entry_for_csv(results, path), len(results) > 1)
+    entry = entry_for_csv(results, path)
+    several = len(results) + len(slices.not_begun) > 1
+    found = _load(ws, path, upto, summary, entry, several)
     if found is not None:
-        if pick.unfinished is not None:
-            found.notes.append(f"{pick.unfinished.partial_text(path)}: {pick.unfinished.cause}")
+        text, cause = pick.partial_state(summary, path)
+        if text is not None:
+            found.notes.append(f"{text}: {cause}")
+            if entry is None or entry.partial:  # not a complete one of a run cut short
+                found.partial = (_partial_what(entry, text), cause)
         found.notes += pick.notes("vcs")
     return found
+
+
+def _partial_what(entry: SliceResult | None, text: str) -> str:
+    """`rank 0 step 1's compare is partial (6 of 14 files)`: the compare of the rows shown;
+    the run's `partial: ...` text when the files of that one are not known."""
+    if entry is None or entry.files_done is None or entry.files_total is None:
+        return f"the compare is {text}"
+    return (
+        f"{entry.label}'s compare is partial ({entry.files_done:,} of {entry.files_total:,} files)"
+    )
 
 
 @dataclass(frozen=True)
@@ -188,7 +216,13 @@ class SliceNotCompared:
     message: str
 
 
-def _not_compared(primary: Path, rank: str, step: str, results: list[SliceResult]) -> str:
+def _not_compared(primary: Path, rank: str, step: str, slices: RunSlices) -> str:
+    if (rank, step) in slices.not_begun:
+        return (
+            f"the latest compare ({primary.parent}) did not begin rank {rank} step {step}: it "
+            f"was cut short before it; vc --resume -o {primary.parent} compares it"
+        )
+    results = slices.results
     there = ", ".join(r.label for r in results[:4])
     there += f" and {len(results) - 4} more" if len(results) > 4 else ""
     return (

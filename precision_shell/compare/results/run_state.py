@@ -55,9 +55,10 @@ class UnfinishedRun:
     def slices(self) -> RunSlices | None:
         """The run's (rank, step) compares as its journal knows them (each one's files done of
         its total; the failing outputs are not known until its CSV is read): those with a
-        file compared, and those not begun; None when it names fewer than two."""
+        file compared, and those not begun; None when it names none (a compare of two dump
+        dirs)."""
         placed = [p for p in self.journal.plans if p.place is not None]
-        if len(placed) < 2:
+        if not placed:
             return None
         results = [
             SliceResult(
