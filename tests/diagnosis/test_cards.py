@@ -196,9 +196,13 @@ def test_every_card_failing_at_an_op_the_replay_clears_is_drift_not_a_suspect_op
         "on every card: all 2 cards fail here at step 0; the replay clears the op: drift every "
         "card shares, not one card"
     )
-    # a kernel the replay proves wrong is the op to suspect; no replay, the estimate's op
+    # a kernel the replay proves wrong is the op to suspect; no replay, no fault measured:
+    # the op's, or drift
     wrong = replace(chosen.cause, replay=_output(OwnError(0.5, 1.0, 1.0, 5000.0)))
-    for cause in (wrong, chosen.cause):
-        assert card_scope(COSINE_ONLY, cause, chosen, cards).verdict == (
-            "on every card: all 2 cards fail here at step 0: suspect the op, not one card"
-        )
+    assert card_scope(COSINE_ONLY, wrong, chosen, cards).verdict == (
+        "on every card: all 2 cards fail here at step 0: suspect the op, not one card"
+    )
+    assert card_scope(COSINE_ONLY, chosen.cause, chosen, cards).verdict == (
+        "on every card: all 2 cards fail here at step 0: the op's, or drift every card has, "
+        "not one card"
+    )
