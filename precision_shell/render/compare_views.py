@@ -23,6 +23,7 @@ from precision_shell.compare.results.slice_results import (
 )
 from precision_shell.compare.results.summary import RunSummary, not_begun_text
 from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.listing_text import some_of
 from precision_shell.render.columns import facts_table, number_column, path_text, text_column
 from precision_shell.render.output import renders
 from precision_shell.render.summary import render_index_warnings
@@ -184,12 +185,11 @@ def _not_begun_line(console: Console, summary: RunSummary) -> None:
     if not summary.not_begun:
         return
     left = summary.not_begun
-    names = ", ".join(f"rank {e.get('rank')} step {e.get('step')}" for e in left[:6])
-    more = f" and {len(left) - 6} more" if len(left) > 6 else ""
+    names = some_of([f"rank {e.get('rank')} step {e.get('step')}" for e in left], 6)
     where = summary.path.parent if summary.path is not None else "DIR"
     console.print(
         Text(
-            f"{not_begun_text(len(left))} ({names}{more}); vc --resume -o {where} compares them",
+            f"{not_begun_text(len(left))} ({names}); vc --resume -o {where} compares them",
             style="yellow",
         ),
         soft_wrap=True,

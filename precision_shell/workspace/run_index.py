@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from precision_shell.errors import PrecisionError
+from precision_shell.listing_text import some_of
 from precision_shell.workspace.dump_checks import number_order
 from precision_shell.workspace.dump_index import DumpFileRef, DumpIndex
 from precision_shell.workspace.graph_index import GraphIndex, OpRecord
@@ -89,8 +90,7 @@ class RunIndex:
         holders = [s for s in self.slices if s.dumps.has_file_name(file_name)]
         if not holders:
             return None
-        listed = ", ".join(s.label for s in holders[:4])
-        listed += f" and {len(holders) - 4} more" if len(holders) > 4 else ""
+        listed = some_of([s.label for s in holders], 4)
         default = (
             " (the default: the lowest rank's first step)" if rank is None and step is None else ""
         )

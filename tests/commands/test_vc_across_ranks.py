@@ -141,14 +141,20 @@ def _render(result) -> str:
     return console.export_text()
 
 
+def _rank2_nudged_then_negated(root: Path, manifest, negated: str) -> None:  # noqa: ANN001
+    """Ranks 1 and 2 beside rank 0; rank 2 off by 0.2 % at CONV1 (within the thresholds)
+    and negated at `negated` (crossing them)."""
+    device, _ = _add_ranks(root, manifest, ["1", "2"])
+    rank2 = device.parent / "2"
+    _nudge_outputs(rank2 / dump_path(root, manifest, CONV1).relative_to(device))
+    _negate_outputs(rank2 / dump_path(root, manifest, negated).relative_to(device))
+
+
 def test_a_rank_leaves_at_its_first_difference_not_at_its_first_threshold_crossing(tiny_demo):
     """Rank 2 is off by 0.2 % at CONV1 (within the thresholds) and negated at CONV2: it
     leaves rank 0 at CONV1, and crosses the thresholds at CONV2."""
     root, manifest = tiny_demo
-    device, _ = _add_ranks(root, manifest, ["1", "2"])
-    rank2 = device.parent / "2"
-    _nudge_outputs(rank2 / dump_path(root, manifest, CONV1).relative_to(device))
-    _negate_outputs(rank2 / dump_path(root, manifest, CONV2).relative_to(device))
+    _rank2_nudged_then_negated(root, manifest, CONV2)
     result = run_ok(open_shell(root), "vc --across ranks")
     (diverged,) = result.summary.rank_divergence
     rank2_rows = read_result_csv(result.summary.results[1]["csv"]).rows
@@ -317,10 +323,7 @@ def test_a_rank_cut_short_is_not_said_to_stay_within_the_thresholds(tiny_demo, m
     """Rank 2 leaves rank 0 at CONV1 by 0.2 % (within the thresholds) and is negated at DENSE;
     Ctrl-C after 6 of its 14 files: the table says how far it was read, not "never"."""
     root, manifest = tiny_demo
-    device, _ = _add_ranks(root, manifest, ["1", "2"])
-    rank2 = device.parent / "2"
-    _nudge_outputs(rank2 / dump_path(root, manifest, CONV1).relative_to(device))
-    _negate_outputs(rank2 / dump_path(root, manifest, DENSE).relative_to(device))
+    _rank2_nudged_then_negated(root, manifest, DENSE)
     whole = run_ok(open_shell(root), "vc --across ranks")
     (diverged,) = whole.divergence
     assert diverged.failing is not None and diverged.failing.op == DENSE

@@ -26,6 +26,7 @@ from precision_shell.compare.results.slice_results import (
 from precision_shell.compare.results.summary import RunSummary, summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
+from precision_shell.listing_text import some_of
 from precision_shell.workspace.workspace import Workspace
 
 GREEN, YELLOW, RED, GREY = "#c8e6c9", "#fff59d", "#ef9a9a", "#eeeeee"
@@ -223,8 +224,7 @@ def _not_compared(primary: Path, rank: str, step: str, slices: RunSlices) -> str
             f"was cut short before it; vc --resume -o {primary.parent} compares it"
         )
     results = slices.results
-    there = ", ".join(r.label for r in results[:4])
-    there += f" and {len(results) - 4} more" if len(results) > 4 else ""
+    there = some_of([r.label for r in results], 4)
     return (
         f"the latest compare ({primary.parent}) did not compare rank {rank} step {step}; it "
         f"compared {there or 'no (rank, step): two dump dirs'} (vc --rank {rank} --step {step} "
