@@ -39,6 +39,7 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     replay_pass,
     replay_targets,
     replayable,
+    stop_reason,
     untargeted,
 )
 from precision_shell.compare.diagnosis.root_cause import OpEvidence, RootCause
@@ -169,7 +170,7 @@ def _replayer(
         if choice.mode != "candidates":
             return done
         rest = untargeted(ws, run, graph, evidence, causes, targets, rank, step)
-        failing = any(q.fails for ev in evidence.values() for q in ev.outputs.values())
+        failing = _fails_any(evidence)
         if rest and failing and not done.proves_any() and not (done.unreached or done.interrupted):
             done.widen(one_pass(rest, "all", spent_s + done.elapsed_s))
         else:
@@ -188,13 +189,11 @@ def _replay_unfinished(
         where = [p.where or "" for p in slices.unfinished] + slices.not_begun
         if not where:
             return None
-        budget = f"the {slices.budget_s:g} s budget ran out"
-        return where, "Ctrl-C" if slices.interrupted else budget
+        return where, stop_reason(slices.interrupted, slices.budget_s)
     done = diagnosis.replays
     if done is None or not done.not_reached:
         return None
-    why = "Ctrl-C" if done.interrupted else f"the {done.budget_s:g} s budget ran out"
-    return [done.where] if done.where else [], why
+    return [done.where] if done.where else [], stop_reason(done.interrupted, done.budget_s)
 
 
 def _goes_on(first: Diagnosis, chosen: CardDiagnosis, cards: list[CardDiagnosis]) -> bool:
@@ -204,13 +203,12 @@ def _goes_on(first: Diagnosis, chosen: CardDiagnosis, cards: list[CardDiagnosis]
     done = first.replays
     if done is None or done.interrupted or done.not_reached or proven(first):
         return False
-    return any(
-        q.fails
-        for c in cards
-        if c is not chosen
-        for ev in c.diagnosis.evidence.values()
-        for q in ev.outputs.values()
-    )
+    return any(_fails_any(c.diagnosis.evidence) for c in cards if c is not chosen)
+
+
+def _fails_any(evidence: dict[str, OpEvidence]) -> bool:
+    """Some op's output fails the thresholds."""
+    return any(q.fails for ev in evidence.values() for q in ev.outputs.values())
 
 
 def _moved_text(first: CardDiagnosis, first_best: RootCause | None, shown: RootCause) -> str:

@@ -16,6 +16,7 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     ReplayPass,
     proves_wrong,
     replay_reading,
+    stop_reason,
 )
 from precision_shell.compare.diagnosis.root_cause import RootCause
 from precision_shell.compare.diagnosis.slice_replays import SliceReplays
@@ -298,7 +299,7 @@ def replay_pass_line(done: ReplayPass) -> str:
     if done.undumped:
         parts.append(f"{done.undumped} not dumped")
     if done.not_reached:
-        why = "Ctrl-C" if done.interrupted else f"the {done.budget_s:g} s budget ran out"
+        why = stop_reason(done.interrupted, done.budget_s)
         parts.append(f"{done.not_reached} not reached ({why})")
     if done.left_out:
         parts.append(
@@ -360,7 +361,7 @@ def slice_replays_line(done: SliceReplays) -> str:
         # a pass cut inside its candidates never got to the ops it would have gone on to
         left = sum(p.not_reached + p.left_out for p in unfinished)
         interrupted = any(p.interrupted for p in unfinished)
-        why = "Ctrl-C" if interrupted else f"the {done.budget_s:g} s budget ran out"
+        why = stop_reason(interrupted, done.budget_s)
         slices = ", ".join(p.where or "" for p in unfinished)
         parts.append(
             f"{left} not reached ({why}) on {slices}: "

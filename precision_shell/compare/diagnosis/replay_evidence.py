@@ -179,6 +179,11 @@ def proof_text(out: OutputReplay | None) -> str | None:
     return None
 
 
+def stop_reason(interrupted: bool, budget_s: float) -> str:
+    """Why a replay stopped before its end: Ctrl-C, or its budget."""
+    return "Ctrl-C" if interrupted else f"the {budget_s:g} s budget ran out"
+
+
 def measured_fault(cause: RootCause) -> bool:
     """A fault measured at `cause`, not estimated: its replay proves one (`proves_fault`), or
     NaN/inf is born there (finite inputs, a non-finite output: an infinite drop) and no

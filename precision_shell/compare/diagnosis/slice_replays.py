@@ -29,7 +29,11 @@ from dataclasses import dataclass, field
 
 from precision_shell.compare.diagnosis.advisor import OverflowHit
 from precision_shell.compare.diagnosis.diagnose import Diagnosis, Replayer, with_replays
-from precision_shell.compare.diagnosis.replay_evidence import ReplayPass, measured_fault
+from precision_shell.compare.diagnosis.replay_evidence import (
+    ReplayPass,
+    measured_fault,
+    stop_reason,
+)
 from precision_shell.compare.diagnosis.root_cause import OpEvidence, RootCause
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.slice_results import first_wrong_order
@@ -185,10 +189,8 @@ def replay_until_proven(
             done.left.append(slices[n].where)
             continue
         spent = time.monotonic() - start
-        if last.interrupted:
-            done.not_begun_why = "Ctrl-C"
-        elif last.not_reached or spent >= budget_s:
-            done.not_begun_why = f"the {budget_s:g} s budget ran out"
+        if last.interrupted or last.not_reached or spent >= budget_s:
+            done.not_begun_why = stop_reason(last.interrupted, budget_s)
         if done.not_begun_why:
             done.not_begun.append(slices[n].where)
             continue
