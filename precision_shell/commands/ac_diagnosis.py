@@ -93,7 +93,10 @@ def _next_commands(
     graph = ws.run().dump_graph()
     rec = graph.get(cause.op) if graph else None
     if rec is not None:
-        benchmark = ws.output_benchmark(rec, 0)
+        if entry is not None:
+            benchmark = ws.output_benchmark(rec, 0, entry.rank, entry.step)
+        else:
+            benchmark = ws.output_benchmark(rec, 0)
     # the same file name is in every rank's dir: the hint names the slice, as `ni`'s does
     if refs and benchmark is not None:
         benchmark_name = os.path.basename(benchmark.path)

@@ -23,6 +23,7 @@ from precision_shell.harvest.outcome import HarvestBatch, HarvestOutcome
 from precision_shell.harvest.tfdbg_session import Timeouts
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import UsageError, argument, command
+from precision_shell.workspace.benchmark_dirs import scope_of
 from precision_shell.workspace.layout import WORKSPACE_DIR_NAME, resolve_workspace_root
 
 _DEFAULTS = Timeouts()
@@ -87,6 +88,29 @@ def _log_path(root: Path, what: str) -> Path:
     return root / "temp" / "harvest" / f"{what}_{stamp}.log"
 
 
+def _into_argument(fn: Callable) -> Callable:
+    """`--into DIR`: a rank's or step's benchmark dir under tf/dump/."""
+    return argument(
+        "--into",
+        metavar="DIR",
+        help="write into tf/dump/DIR/, the benchmark of one rank or step: step<S>, rank<R> "
+        "or rank<R>/step<S> (vc compares each dump dir with its own)",
+    )(fn)
+
+
+def _into_dir(root: Path, into: str | None, command_name: str) -> Path:
+    """tf/dump/, or the rank or step dir `--into` names (checked)."""
+    top = root / "tf" / "dump"
+    if into is None:
+        return top
+    if scope_of(into) is None:
+        raise UsageError(
+            f"{command_name}: --into takes step<S>, rank<R>, rank<R>/step<S> or "
+            f"step<S>/rank<R> (numbers), got {into!r}"
+        )
+    return top / into.strip("/")
+
+
 def _timeout_arguments(fn: Callable) -> Callable:
     """The three timeout flags, shared by both commands."""
     fn = argument(
@@ -127,6 +151,7 @@ def _timeout_arguments(fn: Callable) -> Callable:
     action="store_true",
     help="replace files of the same name in tf/dump/ (default: write under a fresh name)",
 )
+@_into_argument
 @_timeout_arguments
 @argument(
     "cmd",
@@ -135,7 +160,7 @@ def _timeout_arguments(fn: Callable) -> Callable:
     help="the command running your script (flags of tf_run go before it)",
 )
 def tf_run_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestOutcome:
-    """tf_run [-r N] [--overwrite] [--startup-timeout S] [--run-timeout S] [--timeout S] CMD
+    """tf_run [-r N] [--overwrite] [--into DIR] [--startup-timeout S] [--run-timeout S] [--timeout S] CMD
 
     Run a script wrapped in tfdbg's LocalCLIDebugWrapperSession and harvest its tensors into tf/dump/.
     """
@@ -143,12 +168,13 @@ def tf_run_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestOutcom
     if args.runs < 1:
         raise UsageError(f"tf_run: -r must be >= 1, got {args.runs}")
     root = workspace_root_for_harvest(ctx)
+    out_dir = _into_dir(root, args.into, "tf_run")
     options = LiveOptions(steps=args.runs, overwrite=args.overwrite, timeouts=_timeouts(args))
     ctx.forget_workspace()  # new benchmark files: the next command re-reads the index
     return harvest_live(
         argv,
         root,
-        root / "tf" / "dump",
+        out_dir,
         options,
         progress=ctx.progress("tf_run", "tensors"),
         transcript=_log_path(root, "tf_run"),
@@ -174,6 +200,7 @@ def tf_run_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestOutcom
     complete="path",
     help="interpreter (with TensorFlow) for the offline analyzer (default: this one)",
 )
+@_into_argument
 @_timeout_arguments
 @argument(
     "cmd",
@@ -182,14 +209,17 @@ def tf_run_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestOutcom
     help="run this first when tf/tf_debug/ holds no run yet (flags of tf_dump go before it)",
 )
 def tf_dump_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestBatch:
-    """tf_dump [--run N | --all] [--overwrite] [--pexpect] [--python PY] [CMD]
+    """tf_dump [--run N | --all] [--into DIR] [--overwrite] [--pexpect] [--python PY] [CMD]
 
     Harvest tf/tf_debug/run_* dirs (DumpingDebugWrapperSession) into tf/dump/; the last run by default.
     """
     if args.run is not None and args.all_runs:
         raise UsageError("tf_dump: give --run N or --all, not both")
+    if args.into is not None and args.all_runs:
+        raise UsageError("tf_dump: --all writes each run into its own dir; --into takes one run")
     timeouts = _timeouts(args)
     root = workspace_root_for_harvest(ctx)
+    into = _into_dir(root, args.into, "tf_dump")
     tf_debug = root / "tf" / "tf_debug"
     notes: list[str] = []
     has_runs = tf_debug.is_dir() and bool(list_run_dirs(tf_debug))
@@ -227,7 +257,7 @@ def tf_dump_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestBatch
     reports = []
     for run_dir in runs:
         # --all: one folder per run, so dumps of different runs never mix.
-        out_dir = root / "tf" / "dump"
+        out_dir = into
         if args.all_runs:
             out_dir = out_dir / run_dir.name
         progress = ctx.progress(f"tf_dump {run_dir.name}", "tensors")

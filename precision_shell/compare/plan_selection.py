@@ -62,28 +62,72 @@ def slice_plans(
             raise PrecisionError("vc: --rank/--step select dump dirs of the workspace's runs")
         return SlicePlans([(None, primary)], [])
     run = ws.run(request.run)
-    if len(run.slices) <= 1 and request.rank in (None, "all") and request.step in (None, "all"):
+    whole = request.rank in (None, "all") and request.step in (None, "all")
+    if len(run.slices) <= 1 and whole and not ws.benchmarks_by_slice():
         return SlicePlans([(run.slices[0] if run.slices else None, primary)], [])
     chosen = selected_slices(run, request.rank, request.step)
+    scoped = ws.benchmarks_by_slice()  # each slice against its own benchmark dir
     plans: list[tuple[DumpSlice | None, ComparePlan]] = []
     empty: list[EmptySlice] = []
     for where in chosen:
         graph = slice_graph(ws, run, where, request.graph)
         label = f"{run.name} {where.label}"
-        if where.dumps is run.dumps and graph.root_graph == primary.graph:
+        if where.dumps is run.dumps and graph.root_graph == primary.graph and not scoped:
             # the default slice against the same graph: the primary plan, already made
             plan = replace(primary, left=label)
         else:
-            # ranks and steps of one graph: its part of the plan once
-            memo = memos.memo_for(graph, ws.benchmark)
-            plan = benchmark_plan(ws, run, graph, dumps=where.dumps, left=label, memo=memo)
+            found = slice_plan(ws, run, graph, where, memos)
+            if isinstance(found, EmptySlice):
+                empty.append(found)
+                continue
+            plan = found
         if plan.tasks:
             plans.append((where, plan))
         else:
             empty.append(empty_slice(where, graph))
     if not plans:
-        raise PrecisionError(f"{run.name}: no selected rank and step has a dump of its graph")
+        if len(empty) == 1:
+            raise PrecisionError(f"{run.name} {empty[0].where.label}: {empty[0].reason}")
+        raise PrecisionError(
+            f"{run.name}: no selected rank and step has a dump of its graph and a benchmark"
+        )
     return SlicePlans(plans, empty)
+
+
+def slice_plan(
+    ws: Workspace,
+    run: RunIndex,
+    graph: GraphIndex,
+    where: DumpSlice,
+    memos: PlanMemos,
+    statistics: bool = False,
+) -> ComparePlan | EmptySlice:
+    """The plan of one (rank, step) dump dir against its benchmark dir (tf/dump/, or its
+    rank's or step's: `Workspace.benchmark_for`); an EmptySlice when that dir holds no
+    benchmark tensor while other rank or step dirs do (so the slice has none of its own)."""
+    benchmarks = ws.benchmark_for(where.rank, where.step)
+    if ws.benchmarks_by_slice() and not benchmarks:
+        return EmptySlice(where, no_benchmark_reason(where))
+    # ranks and steps of one graph and benchmark dir: their part of the plan once
+    memo = memos.memo_for(graph, benchmarks)
+    return benchmark_plan(
+        ws,
+        run,
+        graph,
+        dumps=where.dumps,
+        left=f"{run.name} {where.label}",
+        statistics=statistics,
+        memo=memo,
+        benchmarks=benchmarks,
+    )
+
+
+def no_benchmark_reason(where: DumpSlice) -> str:
+    """Why a (rank, step) has no benchmark when rank or step dirs of tf/dump/ have some."""
+    return (
+        f"no benchmark tensor in tf/dump/rank{where.rank}/step{where.step}/, "
+        f"step{where.step}/, rank{where.rank}/ or tf/dump/ itself"
+    )
 
 
 def selected_slices(run: RunIndex, rank: str | None, step: str | None) -> list[DumpSlice]:
@@ -175,7 +219,7 @@ def plans_for(
         plan.index_warnings = left_warned + right_warned
         return plan, None
     run = ws.run(request.run)
-    if ws.benchmark is None:
+    if ws.benchmark is None and not ws.benchmarks_by_slice():
         others = [r for r in ws.runs if r is not run]
         if others:  # no benchmark: the device runs against each other is what can be done
             device_graph = optional_graph(run, request.graph)
@@ -194,9 +238,7 @@ def plans_for(
             "(use -lt/-rt)"
         )
     graph = pick_graph(ws, request.graph, run.name)
-    primary = _nonempty(
-        benchmark_plan(ws, run, graph, memo=memos.memo_for(graph, ws.benchmark)), graph
-    )
+    primary = _nonempty(_default_plan(ws, run, graph, memos), graph)
     secondary = None
     others = [r for r in ws.runs if r is not run]
     if others and request.run is None:
@@ -208,6 +250,17 @@ def plans_for(
             graph,
         )
     return primary, secondary
+
+
+def _default_plan(ws: Workspace, run: RunIndex, graph: GraphIndex, memos: PlanMemos) -> ComparePlan:
+    """The plan of the run's default dump dir (its lowest rank's first step) against its
+    benchmark dir."""
+    if not run.slices or not ws.benchmarks_by_slice():
+        return benchmark_plan(ws, run, graph, memo=memos.memo_for(graph, ws.benchmark))
+    found = slice_plan(ws, run, graph, run.slice(), memos)
+    if isinstance(found, EmptySlice):  # `slice_plans` says so if it is selected
+        return benchmark_plan(ws, run, graph, benchmarks=ws.benchmark)
+    return replace(found, left=str(run.run.dump_dir or run.run.root))
 
 
 def default_slice_name(run: RunIndex) -> str:

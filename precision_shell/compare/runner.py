@@ -346,6 +346,7 @@ def _slice_result(where: DumpSlice | None, run: CompareRun) -> dict[str, Any]:
         "step": where.step if where is not None else None,
         "graph": ",".join(where.graph_names) if where is not None else None,
         "csv": str(run.csv_path),
+        "right": run.right,  # what it was compared with: its benchmark dir
         "rows": run.tally.rows,
         "failed": len(run.tally.failing),
         "first_failed_op": first,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,21 +149,30 @@ def _dump_rows(
 
 
 def _benchmark_rows(
-    ctx: ShellContext, graph: GraphIndex, rec: OpRecord, n_out: int
+    ctx: ShellContext,
+    graph: GraphIndex,
+    rec: OpRecord,
+    n_out: int,
+    scope: tuple[str | None, str | None],
 ) -> list[TensorRow]:
+    """The benchmark tensors of the op's inputs and outputs, from the benchmark dir of the
+    (rank, step) shown; a rank's or step's dir is named with the file (`step1/x.0.1.npy`)."""
     ws = ctx.workspace
     rows: list[TensorRow] = []
-    wanted = [("input", k, ws.input_benchmark(graph, rec, k)) for k in range(len(rec.data_inputs))]
-    wanted += [("output", k, ws.output_benchmark(rec, k)) for k in range(n_out)]
+    wanted = [
+        ("input", k, ws.input_benchmark(graph, rec, k, *scope)) for k in range(len(rec.data_inputs))
+    ]
+    wanted += [("output", k, ws.output_benchmark(rec, k, *scope)) for k in range(n_out)]
     for kind, k, benchmark in wanted:
         if benchmark is None:
             continue
+        shown = ws.benchmark_name(benchmark)
         try:
             stats = ws.benchmark_stats(benchmark)
             rows.append(
                 TensorRow(
                     f"{kind} {k}",
-                    os.path.basename(benchmark.path),
+                    shown,
                     stats.shape,
                     stats.dtype,
                     "",
@@ -172,7 +180,7 @@ def _benchmark_rows(
                 )
             )
         except PrecisionError as exc:
-            rows.append(TensorRow(f"{kind} {k}", os.path.basename(benchmark.path), error=str(exc)))
+            rows.append(TensorRow(f"{kind} {k}", shown, error=str(exc)))
     return rows
 
 
@@ -191,6 +199,8 @@ def collect_node_info(
     ports = _ports(graph, rec, op)
     files, dump_rows = _dump_rows(ctx, run, rec, rank, step)
     n_out = sum(1 for p in ports if p.kind == "output")
+    here = run.slice(rank, step) if run.slices else None
+    scope = (here.rank, here.step) if here is not None else (None, None)
     info = NodeInfo(
         run=run.name,
         graph=rec.graph,
@@ -199,7 +209,7 @@ def collect_node_info(
         ports=ports,
         dump_files=files,
         dump_tensors=dump_rows,
-        benchmarks=_benchmark_rows(ctx, graph, rec, n_out),
+        benchmarks=_benchmark_rows(ctx, graph, rec, n_out, scope),
         attrs=dict(sorted(op.attrs.items())) if with_attrs else None,
     )
     if len(run.slices) > 1:

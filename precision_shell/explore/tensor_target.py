@@ -250,10 +250,10 @@ def _workspace_handles(
         ref = ws.overflow_dumps.by_file_name(name)
         if ref is not None:
             return _file_handles(ref.path, kind, index)
-    if ws.benchmark is not None:
-        for files in ws.benchmark.all.values():
+    for benchmarks in ws.benchmark_indexes(rank, step):
+        for files in benchmarks.all.values():
             for benchmark in files:
-                if os.path.basename(benchmark.path) == name:
+                if name in (os.path.basename(benchmark.path), ws.benchmark_name(benchmark)):
                     return _file_handles(benchmark.path, kind, index)
     for run in ws.runs:
         found = run.find(name)
@@ -266,7 +266,7 @@ def _workspace_handles(
             raise PrecisionError(f"op {name!r} ({run.name}{where}) has no dump file")
         handles = _file_handles(refs[-1].path, kind or "output", 0 if index is None else index, ws)
         return handles
-    handle = _benchmark_of_op(ws, name, kind, index)
+    handle = _benchmark_of_op(ws, name, kind, index, rank, step)
     if handle is not None:
         return [handle]
     raise PrecisionError(
@@ -279,19 +279,24 @@ _TF_SLOT = re.compile(r"^(?P<op>.+):(?P<slot>\d+)$")
 
 
 def _benchmark_of_op(
-    ws: Workspace, name: str, kind: str | None, index: int | None
+    ws: Workspace,
+    name: str,
+    kind: str | None,
+    index: int | None,
+    rank: str | None,
+    step: str | None,
 ) -> TensorHandle | None:
     """`relu2/Relu` (output 0) or `relu2/Relu:1`: the newest benchmark `.npy` of that TF op's
     output, for names that are no device op. The label names the file used."""
-    if ws.benchmark is None or kind == "input":
+    if kind == "input":
         return None
     op, slot = name, 0 if index is None else index
     m = _TF_SLOT.match(name)
     if m and index is None:
         op, slot = m.group("op"), int(m.group("slot"))
-    benchmark = ws.benchmark_file(op, slot)
+    benchmark = ws.benchmark_file(op, slot, rank, step)
     if benchmark is None:
         return None
     return TensorHandle(
-        f"{os.path.basename(benchmark.path)} (benchmark of {op}:{slot})", benchmark.path
+        f"{ws.benchmark_name(benchmark)} (benchmark of {op}:{slot})", benchmark.path
     )

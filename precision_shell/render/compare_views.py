@@ -223,6 +223,12 @@ def _metric_cells(row: ResultRow, metrics: list[str], rule: ThresholdRule) -> li
     return cells
 
 
+def _in_workspace(directory: str) -> str:
+    """A dir as `tf/dump/step1/` when it is in a workspace, else as given."""
+    inside = directory.partition("/precision_data/")[2]
+    return f"{inside}/" if inside else directory
+
+
 def rank_step_grid(ranks: RankStepTable, rule: ThresholdRule | None = None) -> Group:
     """Rank per row, step per column: failing outputs and the first failing op. `rule`: the
     thresholds of the look it sits in; counts under other ones (the compare's) say so."""
@@ -260,6 +266,8 @@ def rank_step_grid(ranks: RankStepTable, rule: ThresholdRule | None = None) -> G
     parts: list[Text | Table] = [Text(title), table]  # the title on its own line: not wrapped
     if ranks.omitted_steps:
         parts.append(Text(omitted_steps_text(ranks.omitted_steps), style="dim"))
+    for directory, labels in ranks.benchmark_dirs():
+        parts.append(Text(f"against {_in_workspace(directory)}: {some_of(labels)}", style="dim"))
     return Group(*parts)
 
 

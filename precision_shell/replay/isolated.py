@@ -66,8 +66,10 @@ def benchmark_inputs(
     graph: GraphIndex,
     rec: OpRecord,
     device_inputs: Sequence[np.ndarray],
+    scope: tuple[str | None, str | None] = (None, None),
 ) -> BenchmarkInputs:
-    """`device_inputs` with every float data input replaced by its benchmark tensor."""
+    """`device_inputs` with every float data input replaced by its benchmark tensor (of the
+    (rank, step) `scope`: `Workspace.benchmark_for`)."""
     inputs = list(device_inputs)
     replaced = 0
     constants = []
@@ -78,7 +80,7 @@ def benchmark_inputs(
             constants.append(k)
             continue
         which = f"input {k} ({rec.data_inputs[k][0] if k < len(rec.data_inputs) else '?'})"
-        benchmark = ws.input_benchmark(graph, rec, k)
+        benchmark = ws.input_benchmark(graph, rec, k, *scope)
         if benchmark is None:
             return BenchmarkInputs(None, note=f"{which}: no benchmark tensor")
         try:

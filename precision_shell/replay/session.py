@@ -471,8 +471,10 @@ class _Against:
     note: str | None = None
 
 
-def _benchmark(ws: Workspace, rec: OpRecord, slot: int) -> _Against:
-    benchmark = ws.output_benchmark(rec, slot)
+def _benchmark(
+    ws: Workspace, rec: OpRecord, slot: int, scope: tuple[str | None, str | None]
+) -> _Against:
+    benchmark = ws.output_benchmark(rec, slot, *scope)
     if benchmark is None:
         return _Against()
     try:
@@ -526,9 +528,14 @@ def _replay_with(call: KernelCall, op: OpDef, inputs: list[np.ndarray]) -> list[
 
 
 def _isolated_replay(
-    ws: Workspace, graph: GraphIndex, rec: OpRecord, op: OpDef, call: KernelCall
+    ws: Workspace,
+    graph: GraphIndex,
+    rec: OpRecord,
+    op: OpDef,
+    call: KernelCall,
+    scope: tuple[str | None, str | None],
 ) -> _IsolatedRun:
-    fed = benchmark_inputs(ws, graph, rec, call.inputs)
+    fed = benchmark_inputs(ws, graph, rec, call.inputs, scope)
     if fed.inputs is None:
         return _IsolatedRun(note=f"no isolated replay: {fed.note}")
     return _IsolatedRun(_replay_with(call, op, fed.inputs), None, fed)
@@ -572,6 +579,8 @@ def replay_op_in_workspace(
     is not in the graph, has no tensor dump, or cannot be replayed faithfully."""
     run, graph, rec, op = _find_op(ws, run, op_name)
     ref = _newest_dump(ws, run, rec.name, rank, step)
+    where = run.slice(rank, step) if run.slices else None
+    scope = (where.rank, where.step) if where is not None else (None, None)
     header = ws.header(ref)
     if not header.outputs:
         raise PrecisionError(f"{ref.file_name}: the dump holds no outputs to compare")
@@ -588,10 +597,10 @@ def replay_op_in_workspace(
     )
     with np.errstate(all="ignore"):  # inf/NaN inputs give inf/NaN outputs, as on the device
         replayed, described = _replay(call, op)
-    against = [_benchmark(ws, rec, slot) for slot in range(len(replayed))]
+    against = [_benchmark(ws, rec, slot, scope) for slot in range(len(replayed))]
     alone = _IsolatedRun()
     if not as_stored and any(a.values is not None for a in against):
-        alone = _isolated_replay(ws, graph, rec, op, call)
+        alone = _isolated_replay(ws, graph, rec, op, call, scope)
     device_values = [np.asarray(t.values, dtype=np.float64) for t in outputs]
     dtypes = [t.info.dtype for t in outputs][: len(replayed)]
     errors = [
@@ -630,10 +639,9 @@ def replay_op_in_workspace(
                 isolated_allowed=allowed[slot] if found.isolated is not None else None,
             )
         )
-    shown, where = "", None
-    if len(run.slices) > 1:
-        where = run.slice(rank, step)
-        shown = where.label
+    shown = where.label if where is not None and len(run.slices) > 1 else ""
+    if not shown:
+        where = None
     return ReplayReport(
         op=rec.name,
         type=op.type,

@@ -39,8 +39,8 @@ class NameSources:
                 for n in names
             )
             files = [n for run in ws.runs for n in (run.all_dumps or run.dumps).file_names()]
-            if ws.benchmark is not None:
-                files.extend(os.path.basename(g.path) for g in ws.benchmark.newest.values())
+            for benchmarks in ws.benchmark_indexes():
+                files.extend(os.path.basename(g.path) for g in benchmarks.newest.values())
             self._tensors = NameSource(files)
         return True
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from precision_shell.errors import PrecisionError
 from precision_shell.formats.dir_entries import cannot_list
+from precision_shell.workspace.benchmark_dirs import ScopedDirs, find_scoped_dirs
 from precision_shell.workspace.index_cache import file_fingerprint
 
 WORKSPACE_DIR_NAME = "precision_data"
@@ -102,6 +103,8 @@ class WorkspaceLayout:
     overflow_dir: Path | None
     fusion_json: Path | None
     warnings: list[str] = field(default_factory=list)
+    # tf/dump/rank<R>/, step<S>/ and rank<R>/step<S>/: benchmarks of one rank or step
+    benchmark_scopes: ScopedDirs = field(default_factory=lambda: ScopedDirs({}, ()))
     # Dirs whose listing decided this layout (some may not exist), each with its (size, mtime)
     # taken before it was listed: a change in one means the layout must be discovered again.
     watched_dirs: list[DirStamp] = field(default_factory=list)
@@ -293,6 +296,9 @@ def discover(path: str | Path) -> WorkspaceLayout:
     watched.append(stamp(root / "overflow" / "dump"))
     runs = _device_runs(root, warnings, watched)
     overflow_dump = newest_numbered_dir(root / "overflow" / "dump", warnings)
+    watched.append(stamp(benchmark))
+    scopes = find_scoped_dirs(benchmark, warnings)
+    watched.extend(scopes.listed)
     return WorkspaceLayout(
         root=root,
         runs=runs,
@@ -302,6 +308,7 @@ def discover(path: str | Path) -> WorkspaceLayout:
         fusion_json=fusion if fusion.is_file() else None,
         warnings=warnings,
         watched_dirs=watched,
+        benchmark_scopes=scopes,
     )
 
 

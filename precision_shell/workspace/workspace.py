@@ -10,6 +10,7 @@ re-reads only the pieces that changed.
 from __future__ import annotations
 
 import gc
+import os
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from precision_shell.formats.dump_names import sanitize_dump_name
 from precision_shell.formats.fusion_result import FusionPass, read_fusion_result
 from precision_shell.formats.ge.graph import load_ge_graph
 from precision_shell.formats.npu_dump import DumpHeader, read_dump_header, read_tensor
+from precision_shell.workspace.benchmark_dirs import Scope
 from precision_shell.workspace.dump_checks import dump_dir_warnings, number_order
 from precision_shell.workspace.dump_index import (
     DIR_RECORD_VERSION,
@@ -85,6 +87,8 @@ class Workspace:
 
     def __post_init__(self) -> None:
         self.stats = StatsCache()
+        # the benchmarks of one rank or step (tf/dump/rank<R>/, step<S>/, rank<R>/step<S>/)
+        self.scoped_benchmarks: dict[Scope, BenchmarkIndex] = {}
         # path -> (fingerprint, header): a file rewritten in place is read again
         self._headers: OrderedDict[str, tuple[object, DumpHeader]] = OrderedDict()
 
@@ -128,16 +132,12 @@ class Workspace:
         runs = [_index_run(run, pieces, warnings) for run in layout.runs]
         benchmark = None
         if layout.benchmark_dir is not None:
-            gdir = layout.benchmark_dir
-            benchmark = pieces.get(
-                "benchmark",
-                gdir,
-                lambda: (BENCHMARK_INDEX_VERSION, dir_fingerprint(gdir, "mapping.csv")),
-                lambda: scan_benchmark_dir(gdir),
-                warnings,
-            )
-            if benchmark is not None:
-                warnings.extend(benchmark.warnings)
+            benchmark = _benchmark_piece(pieces, layout.benchmark_dir, warnings)
+        scoped = {}
+        for scope, directory in layout.benchmark_scopes.dirs.items():
+            found = _benchmark_piece(pieces, directory, warnings)
+            if found is not None:
+                scoped[scope] = found
         watched: list[DirStamp] = list(layout.watched_dirs)
         overflow = None
         if layout.overflow_dir is not None:
@@ -162,9 +162,11 @@ class Workspace:
                 or []
             )
         freshness = Freshness.of(watched, pieces.pieces, started_ns)
-        return cls(
+        ws = cls(
             layout, runs, benchmark, overflow, fusion, warnings, cache, pieces.pieces, freshness
         )
+        ws.scoped_benchmarks = scoped
+        return ws
 
     def is_stale(self) -> bool:
         """True when a file or dir this index was built from changed (a few stats, no reads)."""
@@ -200,7 +202,7 @@ class Workspace:
         return WorkspaceSummary(
             root=str(self.root),
             runs=runs,
-            benchmark_tensors=len(self.benchmark.newest) if self.benchmark else 0,
+            benchmark_tensors=sum(len(b.newest) for b in self.benchmark_indexes()),
             overflow_files=len(self.overflow_files()),
             fusion_passes=len(self.fusion),
             warnings=len(self.warnings),
@@ -236,18 +238,83 @@ class Workspace:
         found = [(s, s.dumps.for_op(name)) for s in run.slices]
         return [(s, refs) for s, refs in found if refs]
 
-    def benchmark_file(self, origin_name: str, index: int) -> BenchmarkFile | None:
-        if self.benchmark is None:
+    def benchmarks_by_slice(self) -> bool:
+        """True when a rank or step dir of tf/dump/ holds benchmark tensors: each (rank, step)
+        dump dir is then compared with its own (`benchmark_for`)."""
+        return any(self.scoped_benchmarks.values())
+
+    def benchmark_scope(self, rank: str | None, step: str | None) -> Scope | None:
+        """The scope of the benchmark dir a (rank, step) dump dir is compared with: the most
+        specific rank/step dir holding a benchmark tensor (`rank0/` holding only step dirs is
+        none); None: tf/dump/ itself."""
+        for scope in self.layout.benchmark_scopes.order(rank, step):
+            if self.scoped_benchmarks.get(scope):
+                return scope
+        return None
+
+    def benchmark_for(
+        self, rank: str | None = None, step: str | None = None
+    ) -> BenchmarkIndex | None:
+        """The benchmark tensors a (rank, step) dump dir is compared with (see
+        `benchmark_scope`); without rank and step, those of the run's default dump dir."""
+        if rank is None and step is None and self.scoped_benchmarks and self.runs:
+            default = self.runs[0].slices
+            if default:
+                here = next((w for w in default if w.dumps is self.runs[0].dumps), default[0])
+                rank, step = here.rank, here.step
+        scope = self.benchmark_scope(rank, step)
+        return self.benchmark if scope is None else self.scoped_benchmarks[scope]
+
+    def benchmark_indexes(
+        self, rank: str | None = None, step: str | None = None
+    ) -> list[BenchmarkIndex]:
+        """Every benchmark dir's index, the (rank, step)'s own first (to find a file by
+        name), then tf/dump/'s, then the other rank and step dirs'."""
+        found = [self.benchmark_for(rank, step), self.benchmark, *self.scoped_benchmarks.values()]
+        found = [index for index in found if index]
+        unique: list[BenchmarkIndex] = []
+        for index in found:
+            if index is not None and all(index is not seen for seen in unique):
+                unique.append(index)
+        return unique
+
+    def benchmark_name(self, benchmark: BenchmarkFile) -> str:
+        """A benchmark file as commands show it: its name, after its rank or step dir's
+        (`step1/x.0.1.npy`) when it is in one."""
+        name = os.path.basename(benchmark.path)
+        parent = Path(benchmark.path).parent
+        top = self.layout.benchmark_dir
+        if top is None or parent == top:
+            return name
+        try:
+            return str(parent.relative_to(top) / name)
+        except ValueError:
+            return name
+
+    def benchmark_file(
+        self, origin_name: str, index: int, rank: str | None = None, step: str | None = None
+    ) -> BenchmarkFile | None:
+        benchmarks = self.benchmark_for(rank, step)
+        if benchmarks is None:
             return None
-        return self.benchmark.newest.get(benchmark_key(origin_name, index))
+        return benchmarks.newest.get(benchmark_key(origin_name, index))
 
-    def output_benchmark(self, record: OpRecord, k: int) -> BenchmarkFile | None:
+    def output_benchmark(
+        self, record: OpRecord, k: int, rank: str | None = None, step: str | None = None
+    ) -> BenchmarkFile | None:
         origin = record_output_origin(record, k)
-        return self.benchmark_file(*origin) if origin else None
+        return self.benchmark_file(*origin, rank, step) if origin else None
 
-    def input_benchmark(self, graph: GraphIndex, record: OpRecord, k: int) -> BenchmarkFile | None:
+    def input_benchmark(
+        self,
+        graph: GraphIndex,
+        record: OpRecord,
+        k: int,
+        rank: str | None = None,
+        step: str | None = None,
+    ) -> BenchmarkFile | None:
         origin = input_origin(graph, record.name, k)
-        return self.benchmark_file(*origin) if origin else None
+        return self.benchmark_file(*origin, rank, step) if origin else None
 
     # -- tensors ------------------------------------------------------------------------
     def header(self, ref: DumpFileRef | str) -> DumpHeader:
@@ -342,3 +409,19 @@ def _index_run(run: DeviceRun, pieces: PieceStore, warnings: list[str]) -> RunIn
     for graph in graphs:
         warnings.extend(f"{graph.source}: duplicate op name {n!r}" for n in graph.duplicates)
     return RunIndex(run, graphs, dumps, slices, all_dumps)
+
+
+def _benchmark_piece(
+    pieces: PieceStore, directory: Path, warnings: list[str]
+) -> BenchmarkIndex | None:
+    """The index of the benchmark tensors directly in `directory` (cached as a piece)."""
+    found = pieces.get(
+        "benchmark",
+        directory,
+        lambda: (BENCHMARK_INDEX_VERSION, dir_fingerprint(directory, "mapping.csv")),
+        lambda: scan_benchmark_dir(directory),
+        warnings,
+    )
+    if found is not None:
+        warnings.extend(found.warnings)
+    return found

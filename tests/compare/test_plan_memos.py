@@ -127,7 +127,7 @@ def test_a_stored_memo_of_the_wrong_shape_is_not_used(tiny_demo):
     settle(root)
     ws = Workspace.open(root)
     graph = ws.run().dump_graph()
-    fingerprint = _fingerprint(ws, graph)  # what memo_for reads the stored memo under
+    fingerprint = _fingerprint(ws, graph, ws.benchmark)  # what memo_for reads it under
     assert fingerprint is not None and ws.cache is not None
     bad = [
         {"no such op": ((), ())},

@@ -114,6 +114,20 @@ _BOUNDS = "must be > 0 seconds and at most 2592000 (30 days)"
         ("tf_dump --run-timeout nan true", f"--run-timeout {_BOUNDS}, got nan"),
         ("tf_run 'python \"x.py'", "tf_run: cannot split 'python \"x.py': No closing quotation"),
         ("tf_dump --run 0 --all", "tf_dump: give --run N or --all, not both"),
+        (
+            "tf_dump --all --into step1",
+            "tf_dump: --all writes each run into its own dir; --into takes one run",
+        ),
+        (
+            "tf_dump --into run_1",
+            "tf_dump: --into takes step<S>, rank<R>, rank<R>/step<S> or step<S>/rank<R> "
+            "(numbers), got 'run_1'",
+        ),
+        (
+            "tf_run --into ../x python x.py",
+            "tf_run: --into takes step<S>, rank<R>, rank<R>/step<S> or step<S>/rank<R> "
+            "(numbers), got '../x'",
+        ),
     ],
 )
 def test_usage_errors_are_one_line(tmp_path: Path, line: str, message: str) -> None:
@@ -190,6 +204,22 @@ def test_tf_dump_selects_a_run_by_index(tmp_path: Path, fake_python: Path) -> No
     assert [r.source.rsplit("/", 1)[1] for r in batch.reports] == ["run_5_0"]
     outcome = run_fail(shell, f"tf_dump --python {fake_python}")  # the last run crashes
     assert outcome.error.startswith("tfdbg ended while writing dense/MatMul:0 (dump 0)")
+
+
+def test_tf_dump_into_a_step_dir_fills_the_benchmark_of_that_step(
+    tmp_path: Path, fake_python: Path
+) -> None:
+    make_fake_run_dir(tmp_path / "precision_data" / "tf" / "tf_debug" / "run_5_0")
+    make_fake_run_dir(tmp_path / "precision_data" / "tf" / "tf_debug" / "run_9_0")
+    shell = open_shell(tmp_path)
+    batch = run_ok(shell, f"tf_dump --run 1 --into rank0/step1 --python {fake_python}")
+    dump = tmp_path / "precision_data" / "tf" / "dump"
+    [report] = batch.reports
+    assert report.out_dir == str(dump / "rank0" / "step1")
+    assert len(npy_files(dump / "rank0" / "step1")) == 8
+    assert not npy_files(dump)
+    ws = shell.context.workspace
+    assert ws.benchmark_for("0", "1") is ws.scoped_benchmarks[("0", "1")]
 
 
 def test_tf_dump_cmd_that_runs_too_long_is_stopped(tmp_path: Path) -> None:

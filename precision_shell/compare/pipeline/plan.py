@@ -122,6 +122,10 @@ class GraphPlanMemo:
     def graph(self) -> GraphIndex | None:
         return self._graph
 
+    @property
+    def benchmarks(self) -> BenchmarkIndex | None:
+        return self._benchmarks
+
     def serves(self, graph: GraphIndex, benchmarks: BenchmarkIndex | None) -> bool:
         return graph is self._graph and benchmarks is self._benchmarks
 
@@ -270,9 +274,11 @@ def benchmark_plan(
     left: str | None = None,
     statistics: bool = False,
     memo: GraphPlanMemo | None = None,
+    benchmarks: BenchmarkIndex | None = None,
 ) -> ComparePlan:
     """Device dump of `run` (or `dumps`, e.g. a dir given with -lt) against benchmark tensors
-    (FORMATS.md section 5): the workspace's, or those of `benchmark_dir`. With `statistics`
+    (FORMATS.md section 5): `benchmarks` (a rank's or step's), those of `benchmark_dir`, or
+    the workspace's for its default dump dir. With `statistics`
     the tasks are the statistics dump files (`.csv`), matched by the same rules. `memo`
     keeps what depends on the graph and the benchmarks only, for the next dump dir's plan.
 
@@ -280,7 +286,10 @@ def benchmark_plan(
     `Index` numbers the groups that have a dump, in execution order.
     """
     given = scan_benchmark_dir(benchmark_dir) if benchmark_dir is not None else None
-    benchmark_index = given if given is not None else ws.benchmark
+    if given is not None:
+        benchmark_index: BenchmarkIndex | None = given
+    else:
+        benchmark_index = benchmarks if benchmarks is not None else ws.benchmark_for()
     dump_index = dumps if dumps is not None else run.dumps
     memo = (memo or GraphPlanMemo()).serving(graph, benchmark_index)
     pairs, skipped = _dumped_ops(graph, dump_index, statistics, memo)
@@ -316,7 +325,10 @@ def benchmark_plan(
             )
         )
     left = left or str(run.run.dump_dir or run.run.root)
-    right = str(benchmark_dir or ws.layout.benchmark_dir or "")
+    if benchmark_index is not None:
+        right = benchmark_index.directory
+    else:
+        right = str(ws.layout.benchmark_dir or "")
     repeated = repeated_dumps(dump_index, [(rec.name, ref.op_name) for rec, ref in pairs])
     mode = "statistics" if statistics else "benchmark"
     warnings = list(given.warnings) if given is not None else []

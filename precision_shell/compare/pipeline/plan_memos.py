@@ -11,8 +11,8 @@ still takes the 40). The memos are let go with the command rather than kept with
 the session: in memory a mapping row costs ~560 bytes (~140 stored), ~250 MB for a graph of
 100k ops (~440k rows, estimated from the twin's).
 
-Only the workspace's own benchmark dir is kept (a dir given with -rt is scanned anew by each
-plan). A piece whose fingerprint is too recent to trust (`Piece.racy`) is neither read nor
+Only the workspace's own benchmark dirs are kept (tf/dump/ and its rank and step dirs; a dir
+given with -rt is scanned anew by each plan). A piece whose fingerprint is too recent to trust (`Piece.racy`) is neither read nor
 written: the memo then serves this command only.
 """
 
@@ -48,27 +48,29 @@ class PlanMemos:
 
     def __init__(self, ws: Workspace) -> None:
         self._ws = ws
-        self._kept: dict[int, _Kept] = {}  # by id(graph); each memo holds its graph
+        # by (id(graph), id(benchmarks)); each memo holds both
+        self._kept: dict[tuple[int, int], _Kept] = {}
 
     def memo_for(self, graph: GraphIndex, benchmarks: BenchmarkIndex | None) -> GraphPlanMemo:
         """The memo of plans of `graph` against `benchmarks`: this command's, else the stored
-        one, else a new one. Only the workspace's own benchmark dir is kept; any other gets a
-        new memo each time."""
+        one, else a new one. Only the workspace's own benchmark dirs (tf/dump/ and its rank
+        and step dirs) are kept; any other gets a new memo each time."""
         ws = self._ws
-        if benchmarks is None or benchmarks is not ws.benchmark:
+        if benchmarks is None or not _own(ws, benchmarks):
             return GraphPlanMemo().serving(graph, benchmarks)
-        found = self._kept.get(id(graph))
+        found = self._kept.get((id(graph), id(benchmarks)))
         if found is not None and found.memo.serves(graph, benchmarks):
             return found.memo
         memo = GraphPlanMemo().serving(graph, benchmarks)
-        fingerprint = _fingerprint(ws, graph)
+        fingerprint = _fingerprint(ws, graph, benchmarks)
         stored = 0
         if fingerprint is not None and ws.cache is not None:
-            rows = _valid_rows(ws.cache.load(KIND, Path(graph.source), fingerprint), graph)
+            source = _source(self._ws, graph, benchmarks)
+            rows = _valid_rows(ws.cache.load(KIND, source, fingerprint), graph)
             if rows is not None:
                 memo.rows = rows
                 stored = len(rows)
-        self._kept[id(graph)] = _Kept(memo, fingerprint, stored)
+        self._kept[(id(graph), id(benchmarks))] = _Kept(memo, fingerprint, stored)
         return memo
 
     def save(self) -> None:
@@ -77,20 +79,34 @@ class PlanMemos:
         if cache is None:
             return
         for found in self._kept.values():
-            graph = found.memo.graph
+            graph, benchmarks = found.memo.graph, found.memo.benchmarks
             if found.fingerprint is None or graph is None or len(found.memo.rows) <= found.stored:
                 continue
-            cache.store(KIND, Path(graph.source), found.fingerprint, dict(found.memo.rows))
+            state = dict(found.memo.rows)
+            cache.store(KIND, _source(self._ws, graph, benchmarks), found.fingerprint, state)
             found.stored = len(found.memo.rows)
 
 
-def _fingerprint(ws: Workspace, graph: GraphIndex) -> Any | None:
+def _own(ws: Workspace, benchmarks: BenchmarkIndex) -> bool:
+    """True for the index of tf/dump/ or of one of its rank and step dirs."""
+    return benchmarks is ws.benchmark or any(
+        benchmarks is scoped for scoped in ws.scoped_benchmarks.values()
+    )
+
+
+def _source(ws: Workspace, graph: GraphIndex, benchmarks: BenchmarkIndex | None) -> Path:
+    """What the cache keys a memo by: the graph file, and the benchmark dir when it is a rank
+    or step dir (tf/dump/'s memo keeps the key it always had)."""
+    if benchmarks is None or benchmarks is ws.benchmark:
+        return Path(graph.source)
+    return Path(f"{graph.source}|{benchmarks.directory}")
+
+
+def _fingerprint(ws: Workspace, graph: GraphIndex, benchmarks: BenchmarkIndex) -> Any | None:
     """What the memo depends on: the graph piece's and the benchmark piece's fingerprints;
     None when either is unknown or too recent to trust."""
-    if ws.layout.benchmark_dir is None:
-        return None
     graph_piece = ws.pieces.get(("graph", graph.source))
-    bench_piece = ws.pieces.get(("benchmark", str(ws.layout.benchmark_dir)))
+    bench_piece = ws.pieces.get(("benchmark", benchmarks.directory))
     if graph_piece is None or bench_piece is None or graph_piece.racy or bench_piece.racy:
         return None
     return (MEMO_VERSION, graph_piece.fingerprint, bench_piece.fingerprint)

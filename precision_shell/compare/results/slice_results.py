@@ -60,6 +60,7 @@ class SliceResult:
     not_compared: int = 0  # rows that could not be compared (an unreadable file...)
     files_done: int | None = None  # dump files compared, of `files_total` (None: not known)
     files_total: int | None = None
+    right: str | None = None  # its benchmark dir (tf/dump/, or a rank's or step's)
 
     @classmethod
     def from_json(cls, entry: dict[str, Any]) -> SliceResult:
@@ -81,6 +82,7 @@ class SliceResult:
             not_compared=not_compared if isinstance(not_compared, int) else 0,
             files_done=done if isinstance(done, int) else None,
             files_total=total if isinstance(total, int) else None,
+            right=entry["right"] if isinstance(entry.get("right"), str) else None,
         )
 
     @property
@@ -126,6 +128,15 @@ class RankStepTable:
         shown, ranks = set(self.steps), set(self.ranks)
         left = {s for r, s in self.dumped if r in ranks and s not in shown}
         return sorted(left, key=number_order)
+
+    def benchmark_dirs(self) -> list[tuple[str, list[str]]]:
+        """(benchmark dir, the labels of the compares against it), when the compares of
+        this table were against more than one (tf/dump/ and rank or step dirs); else []."""
+        by_dir: dict[str, list[str]] = {}
+        for entry in self.results:
+            if entry.right is not None and entry.against is None:
+                by_dir.setdefault(entry.right, []).append(entry.label)
+        return list(by_dir.items()) if len(by_dir) > 1 else []
 
     @property
     def dumped_not_compared(self) -> bool:

@@ -24,10 +24,9 @@ from typing import Any
 from precision_shell.compare.pipeline.plan import (
     ComparePlan,
     FileTask,
-    benchmark_plan,
 )
 from precision_shell.compare.pipeline.plan_memos import PlanMemos
-from precision_shell.compare.plan_selection import EmptySlice, empty_slice
+from precision_shell.compare.plan_selection import EmptySlice, empty_slice, slice_plan
 from precision_shell.compare.results.summary import CompareRecord, RunSummary, SummaryBacked
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.statistics.judge import (
@@ -281,13 +280,10 @@ def statistics_plans(
     memos = PlanMemos(ws)
     for where in slices:
         graph = graph_of(where)
-        label = f"{run.name} {where.label}"
-        # ranks and steps of one graph: its part of the plan once
-        memo = memos.memo_for(graph, ws.benchmark)
-        plan = benchmark_plan(
-            ws, run, graph, dumps=where.dumps, left=label, statistics=True, memo=memo
-        )
-        if plan.tasks:
+        plan = slice_plan(ws, run, graph, where, memos, statistics=True)
+        if isinstance(plan, EmptySlice):
+            empty.append(plan)
+        elif plan.tasks:
             plans.append((where, plan, graph))
         else:
             empty.append(empty_slice(where, graph, "statistics dump"))
@@ -310,6 +306,7 @@ def summary_of(ws: Workspace, rule: ThresholdRule, compares: list[StatisticsComp
                 "step": where.step if where is not None else None,
                 "graph": ",".join(where.graph_names) if where is not None else None,
                 "csv": str(compare.csv_path),
+                "right": compare.plan.right,
                 "rows": len(compare.rows),
                 "failed": len(failing),
                 "first_failed_op": failing[0].op_name if failing else None,

@@ -1,0 +1,96 @@
+"""A step compared with its own benchmark dir (`tf/dump/step<S>/`): `vc` reads that step's
+tensors and says which dir each (rank, step) was compared with, `ni` and the replay use them,
+and a step with no benchmark anywhere is said so rather than compared with another's."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from precision_shell.replay.session import replay_op_in_workspace
+from precision_shell.workspace.workspace import Workspace
+from tests.commands.shell_fixture import CONV2, open_shell, rendered, run_fail, run_ok
+from tests.workspace.test_rank_step_checks import _add, _step_dir
+
+RELU2 = "relu2_Relu"  # the benchmark file of CONV2's output 0
+
+
+def _bench(root: Path) -> Path:
+    return root / "precision_data" / "tf" / "dump"
+
+
+@pytest.fixture
+def two_steps(tiny_demo) -> Path:
+    """Step 1 a copy of step 0; tf/dump/step1/ a copy of tf/dump/ with relu2's output
+    negated (as if the weights had changed between the steps)."""
+    root, _ = tiny_demo
+    _add(_step_dir(root), "0", "1")
+    step1 = _bench(root) / "step1"
+    step1.mkdir()
+    for f in _bench(root).glob("*.npy"):
+        shutil.copy(f, step1 / f.name)
+    (negated,) = step1.glob(f"{RELU2}.0.*.npy")
+    np.save(negated, -np.load(negated))
+    return root
+
+
+def _output_row(csv_path: str, op: str) -> dict[str, str]:
+    with open(csv_path, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return next(r for r in rows if r["TensorIndex"] == f"{op}:output:0")
+
+
+def test_each_step_is_compared_with_its_own_benchmark_dir(two_steps):
+    result = run_ok(open_shell(two_steps), "vc --step all")
+    summary = json.loads((result.out_dir / "summary.json").read_text())
+    step0, step1 = summary["results"]
+    assert Path(step0["right"]) == _bench(two_steps)
+    assert Path(step1["right"]) == _bench(two_steps) / "step1"
+    cos0 = _output_row(step0["csv"], CONV2)["CosineSimilarity"]
+    cos1 = _output_row(step1["csv"], CONV2)["CosineSimilarity"]
+    assert float(cos0) > 0.5 and cos1 == f"-{cos0}"  # the same dump, the negated benchmark
+    text = rendered(result)
+    assert "against tf/dump/: rank 0 step 0" in text
+    assert "against tf/dump/step1/: rank 0 step 1" in text
+    # the table vcs prints reads the same entries
+    assert "against tf/dump/step1/: rank 0 step 1" in rendered(run_ok(open_shell(two_steps), "vcs"))
+
+
+def test_ni_and_the_replay_read_the_steps_benchmark(two_steps):
+    text = rendered(run_ok(open_shell(two_steps), f"ni {CONV2} --step 1"))
+    assert f"step1/{RELU2}.0." in text
+    assert f" {RELU2}.0." in rendered(run_ok(open_shell(two_steps), f"ni {CONV2} --step 0"))
+    ws = Workspace.open(two_steps, use_cache=False)
+    report = replay_op_in_workspace(ws, None, CONV2, "0", "1")
+    (out,) = report.outputs
+    assert out.benchmark is not None and Path(out.benchmark).parent == _bench(two_steps) / "step1"
+    first = replay_op_in_workspace(ws, None, CONV2, "0", "0")
+    assert first.outputs[0].benchmark is not None
+    assert Path(first.outputs[0].benchmark).parent == _bench(two_steps)
+
+
+def test_a_step_without_a_benchmark_is_said_so_not_compared_with_another(two_steps):
+    for f in _bench(two_steps).glob("*.npy"):  # only step 1 has benchmark tensors now
+        f.unlink()
+    shell = open_shell(two_steps)
+    result = run_ok(shell, "vc --step all")
+    summary = json.loads((result.out_dir / "summary.json").read_text())
+    assert [(r["rank"], r["step"]) for r in summary["results"]] == [("0", "1")]
+    assert summary["nothing_to_compare"] == [
+        {
+            "rank": "0",
+            "step": "0",
+            "reason": "no benchmark tensor in tf/dump/rank0/step0/, step0/, rank0/ or "
+            "tf/dump/ itself",
+        }
+    ]
+    failed = run_fail(shell, "vc --step 0")
+    assert failed.error == (
+        "debug_0 rank 0 step 0: no benchmark tensor in tf/dump/rank0/step0/, step0/, rank0/ "
+        "or tf/dump/ itself"
+    )
