@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
 # why the root cause shown is in its (rank, step), unless `--replay all` moved it
 FIRST_CARD = "the first step with a root cause, then the earliest op across its cards"
+ONE_SELECTED = "the one selected; the other ranks and steps were not compared"
 
 
 @dataclass
@@ -359,6 +360,8 @@ def diagnose_compare(
     compare.summary.write(compare.summary_path)
     check.diagnosis = diagnosis
     check.summary = summary_of(ctx, table, None, [], limit, compare.summary)
+    # the (rank, step) shown, named (and in the next commands) when the run has others
+    named = entry if entry is not None and (several or left_out) else None
     if diagnosis.causes:
         cause = diagnosis.causes[0]
         rows = [r for r in table.rows if r.op_name == cause.op]
@@ -371,9 +374,9 @@ def diagnose_compare(
             graph.get(cause.op),
             rows,
             readings,
-            _next_commands(ctx, cause, rows, entry if several else None),
-            where=entry.label if several and entry is not None else None,
-            where_why=moved,
+            _next_commands(ctx, cause, rows, named),
+            where=named.label if named is not None else None,
+            where_why=moved if several else ONE_SELECTED,
             cards=scope.verdict if scope is not None else None,
             card_notes=scope.notes if scope is not None else [],
             other_steps=later.notes if later is not None else [],

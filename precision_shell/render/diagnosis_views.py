@@ -18,7 +18,7 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     replay_reading,
     stop_reason,
 )
-from precision_shell.compare.diagnosis.root_cause import RootCause
+from precision_shell.compare.diagnosis.root_cause import INPUT_EVIDENCE, RootCause
 from precision_shell.compare.diagnosis.slice_replays import SliceReplays
 from precision_shell.compare.rank_divergence import rank_list_text
 from precision_shell.explore.nonfinite_origin import NonfiniteHit, NonfiniteOrigin
@@ -209,6 +209,9 @@ def _replay_rows(head: Table, cause: RootCause) -> None:
     """evidence / own / inherited / replay rows: the replay's split of the op's error."""
     out = cause.replay
     if out is None:
+        if cause.input_differs:
+            head.add_row("evidence", Text(INPUT_EVIDENCE))
+            return
         why = f" (no replay: {cause.replay_skipped})" if cause.replay_skipped else ""
         head.add_row("evidence", Text(f"estimate from the compare{why}"))
         return

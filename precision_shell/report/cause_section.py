@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from precision_shell.compare.diagnosis.root_cause import INPUT_EVIDENCE
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.replay.session import finite_only_text
 from precision_shell.report.data import ReportData
@@ -144,6 +145,8 @@ def _split_facts(cause: dict[str, Any]) -> list[tuple[str, str]]:
     if isinstance(kind, dict):
         return [("Evidence", esc(_evidence(kind)))]
     measures = esc(_evidence(cause.get("measures")))
+    if kind == "input":
+        return [("Evidence", esc(INPUT_EVIDENCE)), ("Measures", measures)]
     if kind != "replay":
         own = cause.get("own_error")
         drop = own.get("drop_db") if isinstance(own, dict) else None

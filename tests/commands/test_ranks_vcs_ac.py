@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from precision_shell.commands.ac_diagnosis import ONE_SELECTED
 from precision_shell.compare.metrics.cells import COSINE
 from precision_shell.compare.results.latest import GREEN, RED
 from precision_shell.demo.builder import build_demo
@@ -244,7 +245,12 @@ def test_ac_c_on_identical_cards_says_every_card(tiny_demo):
         "step": "0",
     }
     only = run_ok(shell, "ac -c --rank 1")
-    assert only.root_cause.where is None  # one slice compared: nothing to compare it with
+    # one slice compared, of a run with others: named, and so are the hints (QA: they read
+    # rank 0 step 0 when followed)
+    assert only.root_cause.where == "rank 1 step 0"
+    assert only.root_cause.where_why == ONE_SELECTED
+    assert only.root_cause.cards is None  # nothing to compare it with
+    assert all("--rank 1 --step 0" in hint for hint in only.root_cause.next_commands)
     assert [r["rank"] for r in only.compare.summary.results] == ["1"]
     assert only.compare.summary.diagnosis.root_causes[0]["rank"] == "1"
     assert "ranks: 0, 1" in run_fail(shell, "ac --rank 9").error

@@ -13,6 +13,9 @@ import shutil
 
 import pytest
 
+from precision_shell.settings import Settings
+from precision_shell.shell.context import ShellContext
+from precision_shell.shell.dispatcher import Dispatcher
 from tests.commands.shell_fixture import open_shell, rendered, run_ok
 from tests.diagnosis.drift_cards import DRIFT_FIRST, FAULTY, drift_layout
 
@@ -57,3 +60,25 @@ def test_the_report_of_a_drift_only_card_says_the_same_on_every_step(drift_cards
     for rank, step in (("0", "0"), ("0", "1"), ("1", "1")):
         report = run_ok(shell, f"report --rank {rank} --step {step}")
         assert f"root cause: {run}" in " ".join(rendered(report, 400).split()), (rank, step)
+
+
+def test_cards_failing_a_strict_threshold_by_drift_do_not_share_a_proven_fault(
+    drift_cards, tmp_path
+):
+    """QA: with thresholds strict enough that drift fails them at the faulty op on every
+    card, the cards line said "on every card: ... suspect the op, not one card" although only
+    rank 2's replay proves the fault and the other cards' replays clear the op there."""
+    shell, _ = drift_cards
+    root = shell.context.workspace.root.parent
+    strict = tmp_path / "strict.toml"
+    strict.write_text("[thresholds]\nrelative_euclidean_distance = 0.03\n")
+    context = ShellContext(root, Settings.load(user_file=strict), use_cache=False)
+    check = run_ok(Dispatcher(context), "ac -c --rank all --step all")
+    panel = check.root_cause
+    assert (panel.cause.op, panel.where) == (FAULTY, "rank 2 step 1")
+    ok = [r for r in check.compare.summary.results if (r["rank"], r["step"]) == ("0", "1")]
+    assert ok and ok[0]["failed"] > 0  # the drift-only cards do fail the strict thresholds
+    assert panel.cards == (
+        "rank 2 only: its replay proves the fault here; ranks 0, 1 fail the thresholds here "
+        "too, but their replay clears the op (drift): suspect that card or its input data"
+    )

@@ -30,8 +30,10 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     measured_fault,
     measured_text,
     proof_text,
+    proves_fault,
 )
 from precision_shell.compare.diagnosis.root_cause import OUTLIER_DROP, RootCause
+from precision_shell.compare.pipeline.matcher import input_source
 from precision_shell.compare.rank_divergence import rank_list_text
 from precision_shell.compare.results.schema import ResultRow, ResultTable
 from precision_shell.compare.results.slice_results import SliceResult, first_wrong_order
@@ -54,7 +56,20 @@ class CardDiagnosis:
         return self.diagnosis.causes[0] if self.diagnosis.causes else None
 
     def outputs_of(self, op: str) -> list[ResultRow]:
-        return [r for r in self.table.rows if r.op_name == op and r.kind == "output" and r.compared]
+        """The compared rows of `op`'s outputs; for an op with no dump of its own (a network
+        input), its consumers' input rows it feeds, as the root cause reads it."""
+        rows = self.table.rows
+        found = [r for r in rows if r.op_name == op and r.kind == "output" and r.compared]
+        if found:
+            return found
+        return [
+            r
+            for r in rows
+            if r.kind == "input"
+            and r.compared
+            and (source := input_source(self.graph, r.op_name, r.slot)) is not None
+            and source[0] == op
+        ]
 
 
 def first_card(cards: list[CardDiagnosis]) -> CardDiagnosis | None:
@@ -117,6 +132,13 @@ def fault_of_its_own(own: RootCause, faults: set[str]) -> bool:
     at an op where the chosen card has none (`faults`, from `fault_ops`). Drift, which every
     card has alike, is not; nor is the chosen card's own fault found on another card too."""
     return own.op not in faults and is_fault(own)
+
+
+def _clears(card: CardDiagnosis, op: str) -> bool:
+    """The card's replay ran at `op` and proves no fault there."""
+    done = card.diagnosis.replays
+    out = done.worst(op) if done is not None else None
+    return out is not None and not proves_fault(out)
 
 
 def _replayed(card: CardDiagnosis) -> bool:
@@ -283,6 +305,10 @@ def card_scope(
     passing: list[str] = []
     after_own: list[str] = []  # cards failing here that have a root cause of their own
     unseen: list[str] = []
+    cleared: list[str] = []  # cards failing here whose replay clears the op: drift there
+    # a fault the chosen card's replay proves here is shared only by cards whose replay
+    # does not clear the op
+    proven_here = cause.replay is not None and proves_fault(cause.replay)
     notes: list[str] = []
     elsewhere: list[tuple[SliceResult, RootCause]] = []
     # cards matching here whose root cause is one the chosen card shares, by (op, what)
@@ -310,6 +336,8 @@ def card_scope(
             unseen.append(other.rank)
         elif not fails_here:
             passing.append(other.rank)
+        elif proven_here and _clears(card, cause.op):
+            cleared.append(other.rank)
         elif own is not None and apart and own.position < cause.position:
             after_own.append(other.rank)  # its failure here may be inherited from its own
         else:
@@ -326,21 +354,28 @@ def card_scope(
         if after_own
         else ""
     )
+    one_cleared = len(cleared) == 1
+    unseen_text = (
+        f"; {_ranks(cleared)} {'fails' if one_cleared else 'fail'} the thresholds here too, "
+        f"but {'its' if one_cleared else 'their'} replay clears the op (drift)"
+        if cleared
+        else ""
+    ) + unseen_text
     if len(here) > 1 and not passing and not after_own:
         # a replay that clears the op (its kernel computes what it is given, no fault measured
         # and no loss of its own): what every card shares there is drift, not a faulty op
-        cleared = cause.replay is not None and not is_fault(cause)
+        op_cleared = cause.replay is not None and not is_fault(cause)
         if notes:
             suspect = (
                 "the replay clears the op (drift), see each card named below"
-                if cleared
+                if op_cleared
                 else "suspect the op, and each card named below"
             )
             verdict = (
                 f"on every card: all {len(here)} cards fail here at step {entry.step}, but "
                 f"they disagree (below): {suspect}{unseen_text}"
             )
-        elif cleared:
+        elif op_cleared:
             verdict = (
                 f"on every card: all {len(here)} cards fail here at step {entry.step}; the "
                 f"replay clears the op: drift every card shares, not one card{unseen_text}"
@@ -353,15 +388,23 @@ def card_scope(
                 f"{suspect}, not one card{unseen_text}"
             )
     elif len(here) == 1 and passing and not after_own:
-        verdict = (
-            f"rank {entry.rank} only: "
-            + (
+        matching = (
+            (
                 "the other card matches"
                 if len(passing) == 1
                 else f"the other {len(passing)} cards match"
             )
-            + " the benchmark here: "
+            if not cleared
+            else f"{_ranks(passing)} {'matches' if len(passing) == 1 else 'match'}"
+        )
+        verdict = (
+            f"rank {entry.rank} only: {matching} the benchmark here: "
             f"suspect that card or its input data{unseen_text}"
+        )
+    elif len(here) == 1 and cleared and not after_own:
+        verdict = (
+            f"rank {entry.rank} only: its replay proves the fault here{unseen_text}: suspect "
+            "that card or its input data"
         )
     elif passing:
         verdict = (

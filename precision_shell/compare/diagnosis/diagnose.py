@@ -84,7 +84,8 @@ def cause_json(cause: RootCause) -> dict[str, Any]:
             "overflow": out.overflow,
         }
     else:
-        payload["evidence"] = "estimate"
+        # a network input that differs is read off the compare directly, no estimate
+        payload["evidence"] = "input" if cause.input_differs else "estimate"
         payload["own_error"] = {"drop_db": measures["drop_db"]}
         payload["inherited_error"] = None
         if cause.replay_skipped is not None:

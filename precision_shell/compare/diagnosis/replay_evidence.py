@@ -189,6 +189,8 @@ def measured_fault(cause: RootCause) -> bool:
     NaN/inf is born there (finite inputs, a non-finite output: an infinite drop) and no
     replay ran to clear it. Which (rank, step) `ac -c` shows, and whether its default replay
     goes on to other cards, rest on this."""
+    if cause.input_differs:
+        return True
     if cause.replay is not None:
         return proves_fault(cause.replay)
     return cause.drop_db == math.inf
@@ -196,6 +198,8 @@ def measured_fault(cause: RootCause) -> bool:
 
 def measured_text(cause: RootCause) -> str | None:
     """What was measured of `cause` (`measured_fault`), as the panel says it; None: nothing."""
+    if cause.input_differs:
+        return "the network input itself differs from the benchmark"
     if cause.replay is None and cause.drop_db == math.inf:
         return "NaN/inf is born there from finite inputs"
     return proof_text(cause.replay)
@@ -310,9 +314,9 @@ def rerank(
     graph: GraphIndex,
     evidence: dict[str, OpEvidence],
 ) -> list[RootCause]:
-    """The causes with their replays attached, proven-wrong kernels first, then the other
-    faults the replay proves (constants that differ, an overflow born here), then the rest
-    (module rule)."""
+    """The causes with their replays attached: a network input that differs first, then
+    proven-wrong kernels, then the other faults the replay proves (constants that differ, an
+    overflow born here), then the rest (module rule)."""
     found = [replace(c, replay=done.worst(c.op), replay_skipped=done.skipped(c.op)) for c in causes]
     named = {c.op for c in causes}
     for op in dict.fromkeys(done.wrong + done.differing):
@@ -335,7 +339,10 @@ def rerank(
     # the other proven faults keep the heuristic's order (an op it missed comes after those
     # it named, in the pass's order): ahead of every cause the replay did not prove
     proven = [c for c in found if proves_fault(c.replay) and not proves_wrong(c.replay)]
-    return wrong + proven + [c for c in found if not proves_fault(c.replay)]
+    rest = [c for c in found if not proves_fault(c.replay)]
+    # a network input fed other data comes first: what goes wrong after it follows from it
+    first = [c for c in found if c.input_differs]
+    return first + [c for c in wrong + proven + rest if not c.input_differs]
 
 
 def isolated_reason(out: OutputReplay) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from precision_shell.compare.pipeline.matcher import constant_input, input_source
@@ -85,6 +85,12 @@ class OpEvidence:
     is_source: bool = False  # no data inputs in the graph: a network input (Data op)
 
 
+# The evidence of a network input that differs (`RootCause.input_differs`), as views say it.
+INPUT_EVIDENCE = (
+    "the compare itself: the network input differs from the benchmark before any op runs"
+)
+
+
 @dataclass(frozen=True)
 class RootCause:
     op: str
@@ -102,6 +108,9 @@ class RootCause:
     replay_skipped: str | None = None  # why a replay was tried and could not run
     # whether any input comes from a constant (weights, bias); None: not known
     takes_constants: bool | None = None
+    # a network input whose values fail the thresholds: the device was fed other data, so
+    # whatever goes wrong after it (an overflow included) follows from it; measured, first
+    input_differs: bool = False
 
     def evidence(self) -> dict:
         """The compare's numbers for this op, as summary.json holds them (`json_number`)."""
@@ -220,13 +229,16 @@ def localise(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> list[RootCau
             continue
         if ev.is_source:
             reason = "network input differs from the benchmark: " + reason
-        found.append(
-            _cause_of(
-                graph, ev.name, ev.op_type, ev.index, ev.position, reason, in_q, in_cos, drop, out
-            )
+        cause = _cause_of(
+            graph, ev.name, ev.op_type, ev.index, ev.position, reason, in_q, in_cos, drop, out
         )
+        found.append(replace(cause, input_differs=True) if ev.is_source and out.fails else cause)
     found.sort(
-        key=lambda c: (-round(c.drop_db, 1) if math.isfinite(c.drop_db) else -math.inf, c.position)
+        key=lambda c: (
+            not c.input_differs,
+            -round(c.drop_db, 1) if math.isfinite(c.drop_db) else -math.inf,
+            c.position,
+        )
     )
     return found
 
