@@ -34,6 +34,7 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     DEFAULT_BUDGET_S,
     DEFAULT_REPLAY_MODE,
     ReplayPass,
+    before,
     measured_fault,
     measured_text,
     replay_pass,
@@ -174,11 +175,18 @@ def _replayer(
         if choice.mode != "candidates":
             return done
         rest = untargeted(ws, run, graph, evidence, causes, targets, rank, step)
-        failing = _fails_any(evidence)
-        if rest and failing and not done.proves_any() and not (done.unreached or done.interrupted):
+        finished = not (done.unreached or done.interrupted)
+        fault = done.first_fault(graph)
+        if rest and finished and fault is None and _fails_any(evidence):
             done.widen(one_pass(rest, "all", spent_s + done.elapsed_s))
-        else:
-            done.left_out = replayable(graph, rest)
+            return done
+        # a proven fault: an earlier root cause can only be among the ops before it
+        earlier = before(graph, rest, fault) if finished and fault is not None else []
+        if fault is not None and earlier:
+            done.look_before(fault, one_pass(earlier, "all", spent_s + done.elapsed_s))
+            went_on = set(earlier)
+            rest = [name for name in rest if name not in went_on]
+        done.left_out = replayable(graph, rest)
         return done
 
     return run_pass

@@ -161,7 +161,8 @@ def _static_checks(
     default=DEFAULT_REPLAY_MODE,
     help="ops to recompute on the CPU from the device's own inputs: the root-cause "
     "candidates (default; every op of that rank and step when they prove no fault while "
-    "outputs fail), every op with a replay kernel in every rank and step compared, or none",
+    "outputs fail, the ops before the first fault when they prove one), every op with a "
+    "replay kernel in every rank and step compared, or none",
 )
 @argument(
     "--replay-budget",
@@ -215,8 +216,10 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
     first, then those leaving the others most) and shows a kernel it proves wrong on
     another card; candidates replays the diagnosed (rank, step) only and says so, and goes
     on to every other op there when the candidates prove no fault while outputs fail the
-    thresholds (a small fault under drift is seldom a candidate). summary.json
-    root causes say "evidence": "replay" or "estimate" with their "own_error".
+    thresholds (a small fault under drift is seldom a candidate), and to the ops before the
+    first fault they prove when they prove one (only those can hold an earlier root cause;
+    the ops after it are --replay all's). summary.json root causes say "evidence": "replay"
+    or "estimate" with their "own_error".
 
     ac -c -lt A -rt B on two MegEngine io dumps (or two SigmaStar DumpDebug dumps): vc's
     compare of the pair, then the root cause: MegEngine, a failing var none of whose inputs

@@ -294,6 +294,8 @@ def replay_pass_line(done: ReplayPass) -> str:
     mode = done.mode
     if done.widened:
         mode += ", then every op: the candidates proved no fault"
+    if done.before is not None:
+        mode += ", then the ops before the first fault they proved"
     parts = [f"replay ({mode}){where}: {len(done.reports)} ops replayed in {done.elapsed_s:.2f} s"]
     parts[0] += f", {len(wrong)} kernel{'s' if len(wrong) != 1 else ''} wrong"
     parts[0] += _differing_text(len(done.differing))
@@ -301,7 +303,9 @@ def replay_pass_line(done: ReplayPass) -> str:
         parts.append(f"{len(done.refused)} without a replay (no kernel, attribute or dump)")
     if done.undumped:
         parts.append(f"{done.undumped} not dumped")
-    if done.not_reached:
+    if done.before is not None:
+        parts.append(before_fault_text(done))
+    elif done.not_reached:
         why = stop_reason(done.interrupted, done.budget_s)
         parts.append(f"{done.not_reached} not reached ({why})")
     if done.left_out:
@@ -310,6 +314,20 @@ def replay_pass_line(done: ReplayPass) -> str:
             "not replayed (--replay all replays them)"
         )
     return "; ".join(parts)
+
+
+def before_fault_text(done: ReplayPass) -> str:
+    """How far the candidates' going on to the ops before their first proven fault got
+    (`ReplayPass.look_before`): every one, or how many the budget (or Ctrl-C) left."""
+    ops = f"other dumped op{'s' if done.earlier != 1 else ''} before {done.before}"
+    first = "(the first fault the candidates proved)"
+    if not done.earlier_left:
+        return f"the {done.earlier} {ops} {first} replayed too, to find a fault before it"
+    why = stop_reason(done.interrupted, done.budget_s)
+    return (
+        f"{done.earlier_left} of the {done.earlier} {ops} {first} not reached ({why}): an "
+        "earlier fault is not ruled out"
+    )
 
 
 def _differing_text(count: int) -> str:
@@ -329,8 +347,11 @@ def slice_replays_line(done: SliceReplays) -> str:
     if done.mode == "all":
         what = f"replay (all) of {len(passes)} rank/step slices"
     else:  # the default, gone on from the first slice (slice_replays.replay_until_proven)
+        then = "then every op where they proved no fault"
+        if any(p.before is not None for p in passes):
+            then += ", the ops before the first fault where they proved one"
         what = (
-            f"replay ({done.mode}, then every op where they proved no fault) of {len(passes)} "
+            f"replay ({done.mode}, {then}) of {len(passes)} "
             f"of {done.slices} rank/step slices ({passes[0].where} proved no fault: the others "
             "by how far they leave their step's other cards, but for steps after a measured "
             "fault)"
@@ -360,16 +381,19 @@ def slice_replays_line(done: SliceReplays) -> str:
     if undumped:
         per = f"{undumped[0]}" if len(undumped) == 1 else f"{undumped[0]}-{undumped[-1]}"
         parts.append(f"{per} ops not dumped per slice")
-    if unfinished:
+    # a pass cut while going on to the ops before its proven fault says so below
+    cut = [p for p in unfinished if p.before is None]
+    if cut:
         # a pass cut inside its candidates never got to the ops it would have gone on to
-        left = sum(p.not_reached + p.left_out for p in unfinished)
-        interrupted = any(p.interrupted for p in unfinished)
+        left = sum(p.not_reached + p.left_out for p in cut)
+        interrupted = any(p.interrupted for p in cut)
         why = stop_reason(interrupted, done.budget_s)
-        slices = ", ".join(p.where or "" for p in unfinished)
+        slices = ", ".join(p.where or "" for p in cut)
         parts.append(
             f"{left} not reached ({why}) on {slices}: "
             "ac -c --replay all --rank R --step S replays one slice"
         )
+    parts += [f"on {p.where}, {before_fault_text(p)}" for p in passes if p.before is not None]
     finished = [p for p in passes if p.left_out and not p.not_reached]
     left_out = sum(p.left_out for p in finished)
     if left_out:

@@ -144,7 +144,8 @@ def test_ac_c_runs_vc_then_vcs(demo):
     assert first["isolated_error"]["relative_euclidean_distance"] < 1e-3
     assert summary["replay"]["constants_differ"] == [CONV2]
     assert summary["replay"]["mode"] == "candidates" and summary["replay"]["kernel_wrong"] == []
-    assert "own error" in text and "replay (candidates):" in text
+    assert "own error" in text
+    assert "replay (candidates, then the ops before the first fault they proved): " in text
     assert any(
         a["detection"] == "float16 overflow" and a["op"] == "l2_loss/Sum" for a in summary["advice"]
     )

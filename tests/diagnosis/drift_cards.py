@@ -1,7 +1,7 @@
 """A multi-card workspace under float16 drift with a small fault on one card: the 60-block
 drift stack (tests.replay.test_isolated._deep) laid out on ranks x steps, every slice a hard
 link of the drift-only dumps but one, whose block40/conv2 filter is 1% off (no heuristic
-candidate covers it; only a replay finds it)."""
+candidate covers it; only a replay finds it), or which holds the faults given."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from tests.commands.test_second_dump_dir import _link_copy, _step_dir
 from tests.replay.test_isolated import _deep
 
 FAULTY = "block40/conv2/Conv2Dblock40/relu2/Relu"
+ONE_PERCENT_FILTER = Fault(WRONG_CONSTANT, "block40/conv2/Conv2D", 0.01)
 DRIFT_FIRST = "block44/conv2/Conv2Dblock44/relu2/Relu"  # where drift alone fails first
 
 
@@ -20,13 +21,12 @@ def drift_layout(
     ranks: int,
     steps: int,
     faulty_at: tuple[str, str],  # noqa: ANN001
+    faults: tuple[Fault, ...] = (ONE_PERCENT_FILTER,),
 ) -> Path:
-    """The workspace root: ranks 0..ranks-1 x steps 0..steps-1, the 1% filter on
+    """The workspace root: ranks 0..ranks-1 x steps 0..steps-1, `faults` (the 1% filter) on
     `faulty_at` (rank, step)."""
     root = _deep(tmp_path_factory.mktemp("drift"))
-    faulty = _deep(
-        tmp_path_factory.mktemp("faulty"), Fault(WRONG_CONSTANT, "block40/conv2/Conv2D", 0.01)
-    )
+    faulty = _deep(tmp_path_factory.mktemp("faulty"), *faults)
     step = _step_dir(root)
     device = step.parents[2]  # <ts>/0/<graph>/<model>/<step>
     for rank in map(str, range(ranks)):

@@ -119,9 +119,10 @@ def test_a_replay_of_one_card_says_which(two_cards):
     check = run_ok(two_cards, "ac -c")
     assert check.diagnosis.replays.where == "rank 0 step 0" and check.slice_replays is None
     line = next(ln for ln in rendered(check, 400).splitlines() if ln.startswith("replay ("))
+    # its candidates prove conv2's constants differ; conv1 and pool1 before it are replayed too
     assert line.startswith(
-        "replay (candidates) of rank 0 step 0 only (ac -c --rank R --step S replays another; "
-        "--replay all every compared slice): "
+        "replay (candidates, then the ops before the first fault they proved) of rank 0 step 0 "
+        "only (ac -c --rank R --step S replays another; --replay all every compared slice): "
     )
     summary = json.loads(check.compare.summary_path.read_text())["diagnosis"]
     assert summary["replay"]["slice"] == "rank 0 step 0" and "slices" not in summary["replay"]

@@ -10,7 +10,12 @@ Which ops (`ac -c --replay MODE`):
 When the candidates prove no fault while outputs fail the thresholds (what drift alone looks
 like, and a small fault hidden under it), "candidates" goes on to every other op, as "all"
 orders them, within the same budget (`ReplayPass.widen`): a wrong constant of 1% under
-float16 drift is often no candidate at all.
+float16 drift is often no candidate at all. When the candidates prove a fault, it goes on to
+the other dumped ops before the first fault they prove (execution order), in "all"'s order,
+within the same budget (`ReplayPass.look_before`): only those can hold an earlier root cause
+(a small kernel error upstream of a large wrong constant loses too little to be a candidate),
+and the root cause is then the one "all" would name among them. The ops after it are left to
+"all".
 A time budget bounds the pass (checked between ops); ops it did not reach are counted, never
 guessed at. Ctrl-C ends the pass early the same way.
 
@@ -77,20 +82,35 @@ class ReplayPass:
     where: str | None = None  # the (rank, step) replayed, when the compare covered several
     widened: bool = False  # "candidates" went on to every op: they proved no fault (`widen`)
     left_out: int = 0  # dumped ops with a replay kernel this pass did not target
-
-    def proves_any(self) -> bool:
-        """Some op's replay proves a fault (`proves_fault`)."""
-        return any(proves_fault(self.worst(op)) for op in self.reports)
+    # "candidates" went on to the dumped ops before the first fault they proved (`look_before`)
+    before: str | None = None  # that fault's op
+    earlier: int = 0  # the other dumped ops before it the pass went on to
+    earlier_left: int = 0  # of those, the ones the budget (or Ctrl-C) left
 
     def widen(self, more: ReplayPass) -> None:
         """Take in the pass that went on to every other op after this one's candidates."""
+        self._take_in(more)
+        self.widened, self.left_out = True, 0
+
+    def look_before(self, fault: str, more: ReplayPass) -> None:
+        """Take in the pass that went on to the other dumped ops before `fault`, the first
+        fault this one's candidates proved."""
+        self._take_in(more)
+        self.before, self.earlier_left = fault, more.not_reached
+        self.earlier = len(more.reports) + len(more.refused) + more.not_reached
+
+    def _take_in(self, more: ReplayPass) -> None:
         self.reports.update(more.reports)
         self.refused.update(more.refused)
         self.undumped += more.undumped
         self.unreached = [*self.unreached, *more.unreached]
         self.interrupted = self.interrupted or more.interrupted
         self.elapsed_s += more.elapsed_s
-        self.widened, self.left_out = True, 0
+
+    def first_fault(self, graph: GraphIndex) -> str | None:
+        """The op, first in execution order, whose replay proves a fault; None: none does."""
+        proven = [rec for rec in graph.in_order(self.reports) if proves_fault(self.worst(rec.name))]
+        return proven[0].name if proven else None
 
     @property
     def not_reached(self) -> int:
@@ -141,6 +161,9 @@ class ReplayPass:
             "elapsed_s": round(self.elapsed_s, 3),
             "widened": self.widened,
             "left_out": self.left_out,
+            "before_fault": self.before,
+            "before_fault_ops": self.earlier,
+            "before_fault_not_reached": self.earlier_left,
         }
 
 
@@ -240,6 +263,16 @@ def untargeted(
         name
         for name in replay_targets(graph, evidence, causes, "all")
         if name not in targeted and ws.dump_files(run, name, rank, step)
+    ]
+
+
+def before(graph: GraphIndex, names: Sequence[str], op: str) -> list[str]:
+    """Those of `names` (their order kept) that run before `op`."""
+    rec = graph.get(op)
+    if rec is None:
+        return []
+    return [
+        name for name in names if (r := graph.get(name)) is not None and r.position < rec.position
     ]
 
 
