@@ -68,9 +68,13 @@ def report_command(ctx: ShellContext, args: argparse.Namespace) -> ReportWritten
             f"report: {csv_path.name} is a statistics compare; the HTML report is for tensor "
             "compares (vcs shows it, ac -c ranks its suspects)"
         )
-    if args.rank is not None or args.step is not None:
-        slices = pick.slices(summary_beside(csv_path))
-        csv_path = slice_csv(slices, csv_path, args.rank, args.step, "report")
+    try:
+        summary = summary_beside(csv_path)
+    except PrecisionError:
+        if args.rank is not None or args.step is not None:
+            raise
+        summary = None  # the report says what is wrong with it
+    csv_path = slice_csv(pick.slices(summary), csv_path, args.rank, args.step, "report")
     rule = ThresholdRule.from_settings(ctx.settings)
     ws: Workspace | None
     if is_foreign_result(csv_path):

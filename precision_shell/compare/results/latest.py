@@ -19,6 +19,7 @@ from precision_shell.compare.results.schema import ResultRow, is_statistics_csv
 from precision_shell.compare.results.slice_results import (
     RunSlices,
     SliceResult,
+    default_csv,
     diagnosed_slice,
     entry_csv,
     entry_for_csv,
@@ -186,6 +187,8 @@ def latest_compare(
         path = entry_csv(wanted, path)
         if not path.is_file():
             return SliceNotCompared(f"{path}: the CSV of {wanted.label} is missing")
+    else:
+        path = default_csv(slices, path)
     upto = pick.journaled_length(path)  # an unfinished run's: its journaled rows only
     entry = entry_for_csv(results, path)
     several = len(results) + len(slices.not_begun) > 1

@@ -311,6 +311,18 @@ def entry_for_csv(results: list[SliceResult], csv_path: Path) -> SliceResult | N
     return next((r for r in results if Path(r.csv).name == csv_path.name), None)
 
 
+def default_csv(slices: RunSlices, csv_path: Path) -> Path:
+    """The CSV shown when no --rank/--step picks one: `csv_path` (the primary: the lowest
+    rank's first step), but for `vc --across ranks`, whose pairs have no primary, the first
+    pair with a failing output (the `first:` of the verdict line), else the first pair."""
+    pairs = [r for r in slices.results if r.against is not None]
+    if not pairs:
+        return csv_path
+    chosen = next((r for r in pairs if r.failed), pairs[0])
+    path = entry_csv(chosen, csv_path)
+    return path if path.is_file() else csv_path
+
+
 def slice_csv(
     slices: RunSlices,
     csv_path: Path,
@@ -320,9 +332,10 @@ def slice_csv(
 ) -> Path:
     """The CSV of the (rank, step) asked for; `csv_path` (the primary) when neither is given.
 
-    Only a rank: its first step compared; only a step: the lowest rank compared at it."""
+    Only a rank: its first step compared; only a step: the lowest rank compared at it.
+    Neither: `default_csv`."""
     if rank is None and step is None:
-        return csv_path
+        return default_csv(slices, csv_path)
     results = slices.results
     begun_not = [
         w
