@@ -227,6 +227,11 @@ def _not_compared(primary: Path, rank: str, step: str, slices: RunSlices) -> str
             f"was cut short before it; vc --resume -o {primary.parent} compares it"
         )
     results = slices.results
+    if slices.known is not None and (rank, step) not in slices.known:
+        return (
+            f"the latest compare ({primary.parent}) predates rank {rank} step {step}: it was "
+            f"dumped after that compare ran (vc --rank {rank} --step {step} compares it)"
+        )
     there = some_of([r.label for r in results], 4)
     return (
         f"the latest compare ({primary.parent}) did not compare rank {rank} step {step}; it "
