@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from precision_shell.compare.results.input_changes import stale_compare_line
 from precision_shell.compare.results.run_state import pick_result_csv
 from precision_shell.compare.results.schema import is_statistics_csv
 from precision_shell.compare.results.slice_results import slice_csv
@@ -86,4 +87,7 @@ def report_command(ctx: ShellContext, args: argparse.Namespace) -> ReportWritten
         ws = ctx.workspace
     written = write_report(ws, rule, csv_path, args.output, args.depth, pick)
     written.notes[:0] = pick.notes("report")
+    stale = stale_compare_line(ws, summary, csv_path) if ws is not None else None
+    if stale is not None:
+        written.notes.insert(0, stale)
     return written

@@ -305,11 +305,15 @@ def empty_slices(summary: RunSummary) -> frozenset[tuple[str, str]]:
 
 
 def compared_run(ws: Workspace, summary: RunSummary | None) -> RunIndex | None:
-    """The device run a summary's compare read ("debug_0 rank 0 step 0" names it)."""
+    """The device run a summary's compare read ("debug_0 rank 0 step 0" names it; a compare
+    of its only (rank, step) names the run's dump dir)."""
     if summary is None:
         return None
     left = summary.primary.left
-    return next((r for r in ws.runs if left.startswith(f"{r.name} rank ")), None)
+    named = next((r for r in ws.runs if left.startswith(f"{r.name} rank ")), None)
+    if named is not None or not summary.results or summary.results[0].get("rank") is None:
+        return named
+    return next((r for r in ws.runs if Path(left).is_relative_to(r.run.root)), None)
 
 
 def dumped_slices(run: RunIndex | None) -> frozenset[tuple[str, str]] | None:
