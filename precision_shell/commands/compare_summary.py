@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from precision_shell.compare.results.columns import (
     position,
 )
 from precision_shell.compare.results.columns_cache import CACHE_DIR
+from precision_shell.compare.results.input_changes import stale_compare_line
 from precision_shell.compare.results.run_state import (
     INTERRUPTED,
     ResultPick,
@@ -246,9 +248,23 @@ def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary |
     )
     result = summary_of(ctx, table, args.cosine, args.metric, args.limit, summary, pick)
     result.notes[:0] = pick.notes("vcs")
+    stale = stale_line(ctx, summary, shown)
+    if stale is not None:
+        result.notes.insert(0, stale)
     if args.plot:
         result.plot = op_cosines_of_columns(table, result.rule)
     return result
+
+
+def stale_line(
+    ctx: ShellContext, summary: RunSummary | None, csv_path: Path, files: Iterable[str] = ()
+) -> str | None:
+    """`stale_compare_line` for a reader: None for a compare outside any workspace."""
+    try:
+        ws = ctx.workspace
+    except PrecisionError:  # a foreign compare opened by itself
+        return None
+    return stale_compare_line(ws, summary, csv_path, files)
 
 
 def _summary_of(csv_path: Path) -> RunSummary | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from precision_shell.compare.results.input_changes import stale_compare_line
 from precision_shell.compare.results.run_state import pick_result_csv
 from precision_shell.compare.results.schema import is_statistics_csv
 from precision_shell.compare.results.slice_results import slice_csv
@@ -68,9 +69,13 @@ def report_command(ctx: ShellContext, args: argparse.Namespace) -> ReportWritten
             f"report: {csv_path.name} is a statistics compare; the HTML report is for tensor "
             "compares (vcs shows it, ac -c ranks its suspects)"
         )
-    if args.rank is not None or args.step is not None:
-        slices = pick.slices(summary_beside(csv_path))
-        csv_path = slice_csv(slices, csv_path, args.rank, args.step, "report")
+    try:
+        summary = summary_beside(csv_path)
+    except PrecisionError:
+        if args.rank is not None or args.step is not None:
+            raise
+        summary = None  # the report says what is wrong with it
+    csv_path = slice_csv(pick.slices(summary), csv_path, args.rank, args.step, "report")
     rule = ThresholdRule.from_settings(ctx.settings)
     ws: Workspace | None
     if is_foreign_result(csv_path):
@@ -82,4 +87,7 @@ def report_command(ctx: ShellContext, args: argparse.Namespace) -> ReportWritten
         ws = ctx.workspace
     written = write_report(ws, rule, csv_path, args.output, args.depth, pick)
     written.notes[:0] = pick.notes("report")
+    stale = stale_compare_line(ws, summary, csv_path) if ws is not None else None
+    if stale is not None:
+        written.notes.insert(0, stale)
     return written

@@ -9,6 +9,7 @@ return its result.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -208,6 +209,7 @@ def run_statistics(
 def _run(
     ws: Workspace, request: CompareRequest, progress: ProgressFor | None, slot: JournalSlot
 ) -> VectorCompareResult:
+    started = time.time_ns()  # before any input is looked at (summary.json started_ns)
     memos = PlanMemos(ws)
     primary, secondary = plans_for(ws, request, memos)
     selection = slice_plans(ws, request, primary, memos)
@@ -258,6 +260,7 @@ def _run(
         else [],
         nothing_to_compare=[e.record() for e in selection.empty],
         not_begun=[not_begun_record(where, plan) for where, plan in slices[len(done) :] if where],
+        started_ns=started,
     )
     summary.write(out_dir / SUMMARY_NAME)
     slot.finish(
@@ -291,6 +294,7 @@ def _run_across_ranks(
 ) -> RankDivergenceResult:
     if request.left or request.right:
         raise PrecisionError("vc: --across ranks compares the ranks of a run; drop -lt/-rt")
+    started = time.time_ns()  # before any input is looked at (summary.json started_ns)
     run = ws.run(request.run)
     graph = optional_graph(run, request.graph)
     warnings: list[str] = []
@@ -328,6 +332,7 @@ def _run_across_ranks(
             {"rank": p.rank, "step": p.step, "against": p.against, "files_total": len(p.plan.tasks)}
             for p in pairs[len(done) :]
         ],
+        started_ns=started,
     )
     summary.write(out_dir / SUMMARY_NAME)
     slot.finish(len(done) == len(pairs) and not any(r.interrupted for _, r in done))

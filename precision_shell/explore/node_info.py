@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from precision_shell.compare.pipeline.matcher import input_origin, record_output_origin
+from precision_shell.compare.results.input_changes import stale_compare_line
 from precision_shell.compare.results.latest import LatestCompare, latest_compare
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
@@ -18,6 +19,7 @@ from precision_shell.explore.tensor_target import (
     dump_file_tensors,
     tensor_stats_in_benchmark_layout,
 )
+from precision_shell.formats.benchmark import BenchmarkFile
 from precision_shell.formats.ge.graph import OpDef, TensorDesc
 from precision_shell.shell.context import ShellContext
 from precision_shell.workspace.dump_index import DumpFileRef
@@ -148,6 +150,21 @@ def _dump_rows(
         return files, [TensorRow("file", newest.file_name, error=str(exc))]
 
 
+def _op_benchmarks(
+    ws: Workspace,
+    graph: GraphIndex,
+    rec: OpRecord,
+    n_out: int,
+    scope: tuple[str | None, str | None],
+) -> list[tuple[str, int, BenchmarkFile]]:
+    """(kind, index, benchmark file) of the op's inputs and outputs that have one."""
+    wanted = [
+        ("input", k, ws.input_benchmark(graph, rec, k, *scope)) for k in range(len(rec.data_inputs))
+    ]
+    wanted += [("output", k, ws.output_benchmark(rec, k, *scope)) for k in range(n_out)]
+    return [(kind, k, b) for kind, k, b in wanted if b is not None]
+
+
 def _benchmark_rows(
     ctx: ShellContext,
     graph: GraphIndex,
@@ -159,13 +176,7 @@ def _benchmark_rows(
     (rank, step) shown; a rank's or step's dir is named with the file (`step1/x.0.1.npy`)."""
     ws = ctx.workspace
     rows: list[TensorRow] = []
-    wanted = [
-        ("input", k, ws.input_benchmark(graph, rec, k, *scope)) for k in range(len(rec.data_inputs))
-    ]
-    wanted += [("output", k, ws.output_benchmark(rec, k, *scope)) for k in range(n_out)]
-    for kind, k, benchmark in wanted:
-        if benchmark is None:
-            continue
+    for kind, k, benchmark in _op_benchmarks(ws, graph, rec, n_out, scope):
         shown = ws.benchmark_name(benchmark)
         try:
             stats = ws.benchmark_stats(benchmark)
@@ -235,6 +246,9 @@ def collect_node_info(
         if files:  # dumped, no rows: a compare cut short did not reach it yet
             info.compare_missing = latest.not_reached_text(rec.name)
         info.is_root_cause = latest.root_cause_here == rec.name
+        stale = _stale_line(ctx, run, graph, rec, n_out, latest, scope)
+        if stale is not None:
+            info.compare_notes = [stale, *info.compare_notes]
         if latest.root_cause == rec.name:
             info.root_cause_elsewhere = latest.root_cause_slice
     if depth is not None:
@@ -254,6 +268,25 @@ def collect_node_info(
             prefix = f"{run.name}_rank{where_rank}_step{where_step}"
         info.subgraph = write_subgraph(sub, ctx.workspace.output_dir("op_graph"), prefix)
     return info
+
+
+def _stale_line(
+    ctx: ShellContext,
+    run: RunIndex,
+    graph: GraphIndex,
+    rec: OpRecord,
+    n_out: int,
+    latest: LatestCompare,
+    scope: tuple[str | None, str | None],
+) -> str | None:
+    """The line beside the op's compare rows when files that compare read changed since: the
+    op's own dump and benchmark files are always checked (they are what its rows are of)."""
+    ws = ctx.workspace
+    if latest.entry is not None:
+        scope = (latest.entry.rank, latest.entry.step)
+    files = [r.path for r in ws.dump_files(run, rec.name, *scope)]
+    files += [b.path for _, _, b in _op_benchmarks(ws, graph, rec, n_out, scope)]
+    return stale_compare_line(ws, latest.summary, latest.csv_path, files)
 
 
 def _coloured_slice(

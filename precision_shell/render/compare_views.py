@@ -13,11 +13,12 @@ from precision_shell.commands.compare_summary import CompareSummary
 from precision_shell.compare.pipeline.execute import CompareRun, VectorCompareResult
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.slice_results import (
+    DUMPED_AFTER,
+    DUMPED_AFTER_MEANS,
     NOT_COMPARED,
     NOT_COMPARED_MEANS,
     RankStepTable,
     entry_for_csv,
-    omitted_steps_text,
     rank_step_table,
     run_slices,
 )
@@ -264,8 +265,8 @@ def rank_step_grid(ranks: RankStepTable, rule: ThresholdRule | None = None) -> G
             cells.append(cell)
         table.add_row(Text(rank), *cells)
     parts: list[Text | Table] = [Text(title), table]  # the title on its own line: not wrapped
-    if ranks.omitted_steps:
-        parts.append(Text(omitted_steps_text(ranks.omitted_steps), style="dim"))
+    for line in ranks.omitted_lines():
+        parts.append(Text(line, style="dim"))
     for directory, labels in ranks.benchmark_dirs():
         parts.append(Text(f"against {_in_workspace(directory)}: {some_of(labels)}", style="dim"))
     return Group(*parts)
@@ -285,6 +286,8 @@ def render_compare_summary(console: Console, result: CompareSummary) -> None:
         )
         if result.ranks.dumped_not_compared:
             console.print(Text(f"{NOT_COMPARED}: {NOT_COMPARED_MEANS}"), style="dim")
+        if result.ranks.dumped_after:
+            console.print(Text(f"{DUMPED_AFTER}: {DUMPED_AFTER_MEANS}"), style="dim")
     console.print(
         Text(
             f"{result.path}: {result.failing_total} of {result.compared_ops} ops fail "

@@ -222,12 +222,27 @@ def _replay_rows(head: Table, cause: RootCause) -> None:
     head.add_row("replay says", Text(replay_reading(cause) or ""))
 
 
+def _finding_op(index: int | None, op: str | None) -> str:
+    """An advisor finding's op: `[12] conv1/Conv2D`; the network input has no index."""
+    if not op:
+        return "-"
+    return f"[{index}] {op}" if index is not None else op
+
+
+def other_candidates_text(causes: list[RootCause]) -> str | None:
+    """`other candidates: input (61.6 dB lost), ...`: the causes after the one shown (at most
+    three); None when there is none."""
+    if len(causes) < 2:
+        return None
+    return f"other candidates: {', '.join(_candidate(c) for c in causes[1:4])}"
+
+
 def _candidate(cause: RootCause) -> str:
     if proves_wrong(cause.replay):
         assert cause.replay is not None
         return f"{cause.op} (kernel wrong: {ulp_text(cause.replay.own.max_ulp)} ULP)"
     if math.isfinite(cause.drop_db):
-        return f"{cause.op} ({cause.drop_db:.1f} dB)"
+        return f"{cause.op} ({cause.drop_db:.1f} dB lost)"  # a drop, not the op's quality
     return f"{cause.op} (NaN/inf)" if math.isinf(cause.drop_db) else cause.op
 
 
@@ -459,7 +474,7 @@ def render_autocheck(console: Console, check: AutoCheck) -> None:
             for col in ("detection", "op", "advice"):
                 table.add_column(col, overflow="fold")
             for f in d.findings:
-                table.add_row(f.detection, Text(f"[{f.index}] {f.op}" if f.op else "-"), f.advice)
+                table.add_row(f.detection, Text(_finding_op(f.index, f.op)), f.advice)
             _panel(console, "Advisor", table)
         elif check.root_cause is not None:  # nothing beyond it: not "nothing found"
             note = "no finding beyond the root cause below"
@@ -468,9 +483,9 @@ def render_autocheck(console: Console, check: AutoCheck) -> None:
             _panel(console, "Advisor", None)
         if check.root_cause is not None:
             render_root_cause(console, check.root_cause)
-            if len(d.causes) > 1:
-                others = ", ".join(_candidate(c) for c in d.causes[1:4])
-                console.print(Text(f"other candidates: {others}", style="dim"))
+            others = other_candidates_text(d.causes)
+            if others is not None:
+                console.print(Text(others, style="dim"))
         else:
             _panel(console, "Root cause", None, "no op degrades the signal on its own")
         if check.slice_replays is not None:

@@ -18,7 +18,6 @@ from precision_shell.compare.results.schema import HIGHER_IS_BETTER, ResultRow
 from precision_shell.compare.results.slice_results import (
     NOT_COMPARED,
     NOT_COMPARED_MEANS,
-    omitted_steps_text,
 )
 from precision_shell.report.assets import SCRIPT, STYLE
 from precision_shell.report.big_plot import big_plot
@@ -280,8 +279,7 @@ def _ranks(data: ReportData) -> str:
                 good = "muted" if entry.not_compared else "good"  # not all of it was seen
                 cells.append(f'<td class="{good}">{esc(f"0 failing outputs{partial}{shown}")}</td>')
         rows.append(f"<tr><td>rank {esc(rank)}</td>{''.join(cells)}</tr>")
-    steps = ranks.omitted_steps
-    omitted = f" {esc(omitted_steps_text(steps).capitalize())}." if steps else ""
+    omitted = "".join(f" {esc(line.capitalize())}." for line in ranks.omitted_lines())
     return (
         '<section id="ranks"><h2>Ranks and steps</h2><p class="muted">Failing outputs and the'
         " first failing op of each (rank, step) compared; report --rank R --step S shows"

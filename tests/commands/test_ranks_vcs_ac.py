@@ -621,3 +621,32 @@ def test_nan_and_inf_in_nc1hwc0_pad_lanes_are_no_nan_birth_nor_overflow(healthy_
     assert check.nonfinite[0].pad_only.op == CONV1  # read before the origin: still said
     assert _csv_cell(check.compare.primary.csv_path, CONV2, "OverFlow") == "YES"
     assert _csv_cell(check.compare.primary.csv_path, CONV1, "OverFlow") == "NO"
+
+
+def test_a_rank_or_step_dumped_after_the_compare_is_said_so(healthy_pristine, tmp_path):
+    """vc compares ranks 0 and 1 at step 0 and leaves out rank 0 step 1; then rank 2 and
+    rank 0's step 2 are dumped: not 'outside this vc's --rank/--step', but after it ran."""
+    root = _copy(healthy_pristine, tmp_path)
+    step0 = _step_dir(root)
+    rank_dir = step0.parents[2]
+    first, later, latest = step0.name, str(int(step0.name) + 1), str(int(step0.name) + 2)
+    _link_copy(step0, step0.parent / later)
+    _link_copy(step0, rank_dir.parent / "1" / step0.relative_to(rank_dir))
+    shell = open_shell(root)
+    run_ok(shell, "vc")
+    _link_copy(step0, rank_dir.parent / "2" / step0.relative_to(rank_dir))
+    _link_copy(step0, step0.parent / latest)
+    summary = run_ok(shell, "vcs")
+    lines = render(summary).splitlines()
+    cells = {ln.split("│")[0].strip(): [c.strip() for c in ln.split("│")[1:]] for ln in lines[3:6]}
+    assert cells == {"0": ["*0"], "1": ["0"], "2": ["dumped after this compare"]}
+    assert f"step {later} not in the table: dumped, but outside this vc's --rank/--step" in lines
+    assert f"step {latest} not in the table: dumped after this compare" in lines
+    info = run_ok(shell, f"ni {CONV2} --rank 2 --step {first}").nodes[0]
+    assert info.compare_missing.endswith(
+        f"predates rank 2 step {first}: it was dumped after that compare ran "
+        f"(vc --rank 2 --step {first} compares it)"
+    )
+    page = run_ok(shell, "report").path.read_text(encoding="utf-8")
+    assert '<td>rank 2</td><td class="muted">dumped after this compare</td>' in page
+    assert f"Step {latest} not in the table: dumped after this compare." in page

@@ -334,3 +334,27 @@ def test_a_rank_cut_short_is_not_said_to_stay_within_the_thresholds(tiny_demo, m
     assert (cut.first.op, cut.failing, cut.partial) == (CONV1, None, (6, 14))
     row = next(line for line in _render(outcome.result).splitlines() if line.startswith("2 "))
     assert row.split("│")[-1].strip() == "not within the first 6 of 14 files (partial)"
+
+
+def test_vcs_ni_and_report_show_the_first_failing_pair_not_the_last(tmp_path):
+    """No overflow (every pair would fail there): rank 2 alone leaves rank 0; rank 3's CSV,
+    written last, is not the op table shown by default, nor ni's rows, nor the report's."""
+    from precision_shell.demo.builder import build_demo
+    from precision_shell.demo.spec import DemoSpec
+
+    root = tmp_path / "ws"
+    manifest = build_demo(root, DemoSpec(size="tiny", faults=(), second_run=False))
+    device, _ = _add_ranks(root, manifest, ["1", "2", "3"])
+    _negate_outputs(device.parent / "2" / dump_path(root, manifest, CONV2).relative_to(device))
+    shell = open_shell(root)
+    run_ok(shell, "vc --across ranks")
+    text = _render(run_ok(shell, "vcs"))
+    assert "first: rank 2 vs rank 0 step 0 at " + CONV2 in text
+    assert "* the op table below: rank 2 vs rank 0 step 0 " in text
+    summary = run_ok(shell, "vcs")
+    assert summary.path.name.endswith("_rank2_vs_rank0_step0.csv")
+    assert summary.failing_total > 0
+    info = run_ok(shell, f"ni {CONV2}")
+    assert Path(info.nodes[0].compare_file).name == summary.path.name
+    run_ok(shell, f"report -o {tmp_path / 'r.html'}")
+    assert summary.path.name in (tmp_path / "r.html").read_text(encoding="utf-8")

@@ -22,7 +22,7 @@ from tests.commands.test_vc_across_ranks import _add_ranks
 from tests.strict_json import strict_json
 
 REPO = Path(__file__).resolve().parents[2]
-VOLATILE = {"created", "elapsed_s", "resumed_from_files"}
+VOLATILE = {"created", "started_ns", "elapsed_s", "resumed_from_files"}
 SECOND = "debug_0 vs debug_1"  # the tiny demo's device-vs-device compare
 
 

@@ -56,7 +56,9 @@ def _summary(out_dir: Path) -> dict:
     def strip(node):
         if isinstance(node, dict):
             return {
-                k: strip(v) for k, v in node.items() if k not in ("created", "elapsed_s", "csv")
+                k: strip(v)
+                for k, v in node.items()
+                if k not in ("created", "started_ns", "elapsed_s", "csv")
             }
         if isinstance(node, list):
             return [strip(v) for v in node]

@@ -19,6 +19,7 @@ from precision_shell.compare.results.schema import ResultRow, is_statistics_csv
 from precision_shell.compare.results.slice_results import (
     RunSlices,
     SliceResult,
+    default_csv,
     diagnosed_slice,
     entry_csv,
     entry_for_csv,
@@ -186,6 +187,8 @@ def latest_compare(
         path = entry_csv(wanted, path)
         if not path.is_file():
             return SliceNotCompared(f"{path}: the CSV of {wanted.label} is missing")
+    else:
+        path = default_csv(slices, path)
     upto = pick.journaled_length(path)  # an unfinished run's: its journaled rows only
     entry = entry_for_csv(results, path)
     several = len(results) + len(slices.not_begun) > 1
@@ -224,6 +227,11 @@ def _not_compared(primary: Path, rank: str, step: str, slices: RunSlices) -> str
             f"was cut short before it; vc --resume -o {primary.parent} compares it"
         )
     results = slices.results
+    if slices.known is not None and (rank, step) not in slices.known:
+        return (
+            f"the latest compare ({primary.parent}) predates rank {rank} step {step}: it was "
+            f"dumped after that compare ran (vc --rank {rank} --step {step} compares it)"
+        )
     there = some_of([r.label for r in results], 4)
     return (
         f"the latest compare ({primary.parent}) did not compare rank {rank} step {step}; it "

@@ -33,6 +33,8 @@ RECOUNT_MAX_ROWS = 500_000
 NOT_DUMPED = "not dumped"
 NOT_COMPARED = "not compared"
 NOT_COMPARED_MEANS = "dumped, but outside this vc's --rank/--step"
+DUMPED_AFTER = "dumped after this compare"
+DUMPED_AFTER_MEANS = "no such dump dir when it ran; vc --rank R --step S (or all) compares it"
 NOTHING_TO_COMPARE = "nothing to compare"
 NOT_BEGUN = "not begun"
 
@@ -106,28 +108,66 @@ class RankStepTable:
     # selected (rank, step)s the run was cut short before (summary.json `not_begun`)
     not_begun: frozenset[tuple[str, str]] = frozenset()
     counted: bool = True  # False: read from a killed run's journal, failing outputs not counted
+    # every (rank, step) dump dir there was when the compare ran (compared, selected or left
+    # out: `RunSlices.known`); None: not known (a killed run's journal, `vc --across ranks`)
+    known: frozenset[tuple[str, str]] | None = None
 
     def missing(self, rank: str, step: str) -> str | None:
         """Why (rank, step) has no entry: `NOTHING_TO_COMPARE` (selected, no dump of its
         graph), `NOT_BEGUN` (selected, the run cut short before it), `NOT_DUMPED`,
-        `NOT_COMPARED` (dumped, outside the vc's --rank/--step), or None when the dumps are not
-        known."""
+        `DUMPED_AFTER` (no such dump dir when the compare ran), `NOT_COMPARED` (dumped, outside
+        the vc's --rank/--step), or None when the dumps are not known."""
         if (rank, step) in self.empty:
             return NOTHING_TO_COMPARE
         if (rank, step) in self.not_begun:
             return NOT_BEGUN
         if self.dumped is None:
             return None
-        return NOT_COMPARED if (rank, step) in self.dumped else NOT_DUMPED
+        if (rank, step) not in self.dumped:
+            return NOT_DUMPED
+        return DUMPED_AFTER if (rank, step) in self.dumped_after else NOT_COMPARED
 
     @property
-    def omitted_steps(self) -> list[str]:
+    def dumped_after(self) -> frozenset[tuple[str, str]]:
+        """The (rank, step)s dumped now that were not there when the compare ran."""
+        if self.dumped is None or self.known is None:
+            return frozenset()
+        return self.dumped - self.known
+
+    def _steps_without_column(self) -> list[str]:
         """Steps dumped (by some rank shown) that have no column: no rank was compared there."""
         if self.dumped is None:
             return []
         shown, ranks = set(self.steps), set(self.ranks)
         left = {s for r, s in self.dumped if r in ranks and s not in shown}
         return sorted(left, key=number_order)
+
+    @property
+    def omitted_steps(self) -> list[str]:
+        """Steps without a column that were dumped when the compare ran: outside its --step."""
+        new = set(self.new_steps)
+        return [s for s in self._steps_without_column() if s not in new]
+
+    @property
+    def new_steps(self) -> list[str]:
+        """Steps without a column that no rank shown had dumped when the compare ran."""
+        ranks = set(self.ranks)
+        return [
+            step
+            for step in self._steps_without_column()
+            if all(
+                (r, s) in self.dumped_after
+                for r, s in self.dumped or ()
+                if s == step and r in ranks
+            )
+        ]
+
+    def omitted_lines(self) -> list[str]:
+        """The notes under the table on the steps dumped that have no column, and why."""
+        lines = [omitted_steps_text(self.omitted_steps)] if self.omitted_steps else []
+        if self.new_steps:
+            lines.append(omitted_steps_text(self.new_steps, DUMPED_AFTER))
+        return lines
 
     def benchmark_dirs(self) -> list[tuple[str, list[str]]]:
         """(benchmark dir, the labels of the compares against it), when the compares of
@@ -149,7 +189,8 @@ class RankStepTable:
 
     @property
     def ranks(self) -> list[str]:
-        others = self.empty | self.not_begun
+        """The ranks compared (or selected), and those dumped only after the compare ran."""
+        others = self.empty | self.not_begun | self.dumped_after
         return sorted({r.rank for r in self.results} | {r for r, _ in others}, key=number_order)
 
     @property
@@ -166,10 +207,10 @@ class RankStepTable:
         return next((r for r in self.results if r.rank == rank and r.step == step), None)
 
 
-def omitted_steps_text(steps: list[str]) -> str:
+def omitted_steps_text(steps: list[str], why: str = NOT_COMPARED_MEANS) -> str:
     """The note under a rank x step table whose columns leave out dumped steps."""
     which = f"step {steps[0]}" if len(steps) == 1 else f"steps {', '.join(steps)}"
-    return f"{which} not in the table: {NOT_COMPARED_MEANS}"
+    return f"{which} not in the table: {why}"
 
 
 @dataclass(frozen=True)
@@ -184,6 +225,7 @@ class RunSlices:
     not_begun: dict[tuple[str, str], int] = field(default_factory=dict)  # -> its files
     rule: ThresholdRule | None = None
     counted: bool = True
+    known: frozenset[tuple[str, str]] | None = None  # see RankStepTable.known
 
     def partial_text(self, csv_path: Path) -> str | None:
         """`partial: 2,410 of 4,320 files in 32 ranks and steps; rank 9 step 1 partial: 43 of
@@ -217,7 +259,13 @@ def run_slices(summary: RunSummary | None) -> RunSlices:
         else 0
         for e in summary.not_begun
     }
-    return RunSlices(slice_results(summary), empty_slices(summary), not_begun, summary.rule)
+    results = slice_results(summary)
+    known = None
+    if not any(r.against is not None for r in results):  # across ranks lists no other step
+        left_out = {(str(e.get("rank")), str(e.get("step"))) for e in summary.not_selected}
+        compared = {(r.rank, r.step) for r in results}
+        known = frozenset(compared | left_out | empty_slices(summary) | set(not_begun))
+    return RunSlices(results, empty_slices(summary), not_begun, summary.rule, known=known)
 
 
 def slice_results(summary: RunSummary | None) -> list[SliceResult]:
@@ -247,6 +295,7 @@ def rank_step_table(
         empty=slices.empty,
         not_begun=frozenset(slices.not_begun),
         counted=slices.counted,
+        known=slices.known,
     )
 
 
@@ -256,11 +305,15 @@ def empty_slices(summary: RunSummary) -> frozenset[tuple[str, str]]:
 
 
 def compared_run(ws: Workspace, summary: RunSummary | None) -> RunIndex | None:
-    """The device run a summary's compare read ("debug_0 rank 0 step 0" names it)."""
+    """The device run a summary's compare read ("debug_0 rank 0 step 0" names it; a compare
+    of its only (rank, step) names the run's dump dir)."""
     if summary is None:
         return None
     left = summary.primary.left
-    return next((r for r in ws.runs if left.startswith(f"{r.name} rank ")), None)
+    named = next((r for r in ws.runs if left.startswith(f"{r.name} rank ")), None)
+    if named is not None or not summary.results or summary.results[0].get("rank") is None:
+        return named
+    return next((r for r in ws.runs if Path(left).is_relative_to(r.run.root)), None)
 
 
 def dumped_slices(run: RunIndex | None) -> frozenset[tuple[str, str]] | None:
@@ -311,6 +364,18 @@ def entry_for_csv(results: list[SliceResult], csv_path: Path) -> SliceResult | N
     return next((r for r in results if Path(r.csv).name == csv_path.name), None)
 
 
+def default_csv(slices: RunSlices, csv_path: Path) -> Path:
+    """The CSV shown when no --rank/--step picks one: `csv_path` (the primary: the lowest
+    rank's first step), but for `vc --across ranks`, whose pairs have no primary, the first
+    pair with a failing output (the `first:` of the verdict line), else the first pair."""
+    pairs = [r for r in slices.results if r.against is not None]
+    if not pairs:
+        return csv_path
+    chosen = next((r for r in pairs if r.failed), pairs[0])
+    path = entry_csv(chosen, csv_path)
+    return path if path.is_file() else csv_path
+
+
 def slice_csv(
     slices: RunSlices,
     csv_path: Path,
@@ -320,9 +385,10 @@ def slice_csv(
 ) -> Path:
     """The CSV of the (rank, step) asked for; `csv_path` (the primary) when neither is given.
 
-    Only a rank: its first step compared; only a step: the lowest rank compared at it."""
+    Only a rank: its first step compared; only a step: the lowest rank compared at it.
+    Neither: `default_csv`."""
     if rank is None and step is None:
-        return csv_path
+        return default_csv(slices, csv_path)
     results = slices.results
     begun_not = [
         w

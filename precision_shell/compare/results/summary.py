@@ -257,6 +257,9 @@ class RunSummary:
         default_factory=lambda: _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     )
     path: Path | None = None
+    # wall clock (ns) just before the compare looked at its inputs: a file modified after it
+    # may not be what it compared (results/input_changes.py); None: not recorded
+    started_ns: int | None = None
 
     @property
     def partial(self) -> bool:
@@ -304,6 +307,7 @@ class RunSummary:
         payload: dict[str, Any] = {
             "workspace": self.workspace,
             "created": self.created,
+            **({"started_ns": self.started_ns} if self.started_ns is not None else {}),
             "thresholds": self.rule.to_json(),
             "totals": self.totals(),
             **self.primary.to_json(),
@@ -346,6 +350,7 @@ class RunSummary:
             not_begun=_dicts(payload.get("not_begun")),
             created=_str(payload.get("created")),
             path=path,
+            started_ns=started if (started := _int(payload.get("started_ns"), -1)) >= 0 else None,
         )
 
     def write(self, path: Path) -> None:

@@ -1,0 +1,161 @@
+"""Whether the files a recorded compare read changed after it ran, so its readers (`vcs`,
+`ni`'s compare rows, `report`) can say its numbers may no longer be those of the files.
+
+summary.json `started_ns` is the wall clock just before the compare looked at its inputs. A
+dump or benchmark file modified since (its mtime is later; kernel mtimes lag the clock, never
+lead it) or gone, and a dir whose entries changed since (its own mtime: a file added, removed
+or renamed into place), predate nothing the compare read. The check stays cheap on big
+results: the dirs of the (rank, step) shown (the dump dirs and the benchmark dir it was
+compared with), whose files are stat'ed one by one only when a dir holds at most `STAT_MAX`
+entries, and the files of the op shown (`ni`), always. A file rewritten in place in a bigger
+dir is only seen when it is shown.
+
+`vc --resume` checks more (pipeline/journal.py `plan_fingerprint`: every task's files, size and
+mtime) but must plan the compare again to do so; a reader only looks.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from precision_shell.compare.results.slice_results import (
+    SliceResult,
+    compared_run,
+    entry_for_csv,
+    slice_results,
+)
+from precision_shell.compare.results.summary import RunSummary
+from precision_shell.errors import PrecisionError
+from precision_shell.workspace.workspace import Workspace
+
+STAT_MAX = 4096  # files of one dir stat'ed one by one at most (~5 ms)
+
+
+@dataclass(frozen=True)
+class InputChanges:
+    """What changed since a compare ran, of the files and dirs looked at."""
+
+    result_dir: Path
+    files: list[str]  # modified since, or gone
+    dirs: list[str]  # entries added, removed or renamed since (no changed file seen in them)
+
+    def text(self) -> str:
+        """One line: what changed, and what gives numbers of the files as they are now."""
+        parts = []
+        if self.files:
+            first = _short(self.files[0])
+            if len(self.files) == 1:
+                parts.append(f"a change to a file it compared ({first})")
+            else:
+                parts.append(f"changes to {len(self.files)} files it compared (e.g. {first})")
+        if self.dirs:
+            where = ", ".join(_short(d) for d in self.dirs[:2])
+            more = f" and {len(self.dirs) - 2} more" if len(self.dirs) > 2 else ""
+            parts.append(f"files added to or removed from {where}{more}")
+        return f"the compare {self.result_dir} predates {' and '.join(parts)}: run vc again"
+
+
+def _short(path: str) -> str:
+    """A path as `tf/dump/x.npy` inside a workspace, else as given."""
+    inside = path.partition("/precision_data/")[2]
+    return inside or path
+
+
+def _mtime(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _changed_in(directory: str, since: int, seen: set[str]) -> tuple[bool, list[str]]:
+    """(the dir's entries changed since, its files modified since) for a dir of at most
+    STAT_MAX entries; a bigger dir: its own mtime only."""
+    mtime = _mtime(directory)
+    entries_changed = mtime is None or mtime > since
+    changed: list[str] = []
+    try:
+        with os.scandir(directory) as it:
+            listed = []
+            for entry in it:
+                listed.append(entry)
+                if len(listed) > STAT_MAX:
+                    return entries_changed, []
+    except OSError:
+        return entries_changed, []
+    for entry in sorted(listed, key=lambda e: e.name):
+        if entry.path in seen:
+            continue
+        try:
+            st = entry.stat()
+        except OSError:
+            continue
+        if entry.is_file() and st.st_mtime_ns > since:
+            changed.append(entry.path)
+    return entries_changed, changed
+
+
+def input_changes(
+    summary: RunSummary | None, dirs: Iterable[str], files: Iterable[str] = ()
+) -> InputChanges | None:
+    """What changed in `dirs` and `files` since the compare of `summary` ran; None when
+    nothing did, or the summary does not say when it ran (written by an older vc)."""
+    if summary is None or summary.started_ns is None or summary.path is None:
+        return None
+    since = summary.started_ns
+    changed = []
+    seen: set[str] = set()
+    for path in files:
+        if path not in seen:
+            seen.add(path)
+            mtime = _mtime(path)
+            if mtime is None or mtime > since:
+                changed.append(path)
+    touched = []
+    for directory in dict.fromkeys(dirs):
+        entries_changed, modified = _changed_in(directory, since, seen)
+        seen.update(modified)
+        changed += modified
+        if entries_changed and not modified:
+            touched.append(directory)
+    if not changed and not touched:
+        return None
+    return InputChanges(summary.path.parent, changed, touched)
+
+
+def slice_dirs(ws: Workspace, summary: RunSummary, entry: SliceResult) -> list[str]:
+    """The dirs the (rank, step) compare `entry` read: its dump dirs (and its reference
+    rank's, across ranks), and the benchmark dir it was compared with."""
+    run = compared_run(ws, summary)
+    if run is None:
+        return []
+    dirs: list[str] = []
+    for rank in (entry.rank, entry.against):
+        if rank is None:
+            continue
+        try:
+            dirs += run.slice(rank, entry.step).dumps.dirs
+        except PrecisionError:
+            continue  # that dump dir is gone: its compare's rows are all there is
+    if entry.against is None:
+        right = entry.right or (str(ws.layout.benchmark_dir) if ws.layout.benchmark_dir else None)
+        if right is not None:
+            dirs.append(right)
+    return dirs
+
+
+def stale_compare_line(
+    ws: Workspace, summary: RunSummary | None, csv_path: Path, files: Iterable[str] = ()
+) -> str | None:
+    """The line a reader of the compare of `csv_path` shows when files it compared changed
+    since it ran (`files`: those of the op shown, checked whatever the dirs' size); None when
+    none did, or that cannot be told (a compare of two dirs given by path, an older vc)."""
+    if summary is None or summary.started_ns is None:
+        return None
+    entry = entry_for_csv(slice_results(summary), csv_path)
+    dirs = slice_dirs(ws, summary, entry) if entry is not None else []
+    found = input_changes(summary, dirs, files)
+    return found.text() if found is not None else None

@@ -1,0 +1,61 @@
+"""`vcs`, `ni` and `report` on a compare whose dump or benchmark files changed after it ran:
+one line says so (never on a compare of the files as they are)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from tests.commands.shell_fixture import CONV2, benchmark_path, open_shell, rendered, run_ok
+
+
+def _stale(text: str) -> list[str]:
+    return [line for line in text.splitlines() if "predates" in line]
+
+
+def test_a_benchmark_rewritten_in_place_after_the_compare_is_named(tiny_demo, tmp_path):
+    root, _ = tiny_demo
+    shell = open_shell(root)
+    result = run_ok(shell, "vc")
+    started = json.loads(result.summary_path.read_text(encoding="utf-8"))["started_ns"]
+    assert isinstance(started, int) and started > 0
+    out_dir = result.summary_path.parent
+    assert _stale(rendered(run_ok(shell, "vcs"))) == []
+    assert run_ok(shell, f"ni {CONV2}").nodes[0].compare_notes == []
+    # np.save over the same path: the file changes, its dir's entries do not
+    bench = benchmark_path(root, "relu2/Relu")
+    np.save(bench, np.load(bench) * 1.5)
+    line = (
+        f"the compare {out_dir} predates a change to a file it compared "
+        f"(tf/dump/{bench.name}): run vc again"
+    )
+    assert line in run_ok(shell, "vcs").notes
+    assert run_ok(shell, f"ni {CONV2}").nodes[0].compare_notes[0] == line
+    assert line in run_ok(shell, f"report -o {tmp_path / 'r.html'}").notes
+    run_ok(shell, "vc")  # a compare of the files as they are now
+    assert not any("predates" in n for n in run_ok(shell, "vcs").notes)
+
+
+def test_a_file_added_to_a_big_dir_is_seen_by_its_dir(tiny_demo, monkeypatch):
+    """Past STAT_MAX entries a dir is not stat'ed file by file: its own mtime tells."""
+    from precision_shell.compare.results import input_changes
+
+    root, _ = tiny_demo
+    shell = open_shell(root)
+    out_dir = run_ok(shell, "vc").summary_path.parent
+    monkeypatch.setattr(input_changes, "STAT_MAX", 3)
+    bench = benchmark_path(root, "relu2/Relu")
+    extra = bench.parent / "extra_op.0.1.npy"
+    np.save(extra, np.zeros(2, np.float32))
+    assert (
+        f"the compare {out_dir} predates files added to or removed from tf/dump: run vc again"
+        in run_ok(shell, "vcs").notes
+    )
+    # the op shown: its own files are stat'ed whatever the dir's size
+    np.save(bench, np.load(bench) * 1.5)
+    notes = run_ok(shell, f"ni {CONV2}").nodes[0].compare_notes
+    assert notes[0] == (
+        f"the compare {out_dir} predates a change to a file it compared (tf/dump/{bench.name}) "
+        "and files added to or removed from tf/dump: run vc again"
+    )
