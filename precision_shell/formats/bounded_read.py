@@ -51,7 +51,7 @@ def read_bounded(path: str | Path, limit: int, *, follow_links: bool = True) -> 
     """
     mode = (os.stat if follow_links else os.lstat)(path).st_mode
     if stat.S_ISLNK(mode):
-        raise FormatError(path, "a symlink; not followed")
+        raise FormatError(path, "a symlink, not followed")
     if not stat.S_ISREG(mode):
         raise FormatError(path, f"not a regular file ({file_kind(mode)})")
     fd = os.open(path, _FLAGS | (0 if follow_links else os.O_NOFOLLOW))

@@ -272,7 +272,7 @@ def _planted_entry(tmp_path, plant) -> tuple[Path, Path, tuple]:
             "20 GiB, larger than such a file can be (at most 1 GiB)",
         ),
         (lambda p: p.mkdir(), "not a regular file (a directory)"),
-        (link_to_dev_zero, "a symlink; not followed"),
+        (link_to_dev_zero, "a symlink, not followed"),
     ],
     ids=["fifo", "sparse", "dir", "dev-zero-link"],
 )
