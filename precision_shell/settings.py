@@ -9,9 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from precision_shell.errors import PrecisionError
+from precision_shell.errors import FormatError, PrecisionError
+from precision_shell.formats.bounded_read import read_bounded_text
 
 USER_FILE_NAME = "config.toml"
+MAX_SETTINGS_BYTES = 1 << 20  # a settings file is a few KB
 
 
 def user_config_path() -> Path:
@@ -87,7 +89,9 @@ class Settings:
         path = user_file or user_config_path()
         if path.is_file():
             try:
-                text = path.read_text(encoding="utf-8")
+                text = read_bounded_text(path, MAX_SETTINGS_BYTES)
+            except FormatError as exc:  # a FIFO, a device, a huge file
+                raise PrecisionError(f"{exc}; not read as the settings file") from None
             except (OSError, UnicodeDecodeError) as exc:
                 raise PrecisionError(f"{path}: cannot read the settings file: {exc}") from None
             try:

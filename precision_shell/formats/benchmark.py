@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import io
 import math
 import os
 import re
@@ -26,7 +27,9 @@ from typing import Any, TypeVar
 import numpy as np
 
 from precision_shell.errors import FormatError
+from precision_shell.formats.bounded_read import read_bounded_text
 from precision_shell.formats.dir_entries import list_dir, odd_entry_warnings
+from precision_shell.formats.dump_names import MAX_MAPPING_BYTES
 from precision_shell.formats.payload import read_payload
 from precision_shell.formats.shapes import shape_problem, shape_text
 
@@ -215,14 +218,16 @@ def read_mapping_csv(path: Path) -> tuple[dict[str, str], list[str]]:
     mapping: dict[str, str] = {}
     warnings: list[str] = []
     try:
-        with open(path, newline="", encoding="utf-8") as handle:
-            for line_number, row in enumerate(csv.reader(handle), start=1):
-                if not row or not "".join(row).strip():
-                    continue
-                if len(row) < 2 or not row[0].strip() or not row[1].strip():
-                    warnings.append(f"{path}: line {line_number}: expected 'file,real name'")
-                    continue
-                mapping[row[0].strip()] = ",".join(row[1:]).strip()
+        text = read_bounded_text(path, MAX_MAPPING_BYTES)
+        for line_number, row in enumerate(csv.reader(io.StringIO(text, newline="")), start=1):
+            if not row or not "".join(row).strip():
+                continue
+            if len(row) < 2 or not row[0].strip() or not row[1].strip():
+                warnings.append(f"{path}: line {line_number}: expected 'file,real name'")
+                continue
+            mapping[row[0].strip()] = ",".join(row[1:]).strip()
+    except FormatError as error:  # a FIFO, a device, 6 GB: the dir's tensors still count
+        warnings.append(f"{error}; names in it are not resolved")
     except (OSError, UnicodeDecodeError, csv.Error) as error:
         warnings.append(f"{path}: cannot read: {error}")
     return mapping, warnings
@@ -254,7 +259,8 @@ def scan_benchmark_dir(directory: Path) -> BenchmarkIndex:
         raise FormatError(directory, f"cannot list benchmark directory: {error.strerror}") from None
 
     mapping: dict[str, str] = {}
-    if MAPPING_FILE_NAME in disk_names:
+    # one that is no regular file (a FIFO, a link to a device) is read to say so, safely
+    if MAPPING_FILE_NAME in disk_names or any(name == MAPPING_FILE_NAME for name, _ in others):
         mapping, warnings = read_mapping_csv(directory / MAPPING_FILE_NAME)
     # a dir or a dangling symlink named like a tensor is not skipped silently; other dirs
     # (tf_dump --all's run dirs) are no entries of this dir

@@ -12,6 +12,8 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
+from precision_shell.formats.bounded_read import file_kind
+
 
 def list_dir(
     directory: Path | str,
@@ -87,11 +89,4 @@ def _not_a_file(entry: os.DirEntry) -> str:
         return f"a symlink to {target} that cannot be followed: {reason}"
     if stat.S_ISDIR(mode):
         return "a directory, not a file"
-    kinds = {
-        stat.S_ISFIFO: "a FIFO",
-        stat.S_ISSOCK: "a socket",
-        stat.S_ISCHR: "a character device",
-        stat.S_ISBLK: "a block device",
-    }
-    kind = next((name for test, name in kinds.items() if test(mode)), "a special file")
-    return f"not a regular file ({kind})"
+    return f"not a regular file ({file_kind(mode)})"

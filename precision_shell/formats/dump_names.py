@@ -5,12 +5,18 @@
 from __future__ import annotations
 
 import csv
+import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from precision_shell.errors import FormatError
+from precision_shell.formats.bounded_read import read_bounded_text
+
 MAPPING_FILE_NAME = "mapping.csv"
+# A row per renamed file, ~250 bytes: 64 MiB is a quarter of a million of them.
+MAX_MAPPING_BYTES = 64 << 20
 STATS_SUFFIX = ".csv"
 TIMESTAMP_DIGITS = 16
 FFTS_TASK_TYPES = range(5)
@@ -129,10 +135,12 @@ def read_mapping_csv(directory: Path) -> tuple[dict[str, str], list[str]]:
     mapping: dict[str, str] = {}
     warnings: list[str] = []
     try:
-        with path.open(newline="", encoding="utf-8") as stream:
-            rows = _numbered_rows(stream)
+        text = read_bounded_text(path, MAX_MAPPING_BYTES)
+        rows = _numbered_rows(io.StringIO(text, newline=""))
     except FileNotFoundError:
         return {}, []
+    except FormatError as err:  # a FIFO, a device, 6 GB: the dir's other files still count
+        return {}, [f"{err}; names in it are not resolved"]
     except (OSError, UnicodeDecodeError, csv.Error) as err:
         return {}, [f"{path}: cannot read ({err}); names in it are not resolved"]
     for line, row in rows:

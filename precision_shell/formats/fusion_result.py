@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from precision_shell.errors import FormatError
+from precision_shell.formats.bounded_read import read_bounded_text
 from precision_shell.formats.json_limits import nesting_problem, without_lone_surrogates
 
 FUSION_KINDS = ("graph_fusion", "ub_fusion")
@@ -34,6 +35,8 @@ _MAX_COUNT = 2**63 - 1
 _MAX_COUNT_DIGITS = 40
 # Real files nest four levels (file, graph, kind, pass, counts); newer keys may add a few.
 MAX_JSON_DEPTH = 64
+# A pass is ~100 bytes: 256 MiB is millions of them; a larger file is no fusion result.
+MAX_FUSION_RESULT_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,7 @@ def _graph_passes(path: str | Path, graph_id: str, graph: dict[str, Any]) -> Ite
 def read_fusion_result(path: str | Path) -> list[FusionPass]:
     """All fusion passes of a `fusion_result.json`, in file order (graph, kind, pass)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_bounded_text(path, MAX_FUSION_RESULT_BYTES)
     except OSError as error:
         raise FormatError(path, f"cannot read: {error.strerror}") from None
     except UnicodeDecodeError as error:

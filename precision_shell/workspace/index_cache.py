@@ -6,6 +6,12 @@ its own piece. Entries are pickles, and a workspace may come from someone else, 
 entry carries an HMAC made with a per-user key kept outside the workspace: an entry we did
 not write is never unpickled, only rebuilt. A key of the wrong length (an empty file left by
 a full disk, say) would let anyone forge that HMAC, so it counts as no key at all.
+
+Nor is an entry's file trusted to be one: only a regular file of at most MAX_ENTRY_BYTES is
+read (a FIFO, a link to `/dev/zero` or a 20 GB sparse file would hang or exhaust memory). Any
+problem with an entry is a miss: its piece is built from the real files, and an entry that is
+no file of ours at all (not a regular file, too large) is named once in `problems`, then
+replaced by the rebuilt one.
 """
 
 from __future__ import annotations
@@ -21,11 +27,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from precision_shell.errors import FormatError
+from precision_shell.formats.bounded_read import read_bounded
 from precision_shell.workspace.output_files import OutputError, ensure_dir
 
 CACHE_FORMAT = 2
 KEY_LEN = 32
 _MAC_LEN = 32
+# The graph entry of a 300-op model is ~1 MB: this leaves room for models 500 times as large,
+# and a larger entry is neither written nor read.
+MAX_ENTRY_BYTES = 1 << 30
 
 
 def user_key_path() -> Path:
@@ -108,6 +119,7 @@ class IndexCache:
         self._read_entries = read
         self.hits = 0
         self.misses = 0
+        self.problems: list[str] = []  # entries that are no file of ours, one line each
 
     @property
     def enabled(self) -> bool:
@@ -120,8 +132,11 @@ class IndexCache:
     def _read(self, path: Path, fingerprint: Any) -> Any | None:
         assert self._key is not None
         try:
-            raw = path.read_bytes()
-        except OSError:
+            raw = read_bounded(path, MAX_ENTRY_BYTES, follow_links=False)
+        except FormatError as exc:  # a FIFO, a device, a dir, a huge file: not ours
+            self.problems.append(f"{exc}; ignored, the index is rebuilt from the files")
+            return None
+        except OSError:  # missing (the usual miss), a link (ELOOP), unreadable
             return None
         mac, payload = raw[:_MAC_LEN], raw[_MAC_LEN:]
         if not payload or not hmac.compare_digest(
@@ -150,6 +165,8 @@ class IndexCache:
             )
         except Exception:  # RecursionError on a very deep attr tree, PicklingError...
             return  # the piece is still indexed, just not cached
+        if len(payload) + _MAC_LEN > MAX_ENTRY_BYTES:
+            return  # it would not be read back
         mac = hmac.new(self._key, payload, hashlib.sha256).digest()
         try:
             # temp/ and temp/index_cache/ made here and checked to be real dirs: a planted
@@ -183,7 +200,15 @@ class IndexCache:
         (or the cache is off, or set to rebuild)."""
         if not self.enabled or not self._read_entries:
             return None
-        return self._read(self._entry_path(kind, source), fingerprint)
+        path = self._entry_path(kind, source)
+        try:
+            return self._read(path, fingerprint)
+        except Exception as exc:  # MemoryError...: a cache failure is a miss, never a lost piece
+            self.problems.append(
+                f"{path}: cannot read it ({type(exc).__name__}); ignored, the index is rebuilt"
+                " from the files"
+            )
+            return None
 
     def store(self, kind: str, source: Path, fingerprint: Any, state: Any) -> None:
         """Keep `state` for (kind, source) at `fingerprint` (best effort, as every entry)."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from precision_shell.errors import PrecisionError
-from precision_shell.formats.dir_entries import cannot_list
+from precision_shell.formats.dir_entries import cannot_list, list_dir, odd_entry_warnings
 from precision_shell.workspace.benchmark_dirs import ScopedDirs, find_scoped_dirs
 from precision_shell.workspace.index_cache import file_fingerprint
 
@@ -146,19 +146,28 @@ def workspace_root_or_new(path: str | Path) -> Path:
         raise
 
 
-def _graph_files(graph_dir: Path, warnings: list[str]) -> list[GraphFile]:
+def _graph_files(run_root: Path, warnings: list[str]) -> list[GraphFile]:
+    """The `graph/ge_proto_*_Build.txt`-style files of a device run. One named so that is no
+    regular file (a FIFO, a link to a device) is a warning naming it; a run with none named
+    so is a warning too."""
+    graph_dir = run_root / "graph"
     found: list[GraphFile] = []
-    if not graph_dir.is_dir():
-        return found
-    try:
-        entries = list(os.scandir(graph_dir))
-    except OSError as exc:
-        warnings.append(f"{graph_dir}: cannot list the graph dir: {exc.strerror}")
-        return found
-    for entry in entries:
-        m = _GRAPH_FILE.match(entry.name)
-        if m and entry.is_file():
-            found.append(GraphFile(Path(entry.path), int(m.group(1)), m.group(2)))
+    if graph_dir.is_dir():
+        try:
+            names, others = list_dir(graph_dir)
+        except OSError as exc:
+            warnings.append(f"{graph_dir}: cannot list the graph dir: {exc.strerror}")
+            return found
+        for name in names:
+            m = _GRAPH_FILE.match(name)
+            if m:
+                found.append(GraphFile(graph_dir / name, int(m.group(1)), m.group(2)))
+        odd = odd_entry_warnings(graph_dir, others, lambda name: bool(_GRAPH_FILE.match(name)))
+        warnings.extend(odd)
+        if odd and not found:
+            return found
+    if not found:
+        warnings.append(f"{run_root}: no graph/ge_proto_*_Build.txt graph dump")
     found.sort(key=lambda g: (g.number, g.stage))
     return found
 
@@ -228,13 +237,44 @@ def _walked_subdirs(
         else:
             target = os.path.realpath(entry.path)
             if target in visited or real.startswith(target.rstrip(os.sep) + os.sep):
-                warnings.append(
-                    f"{entry.path}: a symlink to {target}, a dir this dump tree already "
-                    "holds (a loop, or the same dumps twice); skipped"
-                )
+                warnings.append(_repeated_dir(entry.path, target))
                 continue
         visited.add(target)
         kept.append((entry, target))
+    return kept
+
+
+def _repeated_dir(link: str, target: str) -> str:
+    return (
+        f"{link}: a symlink to {target}, a dir this dump tree already holds (a loop, or the "
+        "same dumps twice); skipped"
+    )
+
+
+def _dump_sessions(dump_root: Path, warnings: list[str]) -> list[str] | None:
+    """The names of the dump session dirs (`dump/<timestamp>/`) of a device run, oldest first.
+
+    As below a session (`_walked_subdirs`), a symlinked session is followed unless it leads
+    to another session of the run or to an ancestor (the same dumps twice, or a loop): that
+    one is skipped with a warning naming it. None (and a warning) when `dump_root` cannot be
+    listed."""
+    entries = _listing(dump_root, warnings)
+    if entries is None:
+        return None
+    numbered = sorted(
+        (e for e in entries if e.name.isdigit() and e.is_dir()), key=lambda e: (int(e.name), e.name)
+    )
+    real = os.path.realpath(dump_root)
+    held = {os.path.join(real, e.name) for e in numbered if not e.is_symlink()}
+    kept: list[str] = []
+    for entry in numbered:
+        if entry.is_symlink():
+            target = os.path.realpath(entry.path)
+            if target in held or (real + os.sep).startswith(target.rstrip(os.sep) + os.sep):
+                warnings.append(_repeated_dir(entry.path, target))
+                continue
+            held.add(target)
+        kept.append(entry.name)
     return kept
 
 
@@ -268,19 +308,17 @@ def _device_runs(root: Path, warnings: list[str], watched: list[DirStamp]) -> li
         watched.extend(stamp(d) for d in (run_root, run_root / "dump", run_root / "graph"))
         # every dump session, oldest first: a later session's file of the same op and step
         # sorts after (and is compared before) an earlier one's
-        listed = _numbered_dirs(run_root / "dump", warnings)
-        sessions = sorted(listed or [], key=lambda name: (int(name), name))
+        listed = _dump_sessions(run_root / "dump", warnings)
+        sessions = listed or []
         dump_dir = run_root / "dump" / sessions[-1] if sessions else None
         dirs = [
             d
             for session in sessions
             for d in graph_dump_dirs(run_root / "dump" / session, warnings, watched)
         ]
-        graphs = _graph_files(run_root / "graph", warnings)
         if listed == []:  # None: the dump dir cannot be listed, a warning says why
             warnings.append(f"{run_root}: no dump/<timestamp>/ dir")
-        if not graphs:
-            warnings.append(f"{run_root}: no graph/ge_proto_*_Build.txt graph dump")
+        graphs = _graph_files(run_root, warnings)
         runs.append(DeviceRun(entry.name, run_root, dump_dir, graphs, dirs))
     return runs
 

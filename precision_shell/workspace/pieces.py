@@ -109,6 +109,9 @@ class PieceStore:
                 value = from_state(state) if from_state is not None else state
             except Exception as exc:  # one unreadable file must not disable the whole workspace
                 value = _Failed(failure_text(source, exc))
+            finally:  # a bad cache entry was a miss: said once, naming the entry
+                warnings.extend(self.cache.problems)
+                self.cache.problems.clear()
             piece = Piece(fingerprint, value, fingerprint_of, taken_ns)
         # A failed piece is kept too: its file is watched like any other, and fixing it shows.
         self.pieces[key] = piece

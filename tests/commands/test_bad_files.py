@@ -17,7 +17,11 @@ import precision_shell.explore.overflow_check as overflow_check
 import precision_shell.shell.repl as repl
 from precision_shell.cli import _interactive
 from precision_shell.compare.results.schema import read_result_csv
+from precision_shell.compare.results.summary import read_summary
+from precision_shell.errors import FormatError
+from precision_shell.formats.ge import graph as ge_graph
 from precision_shell.render.output import Renderer, make_console
+from precision_shell.workspace.workspace import Workspace
 from tests.commands.shell_fixture import (
     CONV1,
     CONV2,
@@ -27,6 +31,8 @@ from tests.commands.shell_fixture import (
     rendered,
     run_ok,
 )
+from tests.hostile_files import link_to_dev_zero, make_fifo, make_sparse, within
+from tests.workspace.file_times import settle
 
 
 def _data(root: Path) -> Path:
@@ -153,3 +159,135 @@ def test_a_structured_benchmark_is_counted_by_a_whole_kind_and_its_rows_say_why(
     assert " failed                          2 x structured benchmark dtype" in (
         rendered(result).splitlines()
     )
+
+
+# -- files that are not what their names promise: a FIFO, a link to /dev/zero, a huge sparse
+# file. None may block, exhaust memory, or cost more than its own content.
+
+
+def _counts(ws: Workspace) -> tuple:
+    summary = ws.summary()
+    return summary.runs, summary.benchmark_tensors, summary.overflow_files, summary.fusion_passes
+
+
+@pytest.mark.parametrize(
+    ("plant", "problem"),
+    [
+        (make_fifo, "not a regular file (a FIFO)"),
+        (
+            lambda p: make_sparse(p, 20 << 30),
+            "20 GiB, larger than such a file can be (at most 1 GiB)",
+        ),
+    ],
+    ids=["fifo", "sparse"],
+)
+def test_hostile_index_cache_entries_are_misses_and_every_piece_is_rebuilt(
+    tiny_demo, plant, problem
+):
+    root, _ = tiny_demo
+    settle(root)  # else the pieces are not cached (files changed within a clock tick)
+    clean = Workspace.open(root)
+    entries = sorted((_data(root) / "temp" / "index_cache").glob("*.pkl"))
+    assert len(entries) >= 4 and clean.warnings == []
+    for entry in entries:
+        entry.unlink()
+        plant(entry)
+    ws = within(30, lambda: Workspace.open(root), entries)
+    assert _counts(ws) == _counts(clean)
+    assert sorted(ws.warnings) == sorted(
+        f"{entry}: {problem}; ignored, the index is rebuilt from the files"
+        for entry in entries
+        if not entry.name.startswith("planmemo-")  # a compare's memo: not read by an open
+    )
+    assert Workspace.open(root).warnings == []  # the rebuilt entries took their places
+
+
+@pytest.mark.parametrize(
+    ("plant", "problem"),
+    [
+        (make_fifo, "not a regular file (a FIFO)"),
+        (link_to_dev_zero, "not a regular file (a character device)"),
+        (
+            lambda p: make_sparse(p, 65 << 20),
+            "65 MiB, larger than such a file can be (at most 64 MiB)",
+        ),
+    ],
+    ids=["fifo", "dev-zero", "sparse"],
+)
+def test_a_hostile_mapping_csv_costs_its_names_not_the_dump_dir(tiny_demo, plant, problem):
+    root, manifest = tiny_demo
+    clean = Workspace.open(root, use_cache=False)
+    mapping = next((_data(root) / "npu" / "debug_0" / "dump").rglob("mapping.csv"))
+    renamed = [line.split(",")[0] for line in mapping.read_text().splitlines() if line]
+    plant(mapping)
+    ws = within(30, lambda: Workspace.open(root, use_cache=False), [mapping])
+    assert ws.warnings[0] == f"{mapping}: {problem}; names in it are not resolved"
+    # the files it named are the only ones lost (each a warning of its own)
+    assert len(ws.run().dumps) == len(clean.run().dumps) - len(renamed)
+    assert len(ws.warnings) == 1 + len(renamed)
+    assert all(
+        f"{mapping.parent / name}: not a dump file name" in w
+        for name, w in zip(renamed, ws.warnings[1:], strict=True)
+    )
+
+
+@pytest.mark.parametrize(
+    ("plant", "problem"),
+    [
+        (make_fifo, "not a regular file (a FIFO)"),
+        (link_to_dev_zero, "not a regular file (a character device)"),
+    ],
+    ids=["fifo", "dev-zero"],
+)
+def test_a_hostile_benchmark_mapping_csv_is_named_and_the_tensors_still_count(
+    tiny_demo, plant, problem
+):
+    root, _ = tiny_demo
+    clean = Workspace.open(root, use_cache=False)
+    mapping = _data(root) / "tf" / "dump" / "mapping.csv"
+    plant(mapping)
+    ws = within(30, lambda: Workspace.open(root, use_cache=False), [mapping])
+    assert ws.warnings == [f"{mapping}: {problem}; names in it are not resolved"]
+    assert _counts(ws) == _counts(clean)
+
+
+@pytest.mark.parametrize(
+    ("plant", "problem"),
+    [
+        (make_fifo, "not a regular file (a FIFO)"),
+        (link_to_dev_zero, "not a regular file (a character device)"),
+    ],
+    ids=["fifo", "dev-zero"],
+)
+def test_a_graph_file_that_is_no_regular_file_is_named_not_reported_missing(
+    tiny_demo, plant, problem
+):
+    root, _ = tiny_demo
+    graph = _data(root) / "npu" / "debug_0" / "graph" / "ge_proto_00000001_Build.txt"
+    plant(graph)
+    ws = within(30, lambda: Workspace.open(root, use_cache=False), [graph])
+    assert ws.warnings == [f"{graph}: {problem}; skipped"]
+    assert ws.run().graphs == []
+
+
+def test_a_graph_file_too_large_to_be_one_is_named_unread(tiny_demo, monkeypatch):
+    root, _ = tiny_demo
+    monkeypatch.setattr(ge_graph, "MAX_GRAPH_BYTES", 1 << 20)  # a sparse 2 GiB file is slow
+    graph = _data(root) / "npu" / "debug_0" / "graph" / "ge_proto_00000001_Build.txt"
+    make_sparse(graph, 3 << 20)
+    ws = Workspace.open(root, use_cache=False)
+    assert ws.warnings == [f"{graph}: 3 MiB, larger than such a file can be (at most 1 MiB)"]
+
+
+def test_a_hostile_fusion_result_or_summary_is_a_one_line_error(tiny_demo):
+    root, _ = tiny_demo
+    fusion = _data(root) / "fusion" / "fusion_result.json"
+    make_sparse(fusion, 300 << 20)
+    ws = Workspace.open(root, use_cache=False)
+    assert ws.warnings == [f"{fusion}: 300 MiB, larger than such a file can be (at most 256 MiB)"]
+    summary = _data(root) / "temp" / "summary.json"  # as if left by a compare
+    summary.parent.mkdir(exist_ok=True)
+    make_fifo(summary)
+    with pytest.raises(FormatError) as caught:
+        within(10, lambda: read_summary(summary), [summary])
+    assert str(caught.value) == f"{summary}: not a regular file (a FIFO)"

@@ -26,6 +26,7 @@ from tests.compare.result_columns_files import (
     split_cache,
     write_odd_csv,
 )
+from tests.hostile_files import make_fifo, within
 
 RULES = [
     ThresholdRule.default(),
@@ -270,6 +271,16 @@ def test_a_cache_path_that_is_a_link_or_dir_is_not_followed(cached, tmp_path) ->
     assert columns.source == "csv"
     assert outside.read_bytes() == b"keep"  # never written through the link
     assert len(columns.notes) == 1 and "columns cache" in columns.notes[0]  # one line
+    _assert_same_as_csv(columns, csv_path)
+
+
+def test_a_cache_path_that_is_a_fifo_is_parsed_around_without_blocking(cached) -> None:
+    csv_path, cache = cached
+    target = cc.cache_path(cache, csv_path)
+    make_fifo(target)
+    columns = within(10, lambda: _load(csv_path, cache), [target])
+    assert columns.source == "csv"
+    assert len(columns.notes) == 1 and "a FIFO, not a regular file" in columns.notes[0]
     _assert_same_as_csv(columns, csv_path)
 
 

@@ -10,6 +10,7 @@ from precision_shell.compare.pipeline.worker import CompareOptions, compare_file
 from precision_shell.formats.benchmark import write_benchmark
 from precision_shell.formats.layouts import DumpFormat, from_origin_layout
 from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
+from tests.hostile_files import make_sparse
 
 TS = 1700000000000001
 
@@ -63,6 +64,19 @@ def test_nc1hwc0_device_output_equal_to_the_nhwc_benchmark_has_cosine_one(tmp_pa
     assert row.metrics["CosineSimilarity"] == pytest.approx(1.0, abs=1e-6)
     assert row.metrics["MaxAbsoluteError"] == 0.0
     assert result.bytes_read == dump.stat().st_size
+
+
+def test_bytes_read_are_the_header_and_payloads_not_a_sparse_hole_after_them(tmp_path):
+    values = _nhwc()
+    dump = tmp_path / "Relu.net_relu.1.1.1700000000000000"
+    write_dump(dump, "net/relu", outputs=[_nc1hwc0_spec(values)])
+    written = dump.stat().st_size
+    make_sparse(dump, 50 << 30)  # vc once said "291199 MB/s of device dumps"
+    benchmark = write_benchmark(tmp_path, "relu:0", values.astype(np.float32), TS)
+    result = compare_file(_task(dump, [_benchmark_row(benchmark, values.shape)]), CompareOptions())
+    (row,) = result.rows
+    assert row.metrics["CosineSimilarity"] == pytest.approx(1.0, abs=1e-6)
+    assert result.bytes_read == written
 
 
 def test_nc1hwc0_against_a_different_benchmark_gives_numpys_cosine(tmp_path):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from precision_shell.workspace import index_cache
 from precision_shell.workspace.index_cache import (
     CACHE_FORMAT,
     KEY_LEN,
@@ -17,6 +18,7 @@ from precision_shell.workspace.index_cache import (
     file_fingerprint,
     user_key_path,
 )
+from tests.hostile_files import link_to_dev_zero, make_fifo, make_sparse, within
 
 
 @pytest.fixture(autouse=True)
@@ -246,3 +248,59 @@ def test_a_linked_temp_dir_gets_no_cache_files_outside_the_workspace(tmp_path, l
     built = cache.load_or_build("graph", src, file_fingerprint(src), lambda: {"ops": [1]})
     assert built == {"ops": [1]}  # the command still works, without a cache
     assert list(outside.rglob("*")) == []
+
+
+def _planted_entry(tmp_path, plant) -> tuple[Path, Path, tuple]:
+    """A source, the path of its cache entry (written once, then replaced by `plant`), and
+    the source's fingerprint."""
+    src = tmp_path / "graph.txt"
+    src.write_text("a")
+    fp = file_fingerprint(src)
+    IndexCache(tmp_path / "cache").load_or_build("graph", src, fp, lambda: "ours")
+    (entry,) = (tmp_path / "cache").iterdir()
+    entry.unlink()
+    plant(entry)
+    return src, entry, fp
+
+
+@pytest.mark.parametrize(
+    ("plant", "problem"),
+    [
+        (make_fifo, "not a regular file (a FIFO)"),
+        (
+            lambda p: make_sparse(p, 20 << 30),
+            "20 GiB, larger than such a file can be (at most 1 GiB)",
+        ),
+        (lambda p: p.mkdir(), "not a regular file (a directory)"),
+        (link_to_dev_zero, "a symlink, not followed"),
+    ],
+    ids=["fifo", "sparse", "dir", "dev-zero-link"],
+)
+def test_an_entry_that_is_no_file_of_ours_is_a_miss_named_once_then_replaced(
+    tmp_path, plant, problem
+):
+    src, entry, fp = _planted_entry(tmp_path, plant)
+    cache = IndexCache(tmp_path / "cache")
+    built = within(10, lambda: cache.load_or_build("graph", src, fp, lambda: "rebuilt"), [entry])
+    assert built == "rebuilt" and cache.misses == 1
+    assert cache.problems == [f"{entry}: {problem}; ignored, the index is rebuilt from the files"]
+    if problem.endswith("(a directory)"):
+        return  # a dir is not replaced by a file: it stays a miss
+    assert stat.S_ISREG(os.lstat(entry).st_mode)  # the rebuilt entry took its place
+    again = IndexCache(tmp_path / "cache")
+    assert again.load_or_build("graph", src, fp, lambda: "x") == "rebuilt"
+    assert again.hits == 1 and again.problems == []
+
+
+def test_a_failure_reading_an_entry_is_a_miss_never_the_source_s_failure(tmp_path, monkeypatch):
+    src, entry, fp = _planted_entry(tmp_path, lambda p: p.write_bytes(b"junk"))
+
+    def out_of_memory(*_args, **_kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(index_cache, "read_bounded", out_of_memory)
+    cache = IndexCache(tmp_path / "cache")
+    assert cache.load_or_build("graph", src, fp, lambda: "rebuilt") == "rebuilt"
+    assert cache.problems == [
+        f"{entry}: cannot read it (MemoryError); ignored, the index is rebuilt from the files"
+    ]

@@ -193,3 +193,21 @@ def test_a_symlink_named_like_a_dump_file_to_a_file_named_otherwise_is_no_dump(t
     listed = rendered(run_ok(open_shell(root), "ls")).splitlines()
     counts = next(ln.split() for ln in listed if ln.startswith(" tensor dumps"))
     assert counts[3] == str(dumped + 1)  # debug_0's column
+
+
+def test_a_dump_session_linked_to_another_of_the_run_is_skipped_with_a_warning(tiny_demo):
+    root, _ = tiny_demo
+    session = _step_dir(root).parents[3]  # dump/<ts>
+    files = len(Workspace.open(root, use_cache=False).run().dumps)
+    later = session.parent / str(int(session.name) + 1)
+    later.symlink_to(session.name)  # sorts last: it was taken for the newest session
+    up = session.parent / str(int(session.name) + 2)
+    up.symlink_to("..")  # the run dir: a loop
+    ws = Workspace.open(root, use_cache=False)
+    held = "a dir this dump tree already holds (a loop, or the same dumps twice); skipped"
+    assert ws.warnings == [
+        f"{later}: a symlink to {session}, {held}",
+        f"{up}: a symlink to {session.parent.parent}, {held}",
+    ]
+    assert len(ws.run().dumps) == files
+    assert ws.layout.runs[0].dump_dir == session  # what vc names as `left`

@@ -478,7 +478,6 @@ def compare_file(task: FileTask, options: CompareOptions) -> FileResult:
 
 def _compare_tensors(task: FileTask, options: CompareOptions) -> FileResult:
     try:
-        size = os.path.getsize(task.device_file)
         header = read_dump_header(task.device_file)
     except (PrecisionError, OSError) as exc:
         message = (
@@ -494,7 +493,9 @@ def _compare_tensors(task: FileTask, options: CompareOptions) -> FileResult:
         _guarded_compare(task, header, meta, refs, options)
         for meta in (*header.inputs, *header.outputs)
     ]
-    return FileResult(task.seq, rows, size)
+    # what the header and its payloads span, not the file's size: bytes after the last
+    # payload (a sparse hole of 50 GB, say) are never read
+    return FileResult(task.seq, rows, header.file_size - header.trailing_bytes)
 
 
 def _guarded_compare(

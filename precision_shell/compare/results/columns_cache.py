@@ -39,6 +39,7 @@ import numpy as np
 from precision_shell.compare.results.columns import ResultColumns, build_arrays
 from precision_shell.compare.results.schema import RowLayout, iter_result_records
 from precision_shell.errors import PrecisionError
+from precision_shell.formats.bounded_read import file_kind
 from precision_shell.workspace.index_cache import _user_key
 from precision_shell.workspace.output_files import replace_output
 
@@ -224,13 +225,16 @@ def read_cache(
     """The CSV warnings and arrays of a cache file valid for `source` with `layout`'s header;
     CacheInvalid (stale, not ours, or malformed) otherwise."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        # O_NONBLOCK: a FIFO put in its place must not block the open
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | _CLOEXEC)
     except FileNotFoundError:
         raise CacheInvalid("missing") from None
     except OSError as exc:
         raise CacheInvalid(f"unreadable: {exc.strerror}") from None
     try:
-        size = os.fstat(fd).st_size
+        info = os.fstat(fd)
+        _expect(stat.S_ISREG(info.st_mode), f"{file_kind(info.st_mode)}, not a regular file")
+        size = info.st_size
         head = os.pread(fd, _HEAD, 0)
         _expect(len(head) == _HEAD and head[: len(MAGIC)] == MAGIC, "not a columns cache")
         mac = head[len(MAGIC) : len(MAGIC) + _MAC_LEN]

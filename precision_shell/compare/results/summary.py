@@ -20,9 +20,13 @@ from precision_shell.compare.results.tally import CompareTally, row_json
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import FormatError
 from precision_shell.file_name_text import json_text
+from precision_shell.formats.bounded_read import read_bounded_text
 from precision_shell.workspace.output_files import replace_output
 
 SUMMARY_NAME = "summary.json"
+# Read back from a result dir anyone may have put there: a run of 32 slices of 100k ops writes
+# tens of MB; a larger file (a link to /dev/zero, a sparse file) is refused, not read.
+MAX_SUMMARY_BYTES = 1 << 30
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -378,7 +382,7 @@ def run_files_text(done: int, total: int, slices: int) -> str:
 
 def read_summary(path: Path) -> RunSummary:
     try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
+        payload = json.loads(read_bounded_text(path, MAX_SUMMARY_BYTES))
     except OSError as exc:
         raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:

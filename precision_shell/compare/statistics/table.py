@@ -24,9 +24,13 @@ from precision_shell.compare.statistics.judge import (
 )
 from precision_shell.errors import FormatError
 from precision_shell.file_name_text import TEXT_ERRORS
+from precision_shell.formats.bounded_read import read_bounded_text
 from precision_shell.formats.stats_dump import VALUE_KEYS, StatsRow
 from precision_shell.json_numbers import json_number
 from precision_shell.workspace.output_files import replace_output
+
+# Read back from a result dir: a row per tensor, ~200 bytes; more than this is none of ours.
+MAX_STATISTICS_CSV_BYTES = 1 << 30
 
 _VALUE_COLUMNS = {"max": "Max", "min": "Min", "mean": "Avg", "l2norm": "L2Norm"}
 _COUNT_COLUMNS = {
@@ -262,7 +266,7 @@ def _int(text: str) -> int | None:
 def read_statistics_csv(path: Path) -> list[StatisticsRow]:
     """The rows `write_statistics_csv` wrote; FormatError naming the file otherwise."""
     try:
-        text = path.read_text(encoding="utf-8", errors=TEXT_ERRORS)
+        text = read_bounded_text(path, MAX_STATISTICS_CSV_BYTES, errors=TEXT_ERRORS)
     except OSError as exc:
         raise FormatError(path, f"cannot read: {exc.strerror or exc}") from None
     try:

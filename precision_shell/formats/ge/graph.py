@@ -13,6 +13,7 @@ from pathlib import Path
 from google.protobuf import text_format
 
 from precision_shell.errors import FormatError
+from precision_shell.formats.bounded_read import read_bounded
 from precision_shell.formats.ge.json_graph import model_to_json, parse_ge_json
 from precision_shell.formats.ge.message import model_from_message, model_to_message
 from precision_shell.formats.ge.model import (
@@ -26,6 +27,9 @@ from precision_shell.formats.ge.model import (
 from precision_shell.formats.ge.text import parse_ge_text
 
 _FIRST_NON_SPACE = re.compile(r"\S")
+# Real Build graphs of large models reach a few hundred MB of text; protobuf caps a binary
+# message at 2 GiB, and a file this large (a link to /dev/zero, a sparse file) is refused.
+MAX_GRAPH_BYTES = 2 << 30
 
 __all__ = [
     "DataTypeName",
@@ -48,7 +52,7 @@ def load_ge_graph(path: str | Path) -> ModelDef:
     """Read a GE graph dump, protobuf text or atc JSON (told apart by the first character)."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = read_bounded(path, MAX_GRAPH_BYTES)
     except OSError as exc:
         raise FormatError(path, f"cannot read the file ({exc.strerror or exc})") from exc
     # Bytes that are not UTF-8 only occur inside strings; they decode as U+FFFD, as
