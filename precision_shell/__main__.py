@@ -1,5 +1,5 @@
 """`python -m precision_shell`."""
 
-from precision_shell.cli import main
+from precision_shell.entry import main
 
 raise SystemExit(main())

@@ -187,3 +187,14 @@ def test_a_history_path_that_cannot_be_read_gives_one_warning_and_a_normal_sessi
     finally:
         if child.isalive():
             child.terminate(force=True)
+
+
+def test_sigterm_at_the_prompt_ends_the_shell_in_one_line_with_143(shell):
+    child, _ = shell
+    child.expect_exact(PROMPT, timeout=START_TIMEOUT)
+    child.kill(signal.SIGTERM)
+    child.expect(pexpect.EOF)
+    child.close()
+    after = _screen_text(child.before).strip().splitlines()
+    assert after == ["error: terminated (SIGTERM)"]
+    assert child.exitstatus == 143 and child.signalstatus is None

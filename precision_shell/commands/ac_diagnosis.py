@@ -55,6 +55,7 @@ from precision_shell.compare.diagnosis.slice_replays import (
 from precision_shell.compare.results.schema import ResultRow, ResultTable, read_result_csv
 from precision_shell.compare.results.slice_results import SliceResult, slice_results
 from precision_shell.shell.context import ShellContext
+from precision_shell.termination import stop_name
 from precision_shell.workspace.graph_index import GraphIndex, OpRecord
 
 if TYPE_CHECKING:
@@ -347,7 +348,7 @@ def diagnose_compare(
     unfinished = _replay_unfinished(diagnosis, check.slice_replays)
     if unfinished is not None:
         diagnosis.findings = [with_replay_unfinished(f, *unfinished) for f in diagnosis.findings]
-        check.replay_interrupted = unfinished[1] == "Ctrl-C"
+        check.replay_interrupted = unfinished[1] == stop_name()
     record = diagnosis.record()
     if check.slice_replays is not None:
         done = check.slice_replays

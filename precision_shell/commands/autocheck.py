@@ -52,6 +52,7 @@ from precision_shell.foreign.run import (
 from precision_shell.report.writer import write_report
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import REGISTRY, UsageError, argument, command
+from precision_shell.termination import stop_name
 
 
 @dataclass
@@ -94,7 +95,10 @@ class AutoCheck:
             return self.statistics_compare.error_message
         error = self.compare.error_message if self.compare is not None else None
         if error is None and self.replay_interrupted:
-            return "ac: replay interrupted (Ctrl-C): the diagnosis above rests on the replays done"
+            return (
+                f"ac: replay interrupted ({stop_name()}): the diagnosis above rests on the "
+                "replays done"
+            )
         return error
 
 

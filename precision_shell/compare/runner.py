@@ -44,6 +44,7 @@ from precision_shell.compare.rank_divergence import (
     rank_pair_plans,
 )
 from precision_shell.compare.results.columns_cache import CACHE_DIR as COLUMNS_CACHE_DIR
+from precision_shell.compare.results.slice_results import run_slices
 from precision_shell.compare.results.summary import SUMMARY_NAME, RunSummary
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.resume import JournalSlot, partial_run_dir, saved_request
@@ -268,7 +269,7 @@ def _run(
         and not any(r.interrupted for _, r in done)
         and (secondary is None or (second is not None and not second.interrupted))
     )
-    _raise_if_lost([run for _, run in done] + ([second] if second else []), out_dir)
+    _raise_if_lost([run for _, run in done] + ([second] if second else []), summary, out_dir)
     # only a -lt/-rt pair's plan (then the only one) indexes dirs given by path
     return VectorCompareResult(
         out_dir, summary, first, second, slices=done[1:], index_warnings=primary.index_warnings
@@ -336,7 +337,7 @@ def _run_across_ranks(
     )
     summary.write(out_dir / SUMMARY_NAME)
     slot.finish(len(done) == len(pairs) and not any(r.interrupted for _, r in done))
-    _raise_if_lost(runs, out_dir)
+    _raise_if_lost(runs, summary, out_dir)
     first = pairs[0]
     return RankDivergenceResult(
         out_dir, summary, run.name, first.against, first.step, done, divergence, warnings
@@ -375,16 +376,21 @@ def _csv_part(label: str) -> str:
     return re.sub(r" rank \S+ step \S+$", "", Path(label).name)
 
 
-def _raise_if_lost(runs: list[CompareRun], out_dir: Path) -> None:
+def _raise_if_lost(runs: list[CompareRun], summary: RunSummary, out_dir: Path) -> None:
     """A worker that died or a cluster that went away mid-compare (not Ctrl-C: the result
-    says that itself): one line, once the partial summary is written."""
+    says that itself): one line, once the partial summary is written. A run of several
+    (rank, step)s is counted whole, as `vcs` counts it: the (rank, step)s not begun too."""
     reason = next((run.lost for run in runs if run.lost), None)
-    if reason is not None:
+    if reason is None:
+        return
+    cut = run_slices(summary).run_text()
+    if cut is None:
         done, total = sum(r.files_done for r in runs), sum(r.tasks for r in runs)
-        raise PrecisionError(
-            f"vc: {reason} (partial: {done} of {total} files); the rows written so far and "
-            f"summary.json are in {out_dir}; vc --resume continues"
-        )
+        cut = f"partial: {done} of {total} files"
+    raise PrecisionError(
+        f"vc: {reason} ({cut}); the rows written so far and summary.json are in {out_dir}; "
+        "vc --resume continues"
+    )
 
 
 def _execute_all(

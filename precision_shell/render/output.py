@@ -160,8 +160,7 @@ class Renderer:
             try:
                 self.result(outcome.result)
             except KeyboardInterrupt:
-                outcome.interrupted = True
-                outcome.error = outcome.error or "interrupted"
+                outcome.mark_stopped()
             except Exception as exc:  # a view bug must not kill the shell either
                 outcome.internal_log = write_traceback_log(outcome.line)
                 outcome.error = f"internal error while printing: {type(exc).__name__}: {exc}"

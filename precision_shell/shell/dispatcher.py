@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from precision_shell import termination
 from precision_shell.errors import PrecisionError
 from precision_shell.file_name_text import TEXT_ERRORS
 from precision_shell.shell.registry import REGISTRY, HelpShown, Registry, UsageError
@@ -29,6 +30,7 @@ class Outcome:
     error: str | None = None
     internal_log: str | None = None  # path of the traceback log for unexpected exceptions
     interrupted: bool = False
+    terminated: bool = False  # SIGTERM cut it: the shell stops after it (`termination`)
     exit_requested: bool = False
     # the workspace's warnings not shown before (its index, or one a command added)
     warnings: list[str] = field(default_factory=list)
@@ -36,6 +38,15 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return self.error is None and not self.interrupted
+
+    def mark_stopped(self) -> None:
+        """Ctrl-C or SIGTERM cut the command (or the printing of its result): it fails with
+        its own error, `interrupted`, or on SIGTERM `terminated (SIGTERM): ...` (said once)."""
+        self.interrupted = True
+        if self.terminated:
+            return
+        self.terminated = termination.received()
+        self.error = termination.stopped_text(self.error)
 
 
 @dataclass(frozen=True)
@@ -97,6 +108,8 @@ class Dispatcher:
 
     def execute(self, line: str) -> Outcome:
         outcome = self._execute(line)
+        if termination.received():  # a command may keep what it did and return: it was cut
+            outcome.mark_stopped()
         # what the index (opened or brought up to date by this command) or the command
         # itself warned of, each shown once in a session: a script sees it too
         new_warnings = getattr(self.context, "new_warnings", None)
@@ -143,8 +156,7 @@ class Dispatcher:
         except HelpShown as shown:
             outcome.result = HelpText(shown.text)
         except KeyboardInterrupt:
-            outcome.interrupted = True
-            outcome.error = "interrupted"
+            outcome.mark_stopped()
         except PrecisionError as exc:
             outcome.error = str(exc)
         # SystemExit too: a handler (or a library under it) calling sys.exit must not end the shell.

@@ -13,6 +13,7 @@ from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 
 from precision_shell.render.output import PROMPT, Renderer
 from precision_shell.shell.dispatcher import Dispatcher
+from precision_shell.termination import EXIT_TERMINATED, Terminated
 
 
 def history_path() -> Path:
@@ -68,6 +69,8 @@ def run_repl(session: PromptSession, dispatcher: Dispatcher, renderer: Renderer)
     while True:
         try:
             line = session.prompt()
+        except Terminated:
+            raise  # SIGTERM at the prompt: the shell ends (`entry`)
         except KeyboardInterrupt:
             continue
         except EOFError:
@@ -75,8 +78,12 @@ def run_repl(session: PromptSession, dispatcher: Dispatcher, renderer: Renderer)
         outcome = dispatcher.execute(line)
         try:
             renderer.outcome(outcome)
+        except Terminated:
+            raise
         except KeyboardInterrupt:
             # Ctrl-C while a long table prints: stop printing, keep the shell.
             renderer.error("interrupted")
+        if outcome.terminated:
+            return EXIT_TERMINATED
         if outcome.exit_requested:
             return 0

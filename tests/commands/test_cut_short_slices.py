@@ -6,13 +6,17 @@ on them, and a partial label counting the whole run."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from precision_shell.compare.pipeline import engine as engine_module
 from precision_shell.compare.pipeline import execute
+from precision_shell.compare.pipeline.plan import FileTask
+from precision_shell.compare.pipeline.worker import CompareOptions, FileResult, compare_file
 from precision_shell.demo.builder import build_demo
 from precision_shell.demo.spec import DemoSpec
 from tests.commands.shell_fixture import CONV2, DENSE, open_shell, rendered, run_ok
@@ -234,3 +238,44 @@ def test_a_killed_compare_of_one_rank_and_step_is_read_from_its_journal(
     shown = run_ok(open_shell(root), f"vcs -f {out_dir} --rank 1 --step 1")
     assert shown.path.name == f"result_{out_dir.name}.csv"
     assert shown.partial == "partial: 6 of 14 files"
+
+
+def dies_in_rank1_step0(task: FileTask, options: CompareOptions) -> FileResult:
+    """A worker process that ends abruptly (as one the OOM killer picked) on rank 1 step 0's
+    fifth file (`<device>/<graph>/<model>/<step>/<file>`)."""
+    device, *_, step = Path(task.device_file).parts[-5:-1]
+    if (device, step, task.seq) == ("1", "0", 4):
+        os._exit(137)
+    return compare_file(task, options)
+
+
+def test_a_dead_worker_counts_the_whole_run_as_vcs_does(
+    four_slices_pristine, tmp_path, monkeypatch
+):
+    root = tmp_path / "ws"
+    shutil.copytree(four_slices_pristine, root, symlinks=True)
+
+    def run_tasks(tasks: Any, *args: Any, **kwargs: Any) -> Any:
+        kwargs.update(work=dies_in_rank1_step0, backend="processes")
+        return engine_module.run_tasks(tasks, *args, **kwargs)
+
+    monkeypatch.setattr(execute, "run_tasks", run_tasks)
+    outcome = open_shell(root).execute("vc --rank all --step all -j 1")
+    out_dir = max((root / "precision_data/temp/vector_compare").iterdir())
+    saved = json.loads((out_dir / "summary.json").read_text(encoding="utf-8"))
+    # -j 1: batches of 8 of the 56 files in order; the fifth batch (files 32-39) holds the
+    # file that kills its worker, so the first four batches' 32 files are done
+    assert [(r["rank"], r["step"], r["files_done"]) for r in saved["results"]] == [
+        ("0", "0", 14),
+        ("0", "1", 14),
+        ("1", "0", 4),
+    ]
+    assert saved["not_begun"] == [{"rank": "1", "step": "1", "files_total": 14}]
+    assert outcome.error == (
+        "vc: a compare worker died (killed, or out of memory?) (partial: 32 of 56 files in 4 "
+        f"ranks and steps); the rows written so far and summary.json are in {out_dir}; "
+        "vc --resume continues"
+    )
+    monkeypatch.setattr(execute, "run_tasks", engine_module.run_tasks)
+    shown = run_ok(open_shell(root), "vcs")
+    assert shown.partial.startswith("partial: 32 of 56 files in 4 ranks and steps; ")

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
+import subprocess
+import sys
 from multiprocessing import forkserver
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +19,7 @@ from precision_shell.compare.pipeline.process_start import runs_a_compare
 from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.workspace.workspace import Workspace
 
+REPO = Path(__file__).resolve().parents[2]
 HAS_FORKSERVER = "forkserver" in multiprocessing.get_all_start_methods()
 
 
@@ -54,3 +60,32 @@ def test_warm_processes_does_nothing_on_one_core(monkeypatch: pytest.MonkeyPatch
 )
 def test_runs_a_compare_looks_at_each_command_word(lines: list[str], expected: bool) -> None:
     assert runs_a_compare(lines) is expected
+
+
+_WARM_AND_SHOW_SIGIGN = """
+from multiprocessing import forkserver
+from pathlib import Path
+from precision_shell.compare.pipeline.process_start import warm_processes
+warm_processes()
+status = Path(f"/proc/{forkserver._forkserver._forkserver_pid}/status").read_text()
+print(next(line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:")))
+"""
+
+
+@pytest.mark.skipif(
+    not HAS_FORKSERVER or not Path("/proc/self/status").exists() or (os.cpu_count() or 1) < 2,
+    reason="a forkserver, /proc and two cores (none is started on one)",
+)
+def test_the_server_ignores_ctrl_c_from_its_start(tmp_path):
+    """Ctrl-C to the shell's process group while the server still imports `PRELOAD` (as the
+    shell starts) must not print the server's traceback: it ignores Ctrl-C from its exec on."""
+    done = subprocess.run(
+        [sys.executable, "-c", _WARM_AND_SHOW_SIGIGN],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert int(done.stdout, 16) >> (signal.SIGINT - 1) & 1

@@ -57,6 +57,7 @@ from precision_shell.replay.session import (
     replay_op_in_workspace,
     ulp_text,
 )
+from precision_shell.termination import stop_name
 from precision_shell.workspace.graph_index import GraphIndex
 from precision_shell.workspace.workspace import RunIndex, Workspace
 
@@ -203,8 +204,8 @@ def proof_text(out: OutputReplay | None) -> str | None:
 
 
 def stop_reason(interrupted: bool, budget_s: float) -> str:
-    """Why a replay stopped before its end: Ctrl-C, or its budget."""
-    return "Ctrl-C" if interrupted else f"the {budget_s:g} s budget ran out"
+    """Why a replay stopped before its end: Ctrl-C (or SIGTERM), or its budget."""
+    return stop_name() if interrupted else f"the {budget_s:g} s budget ran out"
 
 
 def measured_fault(cause: RootCause) -> bool:

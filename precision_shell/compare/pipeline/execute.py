@@ -145,7 +145,7 @@ def execute_plan(
     journal_first: int = 0,
 ) -> CompareRun:
     """Run the plan's tasks and stream their rows into a new `csv_path`, in execution order
-    (a full disk removes the file and says so; Ctrl-C keeps the rows written)."""
+    (a full disk says so, naming the CSV whose write failed; Ctrl-C keeps the rows written)."""
     (run,) = execute_plans(
         [plan],
         [csv_path],

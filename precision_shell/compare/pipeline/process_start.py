@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 from collections.abc import Iterable
 from contextlib import suppress
 from multiprocessing.context import BaseContext
@@ -49,10 +50,18 @@ def warm_processes() -> None:
     from multiprocessing import forkserver
 
     process_context()
-    # best effort: a server that cannot start now (no fds left, or called while a child
-    # process imports its main module) is started, or reported, by the first pool
-    with suppress(OSError, RuntimeError, ValueError):
-        forkserver.ensure_running()
+    # Started with Ctrl-C ignored, which it keeps (an ignored signal stays so across exec, and
+    # python then installs no handler): a Ctrl-C to the shell's process group while the server
+    # imports `PRELOAD` would print its traceback (it ignores Ctrl-C only once that is done).
+    # The shell's own start-up takes Ctrl-C again right after this spawn.
+    ctrl_c = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        # best effort: a server that cannot start now (no fds left, or called while a child
+        # process imports its main module) is started, or reported, by the first pool
+        with suppress(OSError, RuntimeError, ValueError):
+            forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, ctrl_c if ctrl_c is not None else signal.SIG_DFL)
 
 
 def runs_a_compare(lines: Iterable[str]) -> bool:

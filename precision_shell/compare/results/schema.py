@@ -23,6 +23,7 @@ from precision_shell.compare.results.journaled_prefix import open_prefix
 from precision_shell.errors import PrecisionError
 from precision_shell.file_name_text import TEXT_ERRORS
 from precision_shell.pickling import by_fields
+from precision_shell.workspace.output_files import output_error
 
 LEAD_COLUMNS = (
     "Index",
@@ -182,12 +183,18 @@ class ResultCsvWriter:
         self.on_written: Callable[[list[list[str]]], None] | None = None
 
     def write(self, rows: Iterable[ResultRow]) -> None:
+        """Write and flush `rows`. A failed write (a full disk) is an OutputError naming this
+        CSV: where several CSVs are open at once, the error must name the one whose write
+        failed, whatever their closing meets afterwards."""
         records = [row.cells(self.overflow) for row in rows]
         self._take()  # what an interrupted write left is never written after it
         self._writer.writerows(records)
-        self._drain()
+        try:
+            self._drain()
+            self._fh.flush()
+        except OSError as exc:
+            raise output_error(self.path, exc) from None
         self.rows += len(records)
-        self._fh.flush()
         if self.on_written is not None:
             self.on_written(records)
 

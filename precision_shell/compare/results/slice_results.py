@@ -227,11 +227,10 @@ class RunSlices:
     counted: bool = True
     known: frozenset[tuple[str, str]] | None = None  # see RankStepTable.known
 
-    def partial_text(self, csv_path: Path) -> str | None:
-        """`partial: 2,410 of 4,320 files in 32 ranks and steps; rank 9 step 1 partial: 43 of
-        135 files` (or `...; rank 3 step 0 complete`): how far a run of several (rank, step)s
-        got, and the compare of `csv_path` in it; None when the run is complete or compared
-        one (rank, step) only, or a count is not known."""
+    def run_text(self) -> str | None:
+        """`partial: 2,410 of 4,320 files in 32 ranks and steps`: how far a cut-short run of
+        several (rank, step)s got, every selected one counted (those not begun too); None when
+        the run is complete or compared one (rank, step) only, or a count is not known."""
         if len(self.results) + len(self.not_begun) <= 1:
             return None
         if any(r.files_done is None or r.files_total is None for r in self.results):
@@ -240,7 +239,14 @@ class RunSlices:
             return None
         done = sum(r.files_done or 0 for r in self.results)
         total = sum(r.files_total or 0 for r in self.results) + sum(self.not_begun.values())
-        text = run_files_text(done, total, len(self.results) + len(self.not_begun))
+        return run_files_text(done, total, len(self.results) + len(self.not_begun))
+
+    def partial_text(self, csv_path: Path) -> str | None:
+        """`run_text`, then the compare of `csv_path` in it: `...; rank 9 step 1 partial: 43 of
+        135 files` (or `...; rank 3 step 0 complete`)."""
+        text = self.run_text()
+        if text is None:
+            return None
         shown = entry_for_csv(self.results, csv_path)
         if shown is None:
             return text

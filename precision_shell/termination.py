@@ -1,0 +1,74 @@
+"""How the shell stops on Ctrl-C and on SIGTERM, and what it says then.
+
+SIGTERM is raised in the main thread as `Terminated`, a KeyboardInterrupt: whatever stops a
+command on Ctrl-C (its workers stopped, a partial summary written, the journal closed) stops
+it on SIGTERM the same way. The shell then says `terminated (SIGTERM): ...` in one line and
+ends with 143 (128 + 15), where Ctrl-C outside a command ends it with 130. A second SIGTERM
+while it stops is ignored, so that it does not cut the clean-up short (SIGKILL still ends it).
+
+Imports nothing heavy: the entry point (`entry`) installs this before anything else.
+"""
+
+from __future__ import annotations
+
+import signal
+from types import FrameType
+
+EXIT_INTERRUPTED = 128 + signal.SIGINT
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+_received = False
+_told = False  # a line naming SIGTERM was made (a command it cut says so itself)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    global _received
+    if _received:
+        return
+    _received = True
+    raise Terminated
+
+
+def install() -> None:
+    """Raise `Terminated` on SIGTERM from now on (in the main thread, as Python does Ctrl-C)."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+def received() -> bool:
+    """Whether SIGTERM came: the shell stops after the command it cut."""
+    return _received
+
+
+def stop_name() -> str:
+    """What stopped the shell's work: `SIGTERM` once it came, else `Ctrl-C`."""
+    return "SIGTERM" if _received else "Ctrl-C"
+
+
+def stopped_text(error: str | None = None) -> str:
+    """The line of a command (or the shell) stopped by Ctrl-C (its own `error`, else
+    `interrupted`) or by SIGTERM (`terminated (SIGTERM)`, then its error if any)."""
+    global _told
+    if not _received:
+        return error or "interrupted"
+    _told = True
+    return f"terminated (SIGTERM): {error}" if error else "terminated (SIGTERM)"
+
+
+def told() -> bool:
+    """Whether a line naming SIGTERM was made since it came."""
+    return _told
+
+
+def stopped_status() -> int:
+    """The exit status of a shell stopped by SIGTERM (143) or Ctrl-C (130)."""
+    return EXIT_TERMINATED if _received else EXIT_INTERRUPTED
+
+
+def ignore_from_now() -> None:
+    """The shell is ending: neither Ctrl-C nor SIGTERM cuts its last clean-up (a traceback)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
