@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import signal
 from types import FrameType
+from typing import Any
 
 EXIT_INTERRUPTED = 128 + signal.SIGINT
 EXIT_TERMINATED = 128 + signal.SIGTERM
@@ -25,12 +26,34 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where Ctrl-C would be."""
 
 
+# The prompt's application while it waits for a line: SIGTERM then ends it from its own event
+# loop (raised in the middle of the loop, prompt_toolkit could catch it and print "Press ENTER
+# to continue...").
+_prompt_app: Any = None
+
+
+def at_prompt(app: Any) -> None:
+    """The prompt `app` waits for a line (None: no longer)."""
+    global _prompt_app
+    _prompt_app = app
+
+
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     global _received
     if _received:
         return
     _received = True
+    app = _prompt_app
+    loop = getattr(app, "loop", None) if app is not None else None
+    if loop is not None and getattr(app, "is_running", False):
+        loop.call_soon_threadsafe(_end_prompt, app)
+        return
     raise Terminated
+
+
+def _end_prompt(app: Any) -> None:
+    if app.is_running and not app.is_done:
+        app.exit(exception=Terminated())
 
 
 def install() -> None:

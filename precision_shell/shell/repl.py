@@ -11,6 +11,7 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import Completer, ThreadedCompleter
 from prompt_toolkit.history import FileHistory, History, InMemoryHistory
 
+from precision_shell import termination
 from precision_shell.render.output import PROMPT, Renderer
 from precision_shell.shell.dispatcher import Dispatcher
 from precision_shell.termination import EXIT_TERMINATED, Terminated
@@ -68,7 +69,11 @@ def run_repl(session: PromptSession, dispatcher: Dispatcher, renderer: Renderer)
     """Prompt until Ctrl-D, `exit` or `quit`; Ctrl-C at the prompt clears the line."""
     while True:
         try:
-            line = session.prompt()
+            termination.at_prompt(session.app)
+            try:
+                line = session.prompt()
+            finally:
+                termination.at_prompt(None)
         except Terminated:
             raise  # SIGTERM at the prompt: the shell ends (`entry`)
         except KeyboardInterrupt:
