@@ -255,3 +255,28 @@ def test_auto_backend_picks_processes_only_for_big_workspaces():
     assert choose_backend("threads", 8, 10 * PROCESS_MIN_BYTES) == "threads"
     with pytest.raises(ValueError, match="unknown backend"):
         choose_backend("gpu", 2, 0)
+
+
+def test_a_pool_broken_at_the_next_submit_is_a_lost_worker_not_an_internal_error(monkeypatch):
+    """CI: a worker died between two results, so the next submit raised BrokenProcessPool
+    out of the engine, and `vc` failed with "internal error: BrokenProcessPool"."""
+    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    from precision_shell.compare.pipeline import engine
+
+    class BreaksAtThirdSubmit(ThreadPoolExecutor):
+        submitted = 0
+
+        def submit(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            type(self).submitted += 1
+            if type(self).submitted >= 3:
+                raise BrokenProcessPool("A child process terminated abruptly")
+            return super().submit(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "_make_pool", lambda backend, workers: BreaksAtThirdSubmit(1))
+    got: list[int] = []
+    with pytest.raises(engine.WorkersLost, match="a compare worker died"):
+        for result in run_tasks(_tasks(40), CompareOptions(), workers=1, work=_sleepy_work([])):
+            got.append(result.seq)
+    assert got == list(range(len(got))) and got  # what came back before is kept, in order

@@ -238,9 +238,15 @@ def run_tasks(
                     and len(pending) < window
                     and len(done) < waiting
                     and not cancel.is_set()
+                    and lost is None
                 ):
                     batch = tasks[next_submit : next_submit + size]
-                    pending[executor.submit(_run_batch, work, batch, options)] = next_submit
+                    try:
+                        future = executor.submit(_run_batch, work, batch, options)
+                    except BrokenProcessPool:  # a worker died since the last results came
+                        lost = WORKER_DIED
+                        break
+                    pending[future] = next_submit
                     next_submit += len(batch)
                 if cancel.is_set() and not pending:
                     break
