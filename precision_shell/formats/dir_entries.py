@@ -90,3 +90,16 @@ def _not_a_file(entry: os.DirEntry) -> str:
     if stat.S_ISDIR(mode):
         return "a directory, not a file"
     return f"not a regular file ({file_kind(mode)})"
+
+
+def listing(path: Path | str, warnings: list[str]) -> list[os.DirEntry] | None:
+    """The entries of `path`: empty when there is no such dir; None, and a warning naming it
+    and why ("Permission denied"), when it is there and cannot be listed."""
+    try:
+        with os.scandir(path) as entries:
+            return list(entries)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        warnings.append(cannot_list(path, exc))
+        return None

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from precision_shell.formats.dir_entries import cannot_list
+from precision_shell.formats.dir_entries import listing
 from precision_shell.workspace.index_cache import file_fingerprint
 
 # (rank, step); None where the dir is not particular to one: ("0", None) is `rank0/`.
@@ -37,14 +37,6 @@ class ScopedDirs:
         """The scopes a (rank, step) dump dir looks for, most specific first."""
         return [(rank, step), (None, step), (rank, None)]
 
-    def for_slice(self, rank: str | None, step: str | None) -> tuple[Scope, Path] | None:
-        """The most specific dir for (rank, step); None: the benchmark dir itself."""
-        for scope in self.order(rank, step):
-            found = self.dirs.get(scope)
-            if found is not None:
-                return scope, found
-        return None
-
 
 def scope_label(scope: Scope) -> str:
     """`rank 0 step 1`, `step 1`, `rank 0`."""
@@ -59,13 +51,16 @@ def scope_of(relative: str) -> Scope | None:
     """The scope a dir under tf/dump/ stands for (`step1`, `rank0`, `rank0/step1`,
     `step1/rank0`); None when it stands for none."""
     parts = [p for p in relative.strip("/").split("/") if p]
-    rank = next((m.group(1) for p in parts if (m := _RANK.match(p))), None)
-    step = next((m.group(1) for p in parts if (m := _STEP.match(p))), None)
-    kinds = [bool(_RANK.match(p)) for p in parts]
-    if not parts or len(parts) > 2 or len(set(kinds)) != len(parts):
+    if not 1 <= len(parts) <= 2:
         return None
-    if any(_RANK.match(p) is None and _STEP.match(p) is None for p in parts):
-        return None
+    rank = step = None
+    for part in parts:
+        if rank is None and (m := _RANK.match(part)):
+            rank = m.group(1)
+        elif step is None and (m := _STEP.match(part)):
+            step = m.group(1)
+        else:
+            return None  # not a rank or step dir, or the same kind twice
     return (rank, step)
 
 
@@ -109,15 +104,8 @@ def _matching(
 
 
 def _child_dirs(directory: Path, warnings: list[str]) -> list[tuple[str, Path]]:
-    try:
-        with os.scandir(directory) as entries:
-            found = [(e.name, Path(e.path)) for e in entries if _is_dir(e)]
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        warnings.append(cannot_list(directory, exc))
-        return []
-    return sorted(found)
+    entries = listing(directory, warnings) or []
+    return sorted((e.name, Path(e.path)) for e in entries if _is_dir(e))
 
 
 def _is_dir(entry: os.DirEntry) -> bool:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from precision_shell.errors import PrecisionError
-from precision_shell.formats.dir_entries import cannot_list, list_dir, odd_entry_warnings
+from precision_shell.formats.dir_entries import cannot_list, list_dir, listing, odd_entry_warnings
 from precision_shell.workspace.benchmark_dirs import ScopedDirs, find_scoped_dirs
 from precision_shell.workspace.index_cache import file_fingerprint
 
@@ -38,21 +38,8 @@ def newest_numbered_dir(parent: Path, warnings: list[str]) -> Path | None:
 def _numbered_dirs(parent: Path, warnings: list[str]) -> list[str] | None:
     """The names of the child dirs whose whole name is digits (dump session dirs); None, and a
     warning saying why, when `parent` is there but cannot be listed."""
-    entries = _listing(parent, warnings)
+    entries = listing(parent, warnings)
     return None if entries is None else [e.name for e in entries if e.name.isdigit() and e.is_dir()]
-
-
-def _listing(path: Path, warnings: list[str]) -> list[os.DirEntry] | None:
-    """The entries of `path`: empty when there is no such dir; None, and a warning naming it
-    and why ("Permission denied"), when it is there and cannot be listed."""
-    try:
-        with os.scandir(path) as entries:
-            return list(entries)
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    except OSError as exc:
-        warnings.append(cannot_list(path, exc))
-        return None
 
 
 @dataclass(frozen=True)
@@ -174,7 +161,7 @@ def _graph_files(run_root: Path, warnings: list[str]) -> list[GraphFile]:
 
 def _subdirs(path: Path, warnings: list[str]) -> list[os.DirEntry] | None:
     """The sub-dirs of `path` by name; None (and a warning) when it cannot be listed."""
-    entries = _listing(path, warnings)
+    entries = listing(path, warnings)
     return None if entries is None else sorted((e for e in entries if e.is_dir()), key=_name)
 
 
@@ -258,7 +245,7 @@ def _dump_sessions(dump_root: Path, warnings: list[str]) -> list[str] | None:
     to another session of the run or to an ancestor (the same dumps twice, or a loop): that
     one is skipped with a warning naming it. None (and a warning) when `dump_root` cannot be
     listed."""
-    entries = _listing(dump_root, warnings)
+    entries = listing(dump_root, warnings)
     if entries is None:
         return None
     numbered = sorted(

@@ -257,11 +257,10 @@ class Workspace:
     ) -> BenchmarkIndex | None:
         """The benchmark tensors a (rank, step) dump dir is compared with (see
         `benchmark_scope`); without rank and step, those of the run's default dump dir."""
-        if rank is None and step is None and self.scoped_benchmarks and self.runs:
-            default = self.runs[0].slices
-            if default:
-                here = next((w for w in default if w.dumps is self.runs[0].dumps), default[0])
-                rank, step = here.rank, here.step
+        default = rank is None and step is None and self.runs and self.runs[0].slices
+        if default and self.scoped_benchmarks:
+            here = self.runs[0].slice()  # the run's default dump dir
+            rank, step = here.rank, here.step
         scope = self.benchmark_scope(rank, step)
         return self.benchmark if scope is None else self.scoped_benchmarks[scope]
 
@@ -271,10 +270,9 @@ class Workspace:
         """Every benchmark dir's index, the (rank, step)'s own first (to find a file by
         name), then tf/dump/'s, then the other rank and step dirs'."""
         found = [self.benchmark_for(rank, step), self.benchmark, *self.scoped_benchmarks.values()]
-        found = [index for index in found if index]
         unique: list[BenchmarkIndex] = []
         for index in found:
-            if index is not None and all(index is not seen for seen in unique):
+            if index and all(index is not seen for seen in unique):
                 unique.append(index)
         return unique
 

@@ -65,7 +65,7 @@ class PlanMemos:
         fingerprint = _fingerprint(ws, graph, benchmarks)
         stored = 0
         if fingerprint is not None and ws.cache is not None:
-            source = _source(self._ws, graph, benchmarks)
+            source = _source(ws, graph, benchmarks)
             rows = _valid_rows(ws.cache.load(KIND, source, fingerprint), graph)
             if rows is not None:
                 memo.rows = rows
