@@ -24,7 +24,7 @@ from precision_shell.compare.results.slice_results import (
 )
 from precision_shell.compare.results.summary import RunSummary, not_begun_text
 from precision_shell.compare.results.thresholds import ThresholdRule
-from precision_shell.listing_text import some_of
+from precision_shell.listing_text import in_workspace, some_of
 from precision_shell.render.columns import facts_table, number_column, path_text, text_column
 from precision_shell.render.output import renders
 from precision_shell.render.summary import render_index_warnings
@@ -226,8 +226,8 @@ def _metric_cells(row: ResultRow, metrics: list[str], rule: ThresholdRule) -> li
 
 def _in_workspace(directory: str) -> str:
     """A dir as `tf/dump/step1/` when it is in a workspace, else as given."""
-    inside = directory.partition("/precision_data/")[2]
-    return f"{inside}/" if inside else directory
+    inside = in_workspace(directory)
+    return f"{inside}/" if inside != directory else directory
 
 
 def rank_step_grid(ranks: RankStepTable, rule: ThresholdRule | None = None) -> Group:

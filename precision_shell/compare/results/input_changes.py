@@ -29,6 +29,7 @@ from precision_shell.compare.results.slice_results import (
 )
 from precision_shell.compare.results.summary import RunSummary
 from precision_shell.errors import PrecisionError
+from precision_shell.listing_text import in_workspace, some_of
 from precision_shell.workspace.workspace import Workspace
 
 STAT_MAX = 4096  # files of one dir stat'ed one by one at most (~5 ms)
@@ -46,22 +47,15 @@ class InputChanges:
         """One line: what changed, and what gives numbers of the files as they are now."""
         parts = []
         if self.files:
-            first = _short(self.files[0])
+            first = in_workspace(self.files[0])
             if len(self.files) == 1:
                 parts.append(f"a change to a file it compared ({first})")
             else:
                 parts.append(f"changes to {len(self.files)} files it compared (e.g. {first})")
         if self.dirs:
-            where = ", ".join(_short(d) for d in self.dirs[:2])
-            more = f" and {len(self.dirs) - 2} more" if len(self.dirs) > 2 else ""
-            parts.append(f"files added to or removed from {where}{more}")
+            where = some_of([in_workspace(d) for d in self.dirs], shown=2)
+            parts.append(f"files added to or removed from {where}")
         return f"the compare {self.result_dir} predates {' and '.join(parts)}: run vc again"
-
-
-def _short(path: str) -> str:
-    """A path as `tf/dump/x.npy` inside a workspace, else as given."""
-    inside = path.partition("/precision_data/")[2]
-    return inside or path
 
 
 def _mtime(path: str) -> int | None:
