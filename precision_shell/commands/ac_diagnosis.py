@@ -55,7 +55,6 @@ from precision_shell.compare.diagnosis.slice_replays import (
 from precision_shell.compare.results.schema import ResultRow, ResultTable, read_result_csv
 from precision_shell.compare.results.slice_results import SliceResult, slice_results
 from precision_shell.shell.context import ShellContext
-from precision_shell.termination import stop_name
 from precision_shell.workspace.graph_index import GraphIndex, OpRecord
 
 if TYPE_CHECKING:
@@ -195,18 +194,21 @@ def _replayer(
 
 def _replay_unfinished(
     diagnosis: Diagnosis, slices: SliceReplays | None
-) -> tuple[list[str], str] | None:
-    """The slices the replay did not finish (their labels; none: the one compared) and why
-    (Ctrl-C, or the budget); None when it finished what it set out to replay."""
+) -> tuple[list[str], str, bool] | None:
+    """The slices the replay did not finish (their labels; none: the one compared), why
+    (Ctrl-C or SIGTERM, or the budget) and whether it was stopped (not the budget); None when
+    it finished what it set out to replay."""
     if slices is not None:
         where = [p.where or "" for p in slices.unfinished] + slices.not_begun
         if not where:
             return None
-        return where, stop_reason(slices.interrupted, slices.budget_s)
+        stopped = slices.interrupted
+        return where, stop_reason(stopped, slices.budget_s), stopped
     done = diagnosis.replays
     if done is None or not done.not_reached:
         return None
-    return [done.where] if done.where else [], stop_reason(done.interrupted, done.budget_s)
+    where = [done.where] if done.where else []
+    return where, stop_reason(done.interrupted, done.budget_s), done.interrupted
 
 
 def _goes_on(first: Diagnosis, chosen: CardDiagnosis, cards: list[CardDiagnosis]) -> bool:
@@ -348,7 +350,7 @@ def diagnose_compare(
     unfinished = _replay_unfinished(diagnosis, check.slice_replays)
     if unfinished is not None:
         diagnosis.findings = [with_replay_unfinished(f, *unfinished) for f in diagnosis.findings]
-        check.replay_interrupted = unfinished[1] == stop_name()
+        check.replay_interrupted = unfinished[2]
     record = diagnosis.record()
     if check.slice_replays is not None:
         done = check.slice_replays

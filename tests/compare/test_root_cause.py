@@ -332,12 +332,12 @@ def test_a_cause_knows_whether_its_op_takes_constants():
 def test_an_unfinished_replay_under_drift_says_what_would_finish_it():
     """More time helps a budget that ran out; a replay stopped by Ctrl-C is run again."""
     drift = Finding(ACCUMULATED_DRIFT, None, None, "Drift.")
-    stopped = with_replay_unfinished(drift, ["rank 1 step 0"], "Ctrl-C")
+    stopped = with_replay_unfinished(drift, ["rank 1 step 0"], "Ctrl-C", True)
     assert stopped.advice == (
         "Drift. The replay, which finds faults drift hides, did not finish on rank 1 step 0 "
         "(Ctrl-C): a fault there is not ruled out (ac -c again lets it finish)."
     )
-    cut = with_replay_unfinished(drift, [], "the 5 s budget ran out")
+    cut = with_replay_unfinished(drift, [], "the 5 s budget ran out", False)
     assert cut.advice == (
         "Drift. The replay, which finds faults drift hides, did not finish (the 5 s budget "
         "ran out): a fault there is not ruled out (ac -c --replay-budget S gives it more time)."

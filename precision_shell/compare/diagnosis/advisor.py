@@ -129,18 +129,19 @@ def _consistency(rule: ThresholdRule, compared_ops: int, scope: SliceCheck | Non
     return Finding(GLOBAL_CONSISTENCY, None, None, text, evidence)
 
 
-def with_replay_unfinished(finding: Finding, where: Sequence[str], why: str) -> Finding:
+def with_replay_unfinished(
+    finding: Finding, where: Sequence[str], why: str, stopped: bool
+) -> Finding:
     """`finding` (accumulated drift) saying that the replay, which finds the faults drift
     hides, did not finish on `where` (the slices: their labels; empty: the one compared)
-    because of `why` (Ctrl-C, or the budget): the drift reading rests on the estimate there."""
+    because of `why` (Ctrl-C or SIGTERM: `stopped`; else the budget): the drift reading rests
+    on the estimate there."""
     if finding.detection != ACCUMULATED_DRIFT:
         return finding
     on = f" on {some_of(where)}" if where else ""
     # more time helps a budget that ran out, not a replay the user stopped
     again = (
-        "ac -c again lets it finish"
-        if why == "Ctrl-C"
-        else "ac -c --replay-budget S gives it more time"
+        "ac -c again lets it finish" if stopped else "ac -c --replay-budget S gives it more time"
     )
     advice = (
         f"{finding.advice} The replay, which finds faults drift hides, did not finish{on} "

@@ -355,12 +355,13 @@ def card_scope(
         else ""
     )
     one_cleared = len(cleared) == 1
-    unseen_text = (
+    cleared_text = (
         f"; {_ranks(cleared)} {'fails' if one_cleared else 'fail'} the thresholds here too, "
         f"but {'its' if one_cleared else 'their'} replay clears the op (drift)"
         if cleared
         else ""
-    ) + unseen_text
+    )
+    tail = cleared_text + unseen_text  # what every verdict ends with
     if len(here) > 1 and not passing and not after_own:
         # a replay that clears the op (its kernel computes what it is given, no fault measured
         # and no loss of its own): what every card shares there is drift, not a faulty op
@@ -373,19 +374,19 @@ def card_scope(
             )
             verdict = (
                 f"on every card: all {len(here)} cards fail here at step {entry.step}, but "
-                f"they disagree (below): {suspect}{unseen_text}"
+                f"they disagree (below): {suspect}{tail}"
             )
         elif op_cleared:
             verdict = (
                 f"on every card: all {len(here)} cards fail here at step {entry.step}; the "
-                f"replay clears the op: drift every card shares, not one card{unseen_text}"
+                f"replay clears the op: drift every card shares, not one card{tail}"
             )
         else:
             # no replay ran there and no fault is measured: drift every card has reads the same
             suspect = "suspect the op" if is_fault(cause) else "the op's, or drift every card has"
             verdict = (
                 f"on every card: all {len(here)} cards fail here at step {entry.step}: "
-                f"{suspect}, not one card{unseen_text}"
+                f"{suspect}, not one card{tail}"
             )
     elif len(here) == 1 and passing and not after_own:
         matching = (
@@ -399,11 +400,11 @@ def card_scope(
         )
         verdict = (
             f"rank {entry.rank} only: {matching} the benchmark here: "
-            f"suspect that card or its input data{unseen_text}"
+            f"suspect that card or its input data{tail}"
         )
     elif len(here) == 1 and cleared and not after_own:
         verdict = (
-            f"rank {entry.rank} only: its replay proves the fault here{unseen_text}: suspect "
+            f"rank {entry.rank} only: its replay proves the fault here{tail}: suspect "
             "that card or its input data"
         )
     elif passing:
@@ -411,15 +412,12 @@ def card_scope(
             f"{_ranks(here)} fail{'s' if len(here) == 1 else ''} here; {_ranks(passing)} "
             f"match{'es' if len(passing) == 1 else ''} the benchmark{after_text}: suspect "
             f"{'that card or its' if len(here) == 1 else 'those cards or their'} input data"
-            f"{unseen_text}"
+            f"{tail}"
         )
     elif after_own:
-        verdict = (
-            f"{_ranks(here)} fail{'s' if len(here) == 1 else ''} here first{after_text}"
-            f"{unseen_text}"
-        )
+        verdict = f"{_ranks(here)} fail{'s' if len(here) == 1 else ''} here first{after_text}{tail}"
     else:
-        verdict = f"rank {entry.rank}: not compared on the other cards{unseen_text}"
+        verdict = f"rank {entry.rank}: not compared on the other cards{tail}"
     shared_faults = [(e, c) for found in alike.values() for e, c in found if is_fault(c)]
     return CardScope(verdict, notes, elsewhere, shared_faults)
 

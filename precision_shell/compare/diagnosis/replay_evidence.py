@@ -122,7 +122,11 @@ class ReplayPass:
         if op in self.refused:
             return self.refused[op]
         if op in self.unreached:
-            why = "Ctrl-C" if self.interrupted else f"the {self.budget_s:g} s replay budget ran out"
+            why = (
+                stop_name()
+                if self.interrupted
+                else f"the {self.budget_s:g} s replay budget ran out"
+            )
             return f"not reached: {why}"
         return None
 
