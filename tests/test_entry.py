@@ -24,6 +24,7 @@ import pytest
 from precision_shell.compare.pipeline.journal import JOURNAL_NAME
 from tests.commands.shell_fixture import open_shell, run_ok
 from tests.process_tree import alive, descendants
+from tests.slow_vc import SLOW_ENGINE
 
 REPO = Path(__file__).resolve().parents[1]
 _LIVENESS_S = 60.0
@@ -50,18 +51,9 @@ runpy.run_module("precision_shell", run_name="__main__", alter_sys=True)
 
 # the shell (as `python -m precision_shell` runs it) on ARGS, its compare engine taking 0.2 s
 # per dump file, so that it can be stopped mid-run
-_SLOW_VC = """
-import sys, time
-from precision_shell.compare.pipeline import execute
-real = execute.run_tasks
-def slow(tasks, *args, **kwargs):
-    for result in real(tasks, *args, **kwargs):
-        time.sleep(0.2)
-        yield result
-execute.run_tasks = slow
-from precision_shell.entry import main
-raise SystemExit(main(sys.argv[1:]))
-"""
+_SLOW_VC = SLOW_ENGINE + (
+    "from precision_shell.entry import main\nraise SystemExit(main(sys.argv[1:]))\n"
+)
 
 
 def _start(code: str, *args: str) -> subprocess.Popen:

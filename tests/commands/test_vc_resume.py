@@ -19,6 +19,7 @@ from precision_shell.compare.pipeline import execute
 from precision_shell.compare.pipeline.journal import JOURNAL_NAME, RunJournal
 from tests.commands.shell_fixture import CONV2, open_shell, run_fail, run_ok
 from tests.commands.test_vc_across_ranks import _add_ranks
+from tests.slow_vc import SLOW_ENGINE
 from tests.strict_json import strict_json
 
 REPO = Path(__file__).resolve().parents[2]
@@ -302,18 +303,10 @@ def test_help_vc_documents_resume(tiny_demo_shared):
 
 
 # a vc in its own process whose engine takes 0.2 s per dump file, so it can be killed mid-run
-_SLOW_VC = """
-import sys, time
-from precision_shell.compare.pipeline import execute
-real = execute.run_tasks
-def slow(tasks, *args, **kwargs):
-    for result in real(tasks, *args, **kwargs):
-        time.sleep(0.2)
-        yield result
-execute.run_tasks = slow
-from precision_shell.cli import main
-raise SystemExit(main([sys.argv[1], "--no-cache", "-e", "vc"]))
-"""
+_SLOW_VC = SLOW_ENGINE + (
+    "from precision_shell.cli import main\n"
+    'raise SystemExit(main([sys.argv[1], "--no-cache", "-e", "vc"]))\n'
+)
 
 
 def test_a_compare_killed_with_sigkill_resumes_to_the_same_csvs(tiny_demo):
