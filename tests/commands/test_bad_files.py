@@ -170,6 +170,17 @@ def _counts(ws: Workspace) -> tuple:
     return summary.runs, summary.benchmark_tensors, summary.overflow_files, summary.fusion_passes
 
 
+# A file planted where a small file is read that is no regular file: a FIFO, a link to a device.
+NO_REGULAR_FILE = pytest.mark.parametrize(
+    ("plant", "problem"),
+    [
+        (make_fifo, "not a regular file (a FIFO)"),
+        (link_to_dev_zero, "not a regular file (a character device)"),
+    ],
+    ids=["fifo", "dev-zero"],
+)
+
+
 @pytest.mark.parametrize(
     ("plant", "problem"),
     [
@@ -231,14 +242,7 @@ def test_a_hostile_mapping_csv_costs_its_names_not_the_dump_dir(tiny_demo, plant
     )
 
 
-@pytest.mark.parametrize(
-    ("plant", "problem"),
-    [
-        (make_fifo, "not a regular file (a FIFO)"),
-        (link_to_dev_zero, "not a regular file (a character device)"),
-    ],
-    ids=["fifo", "dev-zero"],
-)
+@NO_REGULAR_FILE
 def test_a_hostile_benchmark_mapping_csv_is_named_and_the_tensors_still_count(
     tiny_demo, plant, problem
 ):
@@ -251,14 +255,7 @@ def test_a_hostile_benchmark_mapping_csv_is_named_and_the_tensors_still_count(
     assert _counts(ws) == _counts(clean)
 
 
-@pytest.mark.parametrize(
-    ("plant", "problem"),
-    [
-        (make_fifo, "not a regular file (a FIFO)"),
-        (link_to_dev_zero, "not a regular file (a character device)"),
-    ],
-    ids=["fifo", "dev-zero"],
-)
+@NO_REGULAR_FILE
 def test_a_graph_file_that_is_no_regular_file_is_named_not_reported_missing(
     tiny_demo, plant, problem
 ):

@@ -5,9 +5,12 @@ candidate covers it; only a replay finds it), or which holds the faults given.""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from precision_shell.demo.spec import WRONG_CONSTANT, Fault
+from precision_shell.shell.dispatcher import Dispatcher
+from tests.commands.shell_fixture import open_shell, rendered
 from tests.commands.test_second_dump_dir import _link_copy, _step_dir
 from tests.replay.test_isolated import _deep
 
@@ -36,3 +39,15 @@ def drift_layout(
             src = _step_dir(faulty) if (rank, n) == faulty_at else step
             _link_copy(src, device.parent / rank / step.parent.relative_to(device) / n)
     return root
+
+
+def private_shell(pristine: Path, tmp_path: Path) -> Dispatcher:
+    """A shell over a private copy of the workspace `pristine` (a module fixture's)."""
+    root = tmp_path / "ws"
+    shutil.copytree(pristine, root, symlinks=True)
+    return open_shell(root)
+
+
+def replay_line(check: object) -> str:
+    """The replay line `ac -c` printed for `check`, unwrapped."""
+    return next(ln for ln in rendered(check, 2000).splitlines() if ln.startswith("replay ("))

@@ -10,15 +10,14 @@ one, and its replay proves it."""
 from __future__ import annotations
 
 import json
-import shutil
 import time
 
 import pytest
 
 from precision_shell.compare.diagnosis import replay_evidence
 from precision_shell.demo.spec import LOCAL_ERROR, WRONG_CONSTANT, Fault
-from tests.commands.shell_fixture import open_shell, rendered, run_fail, run_ok
-from tests.diagnosis.drift_cards import FAULTY, drift_layout
+from tests.commands.shell_fixture import run_fail, run_ok
+from tests.diagnosis.drift_cards import FAULTY, drift_layout, private_shell, replay_line
 
 KERNEL_ERROR = "block20/conv2/Conv2Dblock20/relu2/Relu"
 TWO_FAULTS = (
@@ -36,13 +35,7 @@ def two_faults_pristine(tmp_path_factory):
 
 @pytest.fixture
 def two_faults(two_faults_pristine, tmp_path):
-    root = tmp_path / "ws"
-    shutil.copytree(two_faults_pristine, root, symlinks=True)
-    return open_shell(root)
-
-
-def _replay_line(check) -> str:  # noqa: ANN001
-    return next(ln for ln in rendered(check, 2000).splitlines() if ln.startswith("replay ("))
+    return private_shell(two_faults_pristine, tmp_path)
 
 
 def _replayed_ops(monkeypatch: pytest.MonkeyPatch, stop_at: int = 0, pause_s: float = 0.0):  # noqa: ANN202
@@ -92,7 +85,7 @@ def test_the_default_replays_the_ops_before_a_proven_fault_and_names_the_first(
     assert (replay["before_fault"], replay["before_fault_ops"]) == (FAULTY, done.earlier)
     assert replay["before_fault_not_reached"] == 0 and replay["not_reached"] == 0
     assert replay["left_out"] == done.left_out > 0  # the ops after block40: --replay all's
-    line = _replay_line(check)
+    line = replay_line(check)
     assert line.startswith(
         "replay (candidates, then the ops before the first fault they proved) of rank 1 step 1 "
         "only (ac -c --rank R --step S replays another; --replay all every compared slice): "
@@ -113,7 +106,7 @@ def test_ctrl_c_before_the_fault_says_how_many_ops_it_left(two_faults, monkeypat
     done = outcome.result.diagnosis.replays
     assert done.before == FAULTY and len(calls) == CANDIDATES + 5
     assert done.earlier_left == done.earlier - 4 > 0  # the fifth was the one interrupted
-    assert _replay_line(outcome.result).endswith(
+    assert replay_line(outcome.result).endswith(
         f"; {done.earlier_left} of the {done.earlier} other dumped ops before {FAULTY} {FIRST} "
         "not reached (Ctrl-C): an earlier fault is not ruled out; "
         f"{done.left_out} other dumped ops with a kernel not replayed (--replay all replays them)"
@@ -128,7 +121,7 @@ def test_a_budget_that_runs_out_before_the_fault_says_how_many_ops_it_left(two_f
     assert (
         f"; {done.earlier_left} of the {done.earlier} other dumped ops before {FAULTY} {FIRST} "
         "not reached (the 1 s budget ran out): an earlier fault is not ruled out; "
-    ) in _replay_line(check)
+    ) in replay_line(check)
     replay = json.loads(check.compare.summary_path.read_text())["diagnosis"]["replay"]
     assert replay["before_fault_not_reached"] == replay["not_reached"] == done.earlier_left
 
@@ -153,7 +146,7 @@ def test_going_on_from_a_slice_that_proves_nothing_says_where_it_looked_before_a
     looked = done.passes[2]
     assert (looked.before, looked.wrong) == (FAULTY, [KERNEL_ERROR])
     assert [p.where for p in done.passes if p.before is not None] == ["rank 1 step 1"]
-    line = _replay_line(check)
+    line = replay_line(check)
     assert line.startswith(
         "replay (candidates, then every op where they proved no fault, the ops before the first "
         "fault where they proved one) of 4 of 4 rank/step slices "

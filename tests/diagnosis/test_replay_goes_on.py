@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -19,8 +18,14 @@ from precision_shell.compare.diagnosis import replay_evidence
 from precision_shell.compare.diagnosis.advisor import ACCUMULATED_DRIFT
 from precision_shell.compare.diagnosis.replay_evidence import measured_fault, measured_text
 from precision_shell.compare.diagnosis.root_cause import RootCause
-from tests.commands.shell_fixture import open_shell, rendered, run_fail, run_ok
-from tests.diagnosis.drift_cards import DRIFT_FIRST, FAULTY, drift_layout
+from tests.commands.shell_fixture import run_fail, run_ok
+from tests.diagnosis.drift_cards import (
+    DRIFT_FIRST,
+    FAULTY,
+    drift_layout,
+    private_shell,
+    replay_line,
+)
 
 
 @pytest.fixture(scope="module")
@@ -30,13 +35,7 @@ def cards_pristine(tmp_path_factory):
 
 @pytest.fixture
 def cards(cards_pristine, tmp_path):
-    root = tmp_path / "ws"
-    shutil.copytree(cards_pristine, root, symlinks=True)
-    return open_shell(root)
-
-
-def _replay_line(check) -> str:  # noqa: ANN001
-    return next(ln for ln in rendered(check, 2000).splitlines() if ln.startswith("replay ("))
+    return private_shell(cards_pristine, tmp_path)
 
 
 def test_the_default_goes_on_until_a_step_with_a_proven_fault(cards):
@@ -70,7 +69,7 @@ def test_the_default_goes_on_until_a_step_with_a_proven_fault(cards):
     assert replay["slices_mode"] == "candidates"
     assert replay["slices_left"] == ["rank 0 step 2", "rank 1 step 2"]
     assert [s["slice"] for s in replay["slices"]] == [p.where for p in done.passes]
-    line = _replay_line(check)
+    line = replay_line(check)
     ops = len(done.passes[0].reports)
     assert line.startswith(
         "replay (candidates, then every op where they proved no fault) of 4 of 6 rank/step "
@@ -93,14 +92,14 @@ def test_drift_on_every_slice_replays_them_all_and_proves_nothing(cards):
     done = check.slice_replays
     assert [p.where for p in done.passes] == ["rank 0 step 0", "rank 0 step 1", "rank 0 step 2"]
     assert done.left == [] and done.wrong == [] and done.differing == []
-    assert "slices of later steps" not in _replay_line(check)
+    assert "slices of later steps" not in replay_line(check)
 
 
 def test_a_first_slice_the_budget_cut_does_not_go_on(cards):
     check = run_ok(cards, "ac -c --rank all --step all --replay-budget 0.0001")
     assert check.slice_replays is None
     assert check.diagnosis.replays.where == "rank 0 step 0"
-    assert _replay_line(check).startswith("replay (candidates) of rank 0 step 0 only ")
+    assert replay_line(check).startswith("replay (candidates) of rank 0 step 0 only ")
 
 
 def test_ctrl_c_on_another_slice_leaves_the_rest_unreplayed(cards, monkeypatch):
@@ -129,7 +128,7 @@ def test_ctrl_c_on_another_slice_leaves_the_rest_unreplayed(cards, monkeypatch):
         ["rank 1 step 0", "rank 0 step 2", "rank 1 step 2"],
         "Ctrl-C",
     )
-    line = _replay_line(outcome.result)
+    line = replay_line(outcome.result)
     assert line.startswith(
         "replay (candidates, then every op where they proved no fault) of 3 of 6 rank/step slices"
     )
@@ -157,7 +156,7 @@ def test_a_budget_that_runs_out_says_which_slices_it_did_not_begin(cards):
     assert begun < 6 and len(done.not_begun) == 6 - begun
     assert done.not_begun_why == "the 0.3 s budget ran out"
     assert all(p.reports for p in done.passes)  # no pass for a slice not begun
-    line = _replay_line(check)
+    line = replay_line(check)
     assert f" of {begun} of 6 rank/step slices " in line
     assert "proved a fault" not in line
     assert f"; {6 - begun} slices not begun (the 0.3 s budget ran out): " in line
