@@ -11,7 +11,11 @@ Imports nothing heavy: the entry point (`entry`) installs this before anything e
 
 from __future__ import annotations
 
+import os
 import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
@@ -59,6 +63,40 @@ def _end_prompt(app: Any) -> None:
 def install() -> None:
     """Raise `Terminated` on SIGTERM from now on (in the main thread, as Python does Ctrl-C)."""
     signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+@contextmanager
+def deferred() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait for the end of the block (a step that must not stop halfway: a
+    worker process forked but not yet known to its pool would outlive it and print a
+    traceback), then act as they would have. Only the main thread receives signals: elsewhere
+    the block just runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        held.append(signum)
+
+    before: dict[int, Any] = {
+        signum: signal.signal(signum, hold) for signum in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+        if held:
+            _act(held[0], before[held[0]])
+
+
+def _act(signum: int, handler: Any) -> None:
+    """What `handler` (a signal's handler before `deferred`) does with `signum`, now."""
+    if callable(handler):
+        handler(signum, None)
+    elif handler == signal.SIG_DFL:
+        os.kill(os.getpid(), signum)
 
 
 def received() -> bool:

@@ -37,8 +37,9 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import ExitStack, suppress
 from multiprocessing.connection import Connection
 from multiprocessing.context import BaseContext
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
+from precision_shell import termination
 from precision_shell.compare.metrics import compiled
 from precision_shell.compare.pipeline.page_reuse import reuse_freed_memory
 from precision_shell.compare.pipeline.plan import FileTask
@@ -47,6 +48,7 @@ from precision_shell.compare.pipeline.readahead import READAHEAD_BYTES, Readahea
 from precision_shell.compare.pipeline.worker import CompareOptions, FileResult, compare_file
 
 ProgressCallback = Callable[[FileResult], None]
+T = TypeVar("T")
 
 
 # Below this much device data a process pool's start-up (~0.3 s) costs more than the GIL
@@ -136,6 +138,13 @@ class _ProcessPool(ProcessPoolExecutor):
             initializer=_start_worker,
             initargs=(self._lifeline_r,),
         )
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        # A submit may fork a worker, then start the thread that joins the pool's workers.
+        # Ctrl-C or SIGTERM between the two would leave a worker no one joins: it would read
+        # the pool's queues after they were dropped and print a FileNotFoundError traceback.
+        with termination.deferred():
+            return super().submit(fn, *args, **kwargs)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         super().shutdown(wait=wait, cancel_futures=cancel_futures)
