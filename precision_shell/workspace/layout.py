@@ -217,16 +217,20 @@ def _walked_subdirs(
     entries = _subdirs(Path(path), warnings)
     if entries is None:
         return None
+    # real sub-dirs claim their paths first, so a link to a sibling is skipped whatever its
+    # name (`0 -> 1` sorts before `1`); no syscall: a real path is its parent's plus the name
+    own = {e.name: os.path.join(real, e.name) for e in entries if not e.is_symlink()}
+    visited.update(own.values())
     kept: list[tuple[os.DirEntry, str]] = []
     for entry in entries:
-        if not entry.is_symlink():  # no syscall: its real path is its parent's plus its name
-            target = os.path.join(real, entry.name)
+        if entry.name in own:
+            target = own[entry.name]
         else:
             target = os.path.realpath(entry.path)
             if target in visited or real.startswith(target.rstrip(os.sep) + os.sep):
                 warnings.append(_repeated_dir(entry.path, target))
                 continue
-        visited.add(target)
+            visited.add(target)
         kept.append((entry, target))
     return kept
 

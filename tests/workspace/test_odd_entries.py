@@ -168,6 +168,24 @@ def test_a_rank_dir_linked_in_from_elsewhere_is_read_once(tiny_demo, tmp_path):
     ]
 
 
+def test_a_rank_link_to_a_sibling_is_skipped_whatever_its_name_sorts_as(tiny_demo):
+    """`0 -> 1` sorts before the real `1`: it was walked, and so was `1`, the same dumps twice
+    with no warning."""
+    root, _ = tiny_demo
+    step = _step_dir(root)
+    rank_dir = step.parents[2]  # rank 0
+    files = len(Workspace.open(root, use_cache=False).run().dumps)
+    real = rank_dir.parent / "1"
+    rank_dir.rename(real)
+    (rank_dir.parent / "0").symlink_to("1")
+    ws = Workspace.open(root, use_cache=False)
+    assert _slices(ws) == [("1", step.name, files)]
+    assert ws.warnings == [
+        f"{rank_dir}: a symlink to {real}, a dir this dump tree already holds "
+        "(a loop, or the same dumps twice); skipped"
+    ]
+
+
 def test_a_symlink_named_like_a_dump_file_to_a_file_named_otherwise_is_no_dump(tiny_demo, tmp_path):
     root, manifest = tiny_demo
     real = dump_path(root, manifest, CONV1)
