@@ -85,9 +85,9 @@ def report_command(ctx: ShellContext, args: argparse.Namespace) -> ReportWritten
             ws = None
     else:
         ws = ctx.workspace
-    written = write_report(ws, rule, csv_path, args.output, args.depth, pick)
-    written.notes[:0] = pick.notes("report")
     stale = stale_compare_line(ws, summary, csv_path) if ws is not None else None
+    written = write_report(ws, rule, csv_path, args.output, args.depth, pick, stale)
+    written.notes[:0] = pick.notes("report")
     if stale is not None:
         written.notes.insert(0, stale)
     return written

@@ -109,6 +109,8 @@ class ReportData:
     columns: ResultColumns | None = None
     notes: list[str] = field(default_factory=list)  # why the columns cache was not used
     error_panel: ErrorPanel | None = None  # the plot's second panel when there is no SQNR
+    # "the compare ... predates a change to a file it compared": its rows may be stale
+    stale: str | None = None
 
     @property
     def foreign(self) -> str | None:

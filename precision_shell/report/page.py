@@ -61,6 +61,8 @@ def _header(data: ReportData, generated: str) -> str:
         pairs.append((f"{data.foreign} dumps", esc(f"{left} (left) vs {right} (right)")))
     if data.slice_label:
         pairs.append(("Rank and step", esc(data.slice_label)))
+    if data.stale:
+        pairs.append(("Stale", f'<span class="bad">{esc(data.stale)}</span>'))
     if data.partial:
         pairs.append(
             ("Partial", f'<span class="bad">{esc(data.partial)}: {esc(data.partial_cause)}</span>')

@@ -177,11 +177,13 @@ def write_report(
     output: Path | None = None,
     depth: int = DEFAULT_DEPTH,
     pick: ResultPick | None = None,
+    stale: str | None = None,
 ) -> ReportWritten:
     """Gather, render and write the report of one result CSV (and its summary.json); a CSV
     without a summary is judged by `fallback` (the settings' rule). `ws` None (no workspace
     opens): only for a foreign compare (`is_foreign_result`). `pick`: the state of the CSV's
-    run when the caller has it."""
+    run when the caller has it. `stale`: the line saying the compare predates a change to a
+    file it compared (`input_changes`), shown on the page."""
     foreign = is_foreign_result(csv_path)
     if foreign or ws is None:
         cache = _foreign_cache(ws, csv_path)
@@ -198,6 +200,7 @@ def write_report(
             pick=pick,
         )
         out_dir = _ReportDir(lambda: workspace.output_dir("report"))
+    data.stale = stale
     target = _checked_output(output) if output is not None else None
     picture = _picture(ws, data, out_dir, depth)
     if target is None:

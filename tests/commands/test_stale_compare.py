@@ -3,6 +3,7 @@ one line says so (never on a compare of the files as they are)."""
 
 from __future__ import annotations
 
+import html
 import json
 
 import numpy as np
@@ -33,8 +34,12 @@ def test_a_benchmark_rewritten_in_place_after_the_compare_is_named(tiny_demo, tm
     assert line in run_ok(shell, "vcs").notes
     assert run_ok(shell, f"ni {CONV2}").nodes[0].compare_notes[0] == line
     assert line in run_ok(shell, f"report -o {tmp_path / 'r.html'}").notes
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")  # the page says it too
+    assert f'<dt>Stale</dt><dd><span class="bad">{html.escape(line)}</span></dd>' in page
     run_ok(shell, "vc")  # a compare of the files as they are now
     assert not any("predates" in n for n in run_ok(shell, "vcs").notes)
+    run_ok(shell, f"report -o {tmp_path / 'fresh.html'}")
+    assert "<dt>Stale</dt>" not in (tmp_path / "fresh.html").read_text(encoding="utf-8")
 
 
 def test_a_file_added_to_a_big_dir_is_seen_by_its_dir(tiny_demo, monkeypatch):
