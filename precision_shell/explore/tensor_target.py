@@ -24,6 +24,7 @@ from precision_shell.formats.benchmark_layout import (
 from precision_shell.formats.dump_names import is_statistics_dump_name
 from precision_shell.formats.layouts import LayoutError, is_plain_format
 from precision_shell.formats.npu_dump import DumpHeader, TensorMeta, read_dump_header, read_tensor
+from precision_shell.listing_text import in_workspace
 from precision_shell.workspace.index_cache import file_fingerprint
 from precision_shell.workspace.tensor_stats import TensorStats
 from precision_shell.workspace.workspace import Workspace
@@ -190,7 +191,10 @@ def _file_handles(
     if path.endswith(".npy"):
         if kind is not None:
             raise PrecisionError(f"{path}: a .npy file holds one tensor; drop :{kind}:{index}")
-        return [TensorHandle(os.path.basename(path), path)]
+        # a benchmark in a rank or step dir is named after it (`step1/x.0.1.npy`): the same
+        # name is another tensor in tf/dump/ (and pt saves each under its own name)
+        label = ws.benchmark_name(path) if ws is not None else os.path.basename(path)
+        return [TensorHandle(label, path)]
     if is_statistics_dump_name(os.path.basename(path)):
         raise PrecisionError(
             f"{path}: a statistics dump (dump_data: stats) holds no tensor values; pt shows "
@@ -250,11 +254,9 @@ def _workspace_handles(
         ref = ws.overflow_dumps.by_file_name(name)
         if ref is not None:
             return _file_handles(ref.path, kind, index)
-    for benchmarks in ws.benchmark_indexes(rank, step):
-        for files in benchmarks.all.values():
-            for benchmark in files:
-                if name in (os.path.basename(benchmark.path), ws.benchmark_name(benchmark)):
-                    return _file_handles(benchmark.path, kind, index)
+    named = _benchmark_named(ws, name, rank, step)
+    if named is not None:
+        return _file_handles(named, kind, index, ws)
     for run in ws.runs:
         found = run.find(name)
         if found is None:
@@ -273,6 +275,39 @@ def _workspace_handles(
         f"{name}: not a file, not a dump or .npy file name in the workspace, not an op name, "
         "and not a benchmark tensor name"
     )
+
+
+def _benchmark_named(
+    ws: Workspace, name: str, rank: str | None, step: str | None
+) -> str | None:
+    """The path of the benchmark `.npy` named `name` (`x.0.1.npy`, or `step1/x.0.1.npy` as
+    `benchmark_name` shows it). With --rank/--step, only in that (rank, step)'s benchmark dir:
+    a file of that name in another rank's or step's dir is another tensor, and reading it
+    silently would show step 0's values for step 1 (an error names where it is). Without
+    them, the default (rank, step)'s dir first, then tf/dump/, then the other dirs."""
+    scoped = rank is not None or step is not None
+    own = ws.benchmark_for(rank, step) if scoped else None
+    for benchmarks in ws.benchmark_indexes(rank, step):
+        path = next(
+            (
+                b.path
+                for files in benchmarks.all.values()
+                for b in files
+                if name in (os.path.basename(b.path), ws.benchmark_name(b))
+            ),
+            None,
+        )
+        if path is None:
+            continue
+        if not scoped or benchmarks is own:
+            return path
+        where = " ".join(f"{k} {v}" for k, v in (("rank", rank), ("step", step)) if v is not None)
+        mine = f"in {in_workspace(str(own.directory))}/" if own else "anywhere"
+        raise PrecisionError(
+            f"{name}: no benchmark of that name {mine}, the benchmark dir of {where}; "
+            f"{in_workspace(path)} is another rank's or step's tensor: give that path to read it"
+        )
+    return None
 
 
 _TF_SLOT = re.compile(r"^(?P<op>.+):(?P<slot>\d+)$")

@@ -276,11 +276,12 @@ class Workspace:
                 unique.append(index)
         return unique
 
-    def benchmark_name(self, benchmark: BenchmarkFile) -> str:
-        """A benchmark file as commands show it: its name, after its rank or step dir's
-        (`step1/x.0.1.npy`) when it is in one."""
-        name = os.path.basename(benchmark.path)
-        parent = Path(benchmark.path).parent
+    def benchmark_name(self, benchmark: BenchmarkFile | str) -> str:
+        """A benchmark file (or its path) as commands show it: its name, after its rank or
+        step dir's (`step1/x.0.1.npy`) when it is in one."""
+        path = benchmark if isinstance(benchmark, str) else benchmark.path
+        name = os.path.basename(path)
+        parent = Path(path).parent
         top = self.layout.benchmark_dir
         if top is None or parent == top:
             return name

@@ -94,3 +94,28 @@ def test_a_step_without_a_benchmark_is_said_so_not_compared_with_another(two_ste
         "debug_0 rank 0 step 0: no benchmark tensor in tf/dump/rank0/step0/, step0/, rank0/ "
         "or tf/dump/ itself"
     )
+
+
+def test_pt_and_cp_read_a_benchmark_name_in_the_steps_own_dir_or_say_where_it_is(two_steps):
+    """QA: with relu2's file missing from tf/dump/step1/, `pt X.npy --step 1` and `cp` read
+    tf/dump/X.npy (step 0's tensor) without a word; and X.npy in both dirs printed the same
+    name over different values, both saved to one temp/pt file."""
+    (negated,) = (_bench(two_steps) / "step1").glob(f"{RELU2}.0.*.npy")
+    name = negated.name
+    shell = open_shell(two_steps)
+    step0 = run_ok(shell, f"pt {name}").items[0]
+    step1 = run_ok(shell, f"pt {name} --step 1").items[0]
+    assert (step0.label, step1.label) == (name, f"step1/{name}")
+    assert step1.stats.mean == pytest.approx(-step0.stats.mean)
+    assert step0.text_file != step1.text_file  # each its own file under temp/pt/
+    compared = run_ok(shell, f"cp {CONV2} {name} --step 1")
+    assert compared.right == f"step1/{name}"
+    negated.unlink()  # step 1's dir no longer has it: tf/dump/'s is step 0's tensor
+    failed = run_fail(open_shell(two_steps), f"pt {name} --step 1")
+    assert failed.error == (
+        f"{name}: no benchmark of that name in tf/dump/step1/, the benchmark dir of step 1; "
+        f"tf/dump/{name} is another rank's or step's tensor: give that path to read it"
+    )
+    assert run_fail(open_shell(two_steps), f"cp {CONV2} {name} --step 1").error == failed.error
+    given = run_ok(open_shell(two_steps), f"pt tf/dump/{name} --step 1").items[0]
+    assert given.stats.mean == pytest.approx(step0.stats.mean)  # the path given is read
