@@ -64,6 +64,37 @@ def test_a_pure_scale_error_fails_the_default_rule():
     assert rule.fails(_row({"CosineSimilarity": "nan", "RelativeEuclideanDistance": "nan"}))
 
 
+def test_a_device_tensor_against_an_all_zero_benchmark_fails(tiny_demo):
+    """QA: a conv output of max 5.0 against an all-zero benchmark passed: msaccucmp prints no
+    cosine and a relative Euclidean distance of 0 there (its convention), so no limit was
+    crossed. The relative error is unbounded: it fails, the cells still msaccucmp's."""
+    import numpy as np
+
+    from tests.commands.shell_fixture import CONV2, benchmark_path
+
+    zero = "Cannot compare by Cosine Similarity. All the data is zero in the benchmark tensor."
+    rule = ThresholdRule.default()
+    row = _row({"CosineSimilarity": "NaN", "RelativeEuclideanDistance": "0.000000"})
+    assert not rule.fails(row)
+    flagged = ResultRow(0, "Mul", "op", "gt", "op:output:0", "[4]", row.texts, reason=zero)
+    assert [str(c) for c in rule.crossings(flagged)] == [
+        "CosineSimilarity NaN (the benchmark is all zero, the device's tensor is not) < 0.98"
+    ]
+    only_distance = ThresholdRule({"RelativeEuclideanDistance": 0.05})
+    assert [c.metric for c in only_distance.crossings(flagged)] == ["RelativeEuclideanDistance"]
+    assert ThresholdRule({"MaxRelativeError": 0.5}).crossings(flagged) == []  # no limit for it
+    root, _ = tiny_demo
+    bench = benchmark_path(root, "relu2/Relu")
+    np.save(bench, np.zeros_like(np.load(bench)))
+    run = run_ok(open_shell(root), "vc").primary
+    (conv2,) = [r for r in run.tally.outputs if r.tensor_index == f"{CONV2}:output:0"]
+    assert (conv2.texts["CosineSimilarity"], conv2.texts["RelativeEuclideanDistance"]) == (
+        "NaN",
+        "0.000000",
+    )  # msaccucmp's cells
+    assert zero in conv2.reason and conv2 in run.tally.failing
+
+
 def test_settings_limits_are_all_in_the_rule(tmp_path):
     user = tmp_path / "config.toml"
     user.write_text(

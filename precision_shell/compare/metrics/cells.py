@@ -108,6 +108,12 @@ class MetricValues:
         return tuple(r for name in METRIC_COLUMNS for r in self._reasons.get(name, ()))
 
 
+def zero_cosine_reason(side: str) -> str:
+    """msaccucmp's reason for a cosine it cannot compute: one `side` ("device" or
+    "benchmark") is all zero and the other is not."""
+    return f"Cannot compare by Cosine Similarity. All the data is zero in the {side} tensor."
+
+
 def format_value(value: float) -> str:
     """One metric as msaccucmp prints it: 6 decimals, lower-case nan/inf."""
     return f"{value:.6f}"

@@ -29,6 +29,7 @@ from precision_shell.compare.metrics.cells import (
     SQNR,
     STD,
     MetricValues,
+    zero_cosine_reason,
 )
 from precision_shell.compare.metrics.stream import BlockSums, Extremes, Float32Pairs, resident_size
 from precision_shell.compare.metrics.totals import (
@@ -279,10 +280,7 @@ def cosine_norms(
         return None
     for side, norm in (("device", x_norm), ("benchmark", y_norm)):
         if np.sqrt(norm) <= EPS:
-            out.skip(
-                COSINE,
-                f"Cannot compare by Cosine Similarity. All the data is zero in the {side} tensor.",
-            )
+            out.skip(COSINE, zero_cosine_reason(side))
             return None
     return x_norm, y_norm
 

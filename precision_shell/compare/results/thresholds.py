@@ -2,7 +2,10 @@
 
 A rule is a set of limits on metric columns (cosine fails below its limit, error metrics
 above theirs); a tensor fails when any limit is crossed, or when a limited metric holds
-NaN/inf propagated from the data. A metric that was not computed (`NaN`) crosses nothing.
+NaN/inf propagated from the data. A metric that was not computed (`NaN`) crosses nothing, but for
+a benchmark that is all zero where the device's tensor is not: msaccucmp then cannot compute
+the cosine and prints a relative Euclidean distance of 0 by convention, while the relative
+error is unbounded; such a tensor crosses the cosine limit (else the distance's).
 `vc`, `vcs`, `ac`, the root cause, the advisor, the report and `ni` all ask this rule.
 """
 
@@ -13,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from precision_shell.compare.metrics.cells import COSINE, MAX_REL, REL_EUCLID
+from precision_shell.compare.metrics.cells import COSINE, MAX_REL, REL_EUCLID, zero_cosine_reason
 from precision_shell.compare.results.schema import HIGHER_IS_BETTER, ResultRow
 from precision_shell.errors import PrecisionError
 
@@ -24,6 +27,11 @@ SETTING_COLUMNS: dict[str, str] = {
     "relative_euclidean_distance": REL_EUCLID,
 }
 DEFAULT_LIMITS: dict[str, float] = {COSINE: 0.98, MAX_REL: math.inf, REL_EUCLID: 0.05}
+
+
+_ZERO_BENCHMARK = zero_cosine_reason("benchmark")
+# what a tensor whose benchmark is all zero (and its own values not) shows as crossing
+ZERO_BENCHMARK_TEXT = "NaN (the benchmark is all zero, the device's tensor is not)"
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,11 @@ class ThresholdRule:
                 continue
             if (value < limit) if metric in HIGHER_IS_BETTER else (value > limit):
                 found.append(Crossing(metric, limit, text))
+        if not found and _ZERO_BENCHMARK in row.reason:
+            limited = dict(self.active())
+            limit_of = next((m for m in (COSINE, REL_EUCLID) if m in limited), None)
+            if limit_of is not None:
+                found.append(Crossing(limit_of, limited[limit_of], ZERO_BENCHMARK_TEXT))
         return found
 
     def fails(self, row: ResultRow) -> bool:
