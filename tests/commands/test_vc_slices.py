@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from precision_shell.compare.diagnosis.advisor import GLOBAL_CONSISTENCY, SliceCheck, advise
+from precision_shell.compare.results.schema import read_result_csv
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.demo.builder import build_demo
 from precision_shell.demo.spec import WRONG_CONSTANT, DemoSpec, Fault
@@ -253,3 +254,32 @@ def test_the_report_tells_nothing_to_compare_and_omitted_steps_apart(faulty_rank
     run_ok(shell, "vc")
     page = run_ok(shell, "report").path.read_text(encoding="utf-8")
     assert "Step 1 not in the table: dumped, but outside this vc&#x27;s --rank/--step.</p>" in page
+
+
+def test_no_match_is_claimed_for_tensors_whose_benchmark_is_missing(healthy_two_steps, tmp_path):
+    """QA: tf/dump/step1/ held only some ops' tensors; step 1's others were not compared
+    (a planted fault among them unseen) and the advisor said "the network itself matches
+    the benchmark"."""
+    root = tmp_path / "ws"
+    shutil.copytree(healthy_two_steps, root, symlinks=True)
+    bench = root / "precision_data" / "tf" / "dump"
+    (bench / "step1").mkdir()
+    for f in bench.glob("*.npy"):
+        if not f.name.startswith("relu2_Relu."):  # conv2's output: missing for step 1
+            shutil.copy(f, bench / "step1" / f.name)
+    check = run_ok(open_shell(root), "ac -c --step all")
+    (finding,) = [f for f in check.diagnosis.findings if f.detection == GLOBAL_CONSISTENCY]
+    missing = finding.evidence["uncompared"]
+    assert [(m["rank"], m["step"]) for m in missing] == [("0", "1")] and missing[0]["tensors"] > 0
+    n = missing[0]["tensors"]
+    assert finding.advice.endswith(
+        f"and no op loses signal on its own, but {n} tensors of rank 0 step 1 could not be "
+        "compared (vcs --rank 0 --step 1 lists why): the network matches the benchmark only as "
+        "far as it was compared, and a fault among those tensors would not show. Give them a "
+        "benchmark (a rank or step benchmark dir missing files?) and compare again."
+    )
+    assert "the network itself matches" not in finding.advice
+    saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
+    (step1,) = [e for e in saved["results"] if e["step"] == "1"]
+    reasons = {row.reason for row in read_result_csv(step1["csv"]).rows if not row.compared}
+    assert "benchmark relu2_Relu.0.*.npy not found in tf/dump/step1/" in reasons

@@ -27,6 +27,7 @@ from precision_shell.compare.diagnosis.root_cause import (
 )
 from precision_shell.compare.rank_divergence import rank_list_text
 from precision_shell.compare.results.schema import ResultRow
+from precision_shell.compare.results.tally import benchmark_missing
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.json_numbers import json_number
 from precision_shell.listing_text import some_of
@@ -76,6 +77,9 @@ class SliceCheck:
     lossy: tuple[tuple[tuple[str, str], RootCause], ...]
     failing: tuple[tuple[str, str], ...] = ()  # the others with outputs failing the thresholds
     left_out: tuple[tuple[str, str], ...] = ()  # dumped but not compared (vc's --rank/--step)
+    # the others with tensors that could not be compared with their benchmark op's file (not
+    # found, unreadable...: `tally.benchmark_missing`), and how many
+    uncompared: tuple[tuple[tuple[str, str], int], ...] = ()
 
 
 def _slices_text(slices: Sequence[tuple[str, str]]) -> str:
@@ -94,10 +98,16 @@ def _slices_text(slices: Sequence[tuple[str, str]]) -> str:
     )
 
 
-def _consistency(rule: ThresholdRule, compared_ops: int, scope: SliceCheck | None) -> Finding:
+def _consistency(
+    rule: ThresholdRule, compared_ops: int, scope: SliceCheck | None, uncompared: int = 0
+) -> Finding:
     """Nothing fails in the compare diagnosed: the network matches, as far as the other
-    (rank, step) compares and the dumps left out let it be said."""
+    (rank, step) compares, the dumps left out and the tensors that could not be compared
+    (`uncompared` in the one diagnosed) let it be said."""
     evidence: dict[str, Any] = {"compared_ops": compared_ops}
+    missing = list(scope.uncompared) if scope is not None else []
+    if uncompared:
+        missing.insert(0, (scope.here if scope is not None else ("", ""), uncompared))
     if scope is not None and scope.failing:
         evidence["failing_on"] = [{"rank": r, "step": s} for r, s in scope.failing]
         r, s = scope.failing[0]
@@ -113,6 +123,20 @@ def _consistency(rule: ThresholdRule, compared_ops: int, scope: SliceCheck | Non
     where = ""
     if scope is not None and scope.clean:
         where = f" on any compared card or step ({_slices_text([scope.here, *scope.clean])})"
+    if missing:
+        evidence["uncompared"] = [
+            {"rank": r or None, "step": s or None, "tensors": n} for (r, s), n in missing
+        ]
+        (r, s), _ = missing[0]
+        lists = f"vcs --rank {r} --step {s}" if r else "vcs"
+        text = (
+            f"No compared output crosses the thresholds ({rule.describe()}){where} and no op "
+            f"loses signal on its own, but {_uncompared_text(missing)} could not be compared "
+            f"({lists} lists why): the network matches the benchmark only as far as it was compared, "
+            "and a fault among those tensors would not show. Give them a benchmark (a rank "
+            "or step benchmark dir missing files?) and compare again."
+        )
+        return Finding(GLOBAL_CONSISTENCY, None, None, text, evidence)
     text = (
         f"No compared output crosses the thresholds ({rule.describe()}){where} and no op loses "
         "signal on its own: the network itself matches the benchmark. Look at what lies "
@@ -127,6 +151,19 @@ def _consistency(rule: ThresholdRule, compared_ops: int, scope: SliceCheck | Non
             "not compared (ac -c --rank all --step all compares every one)."
         )
     return Finding(GLOBAL_CONSISTENCY, None, None, text, evidence)
+
+
+def _uncompared_text(missing: Sequence[tuple[tuple[str, str], int]]) -> str:
+    """`110 tensors of rank 0 step 1 and 110 of rank 1 step 1` (`20 tensors` for a compare of
+    no rank and step)."""
+    parts = []
+    for k, ((rank, step), n) in enumerate(missing[:4]):
+        noun = ("tensor" if n == 1 else "tensors") if k == 0 else ""
+        of = f" of rank {rank} step {step}" if rank else ""
+        parts.append(" ".join(p for p in (str(n), noun) if p) + of)
+    if len(missing) > 4:
+        parts.append(f"{sum(n for _, n in missing[4:])} on {len(missing) - 4} more")
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def with_replay_unfinished(
@@ -307,7 +344,8 @@ def advise(
         )
 
     if not failing and not causes:
-        findings.append(_consistency(rule, len(ordered), scope))
+        uncompared = sum(1 for row in rows if benchmark_missing(row))
+        findings.append(_consistency(rule, len(ordered), scope, uncompared))
         return findings
 
     for cause in causes:

@@ -37,6 +37,7 @@ from precision_shell.compare.pipeline.matcher import input_source
 from precision_shell.compare.rank_divergence import rank_list_text
 from precision_shell.compare.results.schema import ResultRow, ResultTable
 from precision_shell.compare.results.slice_results import SliceResult, first_wrong_order
+from precision_shell.compare.results.tally import benchmark_missing
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.workspace.graph_index import GraphIndex
 
@@ -96,10 +97,14 @@ def slice_check(
     clean: list[tuple[str, str]] = []
     lossy: list[tuple[tuple[str, str], RootCause]] = []
     failing: list[tuple[str, str]] = []
+    uncompared: list[tuple[tuple[str, str], int]] = []
     for card in cards:
         if card is chosen:
             continue
         where = (card.entry.rank, card.entry.step)
+        missing = sum(1 for row in card.table.rows if benchmark_missing(row))
+        if missing:
+            uncompared.append((where, missing))
         big = [c for c in card.diagnosis.causes if loses_on_its_own(c)]
         if big:
             lossy.append((where, big[0]))
@@ -113,6 +118,7 @@ def slice_check(
         tuple(lossy),
         tuple(failing),
         left_out,
+        tuple(uncompared),
     )
 
 

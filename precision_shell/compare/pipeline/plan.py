@@ -7,6 +7,7 @@ function of the task (`compare.worker.compare_file`), so any executor can run th
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +21,9 @@ from precision_shell.compare.pipeline.matcher import (
 )
 from precision_shell.formats.benchmark import BenchmarkIndex, benchmark_key, scan_benchmark_dir
 from precision_shell.formats.dump_names import sanitize_dump_name
+from precision_shell.listing_text import in_workspace
 from precision_shell.pickling import by_fields
+from precision_shell.workspace.benchmark_dirs import scope_of
 from precision_shell.workspace.dump_index import DumpFileRef, DumpIndex
 from precision_shell.workspace.graph_index import GraphIndex, OpRecord
 from precision_shell.workspace.workspace import RunIndex, Workspace
@@ -187,10 +190,18 @@ def _benchmark_row(
             reason=(
                 f"constant input: no benchmark {key}.*.npy (weights are not dumped)"
                 if constant
-                else f"benchmark {key}.*.npy not found"
+                else f"benchmark {key}.*.npy not found{_in_scope_dir(benchmark_index)}"
             ),
         )
     return MappingRow(origin.name, benchmark.path, origin_format=origin.format, origin_shape=shape)
+
+
+def _in_scope_dir(index: BenchmarkIndex | None) -> str:
+    """` in tf/dump/step1/` for a rank's or step's benchmark dir: the file may well be in
+    tf/dump/ itself, which is another step's tensor (and is not used)."""
+    if index is None or scope_of(os.path.basename(index.directory)) is None:
+        return ""
+    return f" in {in_workspace(index.directory)}/"
 
 
 class _Origins:

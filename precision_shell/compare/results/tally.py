@@ -46,6 +46,13 @@ def reason_kind(reason: str) -> str:
     return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + "..."
 
 
+def benchmark_missing(row: ResultRow) -> bool:
+    """A tensor that has a benchmark op but could not be compared with it (its file not found
+    or unreadable, shapes that do not fit...): not a constant input, and not a tensor no
+    benchmark op stands for (a device-only op's)."""
+    return not row.compared and not row.constant_input and reason_kind(row.reason) != "no benchmark"
+
+
 def _sqnr_db(row: ResultRow) -> float | None:
     """The row's SQNR (kept beside the CSV, in `extras`); None when not computed. NaN there
     means either (an empty tensor skips it); it is the data's NaN only when the relative
