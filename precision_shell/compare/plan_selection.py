@@ -107,7 +107,7 @@ def slice_plan(
     benchmark tensor while other rank or step dirs do (so the slice has none of its own)."""
     benchmarks = ws.benchmark_for(where.rank, where.step)
     if ws.benchmarks_by_slice() and not benchmarks:
-        return EmptySlice(where, no_benchmark_reason(where))
+        return EmptySlice(where, no_benchmark_reason(ws, where))
     # ranks and steps of one graph and benchmark dir: their part of the plan once
     memo = memos.memo_for(graph, benchmarks)
     return benchmark_plan(
@@ -122,8 +122,11 @@ def slice_plan(
     )
 
 
-def no_benchmark_reason(where: DumpSlice) -> str:
+def no_benchmark_reason(ws: Workspace, where: DumpSlice) -> str:
     """Why a (rank, step) has no benchmark when rank or step dirs of tf/dump/ have some."""
+    blocked = ws.no_benchmark_why(where.rank, where.step)
+    if blocked is not None:
+        return f"its benchmark dir tf/dump/{blocked}"
     return (
         f"no benchmark tensor in tf/dump/rank{where.rank}/step{where.step}/, "
         f"step{where.step}/, rank{where.rank}/ or tf/dump/ itself"

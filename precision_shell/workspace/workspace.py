@@ -239,18 +239,39 @@ class Workspace:
         return [(s, refs) for s, refs in found if refs]
 
     def benchmarks_by_slice(self) -> bool:
-        """True when a rank or step dir of tf/dump/ holds benchmark tensors: each (rank, step)
-        dump dir is then compared with its own (`benchmark_for`)."""
-        return any(self.scoped_benchmarks.values())
+        """True when tf/dump/ has rank or step dirs (holding benchmark tensors, or blocked):
+        each (rank, step) dump dir is then compared with its own (`benchmark_for`)."""
+        return any(self.scoped_benchmarks.values()) or bool(self.blocked_scopes())
+
+    def blocked_scopes(self) -> dict[Scope, str]:
+        """The rank and step dirs that are there but cannot serve as a benchmark, with why
+        (`step1/ holds no benchmark tensor`, relative to tf/dump/): not a dir, a link above
+        tf/dump/, or no benchmark tensor (and no rank or step dir) inside. Their (rank, step)s have no benchmark: tf/dump/'s tensors are another step's
+        or rank's."""
+        scopes = self.layout.benchmark_scopes
+        blocked = dict(scopes.blocked)
+        top = self.layout.benchmark_dir
+        for scope, directory in scopes.dirs.items():
+            if not self.scoped_benchmarks.get(scope) and not scopes.holds_scopes(scope):
+                name = directory.relative_to(top) if top is not None else directory.name
+                blocked[scope] = f"{name}/ holds no benchmark tensor"
+        return blocked
 
     def benchmark_scope(self, rank: str | None, step: str | None) -> Scope | None:
         """The scope of the benchmark dir a (rank, step) dump dir is compared with: the most
-        specific rank/step dir holding a benchmark tensor (`rank0/` holding only step dirs is
-        none); None: tf/dump/ itself."""
+        specific rank/step dir there is (`rank0/` holding only step dirs is none); None:
+        tf/dump/ itself. A blocked one (`blocked_scopes`) is its scope too: it has none."""
+        blocked = self.blocked_scopes()
         for scope in self.layout.benchmark_scopes.order(rank, step):
-            if self.scoped_benchmarks.get(scope):
+            if self.scoped_benchmarks.get(scope) or scope in blocked:
                 return scope
         return None
+
+    def no_benchmark_why(self, rank: str | None, step: str | None) -> str | None:
+        """Why a (rank, step) has no benchmark when its rank or step dir is blocked; None
+        when it is not."""
+        scope = self.benchmark_scope(rank, step)
+        return self.blocked_scopes().get(scope) if scope is not None else None
 
     def benchmark_for(
         self, rank: str | None = None, step: str | None = None
@@ -262,7 +283,9 @@ class Workspace:
             here = self.runs[0].slice()  # the run's default dump dir
             rank, step = here.rank, here.step
         scope = self.benchmark_scope(rank, step)
-        return self.benchmark if scope is None else self.scoped_benchmarks[scope]
+        if scope is None:
+            return self.benchmark
+        return self.scoped_benchmarks.get(scope) or None  # blocked: none
 
     def benchmark_indexes(
         self, rank: str | None = None, step: str | None = None

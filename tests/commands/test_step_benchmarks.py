@@ -119,3 +119,69 @@ def test_pt_and_cp_read_a_benchmark_name_in_the_steps_own_dir_or_say_where_it_is
     assert run_fail(open_shell(two_steps), f"cp {CONV2} {name} --step 1").error == failed.error
     given = run_ok(open_shell(two_steps), f"pt tf/dump/{name} --step 1").items[0]
     assert given.stats.mean == pytest.approx(step0.stats.mean)  # the path given is read
+
+
+@pytest.mark.parametrize(
+    ("make", "why", "warning"),
+    [
+        ("empty", "tf/dump/step1/ holds no benchmark tensor", None),
+        ("file", "tf/dump/step1/ is not a dir", "{d}: not a dir; no benchmark of step1"),
+        ("fifo", "tf/dump/step1/ is not a dir", "{d}: not a dir; no benchmark of step1"),
+        (
+            "above",
+            "tf/dump/step1/ is a symlink to {tf}, above tf/dump/",
+            "{d}: a symlink to {tf}, above {top} (a loop); skipped",
+        ),
+    ],
+)
+def test_a_step_dir_that_cannot_serve_leaves_its_step_without_a_benchmark(
+    two_steps, make, why, warning
+):
+    """QA: an empty, unreadable or FIFO tf/dump/step1, or a link above tf/dump/, had step 1
+    compared with tf/dump/ (step 0's tensors) without a word."""
+    import os
+
+    top = _bench(two_steps)
+    step1 = top / "step1"
+    shutil.rmtree(step1)
+    if make == "empty":
+        step1.mkdir()
+    elif make == "file":
+        step1.write_text("not a dir")
+    elif make == "fifo":
+        os.mkfifo(step1)
+    else:
+        step1.symlink_to("..")
+    shell = open_shell(two_steps)
+    fill = {"d": step1, "tf": top.parent, "top": top}
+    if warning is not None:
+        assert warning.format(**fill) in shell.context.workspace.warnings
+    result = run_ok(shell, "vc --step all")
+    summary = json.loads((result.out_dir / "summary.json").read_text())
+    assert [(r["rank"], r["step"]) for r in summary["results"]] == [("0", "0")]
+    assert summary["nothing_to_compare"] == [
+        {"rank": "0", "step": "1", "reason": f"its benchmark dir {why.format(**fill)}"}
+    ]
+
+
+def test_a_step_dir_linked_to_tf_dump_itself_or_misnamed_is_said_and_not_used(two_steps):
+    top = _bench(two_steps)
+    shutil.move(top / "step1", top / "step01")  # not named as the dump's step dirs are
+    shell = open_shell(two_steps)
+    assert (
+        f"{top / 'step01'}: not a rank or step benchmark dir name (rank<R>, step<S>, numbered "
+        "as the dump dirs are: step1, not step01); its tensors are not used"
+    ) in shell.context.workspace.warnings
+    summary = json.loads((run_ok(shell, "vc --step all").out_dir / "summary.json").read_text())
+    assert [Path(r["right"]) for r in summary["results"]] == [top, top]  # as the warning says
+    shutil.rmtree(top / "step01")
+    (top / "step1").symlink_to(".")
+    shell = open_shell(two_steps)
+    assert (
+        f"{top / 'step1'}: a symlink to {top} itself, not a benchmark dir of its own; skipped"
+    ) in shell.context.workspace.warnings
+    summary = json.loads((run_ok(shell, "vc --step all").out_dir / "summary.json").read_text())
+    assert [Path(r["right"]) for r in summary["results"]] == [top, top]  # not "step1/"
+    assert run_fail(shell, "tf_dump --run 0 --into step01").error.startswith(
+        "tf_dump: --into takes step<S>, rank<R>"
+    )

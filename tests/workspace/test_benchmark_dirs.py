@@ -32,8 +32,15 @@ def test_the_rank_and_step_dirs_are_found_and_other_dirs_left(tmp_path):
         (None, "3"): "step3",
         ("1", "3"): "step3/rank1",
     }
-    assert warnings == []
-    assert sorted(p.name for p, _ in found.listed) == ["rank0", "rank2", "step1", "step3"]
+    # a name meant as a step dir and not written as one, and a step "dir" that is a file,
+    # are said (QA: step 1 was then silently compared with tf/dump/, step 0's tensors)
+    assert warnings == [
+        f"{top / 'stepx'}: not a rank or step benchmark dir name (rank<R>, step<S>, numbered as "
+        "the dump dirs are: step1, not step01); its tensors are not used",
+        f"{top / 'step4'}: not a dir; no benchmark of step4",
+    ]
+    assert found.blocked == {(None, "4"): "step4/ is not a dir"}
+    assert sorted(p.name for p, _ in found.listed) == ["rank0", "rank2", "step1", "step3", "step4"]
 
 
 def test_one_rank_and_step_in_both_nestings_is_a_warning_and_rank_first_is_used(tmp_path):
