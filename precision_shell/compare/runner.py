@@ -59,6 +59,7 @@ from precision_shell.errors import PrecisionError
 from precision_shell.heap import settled
 from precision_shell.progress import ProgressSink
 from precision_shell.workspace.graph_index import GraphIndex
+from precision_shell.workspace.output_files import NoSpaceError
 from precision_shell.workspace.workspace import DumpSlice, Workspace
 
 # a statistics compare to run: the (rank, step) it compares (None: dirs given by -lt/-rt),
@@ -116,7 +117,10 @@ def run(
     Each task is journaled as it completes (`vc --resume` continues from there, `resume`).
     """
     with settled(), JournalSlot(resume) as slot:
-        return _run(ws, request, progress, slot)
+        try:
+            return _run(ws, request, progress, slot)
+        except NoSpaceError as exc:
+            raise slot.stopped(exc) from None
 
 
 def statistics_slices(ws: Workspace, request: CompareRequest) -> list[DumpSlice] | None:
@@ -287,7 +291,10 @@ def run_across_ranks(
     (`result_<ts>_rank<R>_vs_rank<L>_step<S>.csv`), listed in the summary's `results` with
     `against`; `rank_divergence` lists the ranks that leave the reference and where."""
     with settled(), JournalSlot(resume) as slot:
-        return _run_across_ranks(ws, request, progress, slot)
+        try:
+            return _run_across_ranks(ws, request, progress, slot)
+        except NoSpaceError as exc:
+            raise slot.stopped(exc) from None
 
 
 def _run_across_ranks(
