@@ -277,9 +277,7 @@ def _workspace_handles(
     )
 
 
-def _benchmark_named(
-    ws: Workspace, name: str, rank: str | None, step: str | None
-) -> str | None:
+def _benchmark_named(ws: Workspace, name: str, rank: str | None, step: str | None) -> str | None:
     """The path of the benchmark `.npy` named `name` (`x.0.1.npy`, or `step1/x.0.1.npy` as
     `benchmark_name` shows it). With --rank/--step, only in that (rank, step)'s benchmark dir:
     a file of that name in another rank's or step's dir is another tensor, and reading it
