@@ -156,8 +156,11 @@ def statistics_compares(ws: Workspace, request: CompareRequest) -> StatisticsCom
         pair = statistics_pair_plan(ws, request)
         if pair is None:
             return None
-        if request.rank not in (None, "all") or request.step not in (None, "all"):
-            raise PrecisionError("vc: --rank/--step select dump dirs of the workspace's runs")
+        if request.rank is not None or request.step is not None:  # "all" is no less a choice
+            raise PrecisionError(
+                "vc: --rank/--step are not taken with a statistics dump pair given by -lt/-rt "
+                "(vc --rank/--step compares the workspace's own statistics dumps)"
+            )
         plan, graph = pair
         return StatisticsCompares([(None, plan, graph)])
     slices = statistics_slices(ws, request)
@@ -260,8 +263,8 @@ def _run(
         primary=first.record(),
         device_compare=second.record() if second is not None else None,
         results=[_slice_result(where, run) for where, run in done],
-        not_selected=not_selected(ws.run(request.run), selection.selected())
-        if slices[0][0] is not None
+        not_selected=not_selected(selection.run, selection.selected())
+        if selection.run is not None and slices[0][0] is not None
         else [],
         nothing_to_compare=[e.record() for e in selection.empty],
         not_begun=[not_begun_record(where, plan) for where, plan in slices[len(done) :] if where],
