@@ -16,6 +16,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from types import FrameType
 from typing import Any
 
@@ -23,6 +24,8 @@ EXIT_INTERRUPTED = 128 + signal.SIGINT
 EXIT_TERMINATED = 128 + signal.SIGTERM
 
 _received = False
+# what stopped a run recorded earlier (summary.json), for text about it made now (`recorded_stop`)
+_recorded: ContextVar[str | None] = ContextVar("recorded_stop", default=None)
 _told = False  # a line naming SIGTERM was made (a command it cut says so itself)
 
 
@@ -105,8 +108,23 @@ def received() -> bool:
 
 
 def stop_name() -> str:
-    """What stopped the shell's work: `SIGTERM` once it came, else `Ctrl-C`."""
+    """What stopped the shell's work: `SIGTERM` once it came, else `Ctrl-C`; inside
+    `recorded_stop(name)`, that name."""
+    recorded = _recorded.get()
+    if recorded is not None:
+        return recorded
     return "SIGTERM" if _received else "Ctrl-C"
+
+
+@contextmanager
+def recorded_stop(name: str) -> Iterator[None]:
+    """Text made in the block (`stop_name`) names `name` as what stopped the work: a run
+    stopped earlier, maybe by another process, whose record kept what stopped it."""
+    token = _recorded.set(name)
+    try:
+        yield
+    finally:
+        _recorded.reset(token)
 
 
 def stopped_text(error: str | None = None) -> str:

@@ -37,6 +37,7 @@ from precision_shell.compare.diagnosis.slice_replays import (
 )
 from precision_shell.compare.pipeline.execute import VectorCompareResult
 from precision_shell.compare.results.schema import read_result_csv
+from precision_shell.compare.resume import CompareStopped
 from precision_shell.compare.statistics.diagnose import StatisticsDiagnosis, diagnose_statistics
 from precision_shell.compare.statistics.dump_config import DEFAULT_DEPTH, DEFAULT_DUMP_PATH
 from precision_shell.compare.statistics.run import StatisticsCompareResult
@@ -70,6 +71,7 @@ class AutoCheck:
     compare: VectorCompareResult | None = None
     summary: CompareSummary | None = None
     compare_error: str | None = None  # why -c could not compare (the panels above still hold)
+    compare_stopped: bool = False  # the error is of a compare that ran partway (a full disk)
     diagnosis: Diagnosis | None = None
     diagnosis_skipped: str | None = None  # why no diagnosis ran on this compare
     root_cause: RootCausePanel | None = None
@@ -90,7 +92,8 @@ class AutoCheck:
     @property
     def error_message(self) -> str | None:
         if self.compare_error is not None:
-            return f"ac: compare not run: {self.compare_error}"
+            not_run = "" if self.compare_stopped else "compare not run: "
+            return f"ac: {not_run}{self.compare_error}"
         if self.statistics_compare is not None:
             return self.statistics_compare.error_message
         error = self.compare.error_message if self.compare is not None else None
@@ -288,6 +291,7 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
             result = vc_command(ctx, REGISTRY.lookup("vc").parse(vc_args))
         except PrecisionError as exc:
             check.compare_error = str(exc)
+            check.compare_stopped = isinstance(exc, CompareStopped)
             return check
         if isinstance(result, StatisticsCompareResult):
             check.statistics_compare = result

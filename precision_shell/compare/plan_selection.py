@@ -9,9 +9,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from precision_shell.compare.pipeline.plan import ComparePlan, benchmark_plan, device_plan
+from precision_shell.compare.pipeline.plan import (
+    ComparePlan,
+    GraphPlanMemo,
+    benchmark_plan,
+    device_plan,
+)
 from precision_shell.compare.pipeline.plan_memos import PlanMemos
 from precision_shell.errors import PrecisionError
+from precision_shell.formats.benchmark import scan_benchmark_dir
 from precision_shell.workspace.dump_index import DumpIndex, index_dump_tree
 from precision_shell.workspace.graph_index import GraphIndex
 from precision_shell.workspace.workspace import DumpSlice, RunIndex, Workspace, number_order
@@ -47,6 +53,7 @@ class SlicePlans:
 
     plans: list[tuple[DumpSlice | None, ComparePlan]]
     empty: list[EmptySlice]
+    run: RunIndex | None = None  # the run whose (rank, step) dump dirs were selected
 
     def selected(self) -> list[DumpSlice | None]:
         return [w for w, _ in self.plans] + [e.where for e in self.empty]
@@ -56,7 +63,10 @@ def slice_plans(
     ws: Workspace, request: CompareRequest, primary: ComparePlan, memos: PlanMemos
 ) -> SlicePlans:
     """The plan of every selected (rank, step) of a device-vs-benchmark compare of the
-    workspace; just the primary plan for the other kinds of compare."""
+    workspace, or of a run given as -lt against a benchmark dir given as -rt
+    (`_pair_slice_plans`); just the primary plan for the other kinds of compare."""
+    if request.left and (request.rank is not None or request.step is not None):
+        return _pair_slice_plans(ws, request, primary)
     if request.left or primary.mode != "benchmark":
         if request.rank not in (None, "all") or request.step not in (None, "all"):
             raise PrecisionError("vc: --rank/--step select dump dirs of the workspace's runs")
@@ -64,7 +74,7 @@ def slice_plans(
     run = ws.run(request.run)
     whole = request.rank in (None, "all") and request.step in (None, "all")
     if len(run.slices) <= 1 and whole and not ws.benchmarks_by_slice():
-        return SlicePlans([(run.slices[0] if run.slices else None, primary)], [])
+        return SlicePlans([(run.slices[0] if run.slices else None, primary)], [], run)
     chosen = selected_slices(run, request.rank, request.step)
     scoped = ws.benchmarks_by_slice()  # each slice against its own benchmark dir
     plans: list[tuple[DumpSlice | None, ComparePlan]] = []
@@ -85,13 +95,59 @@ def slice_plans(
             plans.append((where, plan))
         else:
             empty.append(empty_slice(where, graph))
+    return _found(run, plans, empty)
+
+
+def _found(
+    run: RunIndex, plans: list[tuple[DumpSlice | None, ComparePlan]], empty: list[EmptySlice]
+) -> SlicePlans:
+    """The plans made of `run`'s selected dump dirs; an error when none has any."""
     if not plans:
         if len(empty) == 1:
             raise PrecisionError(f"{run.name} {empty[0].where.label}: {empty[0].reason}")
         raise PrecisionError(
             f"{run.name}: no selected rank and step has a dump of its graph and a benchmark"
         )
-    return SlicePlans(plans, empty)
+    return SlicePlans(plans, empty, run)
+
+
+def _pair_slice_plans(ws: Workspace, request: CompareRequest, primary: ComparePlan) -> SlicePlans:
+    """`-lt RUN -rt DIR --rank/--step`: the selected (rank, step) dump dirs of the device run
+    RUN, each against the benchmark `.npy` dir DIR (one CSV each, as for the workspace's own
+    benchmark). A -lt dir given by path, or a -rt device dump, has no (rank, step) to select:
+    an error, never a silent compare of the default dump dir."""
+    run = _run_named(ws, request.left) if request.left else None
+    if run is None:
+        names = ", ".join(r.name for r in ws.runs) or "none"
+        raise PrecisionError(
+            f"vc: --rank/--step select dump dirs of a device run: -lt {request.left} is a dir "
+            f"given by path (give a run of the workspace: {names}; or drop --rank/--step)"
+        )
+    if primary.mode != "benchmark" or not request.right:
+        raise PrecisionError(
+            f"vc: --rank/--step with -lt {run.name} select its dump dirs to compare with a "
+            f"benchmark .npy dir; -rt {request.right} is a device dump (drop --rank/--step)"
+        )
+    benchmarks = scan_benchmark_dir(Path(request.right))
+    memos: dict[int, GraphPlanMemo] = {}  # per graph: their part of the plan once
+    plans: list[tuple[DumpSlice | None, ComparePlan]] = []
+    empty: list[EmptySlice] = []
+    for where in selected_slices(run, request.rank, request.step):
+        graph = slice_graph(ws, run, where, request.graph)
+        plan = benchmark_plan(
+            ws,
+            run,
+            graph,
+            dumps=where.dumps,
+            left=f"{run.name} {where.label}",
+            memo=memos.setdefault(id(graph), GraphPlanMemo()),
+            benchmarks=benchmarks,
+        )
+        if plan.tasks:
+            plans.append((where, plan))
+        else:
+            empty.append(empty_slice(where, graph))
+    return _found(run, plans, empty)
 
 
 def slice_plan(

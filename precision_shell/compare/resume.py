@@ -21,6 +21,7 @@ from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.compare.results.run_state import run_complete
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
+from precision_shell.workspace.output_files import NoSpaceError
 from precision_shell.workspace.workspace import Workspace
 
 _DIR_NAME = re.compile(r"(\d{14})(?:_(\d+))?")
@@ -142,6 +143,11 @@ def _has_journal(directory: Path) -> bool:
         return False
 
 
+class CompareStopped(PrecisionError):
+    """A compare that ran partway and stopped (a full disk): its rows so far are kept, and
+    `vc --resume` completes it."""
+
+
 class JournalSlot:
     """The journal of one `vc` run: made for a new run once its plans are known, or the one
     `vc --resume` opened (then checked against the plans made again); closed by its owner."""
@@ -168,6 +174,7 @@ class JournalSlot:
         """`places`: each plan's (rank, step), as `RunJournal.create` keeps them."""
         if self.journal is not None:
             self.journal.check(plans, csvs)
+            self.journal.going_on()
         else:
             header = request_json(request, stamp, ws.root)
             self.journal = RunJournal.create(out_dir, header, plans, csvs, places)
@@ -177,6 +184,19 @@ class JournalSlot:
         """After the summary is written: a complete run needs its journal no more."""
         if complete and self.journal is not None:
             self.journal.finish()
+
+    def stopped(self, exc: NoSpaceError) -> PrecisionError:
+        """The error of a run a full disk stopped: once its journal is open, the run is kept
+        for `vc --resume` (and marked so for its readers: `vcs` says what stopped it); before,
+        nothing was compared and `exc` says what did not fit."""
+        if self.journal is None:
+            return exc
+        self.journal.stopped_no_space()
+        out_dir = self.journal.path.parent
+        return CompareStopped(
+            f"compare stopped: {exc}; the rows so far are kept: free space, then "
+            f"vc --resume -o {out_dir} completes it"
+        )
 
     def close(self) -> None:
         if self.journal is not None:

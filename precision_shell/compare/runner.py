@@ -59,6 +59,7 @@ from precision_shell.errors import PrecisionError
 from precision_shell.heap import settled
 from precision_shell.progress import ProgressSink
 from precision_shell.workspace.graph_index import GraphIndex
+from precision_shell.workspace.output_files import NoSpaceError
 from precision_shell.workspace.workspace import DumpSlice, Workspace
 
 # a statistics compare to run: the (rank, step) it compares (None: dirs given by -lt/-rt),
@@ -116,7 +117,10 @@ def run(
     Each task is journaled as it completes (`vc --resume` continues from there, `resume`).
     """
     with settled(), JournalSlot(resume) as slot:
-        return _run(ws, request, progress, slot)
+        try:
+            return _run(ws, request, progress, slot)
+        except NoSpaceError as exc:
+            raise slot.stopped(exc) from None
 
 
 def statistics_slices(ws: Workspace, request: CompareRequest) -> list[DumpSlice] | None:
@@ -152,8 +156,11 @@ def statistics_compares(ws: Workspace, request: CompareRequest) -> StatisticsCom
         pair = statistics_pair_plan(ws, request)
         if pair is None:
             return None
-        if request.rank not in (None, "all") or request.step not in (None, "all"):
-            raise PrecisionError("vc: --rank/--step select dump dirs of the workspace's runs")
+        if request.rank is not None or request.step is not None:  # "all" is no less a choice
+            raise PrecisionError(
+                "vc: --rank/--step are not taken with a statistics dump pair given by -lt/-rt "
+                "(vc --rank/--step compares the workspace's own statistics dumps)"
+            )
         plan, graph = pair
         return StatisticsCompares([(None, plan, graph)])
     slices = statistics_slices(ws, request)
@@ -256,8 +263,8 @@ def _run(
         primary=first.record(),
         device_compare=second.record() if second is not None else None,
         results=[_slice_result(where, run) for where, run in done],
-        not_selected=not_selected(ws.run(request.run), selection.selected())
-        if slices[0][0] is not None
+        not_selected=not_selected(selection.run, selection.selected())
+        if selection.run is not None and slices[0][0] is not None
         else [],
         nothing_to_compare=[e.record() for e in selection.empty],
         not_begun=[not_begun_record(where, plan) for where, plan in slices[len(done) :] if where],
@@ -287,7 +294,10 @@ def run_across_ranks(
     (`result_<ts>_rank<R>_vs_rank<L>_step<S>.csv`), listed in the summary's `results` with
     `against`; `rank_divergence` lists the ranks that leave the reference and where."""
     with settled(), JournalSlot(resume) as slot:
-        return _run_across_ranks(ws, request, progress, slot)
+        try:
+            return _run_across_ranks(ws, request, progress, slot)
+        except NoSpaceError as exc:
+            raise slot.stopped(exc) from None
 
 
 def _run_across_ranks(

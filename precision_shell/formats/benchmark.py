@@ -241,8 +241,13 @@ def _odd_name_warning(directory: Path, disk_name: str, name: str) -> str:
     )
 
 
-# in the index cache's fingerprint: 2 warns of dirs and dangling links named like a tensor
-BENCHMARK_INDEX_VERSION = 2
+# in the index cache's fingerprint: 2 warns of dirs and dangling links named like a tensor,
+# 3 of links to a file not named `.npy`
+BENCHMARK_INDEX_VERSION = 3
+
+
+def _npy_named(name: str) -> bool:
+    return name.endswith(".npy")
 
 
 def scan_benchmark_dir(directory: Path) -> BenchmarkIndex:
@@ -254,7 +259,8 @@ def scan_benchmark_dir(directory: Path) -> BenchmarkIndex:
     directory = Path(directory)
     warnings: list[str] = []
     try:
-        disk_names, others = list_dir(directory)
+        # a link to a file not named .npy (`x.0.1.npy -> /etc/passwd`) is no tensor of ours
+        disk_names, others = list_dir(directory, _npy_named, "benchmark tensor (.npy)")
     except OSError as error:
         raise FormatError(directory, f"cannot list benchmark directory: {error.strerror}") from None
 

@@ -198,9 +198,14 @@ def _subgraph(picture: SubgraphPicture | None) -> str:
     return f'{title}<p class="muted">Nodes by output cosine: {legend}</p>{note}{body}'
 
 
+def _replay_unfinished(data: ReportData) -> str:
+    caveat = data.replay_unfinished
+    return f'<p class="note" id="replay-unfinished">{esc(caveat)}</p>' if caveat else ""
+
+
 def root_cause_section(data: ReportData, picture: SubgraphPicture | None) -> str:
     if not data.root_causes:
-        inner = f'<p class="note">{esc(undiagnosed_text(data))}</p>'
+        inner = f'<p class="note">{esc(undiagnosed_text(data))}</p>' + _replay_unfinished(data)
         return f'<section id="root-cause"><h2>Root cause</h2>{inner}</section>'
     cause = data.root_causes[0]
     op = str(cause.get("op"))
@@ -214,7 +219,7 @@ def root_cause_section(data: ReportData, picture: SubgraphPicture | None) -> str
         ]
     )
     rows = _rows_table(data.rows_of(op), _row_metrics(data))
-    parts = [facts, "<h3>Its compare rows</h3>", rows]
+    parts = [_replay_unfinished(data), facts, "<h3>Its compare rows</h3>", rows]
     advice = [a for a in data.advice if a.get("op") == op]
     for a in advice:
         parts.append(f"<p><b>{esc(a.get('detection', ''))}:</b> {esc(a.get('advice', ''))}</p>")

@@ -53,6 +53,7 @@ from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.foreign.dumps import MEGENGINE, SIGMASTAR
 from precision_shell.report.point_arrays import PointArrays, op_x, point_arrays
 from precision_shell.report.points import COSINE, RED, ErrorPanel, PlotPoint, output_points
+from precision_shell.report.replay_caveat import replay_caveat
 
 # Above this many rows the page carries only the failing outputs' ops and their neighbours
 # (the plot still shows every output); the full table stays in the CSV.
@@ -147,6 +148,12 @@ class ReportData:
     def diagnosed(self) -> bool:
         """A diagnosis ran on this compare (`ac -c`); `vc` alone writes none."""
         return self.summary is not None and self.summary.diagnosis is not None
+
+    @property
+    def replay_unfinished(self) -> str | None:
+        """What the diagnosis's replay, cut short, left undone (as `ac -c` said it)."""
+        diagnosis = self.summary.diagnosis if self.summary is not None else None
+        return replay_caveat(diagnosis.replay) if diagnosis is not None else None
 
     @property
     def baseline_first_below(self) -> str | None:

@@ -13,6 +13,7 @@ outside any workspace).
 from __future__ import annotations
 
 import datetime as _dt
+import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,6 +75,13 @@ class _ReportDir:
         if self._path is None:
             self._path = result_dir(self._base())[0]
         return self._path
+
+    def discard(self) -> None:
+        """The report was not written (a full disk, Ctrl-C): the dir made for it goes, with
+        the subgraph files written into it (it is new: nothing else is in it)."""
+        if self._path is not None:
+            shutil.rmtree(self._path, ignore_errors=True)
+            self._path = None
 
 
 def _temp_of_result(csv_path: Path) -> Path | None:
@@ -202,13 +210,17 @@ def write_report(
         out_dir = _ReportDir(lambda: workspace.output_dir("report"))
     data.stale = stale
     target = _checked_output(output) if output is not None else None
-    picture = _picture(ws, data, out_dir, depth)
-    if target is None:
-        target = out_dir.path() / REPORT_NAME
-    generated = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
-    page = shown(report_html(data, picture, generated))  # a browser shows no non-UTF-8 byte
-    with create_output_file(target, keep_on_interrupt=False) as fh:
-        fh.write(page)
+    try:
+        picture = _picture(ws, data, out_dir, depth)
+        if target is None:
+            target = out_dir.path() / REPORT_NAME
+        generated = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+        page = shown(report_html(data, picture, generated))  # a browser shows no non-UTF-8 byte
+        with create_output_file(target, keep_on_interrupt=False) as fh:
+            fh.write(page)
+    except BaseException:
+        out_dir.discard()
+        raise
     notes = list(data.warnings[:20]) + data.notes
     if len(data.warnings) > 20:
         notes.append(f"... {len(data.warnings) - 20} more CSV warnings (on the page)")

@@ -36,10 +36,14 @@ class OutputError(PrecisionError):
     """An output that cannot be created or written; the message names the path."""
 
 
+class NoSpaceError(OutputError):
+    """An output that did not fit: the disk (or the user's quota) is full."""
+
+
 def output_error(path: Path, exc: OSError) -> OutputError:
     """The one-line error for a failed create or write (ENOSPC: "no space left on <path>")."""
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return OutputError(f"no space left on {path}")
+        return NoSpaceError(f"no space left on {path}")
     if exc.errno == errno.EEXIST:
         return OutputError(f"{path}: already exists; not overwritten")
     if exc.errno == errno.ELOOP:

@@ -326,8 +326,12 @@ def test_exit_status_and_one_line_errors(healthy, tmp_path: Path, monkeypatch) -
     assert main([str(stats_root), "--no-cache", "-e", line]) == 1
     outcome = run_fail(open_shell(stats_root), line)
     assert "no op of debug_0 has a dump in" in outcome.error
-    outcome = run_fail(open_shell(stats_root), "vc -lt debug_0 -rt debug_1 --rank 0")
-    assert "--rank/--step" in outcome.error
+    for chosen in ("--rank 0", "--step all"):  # "all" is not dropped without a word either
+        outcome = run_fail(open_shell(stats_root), f"vc -lt debug_0 -rt debug_1 {chosen}")
+        assert outcome.error == (
+            "vc: --rank/--step are not taken with a statistics dump pair given by -lt/-rt (vc "
+            "--rank/--step compares the workspace's own statistics dumps)"
+        )
 
 
 def _row(fmt: str, shape: tuple[int, ...], dtype: str = "FLOAT16", **values: float) -> StatsRow:

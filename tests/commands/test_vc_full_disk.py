@@ -68,7 +68,36 @@ def test_a_full_disk_names_the_csv_whose_write_failed(four_slices_pristine, tmp_
     stamp = next(out.glob("result_*_rank0_step1.csv")).name.split("_")[1]
     failed = out / f"result_{stamp}_rank0_step1.csv"
     assert disk.failed == str(failed)
-    assert outcome.error == f"no space left on {failed}"
+    assert outcome.error == (
+        f"compare stopped: no space left on {failed}; the rows so far are kept: free space, "
+        f"then vc --resume -o {out} completes it"
+    )
     # what fitted is there: the CSV is not removed (its journaled rows stay resumable)
     assert failed.stat().st_size == sizes[1] // 2
     assert [p.stat().st_size for p in sorted(out.glob("result_*_rank1_step*.csv"))] == [0, 0]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/fd")
+def test_ac_and_vcs_say_a_full_disk_stopped_the_compare_and_resume_completes_it(
+    tiny_demo, monkeypatch
+):
+    """QA Q7 F5: `ac -c` said "compare not run" of a compare that ran partway, and `vcs`
+    said its vc "was killed or crashed"."""
+    root, _ = tiny_demo
+    monkeypatch.setattr(os, "fdopen", FullDisk(4000).fdopen(os.fdopen))
+    outcome = run_fail(open_shell(root), "ac -c")
+    out = next((root / "precision_data" / "temp" / "vector_compare").iterdir())
+    csv = out / f"result_{out.name}.csv"
+    assert outcome.error == (
+        f"ac: compare stopped: no space left on {csv}; the rows so far are kept: free space, "
+        f"then vc --resume -o {out} completes it"
+    )
+    assert sorted(p.name for p in out.iterdir()) == [csv.name, "vc.journal", "vc.no_space"]
+    monkeypatch.undo()  # the disk has room again
+    summary = run_ok(open_shell(root), "vcs")
+    assert summary.partial_cause == (
+        f"its vc was stopped by a full disk; free space, then vc --resume -o {out} continues it"
+    )
+    resumed = run_ok(open_shell(root), f"vc --resume -o {out}")
+    assert resumed.out_dir == out and not resumed.summary.primary.interrupted
+    assert not (out / "vc.no_space").exists() and not (out / "vc.journal").exists()

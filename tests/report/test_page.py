@@ -5,10 +5,12 @@ root cause; its subgraph is dot's SVG (or the .gv text without dot)."""
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import math
 import re
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -311,3 +313,35 @@ def test_names_are_escaped_not_interpreted(tmp_path) -> None:
     assert cells[2] == op and cells[7] == f"{op}:output:0" and "fail" in tr.classes
     (point,) = [c for p, c in page.plot_circles if p == "cosine" and "pt" in c.classes]
     assert point.attrs["data-op"] == op and point.text.startswith(op + "\n")
+
+
+class _FullDisk:
+    """A page file on a full disk: its write fails as the kernel's does."""
+
+    def __init__(self, fh) -> None:  # noqa: ANN001
+        self.fh = fh
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_report_on_a_full_disk_leaves_no_dir_behind(tiny_demo, monkeypatch) -> None:
+    """QA Q7 F5: the error was right, but an empty `temp/report/<ts>/` stayed."""
+    from precision_shell.report import writer
+
+    root, _ = tiny_demo
+    shell = open_shell(root)
+    run_ok(shell, "ac -c")  # a root cause: its subgraph is written into the report's dir
+    real = writer.create_output_file
+
+    @contextmanager
+    def full(path, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        with real(path, **kwargs) as fh:
+            yield _FullDisk(fh)
+
+    monkeypatch.setattr(writer, "create_output_file", full)
+    reports = root / "precision_data" / "temp" / "report"
+    outcome = run_fail(shell, "report")
+    made = outcome.error.removeprefix("no space left on ").removesuffix("/report.html")
+    assert Path(made).parent == reports and not Path(made).exists()
+    assert list(reports.iterdir()) == []

@@ -87,6 +87,35 @@ def test_a_dir_named_like_a_benchmark_tensor_is_a_warning_and_other_dirs_are_not
     assert warm.cache.misses == 0 and warm.warnings == expected
 
 
+def test_a_benchmark_linked_to_a_file_not_named_npy_is_a_warning(tiny_demo, tmp_path):
+    """QA Q7 F6: `relu1_Relu.0.<ts>.npy -> /etc/passwd` was indexed without a word (its row
+    then "not a .npy file"); a link to a `.npy` elsewhere is a benchmark as before."""
+    root, _ = tiny_demo
+    npy = benchmark_path(root, "relu1/Relu")
+    tensors = Workspace.open(root, use_cache=False).summary().benchmark_tensors
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "passwd").write_text("root:x:0:0:root:/root:/bin/bash\n")
+    kept = outside / "linked_in.0.1795327200000001.npy"
+    shutil.copy(npy, kept)
+    npy.unlink()
+    npy.symlink_to(outside / "passwd")
+    linked = npy.parent / "elsewhere.0.1795327200000002.npy"
+    linked.symlink_to(kept)  # a .npy under another name: a benchmark
+    settle(root)
+    expected = [
+        f"{npy}: a symlink to {outside / 'passwd'}, not named like a benchmark tensor (.npy); "
+        "skipped"
+    ]
+    cold = Workspace.open(root)
+    assert cold.warnings == expected
+    assert cold.summary().benchmark_tensors == tensors  # one skipped, one linked in
+    assert cold.benchmark.lookup("relu1/Relu", 0) is None
+    assert cold.benchmark.lookup("elsewhere", 0).path == str(linked)
+    warm = Workspace.open(root)
+    assert warm.cache.misses == 0 and warm.warnings == expected
+
+
 def _run_dump_dir(data: Path) -> Path:
     return data / "npu" / "debug_1" / "dump"
 

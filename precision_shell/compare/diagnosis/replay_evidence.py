@@ -163,6 +163,7 @@ class ReplayPass:
             "not_dumped": self.undumped,
             "not_reached": self.not_reached,
             "interrupted": self.interrupted,
+            "stopped_by": stop_name() if self.interrupted else None,  # what the terminal said
             "elapsed_s": round(self.elapsed_s, 3),
             "widened": self.widened,
             "left_out": self.left_out,

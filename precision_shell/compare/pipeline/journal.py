@@ -49,6 +49,9 @@ from precision_shell.json_numbers import json_number, number_from_json
 from precision_shell.workspace.output_files import output_error
 
 JOURNAL_NAME = "vc.journal"
+# beside the journal of a run stopped by a full disk: an empty file, which a full disk still
+# takes (a name, no data), where a summary saying so would not fit
+NO_SPACE_NAME = "vc.no_space"
 VERSION = 1
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _CHUNK = 1 << 20
@@ -323,6 +326,17 @@ class RunJournal:
                 view = view[os.write(self._fd, view) :]
         except OSError as exc:
             raise output_error(self.path, exc) from None
+
+    def stopped_no_space(self) -> None:
+        """The run stopped on a full disk: say so beside the journal (`NO_SPACE_NAME`), for
+        its readers; best effort."""
+        with contextlib.suppress(OSError):
+            os.close(os.open(self.path.with_name(NO_SPACE_NAME), _NEW_FILE, 0o644))
+
+    def going_on(self) -> None:
+        """The run is resumed: whatever stopped it before is past."""
+        with contextlib.suppress(OSError):
+            self.path.with_name(NO_SPACE_NAME).unlink()
 
     def finish(self) -> None:
         """The run is complete: the journal goes (still locked, so no one resumes it meanwhile)."""

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from precision_shell.compare.pipeline.journal import (
     JOURNAL_NAME,
+    NO_SPACE_NAME,
     JournalError,
     PlanProgress,
     journaled_bytes,
@@ -44,6 +45,7 @@ class JournalState:
     damage: str | None = None  # why `vc --resume` would refuse it; None when it would not
     # per CSV: how many of its bytes hold the rows of its journaled files (none when damaged)
     lengths: dict[str, int] = field(default_factory=dict)
+    no_space: bool = False  # the run stopped on a full disk (not killed, not crashed)
 
 
 def journal_state(out_dir: Path) -> JournalState | None:
@@ -75,7 +77,8 @@ def journal_state(out_dir: Path) -> JournalState | None:
     pairs = list(zip(header["plans"], plans, strict=True))
     counts = [_plan_state(entry, progress) for entry, progress in pairs]
     lengths = {str(entry["csv"]): progress.offset for entry, progress in pairs}
-    return JournalState(running, counts, lengths=lengths)
+    no_space = not running and os.path.lexists(out_dir / NO_SPACE_NAME)
+    return JournalState(running, counts, lengths=lengths, no_space=no_space)
 
 
 def _plan_state(entry: dict, progress: PlanProgress) -> PlanState:

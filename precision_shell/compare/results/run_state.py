@@ -117,10 +117,20 @@ class UnfinishedRun:
             return "a vc is still comparing it (its journal is locked); run this again for more"
         if self.journal.damage:
             return (
-                "its vc was killed or crashed, and vc --resume cannot continue it: "
+                f"its vc was {self.stopped_how}, and vc --resume cannot continue it: "
                 f"{self.journal.damage}"
             )
-        return f"its vc was killed or crashed; vc --resume -o {self.directory} continues it"
+        return f"its vc was {self.stopped_how}; {self.resume_text}"
+
+    @property
+    def stopped_how(self) -> str:
+        """What stopped its vc, as far as the dir tells."""
+        return "stopped by a full disk" if self.journal.no_space else "killed or crashed"
+
+    @property
+    def resume_text(self) -> str:
+        free = "free space, then " if self.journal.no_space else ""
+        return f"{free}vc --resume -o {self.directory} continues it"
 
     def skipped_line(self, command: str) -> str:
         """The line saying the newest result was passed over for an older, finished one."""
@@ -131,12 +141,12 @@ class UnfinishedRun:
             return f"skipped {self.directory}: a vc is still comparing it{counts}; {look}"
         if self.journal.damage:
             return (
-                f"skipped {self.directory}: its vc was killed or crashed{counts} and cannot be "
+                f"skipped {self.directory}: its vc was {self.stopped_how}{counts} and cannot be "
                 f"resumed; {look}"
             )
         return (
-            f"skipped {self.directory}: its vc was killed or crashed{counts}; {look}, "
-            f"vc --resume -o {self.directory} continues it"
+            f"skipped {self.directory}: its vc was {self.stopped_how}{counts}; {look}, "
+            f"{self.resume_text}"
         )
 
 
