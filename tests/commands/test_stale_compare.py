@@ -64,3 +64,33 @@ def test_a_file_added_to_a_big_dir_is_seen_by_its_dir(tiny_demo, monkeypatch):
         f"the compare {out_dir} predates a change to a file it compared (tf/dump/{bench.name}) "
         "and files added to or removed from tf/dump: run vc again"
     )
+
+
+def test_a_step_given_its_own_benchmark_dir_after_the_compare_is_said(tiny_demo, tmp_path):
+    """QA: a step1/ harvested after `vc` (step 1 had been compared with tf/dump/, step 0's
+    tensors): vcs and report showed the old failures with no word; ni named files of the new
+    dir as "files it compared"."""
+    import shutil
+
+    from tests.commands.shell_fixture import CONV2
+    from tests.workspace.test_rank_step_checks import _add, _step_dir
+
+    root, _ = tiny_demo
+    _add(_step_dir(root), "0", "1")
+    shell = open_shell(root)
+    out_dir = run_ok(shell, "vc --step all").summary_path.parent
+    bench = root / "precision_data" / "tf" / "dump"
+    (bench / "step1").mkdir()
+    for f in bench.glob("*.npy"):
+        shutil.copy(f, bench / "step1" / f.name)
+    moved = (
+        f"the compare {out_dir} predates the benchmark of rank 0 step 1 becoming tf/dump/step1/ "
+        "(it compared tf/dump/)"
+    )
+    notes = run_ok(shell, "vcs --step 1").notes
+    assert any(n.startswith(moved) and n.endswith(": run vc again") for n in notes)
+    assert not any("becoming" in n for n in run_ok(shell, "vcs --step 0").notes)  # tf/dump/
+    ni = run_ok(shell, f"ni {CONV2} --step 1").nodes[0].compare_notes
+    assert ni[0].startswith(moved) and "step1/" not in ni[0][len(moved) :]
+    page = tmp_path / "r.html"
+    assert any(n.startswith(moved) for n in run_ok(shell, f"report --step 1 -o {page}").notes)

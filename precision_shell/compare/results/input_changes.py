@@ -42,10 +42,16 @@ class InputChanges:
     result_dir: Path
     files: list[str]  # modified since, or gone
     dirs: list[str]  # entries added, removed or renamed since (no changed file seen in them)
+    # (the benchmark dir compared with, what its (rank, step) has now and who): another dir
+    # came in between (a `step1/` harvested), or the dir can no longer serve
+    moved: tuple[str, str, str] | None = None
 
     def text(self) -> str:
         """One line: what changed, and what gives numbers of the files as they are now."""
         parts = []
+        if self.moved is not None:
+            was, now, who = self.moved
+            parts.append(f"the benchmark of {who} becoming {now} (it compared {was})")
         if self.files:
             first = in_workspace(self.files[0])
             if len(self.files) == 1:
@@ -141,15 +147,49 @@ def slice_dirs(ws: Workspace, summary: RunSummary, entry: SliceResult) -> list[s
     return dirs
 
 
+def benchmark_moved(ws: Workspace, entry: SliceResult) -> tuple[str, str, str] | None:
+    """(the benchmark dir `entry` was compared with, the one its (rank, step) has now, its
+    label), as `tf/dump/...`, when they differ: a rank or step dir added or removed since, or
+    one that can no longer serve (`Workspace.blocked_scopes`)."""
+    if entry.right is None or entry.against is not None or entry.rank is None:
+        return None
+    index = ws.benchmark_for(entry.rank, entry.step)
+    was = os.path.normpath(entry.right)
+    if index is not None and os.path.normpath(index.directory) == was:
+        return None
+    now = (
+        f"{in_workspace(index.directory).rstrip('/')}/"
+        if index is not None
+        else f"none (tf/dump/{ws.no_benchmark_why(entry.rank, entry.step) or 'nothing'})"
+    )
+    return f"{in_workspace(was).rstrip('/')}/", now, f"rank {entry.rank} step {entry.step}"
+
+
 def stale_compare_line(
     ws: Workspace, summary: RunSummary | None, csv_path: Path, files: Iterable[str] = ()
 ) -> str | None:
     """The line a reader of the compare of `csv_path` shows when files it compared changed
-    since it ran (`files`: those of the op shown, checked whatever the dirs' size); None when
-    none did, or that cannot be told (a compare of two dirs given by path, an older vc)."""
-    if summary is None or summary.started_ns is None:
+    since it ran, or its (rank, step) has another benchmark dir now (`files`: those of the op
+    shown, checked whatever the dirs' size; one of a benchmark dir it did not read is not
+    one it compared); None when none did, or that cannot be told (a compare of two dirs
+    given by path, an older vc)."""
+    if summary is None or summary.started_ns is None or summary.path is None:
         return None
     entry = entry_for_csv(slice_results(summary), csv_path)
     dirs = slice_dirs(ws, summary, entry) if entry is not None else []
+    moved = benchmark_moved(ws, entry) if entry is not None else None
+    if moved is not None and entry is not None and entry.right is not None:
+        compared = os.path.normpath(entry.right)
+        bench = str(ws.layout.benchmark_dir) if ws.layout.benchmark_dir else None
+        files = [
+            f
+            for f in files
+            if bench is None
+            or not f.startswith(bench + os.sep)
+            or os.path.normpath(os.path.dirname(f)) == compared
+        ]
     found = input_changes(summary, dirs, files)
+    if moved is not None:
+        base = found or InputChanges(summary.path.parent, [], [])
+        found = InputChanges(base.result_dir, base.files, base.dirs, moved)
     return found.text() if found is not None else None
