@@ -1,6 +1,7 @@
 """`ac -c`'s diagnosis step: every (rank, step) compare diagnosed, the root cause chosen
-across cards, replays (one card, or every one with `--replay all`), and the panel a user acts
-on (`RootCausePanel`: the cause, its rows, the advisor's readings, the next commands)."""
+across cards, replays (the diagnosed card and the others that could go wrong before it, or
+every one with `--replay all`), and the panel a user acts on (`RootCausePanel`: the cause,
+its rows, the advisor's readings, the next commands)."""
 
 from __future__ import annotations
 

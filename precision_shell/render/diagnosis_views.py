@@ -452,8 +452,9 @@ def _went_on_text(done: SliceReplays) -> str:
         scope.append("the candidates before it on the other cards of its step")
     if done.earlier_steps:
         scope.append("every candidate of the earlier steps")
+    but = ", but for the slices not begun" if done.not_begun else ""
     return (
-        f"{first} proved a fault at {done.fault}: {' and '.join(scope)} replayed too; "
+        f"{first} proved a fault at {done.fault}: {' and '.join(scope)} replayed too{but}; "
         "--replay all replays every op"
     )
 

@@ -200,14 +200,14 @@ def replay_going_on(
     others = [n for n in divergence if n != first]
     replayed = {first: replayed_first}
     at = number_order(slices[first].step)
-    fault = replayed_first.causes[0] if proven(replayed_first) else None
+    fault = first_fault(replayed_first, slices[first].graph)
     found = at if fault is not None else None
     last = _pass_of(replayed_first)
     start = time.monotonic() - last.elapsed_s
     done = SliceReplays(budget_s, [last], mode="candidates", slices=len(slices))
     if fault is not None:
         steps = [number_order(slices[n].step) for n in others]
-        done.mode, done.fault = CANDIDATES_BEFORE_FAULT, fault.op
+        done.mode, done.fault = CANDIDATES_BEFORE_FAULT, fault[1]
         done.same_step = sum(step == at for step in steps)
         done.earlier_steps = sum(step < at for step in steps)
     for n in others:
@@ -223,7 +223,7 @@ def replay_going_on(
             continue
         before: Before = None
         if fault is not None:  # only what can go wrong before it
-            before = float(fault.position) if step == at else math.inf
+            before = float(fault[0]) if step == at else math.inf
         s = slices[n]
         replayed[n] = with_replays(
             s.diagnosis, s.graph, s.rows, rule, overflows, replayer_for(n, spent, before)
@@ -233,6 +233,22 @@ def replay_going_on(
         if proven(replayed[n]):
             found = step if found is None else min(found, step)
     return [replayed.get(n, s.diagnosis) for n, s in enumerate(slices)], done
+
+
+def first_fault(diagnosis: Diagnosis, graph: GraphIndex) -> tuple[int, str] | None:
+    """(position, op) of the first op in execution order with a measured fault in the slice:
+    its best cause when that is one (`proven`), or an earlier op its replay proves (a wrong
+    kernel ranks ahead of constants that differ at an earlier op); None: none is proven. A
+    card identical to this one can go wrong before it only at an earlier op."""
+    if not proven(diagnosis):
+        return None
+    best = diagnosis.causes[0]
+    done = diagnosis.replays
+    op = done.first_fault(graph) if done is not None else None
+    rec = graph.get(op) if op is not None else None
+    if rec is not None and rec.position < best.position:
+        return rec.position, rec.name
+    return best.position, best.op
 
 
 def _pass_of(diagnosis: Diagnosis) -> ReplayPass:
