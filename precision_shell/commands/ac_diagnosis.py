@@ -63,8 +63,9 @@ from precision_shell.workspace.graph_index import GraphIndex, OpRecord
 if TYPE_CHECKING:
     from precision_shell.commands.autocheck import AutoCheck
 
-# why the root cause shown is in its (rank, step), unless a replay moved it: the compare's
-# choice (cards.first_card), which no replay of every op on every slice has confirmed
+# why the root cause shown is in its (rank, step) when no replay moved it (`_moved_text`):
+# the compare's choice (cards.first_card), said as such: the replays, unless `--replay all`
+# finished, did not look at every op of every slice
 FIRST_CARD = (
     "of the root causes the compare shows: the first step, then the earliest op across its cards"
 )

@@ -452,7 +452,9 @@ def _went_on_text(done: SliceReplays) -> str:
         scope.append("the candidates before it on the other cards of its step")
     if done.earlier_steps:
         scope.append("every candidate of the earlier steps")
-    but = ", but for the slices not begun" if done.not_begun else ""
+    # every pass after the first is one of those; the others were left or not begun (below)
+    skipped = len(done.passes) - 1 < done.same_step + done.earlier_steps
+    but = ", but for the slices named below" if skipped else ""
     return (
         f"{first} proved a fault at {done.fault}: {' and '.join(scope)} replayed too{but}; "
         "--replay all replays every op"

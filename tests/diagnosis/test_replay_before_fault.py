@@ -122,7 +122,7 @@ def test_ctrl_c_before_the_fault_says_how_many_ops_it_left(two_faults, monkeypat
     assert line.startswith(
         "replay (candidates, then the ops before the first fault they proved) of 1 of 2 "
         f"rank/step slices (rank 1 step 1 proved a fault at {KERNEL_ERROR}: the candidates "
-        "before it on the other cards of its step replayed too, but for the slices not begun; "
+        "before it on the other cards of its step replayed too, but for the slices named below; "
         "--replay "
         "all replays every op): "
     )
