@@ -1,6 +1,7 @@
 """`ac -c`'s diagnosis step: every (rank, step) compare diagnosed, the root cause chosen
-across cards, replays (one card, or every one with `--replay all`), and the panel a user acts
-on (`RootCausePanel`: the cause, its rows, the advisor's readings, the next commands)."""
+across cards, replays (the diagnosed card and the others that could go wrong before it, or
+every one with `--replay all`), and the panel a user acts on (`RootCausePanel`: the cause,
+its rows, the advisor's readings, the next commands)."""
 
 from __future__ import annotations
 
@@ -45,23 +46,29 @@ from precision_shell.compare.diagnosis.replay_evidence import (
 )
 from precision_shell.compare.diagnosis.root_cause import OpEvidence, RootCause
 from precision_shell.compare.diagnosis.slice_replays import (
+    Before,
     DiagnosedSlice,
     SliceReplays,
     proven,
     replay_every_slice,
-    replay_until_proven,
+    replay_going_on,
     shown_slice,
 )
 from precision_shell.compare.results.schema import ResultRow, ResultTable, read_result_csv
 from precision_shell.compare.results.slice_results import SliceResult, slice_results
 from precision_shell.shell.context import ShellContext
+from precision_shell.workspace.dump_checks import number_order
 from precision_shell.workspace.graph_index import GraphIndex, OpRecord
 
 if TYPE_CHECKING:
     from precision_shell.commands.autocheck import AutoCheck
 
-# why the root cause shown is in its (rank, step), unless `--replay all` moved it
-FIRST_CARD = "the first step with a root cause, then the earliest op across its cards"
+# why the root cause shown is in its (rank, step) when no replay moved it (`_moved_text`):
+# the compare's choice (cards.first_card), said as such: the replays, unless `--replay all`
+# finished, did not look at every op of every slice
+FIRST_CARD = (
+    "of the root causes the compare shows: the first step, then the earliest op across its cards"
+)
 ONE_SELECTED = "the one selected; the other ranks and steps were not compared"
 
 
@@ -143,9 +150,12 @@ def _replayer(
     entry: SliceResult | None,
     where: str | None = None,
     spent_s: float = 0.0,
+    before_position: Before = None,
 ) -> Replayer:
     """Replays in the (rank, step) `entry` names (`where`: its name when the compare covered
-    several), with what `spent_s` left of the budget and a live progress bar at the prompt."""
+    several), with what `spent_s` left of the budget and a live progress bar at the prompt;
+    `before_position` (the default going on past another slice's proven fault,
+    slice_replays.Before): only the candidates that run before it, never every op."""
 
     def run_pass(
         graph: GraphIndex, evidence: dict[str, OpEvidence], causes: list[RootCause]
@@ -171,13 +181,20 @@ def _replayer(
             )
 
         targets = replay_targets(graph, evidence, causes, choice.mode)
+        if before_position is not None:
+            targets = [
+                name
+                for name in targets
+                if (rec := graph.get(name)) is not None and rec.position < before_position
+            ]
         done = one_pass(targets, choice.mode, spent_s)
         if choice.mode != "candidates":
             return done
         rest = untargeted(ws, run, graph, evidence, causes, targets, rank, step)
         finished = not (done.unreached or done.interrupted)
         fault = done.first_fault(graph)
-        if rest and finished and fault is None and _fails_any(evidence):
+        widens = before_position is None and _fails_any(evidence)
+        if rest and finished and fault is None and widens:
             done.widen(one_pass(rest, "all", spent_s + done.elapsed_s))
             return done
         # a proven fault: an earlier root cause can only be among the ops before it
@@ -212,11 +229,18 @@ def _replay_unfinished(
 
 
 def _goes_on(first: Diagnosis, chosen: CardDiagnosis, cards: list[CardDiagnosis]) -> bool:
-    """The default replay goes on to the other slices (slice_replays.replay_until_proven):
-    the slice diagnosed first, replayed to its end, proves no fault, and another slice has an
-    output failing the thresholds."""
+    """The default replay goes on to the other slices (slice_replays.replay_going_on): the
+    slice diagnosed first proves a fault while another card of its step or an earlier step
+    may hold an earlier one (a budget or Ctrl-C that cut it keeps them from beginning, and
+    says so); or, replayed to its end, it proves no fault while another slice has an output
+    failing the thresholds."""
     done = first.replays
-    if done is None or done.interrupted or done.not_reached or proven(first):
+    if done is None:
+        return False
+    if proven(first):
+        at = number_order(chosen.entry.step)
+        return any(number_order(c.entry.step) <= at for c in cards if c is not chosen)
+    if done.interrupted or done.not_reached:
         return False
     return any(_fails_any(c.diagnosis.evidence) for c in cards if c is not chosen)
 
@@ -234,8 +258,8 @@ def _moved_text(first: CardDiagnosis, first_best: RootCause | None, shown: RootC
         return f"{proof}, and it goes wrong before {label}'s proven fault at {first_best.op}"
     reading = "none" if first_best is None else "no fault its replay proves"
     return (
-        f"{proof}; {label}, the first step with a root cause then the earliest op across its "
-        f"cards, has {reading}"
+        f"{proof}; {label}, the compare's first root cause (the first step, then the earliest "
+        f"op across its cards), has {reading}"
     )
 
 
@@ -252,7 +276,7 @@ def diagnose_compare(
     again with its replays (`choice`), which re-rank its causes. `--replay all` on several
     compares replays every one (slice_replays) and shows the card whose kernel it proves
     wrong when the first one's best cause is not; the default goes on to the other cards
-    when the first one's replay proves no fault (slice_replays.replay_until_proven)."""
+    and earlier steps (slice_replays.replay_going_on)."""
     compare = check.compare
     assert compare is not None
     if compare.primary.plan_mode != "benchmark":
@@ -307,8 +331,9 @@ def diagnose_compare(
             for c in cards
         ]
 
-        def replayer_for(n: int, spent_s: float) -> Replayer:
-            return _replayer(ctx, choice, cards[n].entry, slices[n].where, spent_s)
+        def replayer_for(n: int, spent_s: float, before_position: Before = None) -> Replayer:
+            entry = cards[n].entry
+            return _replayer(ctx, choice, entry, slices[n].where, spent_s, before_position)
 
         at = cards.index(chosen)
         diagnoses: list[Diagnosis] | None = None
@@ -321,7 +346,7 @@ def diagnose_compare(
                 diagnosis, graph, table.rows, compare.rule, hits, replayer_for(at, 0)
             )
             if _goes_on(first, chosen, cards):
-                diagnoses, check.slice_replays = replay_until_proven(
+                diagnoses, check.slice_replays = replay_going_on(
                     slices, at, first, compare.rule, hits, replayer_for, choice.budget_s
                 )
             else:
@@ -361,6 +386,7 @@ def diagnose_compare(
         record.replay["interrupted"] = done.interrupted
         if done.mode != "all":  # the default, gone on from the first slice
             record.replay["slices_mode"] = done.mode
+            record.replay["slices_before_fault"] = done.fault
             record.replay["slices_left"] = done.left
             record.replay["slices_not_begun"] = done.not_begun
     if entry is not None and len(run.slices) > 1:  # a run of one dump dir keeps the old keys

@@ -221,12 +221,15 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
     then by the quality each loses, until --replay-budget runs out. On a compare of several
     ranks or steps it replays every (rank, step) under that one budget (the diagnosed one
     first, then those leaving the others most) and shows a kernel it proves wrong on
-    another card; candidates replays the diagnosed (rank, step) only and says so, and goes
-    on to every other op there when the candidates prove no fault while outputs fail the
-    thresholds (a small fault under drift is seldom a candidate), and to the ops before the
-    first fault they prove when they prove one (only those can hold an earlier root cause;
-    the ops after it are --replay all's). summary.json root causes say "evidence": "replay"
-    or "estimate" with their "own_error".
+    another card; candidates replays the diagnosed (rank, step) first, and goes on to every
+    other op there when the candidates prove no fault while outputs fail the thresholds (a
+    small fault under drift is seldom a candidate), and to the ops before the first fault
+    they prove when they prove one (the ops after it are --replay all's). Then the other
+    (rank, step)s under the same budget: when it proved no fault, each of them the same way;
+    when it proved one, the candidates before it on the other cards of its step and every
+    candidate of the earlier steps (where an earlier fault on another card or step would
+    be), and the earliest fault proven is shown. summary.json root causes say "evidence":
+    "replay" or "estimate" with their "own_error".
 
     ac -c -lt A -rt B on two MegEngine io dumps (or two SigmaStar DumpDebug dumps): vc's
     compare of the pair, then the root cause: MegEngine, a failing var none of whose inputs

@@ -19,7 +19,7 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     stop_reason,
 )
 from precision_shell.compare.diagnosis.root_cause import INPUT_EVIDENCE, RootCause
-from precision_shell.compare.diagnosis.slice_replays import SliceReplays
+from precision_shell.compare.diagnosis.slice_replays import CANDIDATES_BEFORE_FAULT, SliceReplays
 from precision_shell.compare.rank_divergence import rank_list_text
 from precision_shell.explore.nonfinite_origin import NonfiniteHit, NonfiniteOrigin
 from precision_shell.listing_text import some_of
@@ -361,16 +361,9 @@ def slice_replays_line(done: SliceReplays) -> str:
     ops = len(set().union(*(p.reports for p in passes)))
     if done.mode == "all":
         what = f"replay (all) of {len(passes)} rank/step slices"
-    else:  # the default, gone on from the first slice (slice_replays.replay_until_proven)
-        then = "then every op where they proved no fault"
-        if any(p.before is not None for p in passes):
-            then += ", the ops before the first fault where they proved one"
-        what = (
-            f"replay ({done.mode}, {then}) of {len(passes)} "
-            f"of {done.slices} rank/step slices ({passes[0].where} proved no fault: the others "
-            "by how far they leave their step's other cards, but for steps after a measured "
-            "fault)"
-        )
+    else:  # the default, gone on from the first slice (slice_replays.replay_going_on)
+        what = f"{_going_on_text(done)} of {len(passes)} of {done.slices} rank/step slices "
+        what += f"({_went_on_text(done)})"
     head = (
         f"{what}: {ops} op{'s' if ops != 1 else ''} "
         f"replayed ({replays} replays) in {done.elapsed_s:.2f} s, {len(wrong)} "
@@ -412,10 +405,14 @@ def slice_replays_line(done: SliceReplays) -> str:
     finished = [p for p in passes if p.left_out and not p.not_reached]
     left_out = sum(p.left_out for p in finished)
     if left_out:
+        why = "their candidates proved a fault, or none of their outputs fails"
+        if done.mode == CANDIDATES_BEFORE_FAULT:
+            why = "past a proven fault the default replays candidates, and the ops before a fault"
+            why += " they prove"
         parts.append(
             f"{left_out} other dumped op{'s' if left_out != 1 else ''} with a kernel not "
-            f"replayed on {some_of([p.where or '' for p in finished])} (their candidates proved "
-            "a fault, or none of their outputs fails; --replay all replays them)"
+            f"replayed on {some_of([p.where or '' for p in finished])} ({why}; --replay all "
+            "replays them)"
         )
     if done.not_begun:
         parts.append(
@@ -428,6 +425,40 @@ def slice_replays_line(done: SliceReplays) -> str:
             "step before them has a measured fault (--replay all replays every one)"
         )
     return "; ".join(parts)
+
+
+def _going_on_text(done: SliceReplays) -> str:
+    """`replay (candidates, then ...)`: what the default did on the slices it replayed."""
+    looked_before = any(p.before is not None for p in done.passes)
+    if done.mode == CANDIDATES_BEFORE_FAULT:
+        then = ", then the ops before the first fault they proved" if looked_before else ""
+        return f"replay (candidates{then})"
+    then = "then every op where they proved no fault"
+    if looked_before:
+        then += ", the ops before the first fault where they proved one"
+    return f"replay ({done.mode}, {then})"
+
+
+def _went_on_text(done: SliceReplays) -> str:
+    """Why the default went on from the first slice, and to which slices."""
+    first = done.passes[0].where
+    if done.mode != CANDIDATES_BEFORE_FAULT:
+        return (
+            f"{first} proved no fault: the others by how far they leave their step's other "
+            "cards, but for steps after a measured fault"
+        )
+    scope = []
+    if done.same_step:
+        scope.append("the candidates before it on the other cards of its step")
+    if done.earlier_steps:
+        scope.append("every candidate of the earlier steps")
+    # every pass after the first is one of those; the others were left or not begun (below)
+    skipped = len(done.passes) - 1 < done.same_step + done.earlier_steps
+    but = ", but for the slices named below" if skipped else ""
+    return (
+        f"{first} proved a fault at {done.fault}: {' and '.join(scope)} replayed too{but}; "
+        "--replay all replays every op"
+    )
 
 
 def _ops(count: int) -> str:

@@ -205,8 +205,8 @@ def test_ac_c_names_the_first_rank_with_a_root_cause_and_says_it_is_that_card_on
     assert panel.next_commands[0] == f"ni {CONV2} -s 2 --rank 1 --step 0"
     text = render(check)
     assert (
-        "where         rank 1 step 0 (the first step with a root cause, then the earliest op "
-        "across its cards)"
+        "where         rank 1 step 0 (of the root causes the compare shows: the first step, then "
+        "the earliest op across its cards)"
     ) in text
     assert "cards         rank 1 only: the other card matches the benchmark here" in text
     assert "no NaN/inf in any device output" in text

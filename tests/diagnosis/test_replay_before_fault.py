@@ -77,25 +77,36 @@ def test_the_default_replays_the_ops_before_a_proven_fault_and_names_the_first(
     # after the candidates, only ops that run before block40
     graph = two_faults.context.workspace.run().dump_graph()
     fault_at = graph.get(FAULTY).position
-    went_on = calls[CANDIDATES:]
+    went_on = calls[CANDIDATES : CANDIDATES + done.earlier]
     assert len(went_on) == done.earlier > 60
     assert all(graph.get(op).position < fault_at for op in went_on)
     assert FAULTY in calls[:CANDIDATES] and KERNEL_ERROR in went_on
+    # then the other card of the step: only its candidates that run before block20, the
+    # first fault proven there (an earlier fault could only be among them)
+    (other,) = check.slice_replays.passes[1:]
+    assert other.where == "rank 0 step 1" and not other.widened and other.before is None
+    assert calls[CANDIDATES + done.earlier :] == list(other.reports)
+    assert 0 < len(other.reports) < CANDIDATES
+    kernel_at = graph.get(KERNEL_ERROR).position
+    assert all(graph.get(op).position < kernel_at for op in other.reports)
     replay = json.loads(check.compare.summary_path.read_text())["diagnosis"]["replay"]
     assert (replay["before_fault"], replay["before_fault_ops"]) == (FAULTY, done.earlier)
     assert replay["before_fault_not_reached"] == 0 and replay["not_reached"] == 0
     assert replay["left_out"] == done.left_out > 0  # the ops after block40: --replay all's
     line = replay_line(check)
     assert line.startswith(
-        "replay (candidates, then the ops before the first fault they proved) of rank 1 step 1 "
-        "only (ac -c --rank R --step S replays another; --replay all every compared slice): "
-        f"{CANDIDATES + done.earlier} ops replayed in "
+        "replay (candidates, then the ops before the first fault they proved) of 2 of 2 "
+        f"rank/step slices (rank 1 step 1 proved a fault at {KERNEL_ERROR}: the candidates "
+        "before it on the other cards of its step replayed too; --replay all replays every op): "
+        f"{CANDIDATES + done.earlier} ops replayed ({len(calls)} replays) in "
     )
     assert line.endswith(
-        " s, 1 kernel wrong, 1 op whose constants differ from the benchmark's; the "
-        f"{done.earlier} other dumped ops before {FAULTY} {FIRST} replayed too, to find a fault "
-        f"before it; {done.left_out} other dumped ops with a kernel not replayed (--replay all "
-        "replays them)"
+        f" s, 1 kernel wrong (rank 1 step 1: {KERNEL_ERROR}), 1 op whose constants differ from "
+        f"the benchmark's ({FAULTY} on rank 1 step 1); on rank 1 step 1, the {done.earlier} other "
+        f"dumped ops before {FAULTY} {FIRST} replayed too, to find a fault before it; "
+        f"{done.left_out + other.left_out} other dumped ops with a kernel not replayed on rank 1 "
+        "step 1, rank 0 step 1 (past a proven fault the default replays candidates, and the ops "
+        "before a fault they prove; --replay all replays them)"
     )
 
 
@@ -106,10 +117,19 @@ def test_ctrl_c_before_the_fault_says_how_many_ops_it_left(two_faults, monkeypat
     done = outcome.result.diagnosis.replays
     assert done.before == FAULTY and len(calls) == CANDIDATES + 5
     assert done.earlier_left == done.earlier - 4 > 0  # the fifth was the one interrupted
-    assert replay_line(outcome.result).endswith(
-        f"; {done.earlier_left} of the {done.earlier} other dumped ops before {FAULTY} {FIRST} "
-        "not reached (Ctrl-C): an earlier fault is not ruled out; "
-        f"{done.left_out} other dumped ops with a kernel not replayed (--replay all replays them)"
+    # the other card of the step is not begun, and the line says so
+    line = replay_line(outcome.result)
+    assert line.startswith(
+        "replay (candidates, then the ops before the first fault they proved) of 1 of 2 "
+        f"rank/step slices (rank 1 step 1 proved a fault at {KERNEL_ERROR}: the candidates "
+        "before it on the other cards of its step replayed too, but for the slices named below; "
+        "--replay "
+        "all replays every op): "
+    )
+    assert line.endswith(
+        f"; on rank 1 step 1, {done.earlier_left} of the {done.earlier} other dumped ops before "
+        f"{FAULTY} {FIRST} not reached (Ctrl-C): an earlier fault is not ruled out; 1 slice not "
+        "begun (Ctrl-C): rank 0 step 1 (ac -c --rank R --step S replays one)"
     )
 
 
@@ -118,10 +138,12 @@ def test_a_budget_that_runs_out_before_the_fault_says_how_many_ops_it_left(two_f
     check = run_ok(two_faults, "ac -c --rank all --step 1 --replay-budget 1")
     done = check.diagnosis.replays
     assert done.before == FAULTY and 0 < done.earlier_left < done.earlier
-    assert (
-        f"; {done.earlier_left} of the {done.earlier} other dumped ops before {FAULTY} {FIRST} "
-        "not reached (the 1 s budget ran out): an earlier fault is not ruled out; "
-    ) in replay_line(check)
+    assert replay_line(check).endswith(
+        f"; on rank 1 step 1, {done.earlier_left} of the {done.earlier} other dumped ops before "
+        f"{FAULTY} {FIRST} not reached (the 1 s budget ran out): an earlier fault is not ruled "
+        "out; 1 slice not begun (the 1 s budget ran out): rank 0 step 1 (ac -c --rank R --step S "
+        "replays one)"
+    )
     replay = json.loads(check.compare.summary_path.read_text())["diagnosis"]["replay"]
     assert replay["before_fault_not_reached"] == replay["not_reached"] == done.earlier_left
 

@@ -115,17 +115,27 @@ def test_the_other_cards_are_read_by_their_replayed_cause(two_cards_pristine, tm
     assert [n.split(":")[0] for n in panel.card_notes] == ["rank 0"]
 
 
-def test_a_replay_of_one_card_says_which(two_cards):
+def test_the_default_goes_on_to_the_other_card_before_a_proven_fault(two_cards):
+    """Rank 0's candidates prove conv2's constants differ (conv1 and pool1 before it are
+    replayed too); rank 1's candidates before conv2 then prove its conv1 kernel wrong, as
+    --replay all does (before, the default replayed rank 0 only and named conv2)."""
     check = run_ok(two_cards, "ac -c")
-    assert check.diagnosis.replays.where == "rank 0 step 0" and check.slice_replays is None
+    assert (check.root_cause.cause.op, check.root_cause.where) == (CONV1, "rank 1 step 0")
+    done = check.slice_replays
+    assert [(p.where, p.before) for p in done.passes] == [
+        ("rank 0 step 0", CONV2),
+        ("rank 1 step 0", CONV1),
+    ]
+    assert CONV2 not in done.passes[1].reports  # the candidates before rank 0's fault only
     line = next(ln for ln in rendered(check, 400).splitlines() if ln.startswith("replay ("))
-    # its candidates prove conv2's constants differ; conv1 and pool1 before it are replayed too
     assert line.startswith(
-        "replay (candidates, then the ops before the first fault they proved) of rank 0 step 0 "
-        "only (ac -c --rank R --step S replays another; --replay all every compared slice): "
+        "replay (candidates, then the ops before the first fault they proved) of 2 of 2 rank/step "
+        f"slices (rank 0 step 0 proved a fault at {CONV2}: the candidates before it on the other "
+        "cards of its step replayed too; --replay all replays every op): "
     )
     summary = json.loads(check.compare.summary_path.read_text())["diagnosis"]
-    assert summary["replay"]["slice"] == "rank 0 step 0" and "slices" not in summary["replay"]
+    assert summary["replay"]["slice"] == "rank 1 step 0"
+    assert [s["slice"] for s in summary["replay"]["slices"]] == ["rank 0 step 0", "rank 1 step 0"]
     one = run_ok(two_cards, "ac -c --replay all --rank 1")  # one slice compared: as before
     assert one.slice_replays is None and one.diagnosis.replays.where is None
     assert one.diagnosis.causes[0].op == CONV1

@@ -48,9 +48,9 @@ def test_the_default_goes_on_until_a_step_with_a_proven_fault(cards):
     panel = check.root_cause
     assert (panel.cause.op, panel.where) == (FAULTY, "rank 1 step 1")
     assert panel.where_why == (
-        "the replay proves its constants differ from the benchmark's; rank 0 step 0, the first "
-        "step with a root cause then the earliest op across its cards, has no fault its replay "
-        "proves"
+        "the replay proves its constants differ from the benchmark's; rank 0 step 0, the "
+        "compare's first root cause (the first step, then the earliest op across its cards), has "
+        "no fault its replay proves"
     )
     done = check.slice_replays
     # the first slice, then those leaving the other card of their step (step 1: the two

@@ -34,10 +34,11 @@ from tests.commands.shell_fixture import CONV1, CONV2, open_shell, rendered, run
 FAULTY_DEEP = "block50/conv2/Conv2Dblock50/relu2/Relu"
 
 
-def _deep(root, *faults: Fault):
-    """A 60-block float16 net whose drift alone crosses the thresholds from block ~40 on."""
+def _deep(root, *faults: Fault, blocks: int = 60):
+    """A 60-block float16 net whose drift alone crosses the thresholds from block ~40 on
+    (`blocks` fewer: drift alone fails none)."""
     spec = DemoSpec(
-        size="tiny", blocks=60, branch_gain=6, fp32_head=True, faults=faults, second_run=False
+        size="tiny", blocks=blocks, branch_gain=6, fp32_head=True, faults=faults, second_run=False
     )
     build_demo(root, spec)
     return root

@@ -1,6 +1,5 @@
 """Replays over a compare of several (rank, step) dumps: `ac -c --replay all` replays every
-slice; the default goes on from the slice diagnosed to the others when its replay proves no
-fault (`replay_until_proven`).
+slice; the default goes on from the slice diagnosed to the others (`replay_going_on`).
 
 A kernel error on one card (or at one step) is in that slice's dumps only, so a replay of
 the slice the diagnosis picked says nothing about the others. Every slice is replayed under
@@ -11,12 +10,19 @@ measured fault (its replay proves a wrong kernel, constants that differ or an ov
 there; or NaN/inf is born there and no replay ran), the first to go wrong (step, then the
 cause's position, then rank); the diagnosed one when none is.
 
-The default ("candidates") replays the slice diagnosed first. When that proves no fault while
-other slices fail the thresholds (drift everywhere, a small fault on one card hidden under
-it), it goes on to the other slices under the same budget, the one leaving the other cards
-of its step most first (a card with a fault of its own leaves them; so a budget that runs
-out has reached it early), and leaves out the slices of steps after the earliest where a
-fault is measured: a later step cannot go wrong first. Those are counted, not replayed.
+The default ("candidates") replays the slice diagnosed first, then goes on to the others
+under the same budget, the one leaving the other cards of its step most first (a card with a
+fault of its own leaves them; so a budget that runs out has reached it early), leaving out
+the slices of steps after the earliest where a fault is measured: a later step cannot go
+wrong first. Those are counted, not replayed. How far it goes on rests on the first slice:
+- its replay proves no fault while other slices fail the thresholds (drift everywhere, a
+  small fault on one card hidden under it): every other slice, each as fully as the first;
+- its replay proves a fault at an op (step S): only another card or an earlier step can go
+  wrong first (QA: a 5% filter at block25 on rank 0 was shown while a kernel error at block10
+  on rank 1, failing no threshold, was never replayed). The other cards of step S replay
+  their candidates that run before that op, the slices of earlier steps all their
+  candidates, each then the ops before a fault its candidates prove, as the first slice
+  did; never every op (`--replay all` does that): the cost stays that of the candidates.
 """
 
 from __future__ import annotations
@@ -41,6 +47,13 @@ from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.workspace.dump_checks import number_order
 from precision_shell.workspace.graph_index import GraphIndex
 
+CANDIDATES_BEFORE_FAULT = "candidates_before_fault"
+
+# how much of a slice the default's going on replays (`replay_going_on`'s `replayer_for`):
+# None, as the first slice (the candidates, then every op or the ops before their fault); a
+# position, only the candidates that run before it (math.inf: every candidate)
+Before = float | None
+
 
 @dataclass(frozen=True)
 class DiagnosedSlice:
@@ -59,8 +72,13 @@ class SliceReplays:
 
     budget_s: float
     passes: list[ReplayPass]
-    mode: str = "all"  # "candidates": the default going on from the slice diagnosed
+    # the default going on from the slice diagnosed: "candidates" (it proved no fault), or
+    # CANDIDATES_BEFORE_FAULT (it proved one, at `fault`)
+    mode: str = "all"
     slices: int = 0  # the slices compared (the default's `passes` may cover fewer)
+    fault: str | None = None
+    same_step: int = 0  # CANDIDATES_BEFORE_FAULT: the other cards of the fault's step...
+    earlier_steps: int = 0  # ...and the slices of earlier steps
     # the default's slices not replayed: of steps after a measured fault's...
     left: list[str] = field(default_factory=list)
     # ...and those the budget or Ctrl-C (`not_begun_why`) kept from beginning
@@ -163,29 +181,38 @@ def proven(diagnosis: Diagnosis) -> bool:
     return bool(diagnosis.causes) and measured_fault(diagnosis.causes[0])
 
 
-def replay_until_proven(
+def replay_going_on(
     slices: Sequence[DiagnosedSlice],
     first: int,
     replayed_first: Diagnosis,
     rule: ThresholdRule,
     overflows: Sequence[OverflowHit],
-    replayer_for: Callable[[int, float], Replayer],
+    replayer_for: Callable[[int, float, Before], Replayer],
     budget_s: float,
 ) -> tuple[list[Diagnosis], SliceReplays]:
     """The default's going on (module doc): `replayed_first` is slice `first` replayed
     already; the others follow by divergence, the slices of steps after the earliest with a
     measured fault left out, until every slice is replayed or left, the budget runs out or
-    Ctrl-C. Every slice's diagnosis (those not replayed: as diagnosed) and the passes, with
-    the slices left and those the budget or Ctrl-C kept from beginning."""
+    Ctrl-C; `replayer_for(n, spent_s, before)` replays slice n as much as `before` says.
+    Every slice's diagnosis (those not replayed: as diagnosed) and the passes, with the
+    slices left and those the budget or Ctrl-C kept from beginning."""
     divergence = divergence_order([(s.step, s.diagnosis.evidence) for s in slices])
     others = [n for n in divergence if n != first]
     replayed = {first: replayed_first}
-    found = number_order(slices[first].step) if proven(replayed_first) else None
+    at = number_order(slices[first].step)
+    fault = first_fault(replayed_first, slices[first].graph)
+    found = at if fault is not None else None
     last = _pass_of(replayed_first)
     start = time.monotonic() - last.elapsed_s
     done = SliceReplays(budget_s, [last], mode="candidates", slices=len(slices))
+    if fault is not None:
+        steps = [number_order(slices[n].step) for n in others]
+        done.mode, done.fault = CANDIDATES_BEFORE_FAULT, fault[1]
+        done.same_step = sum(step == at for step in steps)
+        done.earlier_steps = sum(step < at for step in steps)
     for n in others:
-        if found is not None and number_order(slices[n].step) > found:
+        step = number_order(slices[n].step)
+        if found is not None and step > found:
             done.left.append(slices[n].where)
             continue
         spent = time.monotonic() - start
@@ -194,16 +221,34 @@ def replay_until_proven(
         if done.not_begun_why:
             done.not_begun.append(slices[n].where)
             continue
+        before: Before = None
+        if fault is not None:  # only what can go wrong before it
+            before = float(fault[0]) if step == at else math.inf
         s = slices[n]
         replayed[n] = with_replays(
-            s.diagnosis, s.graph, s.rows, rule, overflows, replayer_for(n, spent)
+            s.diagnosis, s.graph, s.rows, rule, overflows, replayer_for(n, spent, before)
         )
         last = _pass_of(replayed[n])
         done.passes.append(last)
         if proven(replayed[n]):
-            step = number_order(s.step)
             found = step if found is None else min(found, step)
     return [replayed.get(n, s.diagnosis) for n, s in enumerate(slices)], done
+
+
+def first_fault(diagnosis: Diagnosis, graph: GraphIndex) -> tuple[int, str] | None:
+    """(position, op) of the first op in execution order with a measured fault in the slice:
+    its best cause when that is one (`proven`), or an earlier op its replay proves (a wrong
+    kernel ranks ahead of constants that differ at an earlier op); None: none is proven. A
+    card identical to this one can go wrong before it only at an earlier op."""
+    if not proven(diagnosis):
+        return None
+    best = diagnosis.causes[0]
+    done = diagnosis.replays
+    op = done.first_fault(graph) if done is not None else None
+    rec = graph.get(op) if op is not None else None
+    if rec is not None and rec.position < best.position:
+        return rec.position, rec.name
+    return best.position, best.op
 
 
 def _pass_of(diagnosis: Diagnosis) -> ReplayPass:
