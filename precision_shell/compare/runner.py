@@ -8,6 +8,7 @@ return its result.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from collections.abc import Callable
@@ -59,7 +60,7 @@ from precision_shell.errors import PrecisionError
 from precision_shell.heap import settled
 from precision_shell.progress import ProgressSink
 from precision_shell.workspace.graph_index import GraphIndex
-from precision_shell.workspace.output_files import NoSpaceError
+from precision_shell.workspace.output_files import NoSpaceError, OutputError
 from precision_shell.workspace.workspace import DumpSlice, Workspace
 
 # a statistics compare to run: the (rank, step) it compares (None: dirs given by -lt/-rt),
@@ -239,15 +240,22 @@ def _run(
             left, right = _csv_part(secondary.left), _csv_part(secondary.right)
             second_csv = out_dir / f"result_{stamp}_{left}_vs_{right}.csv"
         places = [{"rank": w.rank, "step": w.step} if w else {} for w, _ in slices]
-        journal = slot.open(
-            ws,
-            request,
-            out_dir,
-            stamp,
-            [*plans, *([secondary] if secondary else [])],
-            [*paths, *([second_csv] if secondary else [])],
-            [*places, *([{}] if secondary else [])],
-        )
+        fresh = slot.place() is None and request.output is None  # a dir made just now
+        try:
+            journal = slot.open(
+                ws,
+                request,
+                out_dir,
+                stamp,
+                [*plans, *([secondary] if secondary else [])],
+                [*paths, *([second_csv] if secondary else [])],
+                [*places, *([{}] if secondary else [])],
+            )
+        except OutputError:  # a full disk: nothing was compared, no empty dir stays
+            if fresh:
+                with contextlib.suppress(OSError):
+                    out_dir.rmdir()
+            raise
         runs = _execute_all(ws, plans, paths, request, sink(title), pool, journal)
         done = list(zip([where for where, _ in slices], runs, strict=False))
         first = done[0][1]

@@ -101,3 +101,26 @@ def test_ac_and_vcs_say_a_full_disk_stopped_the_compare_and_resume_completes_it(
     resumed = run_ok(open_shell(root), f"vc --resume -o {out}")
     assert resumed.out_dir == out and not resumed.summary.primary.interrupted
     assert not (out / "vc.no_space").exists() and not (out / "vc.journal").exists()
+
+
+def test_a_disk_full_before_the_journal_leaves_no_empty_result_dir(tiny_demo, monkeypatch):
+    """Nothing compared: the one-line error, and no empty temp/vector_compare/<ts>/ left."""
+    from precision_shell.compare.pipeline import journal
+
+    root, _ = tiny_demo
+    shell = open_shell(root)
+    results = root / "precision_data" / "temp" / "vector_compare"
+    before = sorted(results.iterdir()) if results.is_dir() else []
+    real_open = os.open
+
+    def no_room(path: Any, flags: int, *args: Any) -> int:
+        if str(path).endswith(journal.JOURNAL_NAME):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(journal.os, "open", no_room)
+    failed = run_fail(shell, "vc")
+    assert failed.error.startswith("no space left on ") and failed.error.endswith(
+        journal.JOURNAL_NAME
+    )
+    assert (sorted(results.iterdir()) if results.is_dir() else []) == before
