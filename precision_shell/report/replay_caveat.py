@@ -10,6 +10,7 @@ from typing import Any
 
 from precision_shell.compare.diagnosis.replay_evidence import ReplayPass, stop_reason
 from precision_shell.listing_text import some_of
+from precision_shell.render.replay_lines import before_fault_text
 from precision_shell.termination import recorded_stop
 
 # a summary written before the stop was recorded: either
@@ -42,10 +43,6 @@ def _stopped_by(record: dict[str, Any]) -> str:
 
 
 def _pass_caveat(record: dict[str, Any], several: bool) -> str | None:
-    # the terminal's own wording; imported here: the terminal's views import `ac`, whose
-    # --report imports this page
-    from precision_shell.render.diagnosis_views import before_fault_text
-
     done = _pass_of(record)
     left = _number(record, "not_reached")
     if not left:
