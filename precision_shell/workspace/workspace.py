@@ -277,11 +277,17 @@ class Workspace:
         self, rank: str | None = None, step: str | None = None
     ) -> BenchmarkIndex | None:
         """The benchmark tensors a (rank, step) dump dir is compared with (see
-        `benchmark_scope`); without rank and step, those of the run's default dump dir."""
-        default = rank is None and step is None and self.runs and self.runs[0].slices
-        if default and self.scoped_benchmarks:
-            here = self.runs[0].slice()  # the run's default dump dir
-            rank, step = here.rank, here.step
+        `benchmark_scope`). A rank or step not given is the dump dir's the commands read then
+        (`RunIndex.slice`: the lowest rank, a rank's first step): `--rank 1` alone is rank 1's
+        first step, whose benchmark may be `step1/`, not tf/dump/."""
+        partial = rank is None or step is None
+        if partial and self.runs and self.runs[0].slices and self.benchmarks_by_slice():
+            try:
+                here = self.runs[0].slice(rank, step)
+            except PrecisionError:
+                pass  # no such rank or step here: looked up as given
+            else:
+                rank, step = here.rank, here.step
         scope = self.benchmark_scope(rank, step)
         if scope is None:
             return self.benchmark

@@ -185,3 +185,15 @@ def test_a_step_dir_linked_to_tf_dump_itself_or_misnamed_is_said_and_not_used(tw
     assert run_fail(shell, "tf_dump --run 0 --into step01").error.startswith(
         "tf_dump: --into takes step<S>, rank<R>"
     )
+
+
+def test_a_rank_alone_reads_the_benchmark_of_its_first_step(two_steps):
+    """QA: rank 1 dumped only step 1; `cp`/`pt ... --rank 1` read tf/dump/ (step 0's tensor)
+    while vc and ni --rank 1 read step1/."""
+    _add(_step_dir(two_steps), "1", "1")  # rank 1: step 1 only
+    (negated,) = (_bench(two_steps) / "step1").glob(f"{RELU2}.0.*.npy")
+    shell = open_shell(two_steps)
+    alone = run_ok(shell, f"pt {negated.name} --rank 1").items[0]
+    assert alone.label == f"step1/{negated.name}"
+    assert alone.stats.mean == pytest.approx(float(np.load(negated).mean()))
+    assert run_ok(shell, f"cp {CONV2} {negated.name} --rank 1").right == f"step1/{negated.name}"
