@@ -121,6 +121,13 @@ def rank_pair_plans(
             warnings.append(f"{run.name} rank {r} has no step {base.step}; not compared")
             continue
         slice_ = run.slice(r, base.step)
+        stats = [w.label for w in (base, slice_) if w.dumps.holds_statistics_only()]
+        if stats:  # no tensor to compare: a compare of nothing would read as a match
+            raise PrecisionError(
+                f"vc: --across ranks compares tensor dumps; {run.name} {stats[0]} holds "
+                "statistics dumps (dump_data: stats): vc --rank all compares each rank's "
+                "statistics with the benchmark"
+            )
         plan = device_plan(
             slice_.dumps,
             base.dumps,
@@ -190,9 +197,24 @@ class RankDivergenceResult(SummaryBacked):
 
     @property
     def agreeing(self) -> list[str]:
-        """The compared ranks every output of which holds the reference's values."""
+        """The compared ranks every output of which holds the reference's values (a compare
+        of no output matches nothing: `compared_nothing`)."""
         differing = {d.rank for d in self.divergence}
-        return [pair.rank for pair, _ in self.compares if pair.rank not in differing]
+        return [
+            pair.rank
+            for pair, run in self.compares
+            if pair.rank not in differing and run.tally.outputs
+        ]
+
+    @property
+    def compared_nothing(self) -> list[str]:
+        """The ranks whose compare with the reference had no output to compare."""
+        differing = {d.rank for d in self.divergence}
+        return [
+            pair.rank
+            for pair, run in self.compares
+            if pair.rank not in differing and not run.tally.outputs
+        ]
 
     @property
     def reference_is_odd(self) -> bool:

@@ -85,6 +85,16 @@ def render_rank_divergence(console: Console, result: RankDivergenceResult) -> No
                 style="green",
             )
         )
+    nothing = result.compared_nothing
+    if nothing:
+        who = "rank {} has" if len(nothing) == 1 else "ranks {} have"
+        console.print(
+            Text(
+                f"{who.format(rank_list_text(nothing))} no output compared with rank "
+                f"{result.against}: nothing is known of them (the CSV says why)",
+                style="bold yellow",
+            )
+        )
     for pair, run in result.compares:
         console.print(
             Text.assemble((f" rank {pair.rank} csv ", "bold"), path_text(run.csv_path)),

@@ -358,3 +358,39 @@ def test_vcs_ni_and_report_show_the_first_failing_pair_not_the_last(tmp_path):
     assert Path(info.nodes[0].compare_file).name == summary.path.name
     run_ok(shell, f"report -o {tmp_path / 'r.html'}")
     assert summary.path.name in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+
+def test_across_ranks_on_statistics_dumps_says_it_compares_tensors(tmp_path):
+    """QA: `vc --across ranks` on statistics dumps compared 0 rows and said "ranks 1, 2 match
+    rank 0 on every compared output" while rank 2 had a 30% wrong constant."""
+    from precision_shell.demo.builder import build_demo
+    from tests.commands.test_second_dump_dir import _add as _add_dir
+    from tests.commands.test_statistics_workspace import _spec
+
+    root = tmp_path / "stats"
+    build_demo(root, _spec("stats", ()))
+    _add_dir(root, "device")  # rank 1: a copy of rank 0's statistics dumps
+    failed = run_fail(open_shell(root), "vc --across ranks")
+    assert failed.error == (
+        "vc: --across ranks compares tensor dumps; debug_0 rank 0 step 0 holds statistics "
+        "dumps (dump_data: stats): vc --rank all compares each rank's statistics with the "
+        "benchmark"
+    )
+
+
+def test_a_rank_with_no_output_compared_is_never_said_to_match(tiny_demo):
+    """A compare of nothing (every file of rank 1 unreadable) is no match."""
+    from tests.commands.test_second_dump_dir import _add as _add_dir
+    from tests.commands.test_second_dump_dir import _step_dir
+
+    root, _ = tiny_demo
+    _add_dir(root, "device")
+    rank1 = _step_dir(root).parents[3] / "1"
+    for f in [p for p in rank1.rglob("*") if p.is_file()]:
+        f.unlink()  # a hard link: replaced, the original kept
+        f.write_bytes(b"junk")
+    result = run_ok(open_shell(root), "vc --across ranks")
+    assert result.agreeing == [] and result.compared_nothing == ["1"]
+    text = _render(result)
+    assert "match rank 0" not in text and "matches rank 0" not in text
+    assert "rank 1 has no output compared with rank 0: nothing is known of them" in text
