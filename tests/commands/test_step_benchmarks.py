@@ -197,3 +197,11 @@ def test_a_rank_alone_reads_the_benchmark_of_its_first_step(two_steps):
     assert alone.label == f"step1/{negated.name}"
     assert alone.stats.mean == pytest.approx(float(np.load(negated).mean()))
     assert run_ok(shell, f"cp {CONV2} {negated.name} --rank 1").right == f"step1/{negated.name}"
+
+
+def test_a_compare_with_the_dir_given_is_not_called_stale(two_steps):
+    """QA: right after `vc -lt debug_0 -rt tf/dump --step all`, vcs said the compare predated
+    step 1's benchmark becoming step1/ (it was there all along; -rt was the user's choice)."""
+    shell = open_shell(two_steps)
+    run_ok(shell, f"vc -lt debug_0 -rt {_bench(two_steps)} --step all")
+    assert not any("predates" in n for n in run_ok(shell, "vcs --step 1").notes)

@@ -147,15 +147,21 @@ def slice_dirs(ws: Workspace, summary: RunSummary, entry: SliceResult) -> list[s
     return dirs
 
 
-def benchmark_moved(ws: Workspace, entry: SliceResult) -> tuple[str, str, str] | None:
+def benchmark_moved(ws: Workspace, entry: SliceResult, since: int) -> tuple[str, str, str] | None:
     """(the benchmark dir `entry` was compared with, the one its (rank, step) has now, its
-    label), as `tf/dump/...`, when they differ: a rank or step dir added or removed since, or
-    one that can no longer serve (`Workspace.blocked_scopes`)."""
+    label), as `tf/dump/...`, when they differ because of a change after the compare ran
+    (`since`): a rank or step dir added, filled or removed since, or one that can no longer
+    serve (`Workspace.blocked_scopes`). A dir given with -rt that differs from the one the
+    workspace would use, with nothing changed since, is the user's choice: not this."""
     if entry.right is None or entry.against is not None or entry.rank is None:
         return None
     index = ws.benchmark_for(entry.rank, entry.step)
     was = os.path.normpath(entry.right)
     if index is not None and os.path.normpath(index.directory) == was:
+        return None
+    top = ws.layout.benchmark_dir
+    looked = [was, *([index.directory] if index is not None else []), *([str(top)] if top else [])]
+    if not any((_mtime(d) or 0) > since for d in looked):
         return None
     now = (
         f"{in_workspace(index.directory).rstrip('/')}/"
@@ -177,7 +183,7 @@ def stale_compare_line(
         return None
     entry = entry_for_csv(slice_results(summary), csv_path)
     dirs = slice_dirs(ws, summary, entry) if entry is not None else []
-    moved = benchmark_moved(ws, entry) if entry is not None else None
+    moved = benchmark_moved(ws, entry, summary.started_ns) if entry is not None else None
     if moved is not None and entry is not None and entry.right is not None:
         compared = os.path.normpath(entry.right)
         bench = str(ws.layout.benchmark_dir) if ws.layout.benchmark_dir else None
