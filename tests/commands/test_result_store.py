@@ -93,6 +93,11 @@ def test_a_device_tensor_against_an_all_zero_benchmark_fails(tiny_demo):
         "0.000000",
     )  # msaccucmp's cells
     assert zero in conv2.reason and conv2 in run.tally.failing
+    # and the diagnosis reads it as all noise, not as msaccucmp's distance of 0 (60 dB)
+    from precision_shell.compare.diagnosis.root_cause import QUALITY_CAP, tensor_quality
+
+    quality = tensor_quality(conv2, rule)
+    assert quality is not None and quality.fails and quality.sqnr == -QUALITY_CAP
 
 
 def test_settings_limits_are_all_in_the_rule(tmp_path):

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from precision_shell.compare.pipeline.matcher import constant_input, input_source
 from precision_shell.compare.results.schema import ResultRow
-from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.compare.results.thresholds import ThresholdRule, zero_benchmark
 from precision_shell.json_numbers import json_number
 from precision_shell.workspace.graph_index import GraphIndex
 
@@ -61,6 +61,8 @@ def tensor_quality(row: ResultRow, rule: ThresholdRule) -> TensorQuality | None:
         return TensorQuality(math.nan, -math.inf, True, crossed)
     cos = row.metrics.get(_COS, math.nan)
     red = row.metrics.get(_RED, math.nan)
+    if zero_benchmark(row):  # no signal, all noise: msaccucmp's distance 0 is a convention
+        return TensorQuality(cos, -QUALITY_CAP, False, crossed)
     if math.isnan(red) and not math.isnan(cos):
         red = math.sqrt(max(0.0, 2.0 * (1.0 - cos)))  # small-error equivalence of the two
     if math.isnan(red):

@@ -34,6 +34,12 @@ _ZERO_BENCHMARK = zero_cosine_reason("benchmark")
 ZERO_BENCHMARK_TEXT = "NaN (the benchmark is all zero, the device's tensor is not)"
 
 
+def zero_benchmark(row: ResultRow) -> bool:
+    """The benchmark of this tensor is all zero and the device's is not (msaccucmp's cosine
+    reason says so): its relative error is unbounded, whatever the cells print."""
+    return _ZERO_BENCHMARK in row.reason
+
+
 @dataclass(frozen=True)
 class Crossing:
     """One limit a tensor crossed, with the value that crossed it."""
@@ -129,7 +135,7 @@ class ThresholdRule:
                 continue
             if (value < limit) if metric in HIGHER_IS_BETTER else (value > limit):
                 found.append(Crossing(metric, limit, text))
-        if not found and _ZERO_BENCHMARK in row.reason:
+        if not found and zero_benchmark(row):
             limited = dict(self.active())
             limit_of = next((m for m in (COSINE, REL_EUCLID) if m in limited), None)
             if limit_of is not None:
