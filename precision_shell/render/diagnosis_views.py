@@ -12,6 +12,7 @@ from rich.text import Text
 
 from precision_shell.commands.ac_diagnosis import RootCausePanel
 from precision_shell.commands.autocheck import AutoCheck
+from precision_shell.compare.diagnosis.advisor import GLOBAL_CONSISTENCY, Finding
 from precision_shell.compare.diagnosis.replay_evidence import (
     proves_wrong,
     replay_reading,
@@ -293,6 +294,23 @@ def render_root_cause(console: Console, panel: RootCausePanel) -> None:
     )
 
 
+def _none_found(findings: list[Finding]) -> str:
+    """Why the root cause is empty: no op degrades the signal on its own, of the tensors the
+    compare could compare (the advisor's consistency finding counts those it could not)."""
+    missing = sum(
+        int(m.get("tensors", 0))
+        for f in findings
+        if f.detection == GLOBAL_CONSISTENCY
+        for m in f.evidence.get("uncompared", [])
+    )
+    if not missing:
+        return "no op degrades the signal on its own"
+    return (
+        f"no op degrades the signal on its own among the tensors compared; {missing} could not "
+        "be compared (see the advisor): a fault among them would not show"
+    )
+
+
 @renders(AutoCheck)
 def render_autocheck(console: Console, check: AutoCheck) -> None:
     if not check.pair_only:  # the workspace checks; a -lt/-rt pair has none
@@ -342,7 +360,7 @@ def render_autocheck(console: Console, check: AutoCheck) -> None:
             if others is not None:
                 console.print(Text(others, style="dim"))
         else:
-            _panel(console, "Root cause", None, "no op degrades the signal on its own")
+            _panel(console, "Root cause", None, _none_found(d.findings))
         if check.slice_replays is not None:
             console.print(Text(slice_replays_line(check.slice_replays), style="dim"))
         elif d.replays is not None:

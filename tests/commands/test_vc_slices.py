@@ -17,7 +17,7 @@ from precision_shell.compare.results.schema import read_result_csv
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.demo.builder import build_demo
 from precision_shell.demo.spec import WRONG_CONSTANT, DemoSpec, Fault
-from tests.commands.shell_fixture import CONV2, open_shell, run_ok
+from tests.commands.shell_fixture import CONV2, open_shell, rendered, run_ok
 from tests.commands.test_compare_views import render
 from tests.commands.test_second_dump_dir import _add, _link_copy, _step_dir
 
@@ -279,6 +279,11 @@ def test_no_match_is_claimed_for_tensors_whose_benchmark_is_missing(healthy_two_
         "benchmark (a rank or step benchmark dir missing files?) and compare again."
     )
     assert "the network itself matches" not in finding.advice
+    panel = " ".join(rendered(check, 2000).split())
+    assert (
+        f"no op degrades the signal on its own among the tensors compared; {n} could not be "
+        "compared (see the advisor): a fault among them would not show"
+    ) in panel
     saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
     (step1,) = [e for e in saved["results"] if e["step"] == "1"]
     reasons = {row.reason for row in read_result_csv(step1["csv"]).rows if not row.compared}
