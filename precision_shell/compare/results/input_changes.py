@@ -86,6 +86,7 @@ def _changed_in(directory: str, since: int, seen: set[str]) -> tuple[bool, list[
                     return entries_changed, []
     except OSError:
         return entries_changed, []
+    new_dirs = new_files = 0  # entries whose inode changed since: added or renamed in
     for entry in sorted(listed, key=lambda e: e.name):
         if entry.path in seen:
             continue
@@ -95,6 +96,13 @@ def _changed_in(directory: str, since: int, seen: set[str]) -> tuple[bool, list[
             continue
         if entry.is_file() and st.st_mtime_ns > since:
             changed.append(entry.path)
+        if st.st_ctime_ns > since:
+            new_dirs += entry.is_dir()
+            new_files += not entry.is_dir()
+    if entries_changed and new_dirs and not new_files:
+        # only dirs came in (a rank or step benchmark dir): this dir's own files are as they
+        # were, as far as can be seen (a file removed as well would go unseen)
+        entries_changed = False
     return entries_changed, changed
 
 
