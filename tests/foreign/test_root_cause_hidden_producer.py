@@ -62,6 +62,9 @@ def test_producer_not_dumped_on_one_side_is_named_from_its_consumers_inp_dump(
     assert [c["op"] for c in summary["diagnosis"]["root_causes"]] == [PLANTED]
     text = rendered(result, 300)
     assert "nothing fails" not in text
+    lines = text.splitlines()
+    header = lines[lines.index("root causes (estimate)") + 2]
+    assert header.split() == ["┃", "cause", "┃", "op", "┃", "type", "┃", "#", "┃", "why", "┃"]
     assert "fails in cast2's input dump (-inp0)" in text
 
 
