@@ -140,7 +140,10 @@ def _graph(nodes: list[Node], rule: ThresholdRule) -> dict[str, _Var]:
                 dump.own,
             )
             kept = seen.get(key)
-            if kept is None or (status(rule, dump.row) == FAIL != status(rule, kept.row)):
+            fails_first = status(rule, dump.row) == FAIL and (
+                kept is not None and status(rule, kept.row) != FAIL
+            )
+            if kept is None or fails_first:
                 seen[key] = var
     return {**own, **seen}
 
