@@ -10,6 +10,7 @@ from pathlib import Path
 from precision_shell.commands.ac_diagnosis import ReplayChoice, RootCausePanel, diagnose_compare
 from precision_shell.commands.compare import compare_request, vc_command
 from precision_shell.commands.compare_summary import CompareSummary, summary_of
+from precision_shell.commands.dump_slice_args import foreign_dumps, no_rank_step
 from precision_shell.commands.foreign_rule_args import (
     foreign_rule,
     foreign_rule_arguments,
@@ -242,7 +243,7 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
     against a .npy dir or another dump; as vc -lt/-rt): vc's statistics compare of the pair,
     its suspects and the tensor dump config (the workspace checks above are not run).
     """
-    foreign = ctx.foreign
+    foreign = foreign_dumps(ctx, "ac", args)
     if foreign is not None:
         if not args.compare:
             raise UsageError("ac: on MegEngine / SigmaStar dumps give -c (compare, root cause)")
@@ -254,6 +255,7 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
             ctx.workspace_path, left, right, args.output, rule, diagnose=True, command="ac"
         )
     if is_foreign_pair(args.left, args.right):
+        no_rank_step("ac", args)
         if args.report:
             raise UsageError("ac: --report is for workspace compares, not -lt/-rt dump pairs")
         # check_pair names a path that is not of the other's kind

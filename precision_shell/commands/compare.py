@@ -6,6 +6,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from precision_shell.commands.dump_slice_args import foreign_dumps, no_rank_step
 from precision_shell.commands.foreign_rule_args import (
     foreign_rule,
     foreign_rule_arguments,
@@ -149,12 +150,13 @@ def vc_command(
     Opened on such dumps (precision-shell DIR_OR_FILE), vc alone compares the opened pair;
     -lt/-rt take paths or its run names.
     """
-    foreign = ctx.foreign
+    foreign = foreign_dumps(ctx, "vc", args)
     if foreign is not None and not args.resume:
         left, right = compare_paths(foreign, "vc", args.left, args.right)
         rule = foreign_rule("vc", args, left, right)
         return run_foreign_compare(ctx.workspace_path, left, right, args.output, rule)
     if not args.resume and is_foreign_pair(args.left, args.right):
+        no_rank_step("vc", args)
         rule = foreign_rule("vc", args, args.left, args.right)
         return run_foreign_compare(ctx.workspace_path, args.left, args.right, args.output, rule)
     no_foreign_rule("vc", args)

@@ -1,10 +1,17 @@
-"""`--rank R --step S`: which (rank, step) dump dir of a run a command reads."""
+"""`--rank R --step S`: which (rank, step) dump dir of a run a command reads; refused on
+MegEngine / SigmaStar dumps, which have no such dirs (`no_rank_step`, the one check)."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from precision_shell.shell.registry import argument
+from precision_shell.shell.registry import UsageError, argument
+
+if TYPE_CHECKING:
+    from precision_shell.foreign.workspace import ForeignWorkspace
+    from precision_shell.shell.context import ShellContext
 
 
 def rank_step_arguments(fn: Callable) -> Callable:
@@ -15,3 +22,26 @@ def rank_step_arguments(fn: Callable) -> Callable:
     return argument(
         "--rank", metavar="R", help="rank, the <device_id> dump dir (default: the lowest)"
     )(fn)
+
+
+def no_rank_step(command: str, args: argparse.Namespace) -> None:
+    """A UsageError when `--rank` or `--step` was given to a command on MegEngine / SigmaStar
+    dumps (opened as the workspace, or a `-lt/-rt` pair): ignoring them would read a dump
+    the user did not ask for without a word."""
+    given = [flag for flag in ("--rank", "--step") if getattr(args, flag[2:], None) is not None]
+    if given:
+        raise UsageError(
+            f"{command}: {', '.join(given)}: not for MegEngine / SigmaStar dumps (--rank and "
+            "--step select an Ascend workspace's <device_id> and step dump dirs; these dumps "
+            "have none)"
+        )
+
+
+def foreign_dumps(
+    ctx: ShellContext, command: str, args: argparse.Namespace
+) -> ForeignWorkspace | None:
+    """The MegEngine / SigmaStar dumps the shell was opened on, `--rank/--step` refused first;
+    None on an Ascend workspace."""
+    if ctx.foreign_path is not None:
+        no_rank_step(command, args)
+    return ctx.foreign

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 
-from precision_shell.commands.dump_slice_args import rank_step_arguments
+from precision_shell.commands.dump_slice_args import foreign_dumps, rank_step_arguments
 from precision_shell.errors import PrecisionError
 from precision_shell.explore.node_info import NodeInfo, collect_node_info
 from precision_shell.explore.op_lookup import lookup_ops
@@ -93,12 +93,9 @@ def ls_command(
     With --rank or --step, only the ops with a dump file in that rank and step.
     On MegEngine / SigmaStar dumps: every var / tensor in execution order (-n, -t filter).
     """
-    foreign = ctx.foreign
+    foreign = foreign_dumps(ctx, "ls", args)
     if foreign is not None:
-        _foreign_only(
-            "ls", args, ("pass_name", "-f"), ("kernel", "-k"), ("graph", "-g"), ("rank", "--rank"),
-            ("step", "--step"),
-        )  # fmt: skip
+        _foreign_only("ls", args, ("pass_name", "-f"), ("kernel", "-k"), ("graph", "-g"))
         return list_tensors(foreign, args.name, args.op_type)
     ws = ctx.workspace
     check_graph_filter(ws, args.graph)
@@ -218,12 +215,9 @@ def ni_command(ctx: ShellContext, args: argparse.Namespace) -> NodeInfoResult | 
     name = args.name_flag or args.name
     if not name:
         raise UsageError("ni: give an op name, e.g. ni -n conv1/Conv2D")
-    foreign = ctx.foreign
+    foreign = foreign_dumps(ctx, "ni", args)
     if foreign is not None:
-        _foreign_only(
-            "ni", args, ("graph", "-g"), ("attrs", "-a"), ("subgraph", "-s"), ("rank", "--rank"),
-            ("step", "--step"),
-        )  # fmt: skip
+        _foreign_only("ni", args, ("graph", "-g"), ("attrs", "-a"), ("subgraph", "-s"))
         return node_info(foreign, name, None if args.run in (None, "all") else args.run)
     if args.subgraph is not None and not 0 <= args.subgraph <= 20:
         raise UsageError("ni: -s DEPTH must be between 0 and 20")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from precision_shell.commands.dump_slice_args import rank_step_arguments
+from precision_shell.commands.dump_slice_args import foreign_dumps, rank_step_arguments
 from precision_shell.commands.foreign_rule_args import (
     foreign_rule,
     foreign_rule_arguments,
@@ -130,7 +130,7 @@ def pt_command(
     target = args.name_flag or args.target
     if not target:
         raise UsageError("pt: give a dump file, a .npy file or an op name")
-    foreign = ctx.foreign
+    foreign = foreign_dumps(ctx, "pt", args)
     if foreign is not None:
         return summarize(foreign, target, args.run, int(ctx.settings.get("display.preview")))
     if args.run is not None:
@@ -232,7 +232,7 @@ def cp_command(
     as vc pairs them), with vc's metrics and verdict (--max-err / --cos-min / --rmse-max move
     the rule's limits, as for vc).
     """
-    foreign = ctx.foreign
+    foreign = foreign_dumps(ctx, "cp", args)
     if foreign is not None:
         if args.names or not args.left or args.right:
             raise UsageError("cp: on a pair of dumps give one var or tensor: cp NAME")
@@ -323,7 +323,7 @@ def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles | Fo
     On MegEngine / SigmaStar dumps: the var's or tensor's values of each run holding it (or
     --run RUN) as .npy (never over a file, never inside a dump dir).
     """
-    foreign = ctx.foreign
+    foreign = foreign_dumps(ctx, "dc", args)
     if foreign is not None:
         if args.fmt:
             raise UsageError("dc: -f is for Ascend dump files")

@@ -1,12 +1,16 @@
 """Where the error of a foreign pair is born.
 
 - MegEngine (the dump holds the graph): a failing var none of whose inputs fail is a root,
-  MegEngine's own `accuracy_shake_var_tree` rule. An input is judged by its own row, or,
-  when the input var was not dumped as an output, by its `-inp` dumps on both sides. An op is
-  a cause when one of its outputs is a root. A root some of whose inputs could not be judged
-  (not dumped, or printed only in part by a text dump) is unproven: its reason says so, and
-  it ranks after every proven root. Then causes rank by how many failing vars lie downstream
+  MegEngine's own `accuracy_shake_var_tree` rule. A var is judged by its own row, or, when
+  that was not compared (not dumped on a side), by a consumer's `-inp` dumps on both sides,
+  whose title names its producer op and that op's inputs: so a producer whose own dump is
+  missing is still a root, seen through its consumer's input dump ("at or before" it when its
+  own inputs could not be judged either). An op is a cause when one of its outputs is a
+  root. A root some of whose inputs could not be judged (not dumped, or printed only in part
+  by a text dump) is unproven: its reason says so, and it ranks after every proven root. Then causes rank by how many failing vars lie downstream
   of them (the most consequential first), then by execution order.
+  Failing vars always name a cause: when every one has a failing input (edges in a cycle),
+  the earliest is named.
 - SigmaStar (no graph): the first failing layer in layer order; the failing layers after it
   follow, as suspects that may only inherit its error.
 
@@ -28,6 +32,21 @@ UNKNOWN = "not compared"
 
 
 @dataclass(frozen=True)
+class InputDump:
+    """An input of an op judged from its `-inp` dumps on both sides, because the input var's
+    own dump could not judge it: the pair's row and, from the dump's title, the var's producer
+    op and that op's inputs."""
+
+    row: ResultRow
+    op: str
+    op_type: str
+    slot: int
+    inputs: tuple[str, ...]
+    own: str  # why its own dump did not judge it: "not dumped on the left", ...
+    index: int | None = None  # the var's own row (not compared), if it has one
+
+
+@dataclass(frozen=True)
 class Node:
     """One compared left tensor as the root-cause walk sees it."""
 
@@ -38,8 +57,8 @@ class Node:
     order: int
     inputs: tuple[str, ...]
     row: ResultRow
-    # input index -> (status, metrics) from the `-inp` dumps, for inputs that are not nodes
-    input_dumps: dict[int, tuple[str, dict[str, float]]] = field(default_factory=dict)
+    # input index -> the input judged from the `-inp` dumps, for inputs not judged by a row
+    input_dumps: dict[int, InputDump] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -74,13 +93,91 @@ def _metrics(row: ResultRow) -> dict[str, float | str | None]:
     return {name: json_number(row.measured(name)) for name in row.texts}
 
 
+@dataclass(frozen=True)
+class _Var:
+    """A var as the walk judges it: a compared left tensor by its row, or an input seen only
+    in a consumer's `-inp` dumps (`seen_in` names that dump, `own` why its own did not do)."""
+
+    key: str
+    op: str
+    op_type: str
+    slot: int
+    order: float
+    inputs: tuple[str, ...]
+    row: ResultRow
+    index: int | None
+    seen_in: str = ""
+    own: str = ""
+
+
+def _var_label(key: str) -> str:
+    return f"var{key}" if key.isdigit() else key
+
+
+def _graph(nodes: list[Node], rule: ThresholdRule) -> dict[str, _Var]:
+    """Each var key -> what judges it: its own row when compared, else a consumer's `-inp`
+    dumps (the first that fails, else the first), else its own row (not compared)."""
+    own = {
+        n.key: _Var(n.key, n.op, n.op_type, n.slot, n.order, n.inputs, n.row, n.row.index)
+        for n in nodes
+    }
+    seen: dict[str, _Var] = {}
+    for n in sorted(nodes, key=lambda n: n.order):
+        for index, dump in sorted(n.input_dumps.items()):
+            key = n.inputs[index]
+            if key in own and status(rule, own[key].row) != UNKNOWN:
+                continue
+            var = _Var(
+                key,
+                dump.op,
+                dump.op_type,
+                dump.slot,
+                n.order - 0.5,  # its producer ran before this consumer
+                dump.inputs,
+                dump.row,
+                dump.index,
+                f"{n.op}'s input dump (-inp{index})",
+                dump.own,
+            )
+            kept = seen.get(key)
+            fails_first = status(rule, dump.row) == FAIL and (
+                kept is not None and status(rule, kept.row) != FAIL
+            )
+            if kept is None or fails_first:
+                seen[key] = var
+    return {**own, **seen}
+
+
+def _listed(keys: list[str]) -> str:
+    return (
+        f"{len(keys)} input(s) not judged ({', '.join(keys[:3])}{', ...' if len(keys) > 3 else ''})"
+    )
+
+
+def _reason(op: str, entries: list[tuple[_Var, list[dict[str, Any]]]], unknown: list[str]) -> str:
+    inputs = entries[0][1]
+    seen = next((v for v, _ in entries if v.seen_in), None)
+    if seen is not None:
+        shown = f"its output {_var_label(seen.key)} ({seen.own}) fails in {seen.seen_in}"
+        if unknown:
+            return f"the fault lies at or before {op}: {shown}; {_listed(unknown)}"
+        if not inputs:
+            return f"{shown} while it has no inputs (a source of the graph)"
+        return f"{shown} while none of its inputs fail"
+    if unknown:
+        return f"fails while no judged input fails; {_listed(unknown)}: it may inherit their error"
+    if inputs:
+        return "fails while none of its inputs fail"
+    return "fails while none of its inputs fail (it has no inputs: a source of the graph)"
+
+
 def graph_causes(nodes: list[Node], rule: ThresholdRule) -> list[ForeignCause]:
-    by_key = {n.key: n for n in nodes}
-    states = {n.key: status(rule, n.row) for n in nodes}
+    graph = _graph(nodes, rule)
+    states = {key: status(rule, var.row) for key, var in graph.items()}
     consumers: dict[str, list[str]] = {}
-    for n in nodes:
-        for i in n.inputs:
-            consumers.setdefault(i, []).append(n.key)
+    for var in graph.values():
+        for i in var.inputs:
+            consumers.setdefault(i, []).append(var.key)
 
     def downstream_failing(key: str) -> int:
         seen: set[str] = set()
@@ -93,75 +190,80 @@ def graph_causes(nodes: list[Node], rule: ThresholdRule) -> list[ForeignCause]:
             stack.extend(consumers.get(k, ()))
         return sum(1 for k in seen if states.get(k) == FAIL)
 
-    roots: dict[str, list[tuple[Node, list[dict[str, Any]]]]] = {}
-    for n in sorted(nodes, key=lambda n: n.order):
-        if states[n.key] != FAIL:
-            continue
-        inputs: list[dict[str, Any]] = []
-        failing_input = False
-        for index, key in enumerate(n.inputs):
-            src = by_key.get(key)
-            if src is not None:
-                st = states[key]
-                entry: dict[str, Any] = {"var": key, "op": src.op, "status": st}
-                entry["metrics"] = _metrics(src.row)
-            elif index in n.input_dumps:
-                st, values = n.input_dumps[index]
-                entry = {"var": key, "op": None, "status": st, "from": "-inp dump"}
-                entry["metrics"] = {k: json_number(v) for k, v in values.items()}
-            else:
-                st = UNKNOWN
-                entry = {"var": key, "op": None, "status": st}
-            failing_input = failing_input or st == FAIL
-            inputs.append(entry)
-        if not failing_input:
-            roots.setdefault(n.op, []).append((n, inputs))
+    def judged(key: str) -> dict[str, Any]:
+        src = graph.get(key)
+        if src is None:
+            return {"var": key, "op": None, "status": UNKNOWN}
+        entry: dict[str, Any] = {"var": key, "op": src.op, "status": states[key]}
+        if src.seen_in:
+            entry["from"] = "-inp dump"
+        entry["metrics"] = _metrics(src.row)
+        return entry
 
-    def unjudged(entries: list[tuple[Node, list[dict[str, Any]]]]) -> list[str]:
-        return [i["var"] for _, inputs in entries for i in inputs if i["status"] == UNKNOWN]
+    failing = sorted((v for v in graph.values() if states[v.key] == FAIL), key=lambda v: v.order)
+    roots: dict[str, list[tuple[_Var, list[dict[str, Any]]]]] = {}
+    for var in failing:
+        inputs = [judged(k) for k in var.inputs]
+        if not any(i["status"] == FAIL for i in inputs):
+            roots.setdefault(var.op, []).append((var, inputs))
+    if failing and not roots:
+        # every failing var has a failing input: only edges forming a cycle do that; the
+        # earliest failing var is still named, never no cause next to failing outputs
+        first = failing[0]
+        reason = (
+            "the earliest failing var: every failing var has a failing input (the dump's edges "
+            "form a cycle)"
+        )
+        entries = [(first, [judged(k) for k in first.inputs])]
+        return [_cause(first.op, entries, reason, 1, rule, downstream_failing(first.key))]
+
+    def unjudged(entries: list[tuple[_Var, list[dict[str, Any]]]]) -> list[str]:
+        found = [i["var"] for _, inputs in entries for i in inputs if i["status"] == UNKNOWN]
+        return list(dict.fromkeys(found))
 
     ranked = sorted(
         roots.items(),
         key=lambda item: (
             bool(unjudged(item[1])),
-            -max(downstream_failing(n.key) for n, _ in item[1]),
-            min(n.order for n, _ in item[1]),
+            -max(downstream_failing(v.key) for v, _ in item[1]),
+            min(v.order for v, _ in item[1]),
         ),
     )
-    causes = []
-    for rank, (op, entries) in enumerate(ranked, start=1):
-        first, inputs = entries[0]
-        crossings = [str(c) for n, _ in entries for c in rule.crossings(n.row)]
-        unknown = list(dict.fromkeys(unjudged(entries)))
-        if unknown:
-            reason = (
-                f"fails while no judged input fails; {len(unknown)} input(s) not judged "
-                f"({', '.join(unknown[:3])}{', ...' if len(unknown) > 3 else ''}): it may "
-                "inherit their error"
-            )
-        elif inputs:
-            reason = "fails while none of its inputs fail"
-        else:
-            reason = "fails while none of its inputs fail (it has no inputs: a source of the graph)"
-        causes.append(
-            ForeignCause(
-                op=op,
-                type=first.op_type,
-                index=first.row.index,
-                reason=reason,
-                rank=rank,
-                evidence={
-                    "outputs": [
-                        {"var": n.key, "slot": n.slot, "metrics": _metrics(n.row)}
-                        for n, _ in entries
-                    ],
-                    "crossed": crossings,
-                    "inputs": inputs,
-                    "failing_downstream": max(downstream_failing(n.key) for n, _ in entries),
-                },
-            )
+    return [
+        _cause(
+            op,
+            entries,
+            _reason(op, entries, unjudged(entries)),
+            rank,
+            rule,
+            max(downstream_failing(v.key) for v, _ in entries),
         )
-    return causes
+        for rank, (op, entries) in enumerate(ranked, start=1)
+    ]
+
+
+def _cause(
+    op: str,
+    entries: list[tuple[_Var, list[dict[str, Any]]]],
+    reason: str,
+    rank: int,
+    rule: ThresholdRule,
+    downstream: int,
+) -> ForeignCause:
+    first, inputs = entries[0]
+    outputs = []
+    for var, _ in entries:
+        output: dict[str, Any] = {"var": var.key, "slot": var.slot, "metrics": _metrics(var.row)}
+        if var.seen_in:
+            output.update({"from": var.seen_in, "own": var.own})
+        outputs.append(output)
+    evidence = {
+        "outputs": outputs,
+        "crossed": [str(c) for var, _ in entries for c in rule.crossings(var.row)],
+        "inputs": inputs,
+        "failing_downstream": downstream,
+    }
+    return ForeignCause(op, first.op_type, first.index, reason, rank, evidence)
 
 
 def order_causes(nodes: list[Node], rule: ThresholdRule) -> list[ForeignCause]:

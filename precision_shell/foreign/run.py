@@ -49,10 +49,10 @@ from precision_shell.foreign.metrics import (
 from precision_shell.foreign.pairing import Pairing, pair_dumps
 from precision_shell.foreign.root_cause import (
     ForeignCause,
+    InputDump,
     Node,
     graph_causes,
     order_causes,
-    status,
 )
 from precision_shell.foreign.verdict import default_rule
 from precision_shell.workspace.layout import workspace_root_or_new
@@ -263,27 +263,54 @@ def _cells(row: ResultRow) -> list[str]:
     ]
 
 
-def _input_dump_states(
-    pairing: Pairing, left: ForeignDump, right: ForeignDump, rule: ThresholdRule, rows_of: set[str]
-) -> dict[str, dict[int, tuple[str, dict[str, float]]]]:
-    """For each paired var whose op has inputs that are not dumped outputs: those inputs
-    judged from the two sides' `-inp` dumps."""
-    found: dict[str, dict[int, tuple[str, dict[str, float]]]] = {}
+def _own_dump(in_left: bool, in_right: bool, row: ResultRow | None) -> str:
+    """Why a var's own dump did not judge it, as the root cause's reason says it."""
+    if in_left and in_right and row is not None:
+        return f"its own pair not compared: {row.reason}"
+    if in_left:
+        return "not dumped on the right"
+    if in_right:
+        return "not dumped on the left"
+    return "not dumped on either side"
+
+
+def _input_dumps(
+    pairing: Pairing,
+    rows: list[ResultRow],
+    left: ForeignDump,
+    right: ForeignDump,
+    rule: ThresholdRule,
+) -> dict[str, dict[int, InputDump]]:
+    """For each paired var whose op has inputs that no compared row judges (not dumped on a
+    side, or not compared): those inputs judged from the two sides' `-inp` dumps. `rows` are
+    the rows of `pairing.pairs`, in its order."""
+    paired_rows = list(zip(pairing.pairs, rows, strict=True))
+    left_rows = {lt.key: row for (lt, _, _), row in paired_rows if lt is not None}
+    right_only = {rt.key: row for (lt, rt, _), row in paired_rows if lt is None and rt}
+    right_keys = {t.key for t in right.tensors}
+    found: dict[str, dict[int, InputDump]] = {}
     for lt, rt, _ in pairing.pairs:
         if lt is None or rt is None:
             continue
-        missing = [i for i, key in enumerate(lt.inputs) if key not in rows_of]
-        if not missing:
-            continue
         lin, rin = left.input_dumps.get(lt.key, ()), right.input_dumps.get(rt.key, ())
-        states: dict[int, tuple[str, dict[str, float]]] = {}
-        for i in missing:
-            if i >= len(lin) or i >= len(rin):
+        states: dict[int, InputDump] = {}
+        for i, key in enumerate(lt.inputs):
+            own_row = left_rows.get(key)
+            if (own_row is not None and own_row.compared) or i >= len(lin) or i >= len(rin):
                 continue
-            row = _row(0, lin[i], rin[i], "", rule)
-            # what was computed, NaN/inf from the data included (json_number writes them)
-            metrics = {k: v for k in row.texts if (v := row.measured(k)) is not None}
-            states[i] = (status(rule, row), metrics)
+            right_key = rt.inputs[i] if i < len(rt.inputs) else ""
+            own_row = own_row or right_only.get(right_key)
+            own = _own_dump(key in left_rows, right_key in right_keys, own_row)
+            dumped = lin[i]  # its title names the var's producer op and that op's inputs
+            states[i] = InputDump(
+                _row(0, dumped, rin[i], "", rule),
+                dumped.op_name,
+                dumped.op_type,
+                dumped.slot,
+                dumped.inputs,
+                own,
+                own_row.index if own_row is not None else None,
+            )
         if states:
             found[lt.key] = states
     return found
@@ -351,8 +378,7 @@ def run_foreign_compare(
     causes: list[ForeignCause] | None = None
     if diagnose:
         if left.family == MEGENGINE:
-            keys = {t.key for t, _ in nodes_src}
-            dumped = _input_dump_states(pairing, left, right, rule, keys)
+            dumped = _input_dumps(pairing, rows, left, right, rule)
             nodes = [
                 Node(
                     t.key,

@@ -90,7 +90,7 @@ def _foreign(console: Console, result: ForeignCompareResult) -> None:
         console.print(Text("root cause: nothing fails", style="green"))
         return
     table = Table(title="root causes (estimate)", title_justify="left")
-    for header in ("rank", "op", "type", "#", "why"):
+    for header in ("cause", "op", "type", "#", "why"):  # not "rank": a card's
         table.add_column(header, overflow="fold")
     for cause in result.causes[:_SHOWN]:
         table.add_row(str(cause.rank), cause.op, cause.type, str(cause.index or ""), cause.reason)
