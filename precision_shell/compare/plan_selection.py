@@ -297,7 +297,11 @@ def plans_for(
             "(use -lt/-rt)"
         )
     graph = pick_graph(ws, request.graph, run.name)
-    primary = _nonempty(_default_plan(ws, run, graph, memos), graph)
+    primary = _default_plan(ws, run, graph, memos)
+    if len(run.slices) <= 1:
+        # a run of several (rank, step)s: `slice_plans` says which selected one is empty (the
+        # default one may be a statistics dump beside the tensor dump of the one selected)
+        primary = _nonempty(primary, graph)
     secondary = None
     others = [r for r in ws.runs if r is not run]
     if others and request.run is None:
