@@ -183,6 +183,7 @@ def run_statistics(
     """`vc` on statistics dumps (`statistics_compares`): one
     `statistics_<ts>[_rank<R>_step<S>].csv` per compare and a summary with
     `"mode": "statistics"`."""
+    started = time.time_ns()  # before any file is read (summary.json started_ns)
     plans = compares_to_run.plans
     if request.max_files is not None:
         for _, plan, _ in plans:
@@ -207,6 +208,7 @@ def run_statistics(
         if compare.interrupted:
             break
     summary = statistics_summary(ws, request.rule, compares)
+    summary.started_ns = started  # vcs/ni tell a compare older than its inputs
     if plans[0][0] is not None:
         summary.not_selected = not_selected(ws.run(request.run), compares_to_run.selected())
         summary.nothing_to_compare = [e.record() for e in compares_to_run.empty]
