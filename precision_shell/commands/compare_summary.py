@@ -242,18 +242,26 @@ def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary |
     if is_statistics_csv(shown):
         if args.metric or args.cosine is not None or args.plot:
             raise UsageError("vcs: -c, --metric and --plot are for tensor compares")
-        return statistics_view(shown, args.limit or None)
+        view = statistics_view(shown, args.limit or None)
+        view.ranks = _rank_table(ctx, summary, shown, pick)
+        view.notes = _notes(ctx, summary, shown, pick)
+        return view
     table = load_result_columns(
         shown, lambda: ctx.workspace.output_dir(CACHE_DIR), pick.journaled_length(shown)
     )
     result = summary_of(ctx, table, args.cosine, args.metric, args.limit, summary, pick)
-    result.notes[:0] = pick.notes("vcs")
-    stale = stale_line(ctx, summary, shown)
-    if stale is not None:
-        result.notes.insert(0, stale)
+    result.notes[:0] = _notes(ctx, summary, shown, pick)
     if args.plot:
         result.plot = op_cosines_of_columns(table, result.rule)
     return result
+
+
+def _notes(
+    ctx: ShellContext, summary: RunSummary | None, csv_path: Path, pick: ResultPick
+) -> list[str]:
+    """What vcs says of the compare before its rows: inputs changed since, how it was picked."""
+    stale = stale_line(ctx, summary, csv_path)
+    return ([stale] if stale is not None else []) + pick.notes("vcs")
 
 
 def stale_line(
@@ -312,7 +320,8 @@ def summary_of(
     state = pick.of(table.path) if pick is not None else ResultPick.at(table.path)
     result.partial, result.partial_cause = state.partial_state(summary, table.path)
     # a killed run has no summary: its journal knows its ranks and steps
-    result.ranks = _rank_table(ctx, summary, table, rule, state)
+    ranks = _rank_table(ctx, summary, table.path, state)
+    result.ranks = None if ranks is None else _recount(ctx, ranks, table, rule, state)
     shown = entry_for_csv(state.slices(summary).results, table.path)
     if result.ranks is not None and shown is not None:
         result.slice_label = shown.label
@@ -328,21 +337,26 @@ def summary_of(
 
 
 def _rank_table(
-    ctx: ShellContext,
-    summary: RunSummary | None,
-    table: ResultTable | ResultColumns,
-    rule: ThresholdRule,
-    state: ResultPick,
+    ctx: ShellContext, summary: RunSummary | None, csv_path: Path, state: ResultPick
 ) -> RankStepTable | None:
-    """The rank x step table, counted under `rule` (this look's thresholds) when they are not
-    the compare's and the other compares are small enough to read again (`recount`)."""
+    """The rank x step table of the run `csv_path` is a compare of (None: of one compare),
+    as the compare counted it (tensor and statistics compares alike)."""
     try:
         dumped = dumped_slices(compared_run(ctx.workspace, summary))
     except PrecisionError:  # a foreign compare outside any workspace
         dumped = None
-    ranks = rank_step_table(state.slices(summary), table.path, dumped)
-    if ranks is None:
-        return None
+    return rank_step_table(state.slices(summary), csv_path, dumped)
+
+
+def _recount(
+    ctx: ShellContext,
+    ranks: RankStepTable,
+    table: ResultTable | ResultColumns,
+    rule: ThresholdRule,
+    state: ResultPick,
+) -> RankStepTable:
+    """The rank x step table counted under `rule` (this look's thresholds) when they are not
+    the compare's and the other compares are small enough to read again (`recount`)."""
 
     def load(path: Path) -> ResultColumns:
         if isinstance(table, ResultColumns) and path.name == table.path.name:

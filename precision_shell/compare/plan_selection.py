@@ -190,7 +190,12 @@ def no_benchmark_reason(ws: Workspace, where: DumpSlice) -> str:
 
 
 def selected_slices(run: RunIndex, rank: str | None, step: str | None) -> list[DumpSlice]:
+    """The (rank, step) dump dirs `--rank`/`--step` select. A step given with every rank:
+    the ranks that dumped it (the others are `not dumped` in the rank x step table); one no
+    rank dumped, or a rank named that did not, is an error listing the steps there are."""
     ranks = run.ranks() if rank in (None, "all") else [run.slice(rank).rank]
+    if rank in (None, "all") and step not in (None, "all"):
+        ranks = [r for r in ranks if step in run.steps(r)] or ranks
     chosen: list[DumpSlice] = []
     for r in ranks:
         if step == "all":
@@ -297,7 +302,11 @@ def plans_for(
             "(use -lt/-rt)"
         )
     graph = pick_graph(ws, request.graph, run.name)
-    primary = _nonempty(_default_plan(ws, run, graph, memos), graph)
+    primary = _default_plan(ws, run, graph, memos)
+    if len(run.slices) <= 1:
+        # a run of several (rank, step)s: `slice_plans` says which selected one is empty (the
+        # default one may be a statistics dump beside the tensor dump of the one selected)
+        primary = _nonempty(primary, graph)
     secondary = None
     others = [r for r in ws.runs if r is not run]
     if others and request.run is None:

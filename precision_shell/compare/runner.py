@@ -56,6 +56,7 @@ from precision_shell.compare.statistics.run import (
     statistics_plans,
 )
 from precision_shell.compare.statistics.run import summary_of as statistics_summary
+from precision_shell.compare.statistics_left_out import statistics_left_out
 from precision_shell.errors import PrecisionError
 from precision_shell.heap import settled
 from precision_shell.progress import ProgressSink
@@ -183,6 +184,7 @@ def run_statistics(
     """`vc` on statistics dumps (`statistics_compares`): one
     `statistics_<ts>[_rank<R>_step<S>].csv` per compare and a summary with
     `"mode": "statistics"`."""
+    started = time.time_ns()  # before any file is read (summary.json started_ns)
     plans = compares_to_run.plans
     if request.max_files is not None:
         for _, plan, _ in plans:
@@ -207,6 +209,7 @@ def run_statistics(
         if compare.interrupted:
             break
     summary = statistics_summary(ws, request.rule, compares)
+    summary.started_ns = started  # vcs/ni tell a compare older than its inputs
     if plans[0][0] is not None:
         summary.not_selected = not_selected(ws.run(request.run), compares_to_run.selected())
         summary.nothing_to_compare = [e.record() for e in compares_to_run.empty]
@@ -223,6 +226,13 @@ def _run(
     primary, secondary = plans_for(ws, request, memos)
     selection = slice_plans(ws, request, primary, memos)
     slices = selection.plans
+    if selection.run is not None:  # the workspace's dump dirs: what holds statistics too
+        for where, _ in slices:
+            dumps = where.dumps if where is not None else selection.run.dumps
+            label = f"{selection.run.name} {where.label}" if where is not None else primary.left
+            left_out = statistics_left_out(label, dumps)
+            if left_out is not None:
+                ws.warnings.append(left_out)
     memos.save()
     if request.max_files is not None:
         for _, plan in slices:

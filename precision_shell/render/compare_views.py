@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Console, Group
@@ -121,27 +122,54 @@ def render_vector_compare(console: Console, result: VectorCompareResult) -> None
         console.print(f"no output fails the thresholds ({rule.describe()})", style="green")
     else:
         console.print(f"no output fails the thresholds{where}", style="green")
-    if ranks is not None:
-        left_out = {(str(e.get("rank")), str(e.get("step"))) for e in result.summary.not_selected}
-        dumped = frozenset({(r.rank, r.step) for r in ranks.results} | left_out | ranks.empty)
-        grid = RankStepTable(
-            ranks.results, dumped=dumped, empty=ranks.empty, not_begun=ranks.not_begun
-        )
-        console.print(rank_step_grid(grid))
-        console.print(rank_step_verdict(ranks, rule))
-    _nothing_to_compare_line(console, result.summary.nothing_to_compare)
-    _not_begun_line(console, result.summary)
-    _not_selected_line(console, result.summary.not_selected)
+    render_selection_lines(console, result.summary, ranks, Judged.of(rule))
     if result.secondary is not None:
         console.print(_run_table("vc: device vs device", result.secondary))
         _csv_line(console, result.secondary)
     console.print(Text(f"summary: {result.summary_path}"), style="dim", soft_wrap=True)
 
 
-def rank_step_verdict(ranks: RankStepTable, rule: ThresholdRule) -> Text:
+@dataclass(frozen=True)
+class Judged:
+    """How a compare's failing outputs are judged, in the words of the lines counting them:
+    the thresholds of a tensor compare, or the statistics rule."""
+
+    fails: str  # what one failing output does: "fails the thresholds"
+    fail: str  # what several do
+    rule: str  # the rule, in the brackets after the count
+
+    @classmethod
+    def of(cls, rule: ThresholdRule) -> Judged:
+        return cls(THRESHOLDS.fails, THRESHOLDS.fail, rule.describe())
+
+
+THRESHOLDS = Judged("fails the thresholds", "fail the thresholds", "")
+STATISTICS_RULE = Judged("deviates", "deviate", "statistics rule: help vc")
+
+
+def render_selection_lines(
+    console: Console, summary: RunSummary, ranks: RankStepTable | None, judged: Judged
+) -> None:
+    """Under `vc` (and `ac -c`) of a run's dump dirs, tensor or statistics compare alike: the
+    rank x step table and what holds for all of them, then the dirs selected with nothing to
+    compare, the ones a cut-short run never began, and the ones the selection left out."""
+    if ranks is not None:
+        left_out = {(str(e.get("rank")), str(e.get("step"))) for e in summary.not_selected}
+        dumped = frozenset({(r.rank, r.step) for r in ranks.results} | left_out | ranks.empty)
+        grid = RankStepTable(
+            ranks.results, dumped=dumped, empty=ranks.empty, not_begun=ranks.not_begun
+        )
+        console.print(rank_step_grid(grid))
+        console.print(rank_step_verdict(ranks, judged))
+    _nothing_to_compare_line(console, summary.nothing_to_compare)
+    _not_begun_line(console, summary)
+    _not_selected_line(console, summary.not_selected)
+
+
+def rank_step_verdict(ranks: RankStepTable, judged: Judged) -> Text:
     """What holds for every (rank, step) compared, not just the one whose rows are listed:
-    the line under the rank x step table of `vc` and `vcs`. `rule`: the thresholds the
-    table's counts are under."""
+    the line under the rank x step table of `vc` and `vcs`. `judged`: the rule the table's
+    counts are under."""
     results = ranks.results
     n = len(results)
     # the ranks and steps never begun are no part of the counts: say so beside them
@@ -149,14 +177,14 @@ def rank_step_verdict(ranks: RankStepTable, rule: ThresholdRule) -> Text:
     failing = [r for r in results if r.failed]
     if not failing:
         return Text(
-            f"no output fails the thresholds in any of the {n} ranks and steps compared{more} "
-            f"({rule.describe()})",
+            f"no output {judged.fails} in any of the {n} ranks and steps compared{more} "
+            f"({judged.rule})",
             style="green",
         )
     first = failing[0]
     return Text(
-        f"{sum(r.failed for r in failing)} outputs fail the thresholds in "
-        f"{len(failing)} of {n} ranks and steps{more} ({rule.describe()}); "
+        f"{sum(r.failed for r in failing)} outputs {judged.fail} in "
+        f"{len(failing)} of {n} ranks and steps{more} ({judged.rule}); "
         f"first: {first.label} at {first.first_failed_op} "
         f"(vcs --rank {first.rank} --step {first.step} lists them)",
         style="red",
@@ -272,22 +300,35 @@ def rank_step_grid(ranks: RankStepTable, rule: ThresholdRule | None = None) -> G
     return Group(*parts)
 
 
+def render_vcs_rank_table(
+    console: Console,
+    ranks: RankStepTable,
+    judged: Judged,
+    shown: str,
+    rule: ThresholdRule | None = None,
+) -> None:
+    """`vcs` of one of several (rank, step) compares: the table of them all, what holds for
+    all, which one `shown` (the `*` cell) is, and what the table's cell words mean. `rule`:
+    the thresholds of this look (a tensor compare's)."""
+    console.print(rank_step_grid(ranks, rule))
+    console.print(rank_step_verdict(ranks, judged))
+    console.print(Text(f"* {shown} (vcs --rank R --step S shows another)"), style="dim")
+    if ranks.dumped_not_compared:
+        console.print(Text(f"{NOT_COMPARED}: {NOT_COMPARED_MEANS}"), style="dim")
+    if ranks.dumped_after:
+        console.print(Text(f"{DUMPED_AFTER}: {DUMPED_AFTER_MEANS}"), style="dim")
+
+
 @renders(CompareSummary)
 def render_compare_summary(console: Console, result: CompareSummary) -> None:
     if result.ranks is not None:
-        console.print(rank_step_grid(result.ranks, result.rule))
-        console.print(rank_step_verdict(result.ranks, result.ranks.rule or result.rule))
-        console.print(
-            Text(
-                f"* the op table below: {result.slice_label or 'the primary compare'}"
-                " (vcs --rank R --step S shows another)"
-            ),
-            style="dim",
+        render_vcs_rank_table(
+            console,
+            result.ranks,
+            Judged.of(result.ranks.rule or result.rule),
+            f"the op table below: {result.slice_label or 'the primary compare'}",
+            result.rule,
         )
-        if result.ranks.dumped_not_compared:
-            console.print(Text(f"{NOT_COMPARED}: {NOT_COMPARED_MEANS}"), style="dim")
-        if result.ranks.dumped_after:
-            console.print(Text(f"{DUMPED_AFTER}: {DUMPED_AFTER_MEANS}"), style="dim")
     console.print(
         Text(
             f"{result.path}: {result.failing_total} of {result.compared_ops} ops fail "

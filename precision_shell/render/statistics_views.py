@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from precision_shell.compare.results.slice_results import rank_step_table, run_slices
 from precision_shell.compare.statistics.diagnose import StatisticsDiagnosis
 from precision_shell.compare.statistics.dump_config import DumpConfigFiles
 from precision_shell.compare.statistics.run import StatisticsCompare, StatisticsCompareResult
@@ -15,6 +16,11 @@ from precision_shell.compare.statistics.table import StatisticsRow
 from precision_shell.compare.statistics.view import StatisticsView
 from precision_shell.explore.statistics_files import StatisticsFile
 from precision_shell.render.columns import facts_table, path_text
+from precision_shell.render.compare_views import (
+    STATISTICS_RULE,
+    render_selection_lines,
+    render_vcs_rank_table,
+)
 from precision_shell.render.numbers import fmt_num
 from precision_shell.render.output import renders
 from precision_shell.render.summary import render_index_warnings
@@ -93,6 +99,13 @@ def render_statistics_compare(console: Console, result: StatisticsCompareResult)
         failing = compare.failing
         if failing and n == 0:
             console.print(statistics_rows_table(failing[:_SHOWN], "first deviating outputs"))
+    primary = result.primary.csv_path
+    render_selection_lines(
+        console,
+        result.summary,
+        rank_step_table(run_slices(result.summary), primary),
+        STATISTICS_RULE,
+    )
     console.print(
         Text(
             "statistics rule: help vc; ac -c ranks the suspects and writes the tensor dump config",
@@ -134,8 +147,13 @@ def render_statistics_diagnosis(console: Console, diagnosis: StatisticsDiagnosis
 @renders(StatisticsView)
 def render_statistics_view(console: Console, view: StatisticsView) -> None:
     console.print(Text.assemble((" csv ", "bold"), str(view.csv_path)), soft_wrap=True)
+    if view.ranks is not None:
+        shown = f"the rows below: {view.slice_label or 'the primary compare'}"
+        render_vcs_rank_table(console, view.ranks, STATISTICS_RULE, shown)
     if view.slice_label:
         console.print(Text(f"the compare of {view.slice_label}"), style="dim")
+    for note in view.notes:
+        console.print(Text(note), style="yellow")
     if view.partial:
         console.print(Text(f"{view.partial}: only the files compared are judged", style="yellow"))
     style = "red" if view.deviating_total else "green"

@@ -133,10 +133,13 @@ def diagnose_statistics(
     if with_suspects:
         chosen, suspects = min(with_suspects, key=_first_wrong)
     shown = {s.op for s in suspects}
+    # a card's own suspects: those the one shown lacks; at another step every one is its
+    # own (another pass of the network, to be dumped at that step too)
     others = [
         (c, extra)
         for c, found_there in with_suspects
-        if c is not chosen and (extra := [s for s in found_there if s.op not in shown])
+        if c is not chosen
+        and (extra := [s for s in found_there if s.op not in shown or not _same_step(c, chosen)])
     ]
     notes = [
         NonfiniteSource(*found) for found in nonfinite_on_both_sides(chosen.rows, chosen.graph)
@@ -160,6 +163,12 @@ def diagnose_statistics(
         where = chosen.where.label
     shown_others = [(c.where, s) for c, s in others if c.where is not None]
     return StatisticsDiagnosis(suspects, chosen, files, where, shown_others, notes)
+
+
+def _same_step(one: StatisticsCompare, other: StatisticsCompare) -> bool:
+    if one.where is None or other.where is None:
+        return True
+    return one.where.step == other.where.step
 
 
 def _first_wrong(item: tuple[StatisticsCompare, list[Suspect]]) -> tuple:

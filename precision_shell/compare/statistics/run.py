@@ -27,6 +27,7 @@ from precision_shell.compare.pipeline.plan import (
 )
 from precision_shell.compare.pipeline.plan_memos import PlanMemos
 from precision_shell.compare.plan_selection import EmptySlice, empty_slice, slice_plan
+from precision_shell.compare.results.schema import CONSTANT_INPUT
 from precision_shell.compare.results.summary import CompareRecord, RunSummary, SummaryBacked
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.statistics.judge import (
@@ -310,7 +311,10 @@ def summary_of(ws: Workspace, rule: ThresholdRule, compares: list[StatisticsComp
                 "rows": len(compare.rows),
                 "failed": len(failing),
                 "first_failed_op": failing[0].op_name if failing else None,
-                "not_compared": compare.record().failed,
+                # as a tensor compare's: rows that could not be compared, constants apart
+                "not_compared": sum(
+                    n for why, n in compare.not_compared_reasons().items() if why != CONSTANT_INPUT
+                ),
                 "partial": compare.interrupted,
             }
         )

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from precision_shell.compare.results.slice_results import (
+    RankStepTable,
     diagnosed_slice,
     entry_for_csv,
     partial_text,
@@ -29,6 +30,8 @@ class StatisticsView:
     # the (rank, step) shown, and the one `ac -c` diagnosed when that is another
     slice_label: str = ""
     diagnosed_elsewhere: str = ""
+    ranks: RankStepTable | None = None  # several (rank, step) compared: each one's count
+    notes: list[str] = field(default_factory=list)  # e.g. the compare predates its inputs
 
 
 def statistics_view(csv_path: Path, limit: int | None) -> StatisticsView:
