@@ -11,6 +11,7 @@ order whose values differ from the reference's and the first that fails the thre
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,9 @@ from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.summary import RunSummary, SummaryBacked
 from precision_shell.errors import PrecisionError
 from precision_shell.json_numbers import json_number
+from precision_shell.listing_text import in_workspace
 from precision_shell.workspace.graph_index import GraphIndex
-from precision_shell.workspace.workspace import RunIndex
+from precision_shell.workspace.workspace import RunIndex, Workspace
 
 ACROSS_CHOICES = ("ranks",)
 
@@ -86,6 +88,25 @@ class RankDivergence:
             "max_abs_error": json_number(self.first.max_abs_error),
             "first_failing": self.failing.to_json() if self.failing is not None else None,
         }
+
+
+def own_benchmark_notes(ws: Workspace, pairs: Sequence[RankPair]) -> list[str]:
+    """A line per compared rank with a benchmark dir of its own (`tf/dump/rank1/`: a card fed
+    its own batch): it differs from the reference rank by design, whatever its kernels."""
+    notes = []
+    for pair in pairs:
+        own = ws.benchmark_for(pair.rank, pair.step)
+        reference = ws.benchmark_for(pair.against, pair.step)
+        if own is None or own is reference:
+            continue
+        theirs = in_workspace(reference.directory) if reference is not None else "none"
+        notes.append(
+            f"rank {pair.rank} step {pair.step} has a benchmark of its own "
+            f"({in_workspace(own.directory)}/, rank {pair.against}'s: {theirs}/): it was fed "
+            f"other data, so it differs from rank {pair.against} whatever its kernels; vc "
+            f"--rank all --step {pair.step} compares each rank with its own benchmark"
+        )
+    return notes
 
 
 def rank_pair_plans(

@@ -42,6 +42,7 @@ from precision_shell.compare.rank_divergence import (
     RankDivergenceResult,
     RankPair,
     divergence_of,
+    own_benchmark_notes,
     rank_pair_plans,
 )
 from precision_shell.compare.results.columns_cache import CACHE_DIR as COLUMNS_CACHE_DIR
@@ -329,6 +330,7 @@ def _run_across_ranks(
     warnings: list[str] = []
     pairs = rank_pair_plans(run, request.step, graph, warnings, request.rank)
     ws.warnings.extend(warnings)
+    warnings += own_benchmark_notes(ws, pairs)
     if request.max_files is not None:
         for pair in pairs:
             pair.plan.tasks = pair.plan.tasks[: request.max_files]

@@ -394,3 +394,25 @@ def test_a_rank_with_no_output_compared_is_never_said_to_match(tiny_demo):
     text = _render(result)
     assert "match rank 0" not in text and "matches rank 0" not in text
     assert "rank 1 has no output compared with rank 0: nothing is known of them" in text
+
+
+def test_a_rank_with_a_benchmark_of_its_own_is_said_to_differ_by_design(tiny_demo):
+    """QA: with tf/dump/rank1/ (a card fed its own batch), `vc --across ranks` reported rank 1
+    diverging from rank 0 with no word that this is expected."""
+    import shutil
+
+    from tests.commands.test_second_dump_dir import _add as _add_dir
+
+    root, _ = tiny_demo
+    _add_dir(root, "device")
+    bench = root / "precision_data" / "tf" / "dump"
+    (bench / "rank1").mkdir()
+    for f in bench.glob("*.npy"):
+        shutil.copy(f, bench / "rank1" / f.name)
+    result = run_ok(open_shell(root), "vc --across ranks")
+    assert result.warnings == [
+        "rank 1 step 0 has a benchmark of its own (tf/dump/rank1/, rank 0's: tf/dump/): it was "
+        "fed other data, so it differs from rank 0 whatever its kernels; vc --rank all --step 0 "
+        "compares each rank with its own benchmark"
+    ]
+    assert result.warnings[0] in " ".join(_render(result).split())
