@@ -203,6 +203,14 @@ def _replayer(
             done.look_before(fault, one_pass(earlier, "all", spent_s + done.elapsed_s))
             went_on = set(earlier)
             rest = [name for name in rest if name not in went_on]
+        elif fault is not None and not finished:
+            # cut (budget, Ctrl-C) while the candidates ran, after some proved a fault: the
+            # ops before it were never replayed, an earlier fault is not ruled out
+            pending = before(graph, [*done.unreached, *rest], fault)
+            if pending:
+                done.before, done.earlier, done.earlier_left = fault, len(pending), len(pending)
+                kept = set(pending)
+                rest = [name for name in rest if name not in kept]
         done.left_out = replayable(graph, rest)
         return done
 

@@ -180,3 +180,33 @@ def test_going_on_from_a_slice_that_proves_nothing_says_where_it_looked_before_a
     replay = json.loads(check.compare.summary_path.read_text())["diagnosis"]["replay"]
     (slice_json,) = [s for s in replay["slices"] if s["slice"] == "rank 1 step 1"]
     assert (slice_json["before_fault"], slice_json["before_fault_ops"]) == (FAULTY, looked.earlier)
+
+
+def test_ctrl_c_among_the_candidates_after_they_proved_a_fault_says_an_earlier_one_may_be_left(
+    two_faults, monkeypatch
+):
+    """QA: cut while the candidates ran, after they had proven block40's fault, the line said
+    "N not reached", N counting ops after the fault too, and never that an earlier fault is
+    not ruled out (the ops before it were never replayed)."""
+    calls = _replayed_ops(monkeypatch, stop_at=4)
+    outcome = run_fail(two_faults, "ac -c --rank 1 --step 1")
+    assert outcome.interrupted and FAULTY in calls[:3]  # proven before the Ctrl-C
+    done = outcome.result.diagnosis.replays
+    assert done.before == FAULTY and done.earlier == done.earlier_left > 0
+    graph = two_faults.context.workspace.run().dump_graph()
+    assert done.earlier == sum(
+        1
+        for rec in graph.records()
+        if rec.position < graph.get(FAULTY).position
+        and rec.name not in calls[:3]
+        and two_faults.context.workspace.dump_files(
+            two_faults.context.workspace.run(), rec.name, "1", "1"
+        )
+    )
+    line = replay_line(outcome.result)
+    assert (
+        f"; {done.earlier} of the {done.earlier} other dumped ops before {FAULTY} {FIRST} not "
+        f"reached (Ctrl-C): an earlier fault is not ruled out; {done.left_out} other dumped ops "
+        "with a kernel not replayed (--replay all replays them)"
+    ) in line
+    assert done.left_out > 0 and "not reached (Ctrl-C);" not in line  # no count mixing both
