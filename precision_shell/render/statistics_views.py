@@ -129,6 +129,8 @@ def render_statistics_diagnosis(console: Console, diagnosis: StatisticsDiagnosis
             str(n), str(suspect.index), suspect.op, suspect.type, suspect.kind, suspect.reason
         )
     console.print(table)
+    if diagnosis.cards is not None:
+        console.print(Text.assemble(("cards ", "bold"), (diagnosis.cards, "bold yellow")))
     for where, suspects in diagnosis.others:
         first = suspects[0]
         console.print(

@@ -198,3 +198,50 @@ def test_statistics_files_a_tensor_compare_leaves_out_are_said(twins, tmp_path) 
         "reads tensor dump files; 1 ops have only a statistics dump there and were not compared "
         "at all (vc -lt DIR -rt BENCHMARK_DIR compares a dir of statistics dumps)"
     ) in outcome.warnings
+
+
+def _cards_line(root: Path) -> str | None:
+    check = run_ok(open_shell(root), "ac -c")
+    assert [s.op for s in check.statistics.suspects][:1] == [CONV2]
+    cards = check.statistics.cards
+    if cards is not None:
+        assert f"cards {cards}" in " ".join(rendered(check, width=400).split())
+    return cards
+
+
+@pytest.mark.parametrize(
+    ("bad", "line"),
+    [
+        (
+            {("0", "0")},
+            "rank 0 only: rank 1 matches the benchmark here: suspect that card or its input data",
+        ),
+        (
+            {("0", "0"), ("1", "0")},
+            "on every card: all 2 cards deviate here at step 0: suspect the op, not one card",
+        ),
+    ],
+)
+def test_ac_c_of_statistics_says_whether_the_suspect_is_one_card_s(
+    twins, clean, tmp_path, bad, line
+) -> None:
+    """As the tensor diagnosis's `cards` line: the top suspect's outputs read on the other
+    cards of its step (ranks 0 and 1 of step 0; step 1 is another pass, not read)."""
+    assert _cards_line(_four_slices(clean, twins[0], tmp_path, bad)) == line
+
+
+def test_the_cards_line_of_statistics_names_matching_and_uncompared_cards(
+    twins, clean, tmp_path
+) -> None:
+    """Rank 2 deviates too, rank 1 matches, rank 3 lacks the op's file: never said to match."""
+    root = _four_slices(clean, twins[0], tmp_path, {("0", "0")})
+    step = _step_dir(root)
+    _copy(_step_dir(twins[0]), _at(step, SESSION, "2", "0"))
+    _copy(_step_dir(clean), _at(step, SESSION, "3", "0"))
+    for f in _at(step, SESSION, "3", "0").iterdir():
+        if "conv2_Conv2Drelu2" in f.name:
+            f.unlink()
+    assert _cards_line(root) == (
+        "ranks 0, 2 deviate here; rank 1 matches the benchmark: suspect those cards or their "
+        f"input data; not compared on rank 3 ({CONV2} has no compared output there)"
+    )

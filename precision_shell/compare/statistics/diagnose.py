@@ -11,6 +11,7 @@ from typing import Any
 
 from precision_shell.compare.results.slice_results import first_wrong_order
 from precision_shell.compare.results.summary import DiagnosisRecord, RunSummary
+from precision_shell.compare.statistics.cards import statistics_card_scope
 from precision_shell.compare.statistics.dump_config import (
     DEFAULT_DEPTH,
     DEFAULT_DUMP_PATH,
@@ -75,6 +76,8 @@ class StatisticsDiagnosis:
     # the other (rank, step) compares with suspects the one shown lacks: (that dump, those)
     others: list[tuple[DumpSlice, list[Suspect]]] = field(default_factory=list)
     nonfinite_sources: list[NonfiniteSource] = field(default_factory=list)
+    # the top suspect read on the other cards of its step (`statistics_card_scope`)
+    cards: str | None = None
 
 
 def record(
@@ -162,7 +165,8 @@ def diagnose_statistics(
     if len(result.compares) > 1 and chosen.where is not None:
         where = chosen.where.label
     shown_others = [(c.where, s) for c, s in others if c.where is not None]
-    return StatisticsDiagnosis(suspects, chosen, files, where, shown_others, notes)
+    cards = statistics_card_scope(suspects[0], chosen, result.compares) if suspects else None
+    return StatisticsDiagnosis(suspects, chosen, files, where, shown_others, notes, cards)
 
 
 def _same_step(one: StatisticsCompare, other: StatisticsCompare) -> bool:
