@@ -242,8 +242,8 @@ def _odd_name_warning(directory: Path, disk_name: str, name: str) -> str:
 
 
 # in the index cache's fingerprint: 2 warns of dirs and dangling links named like a tensor,
-# 3 of links to a file not named `.npy`
-BENCHMARK_INDEX_VERSION = 3
+# 3 of links to a file not named `.npy`, 4 but not of links into a content-addressed store
+BENCHMARK_INDEX_VERSION = 4
 
 
 def _npy_named(name: str) -> bool:
@@ -259,7 +259,8 @@ def scan_benchmark_dir(directory: Path) -> BenchmarkIndex:
     directory = Path(directory)
     warnings: list[str] = []
     try:
-        # a link to a file not named .npy (`x.0.1.npy -> /etc/passwd`) is no tensor of ours
+        # a link to a file not named .npy (`x.0.1.npy -> /etc/passwd`) is no tensor of ours,
+        # unless it is a content-addressed store's object (DVC's cache: named by its hash)
         disk_names, others = list_dir(directory, _npy_named, "benchmark tensor (.npy)")
     except OSError as error:
         raise FormatError(directory, f"cannot list benchmark directory: {error.strerror}") from None

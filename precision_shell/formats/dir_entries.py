@@ -8,6 +8,7 @@ that looks like a dump or a benchmark tensor disappears silently.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +25,9 @@ def list_dir(
     is wrong with it) of every other entry, sub-dirs included: the caller keeps those named
     like its files). With `named_like_a_file`, a symlink to a file whose own name it rejects
     (`x.dump -> /etc/passwd`) is one of the others ("not named like a `kind`"): a name alone
-    does not make a file one of ours. Raises OSError when the dir cannot be listed."""
+    does not make a file one of ours. A link into a content-addressed store (DVC's cache, the
+    Hugging Face hub's blobs, git-annex: `store_object_name`) is a file like any other: those
+    stores name their objects by hash and link them in under the file's own name. Raises OSError when the dir cannot be listed."""
     files: list[str] = []
     others: list[tuple[str, str]] = []
     with os.scandir(directory) as entries:
@@ -43,6 +46,20 @@ def list_dir(
     return files, others
 
 
+# The name of an object in a content-addressed store, which data version control keeps
+# tensors in and links them from under their own names: DVC's cache (`.dvc/cache/files/md5/
+# ab/<30 hex>`), the Hugging Face hub's `blobs/<40 or 64 hex>`, a git-annex key
+# (`SHA256E-s1048576--<hex>[.ext]`).
+_STORE_OBJECT = re.compile(
+    r"[0-9a-f]{30,128}|[A-Z0-9]{2,16}-s[0-9]+(?:-[A-Za-z0-9]+)*--[0-9a-f]{8,128}(?:\.\w{1,16})*"
+)
+
+
+def store_object_name(name: str) -> bool:
+    """Whether `name` is a content-addressed store's object name (a hash, or a git-annex key)."""
+    return _STORE_OBJECT.fullmatch(name) is not None
+
+
 def _link_problem(
     entry: os.DirEntry, named_like_a_file: Callable[[str], bool] | None, kind: str
 ) -> str | None:
@@ -50,7 +67,8 @@ def _link_problem(
     if named_like_a_file is None or not entry.is_symlink():  # is_symlink: from the listing
         return None
     target = os.path.realpath(entry.path)
-    if named_like_a_file(os.path.basename(target)):
+    name = os.path.basename(target)
+    if named_like_a_file(name) or store_object_name(name):
         return None
     return f"a symlink to {target}, not named like a {kind}"
 

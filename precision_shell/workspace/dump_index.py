@@ -19,8 +19,8 @@ from precision_shell.formats.dump_names import parse_dump_name, read_mapping_csv
 from precision_shell.workspace.layout import leaf_dirs
 
 # 3: warnings for entries named like a dump file that are none; 4: so is a symlink to a file
-# not named like one
-DIR_RECORD_VERSION = 4
+# not named like one; 5: but a link into a content-addressed store (DVC) is one
+DIR_RECORD_VERSION = 5
 _SKIP = {"mapping.csv"}
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from precision_shell.formats.dir_entries import store_object_name
 from precision_shell.workspace.workspace import Workspace
 from tests.commands.shell_fixture import (
     CONV1,
@@ -258,3 +259,59 @@ def test_a_dump_session_linked_to_another_of_the_run_is_skipped_with_a_warning(t
     ]
     assert len(ws.run().dumps) == files
     assert ws.layout.runs[0].dump_dir == session  # what vc names as `left`
+
+
+@pytest.mark.parametrize(
+    ("name", "is_object"),
+    [
+        ("0f" * 15, True),  # DVC: .dvc/cache/files/md5/ab/<30 hex>
+        ("a" * 40, True),  # Hugging Face hub blob (sha1)
+        ("0123456789abcdef" * 4, True),  # sha256
+        ("SHA256E-s1048576--" + "ab" * 32 + ".npy", True),  # git-annex key
+        ("MD5-s12--" + "cd" * 16, True),
+        ("passwd", False),
+        ("0f" * 14, False),  # too short for a hash
+        ("ABCDEF" * 6, False),  # upper case: no store writes that
+        ("notes.txt", False),
+    ],
+)
+def test_content_addressed_store_object_names(name, is_object):
+    assert store_object_name(name) is is_object
+
+
+def _into_store(root: Path, files: list[Path]) -> None:
+    """Each file moved into a DVC-like cache under its content's hash, and a symlink to it left
+    in its place (DVC's `cache.type symlink`)."""
+    import hashlib
+
+    store = root / ".dvc" / "cache" / "files" / "md5"
+    for f in files:
+        digest = hashlib.md5(f.read_bytes()).hexdigest()
+        target = store / digest[:2] / digest[2:]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists():
+            f.rename(target)
+        else:
+            f.unlink()
+        f.symlink_to(target)
+
+
+def test_dumps_and_benchmarks_linked_from_a_dvc_cache_are_read(tiny_demo, tmp_path):
+    """Files kept by data version control are symlinks to objects named by their hash: they are
+    dump files and benchmark tensors like any other (the name rule above refused every one)."""
+    root, manifest = tiny_demo
+    before = run_ok(open_shell(root), "vc")
+    step = dump_path(root, manifest, CONV1).parent
+    bench = benchmark_path(root, "relu1/Relu").parent
+    dumps = [f for f in step.iterdir() if f.is_file()]
+    tensors = [f for f in bench.iterdir() if f.suffix == ".npy"]
+    _into_store(root, dumps + tensors)
+    assert all(f.is_symlink() for f in dumps + tensors)
+    settle(root)
+    ws = Workspace.open(root, use_cache=False)
+    assert ws.warnings == []
+    after = run_ok(open_shell(root), "vc")
+    assert (
+        after.primary.csv_path.read_bytes().splitlines()[1:]
+        == before.primary.csv_path.read_bytes().splitlines()[1:]
+    )
