@@ -18,6 +18,7 @@ from precision_shell.compare.results.columns import (
     position,
 )
 from precision_shell.compare.results.columns_cache import CACHE_DIR
+from precision_shell.compare.results.diagnosed_slice import diagnosis_elsewhere
 from precision_shell.compare.results.input_changes import stale_compare_line
 from precision_shell.compare.results.run_state import (
     INTERRUPTED,
@@ -25,15 +26,14 @@ from precision_shell.compare.results.run_state import (
     pick_result_csv,
 )
 from precision_shell.compare.results.schema import ResultRow, ResultTable, is_statistics_csv
+from precision_shell.compare.results.slice_choice import slice_csv
 from precision_shell.compare.results.slice_results import (
     RankStepTable,
     compared_run,
-    diagnosis_elsewhere,
     dumped_slices,
     entry_for_csv,
     rank_step_table,
     recount,
-    slice_csv,
 )
 from precision_shell.compare.results.summary import RunSummary, summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule

@@ -15,7 +15,7 @@ from pathlib import Path
 from precision_shell.compare.results.input_changes import stale_compare_line
 from precision_shell.compare.results.run_state import pick_result_csv
 from precision_shell.compare.results.schema import is_statistics_csv
-from precision_shell.compare.results.slice_results import slice_csv
+from precision_shell.compare.results.slice_choice import slice_csv
 from precision_shell.compare.results.summary import summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError

@@ -36,12 +36,11 @@ from precision_shell.compare.results.columns import (
     ResultColumns,
     load_result_columns,
 )
+from precision_shell.compare.results.diagnosed_slice import DiagnosisElsewhere, diagnosis_elsewhere
 from precision_shell.compare.results.run_state import INTERRUPTED, ResultPick
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.slice_results import (
-    DiagnosisElsewhere,
     RankStepTable,
-    diagnosis_elsewhere,
     entry_for_csv,
     failing_outputs,
     rank_step_table,

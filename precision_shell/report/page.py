@@ -15,10 +15,7 @@ import math
 from html import escape
 
 from precision_shell.compare.results.schema import HIGHER_IS_BETTER, ResultRow
-from precision_shell.compare.results.slice_results import (
-    NOT_COMPARED,
-    NOT_COMPARED_MEANS,
-)
+from precision_shell.compare.results.slice_results import NOT_COMPARED, NOT_COMPARED_MEANS
 from precision_shell.report.assets import SCRIPT, STYLE
 from precision_shell.report.big_plot import big_plot
 from precision_shell.report.cause_section import (

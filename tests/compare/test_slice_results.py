@@ -6,11 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from precision_shell.compare.results.slice_results import (
-    diagnosed_slice,
-    diagnosis_elsewhere,
-    partial_text,
-)
+from precision_shell.compare.results.diagnosed_slice import diagnosed_slice, diagnosis_elsewhere
+from precision_shell.compare.results.slice_results import partial_text
 from precision_shell.compare.results.summary import CompareRecord, DiagnosisRecord, RunSummary
 from precision_shell.compare.results.thresholds import ThresholdRule
 

@@ -14,13 +14,13 @@ from pathlib import Path
 from precision_shell.compare.metrics.cells import COSINE
 from precision_shell.compare.results.columns import ResultColumns, load_result_columns
 from precision_shell.compare.results.columns_cache import CACHE_DIR
+from precision_shell.compare.results.diagnosed_slice import diagnosed_slice
 from precision_shell.compare.results.run_state import pick_result_csv
 from precision_shell.compare.results.schema import ResultRow, is_statistics_csv
+from precision_shell.compare.results.slice_choice import default_csv
 from precision_shell.compare.results.slice_results import (
     RunSlices,
     SliceResult,
-    default_csv,
-    diagnosed_slice,
     entry_csv,
     entry_for_csv,
 )

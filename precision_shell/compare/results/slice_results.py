@@ -1,6 +1,7 @@
 """The (rank, step) compares of one `vc` run, as its summary's `results` lists them: the
-rank x step table `vcs`, `report` and `ac` show, which entry's CSV `--rank/--step` picks, and
-which of them the recorded diagnosis is about.
+rank x step table `vcs`, `report` and `ac` show, each entry's CSV, and whether a compare was
+cut short (`slice_choice`: which CSV `--rank/--step` picks; `diagnosed_slice`: which compare
+the recorded diagnosis is about).
 
 `results[].failed` counts failing outputs (compared outputs the rule fails), not the rows
 that could not be compared (`not_compared.failed`): the key stays for its readers, every
@@ -23,7 +24,6 @@ import numpy as np
 from precision_shell.compare.results.columns import KIND_OUTPUT, ResultColumns
 from precision_shell.compare.results.summary import RunSummary, run_files_text
 from precision_shell.compare.results.thresholds import ThresholdRule
-from precision_shell.errors import PrecisionError
 from precision_shell.workspace.run_index import RunIndex
 from precision_shell.workspace.workspace import Workspace, number_order
 
@@ -368,136 +368,6 @@ def entry_csv(entry: SliceResult, csv_path: Path) -> Path:
 def entry_for_csv(results: list[SliceResult], csv_path: Path) -> SliceResult | None:
     """The entry a result CSV belongs to (by file name: a moved result dir still matches)."""
     return next((r for r in results if Path(r.csv).name == csv_path.name), None)
-
-
-def default_csv(slices: RunSlices, csv_path: Path) -> Path:
-    """The CSV shown when no --rank/--step picks one: `csv_path` (the primary: the lowest
-    rank's first step), but for `vc --across ranks`, whose pairs have no primary, the first
-    pair with a failing output (the `first:` of the verdict line), else the first pair."""
-    pairs = [r for r in slices.results if r.against is not None]
-    if not pairs:
-        return csv_path
-    chosen = next((r for r in pairs if r.failed), pairs[0])
-    path = entry_csv(chosen, csv_path)
-    return path if path.is_file() else csv_path
-
-
-def slice_csv(
-    slices: RunSlices,
-    csv_path: Path,
-    rank: str | None,
-    step: str | None,
-    command: str,
-) -> Path:
-    """The CSV of the (rank, step) asked for; `csv_path` (the primary) when neither is given.
-
-    Only a rank: its first step compared; only a step: the lowest rank compared at it.
-    Neither: `default_csv`."""
-    if rank is None and step is None:
-        return default_csv(slices, csv_path)
-    results = slices.results
-    begun_not = [
-        w
-        for w in slices.not_begun
-        if (rank is None or w[0] == str(rank)) and (step is None or w[1] == str(step))
-    ]
-    if begun_not and not any(
-        (rank is None or r.rank == str(rank)) and (step is None or r.step == str(step))
-        for r in results
-    ):
-        r, s = min(begun_not, key=lambda w: (number_order(w[1]), number_order(w[0])))
-        raise PrecisionError(
-            f"{command}: rank {r} step {s} was not begun: the compare was cut short before it; "
-            f"vc --resume -o {csv_path.parent} compares it"
-        )
-    if not results:
-        raise PrecisionError(
-            f"{command}: {csv_path.parent}: this compare has no rank/step results "
-            "(one dump dir, or an msaccucmp CSV); drop --rank/--step"
-        )
-    found = [
-        r
-        for r in results
-        if (rank is None or r.rank == str(rank)) and (step is None or r.step == str(step))
-    ]
-    if not found:
-        wanted = " ".join(
-            p for p in (f"rank {rank}" if rank else "", f"step {step}" if step else "") if p
-        )
-        there = ", ".join(r.label for r in results)
-        raise PrecisionError(f"{command}: {wanted} was not compared in this result; it has {there}")
-    chosen = min(found, key=lambda r: (number_order(r.step), number_order(r.rank)))
-    path = entry_csv(chosen, csv_path)
-    if not path.is_file():
-        raise PrecisionError(f"{command}: {path}: the CSV of {chosen.label} is missing")
-    return path
-
-
-def diagnosed_slice(summary: RunSummary | None) -> tuple[str, str] | None:
-    """The (rank, step) compare the recorded diagnosis is about (`ac -c` over several ranks:
-    its root causes, advisor findings and baseline are that compare's). A summary written
-    before the diagnosis recorded it: its root cause's, else the first compare in (step,
-    rank) order (the one `ac -c` records when none has a root cause)."""
-    diagnosis = summary.diagnosis if summary is not None else None
-    if diagnosis is None:
-        return None
-    if diagnosis.rank is not None and diagnosis.step is not None:
-        return diagnosis.rank, diagnosis.step
-    cause = diagnosis.root_causes[0] if diagnosis.root_causes else {}
-    if cause.get("rank") is not None and cause.get("step") is not None:
-        return str(cause["rank"]), str(cause["step"])
-    results = slice_results(summary)
-    return (results[0].rank, results[0].step) if len(results) > 1 else None
-
-
-@dataclass(frozen=True)
-class DiagnosisElsewhere:
-    """The recorded diagnosis is of another compare than the one looked at."""
-
-    label: str  # "rank 1 step 10", or "the device vs benchmark compare"
-    root_cause: str | None  # the op it found there
-    # the compare looked at was read by the diagnosis too: a card of the step diagnosed (each
-    # one with a root cause of its own is recorded in `other_cards`), an earlier step (no
-    # root cause), or no compare had a root cause; `ac -c` records the first step with one
-    diagnosed_here: bool
-    where: tuple[str, str] | None = None  # (rank, step) of the compare diagnosed
-    own_cause: dict[str, Any] | None = None  # this card's own root cause (`other_cards`)
-
-    @property
-    def command(self) -> str:
-        """The --rank/--step that picks the compare diagnosed ("" for the primary)."""
-        return f"--rank {self.where[0]} --step {self.where[1]}" if self.where else ""
-
-
-def diagnosis_elsewhere(summary: RunSummary | None, csv_path: Path) -> DiagnosisElsewhere | None:
-    """What the recorded diagnosis is about when it is not the compare of `csv_path`; None
-    when it is that one, or nothing was diagnosed."""
-    diagnosis = summary.diagnosis if summary is not None else None
-    if summary is None or diagnosis is None:
-        return None
-    device = summary.device_compare
-    if device is not None and Path(device.csv).name == csv_path.name:
-        return DiagnosisElsewhere("the device vs benchmark compare", diagnosis.root_cause, False)
-    where = diagnosed_slice(summary)
-    results = slice_results(summary)
-    shown = entry_for_csv(results, csv_path)
-    if where is None or shown is None or where == (shown.rank, shown.step):
-        return None
-    diagnosed = next((r for r in results if (r.rank, r.step) == where), None)
-    label = diagnosed.label if diagnosed is not None else f"rank {where[0]} step {where[1]}"
-    order = [(r.rank, r.step) for r in results]
-    before = where in order and order.index((shown.rank, shown.step)) < order.index(where)
-    cause = diagnosis.root_cause
-    own = next(
-        (
-            c
-            for c in diagnosis.other_cards or []
-            if (str(c.get("rank")), str(c.get("step"))) == (shown.rank, shown.step)
-        ),
-        None,
-    )
-    read = before or cause is None or shown.step == where[1]
-    return DiagnosisElsewhere(label, cause, read, where, own)
 
 
 def partial_text(summary: RunSummary | None, csv_path: Path) -> str | None:

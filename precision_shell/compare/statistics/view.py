@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from precision_shell.compare.results.diagnosed_slice import diagnosed_slice
 from precision_shell.compare.results.slice_results import (
     RankStepTable,
-    diagnosed_slice,
     entry_for_csv,
     partial_text,
     slice_results,
