@@ -29,10 +29,11 @@ POOL = "pool1/MaxPool"
 DENSE = "dense/MatMul"
 
 
-def open_shell(root: Path) -> Dispatcher:
-    """A dispatcher over the workspace under `root`, with the packaged default settings only."""
+def open_shell(root: Path, use_cache: bool = False) -> Dispatcher:
+    """A dispatcher over the workspace under `root`, with the packaged default settings only;
+    `use_cache`: with the index cache and the result columns caches, as the CLI runs."""
     settings = Settings.load(user_file=root / "no-user-settings.toml")
-    return Dispatcher(ShellContext(root, settings, use_cache=False))
+    return Dispatcher(ShellContext(root, settings, use_cache=use_cache))
 
 
 def run_ok(shell: Dispatcher, line: str) -> Any:

@@ -276,3 +276,22 @@ def test_device_vs_device_needs_no_graph(tiny_demo, tmp_path):
     assert table.rows and all(r.compared for r in table.rows if r.kind == "output")
     named = run_ok(shell, f"vc -lt debug_0 -rt debug_1 -o {tmp_path / 'named'}")
     assert named.primary.tally.rows == result.primary.tally.rows
+
+
+def test_vcs_counts_an_all_zero_benchmark_as_failing_as_vc_does(tiny_demo):
+    """vcs, from the columns cache vc wrote, said "0 of 14 ops fail" when the softmax's
+    benchmark was all zero (QA Q12): the vectorised rule lacked the all-zero clause."""
+    import numpy as np
+
+    from tests.commands.shell_fixture import benchmark_path, rendered
+
+    root, _ = tiny_demo
+    shell = open_shell(root, use_cache=True)  # vcs reads the columns cache vc writes
+    softmax = benchmark_path(root, "softmax/Softmax")
+    np.save(softmax, np.zeros_like(np.load(softmax)))
+    tally = run_ok(shell, "vc").primary.tally
+    failing = {r.op_name for r in tally.failing if r.kind == "output"}
+    assert "softmax/Softmax" in failing
+    view = run_ok(shell, "vcs")
+    assert view.failing_total == len(failing)
+    assert "softmax/Softmax" in rendered(view)

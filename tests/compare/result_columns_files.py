@@ -13,6 +13,7 @@ from typing import Any
 
 from precision_shell.compare.results import columns_cache as cc
 from precision_shell.compare.results.schema import csv_header
+from precision_shell.compare.results.thresholds import ZERO_BENCHMARK_MARK
 from precision_shell.workspace.index_cache import _user_key
 
 HEADER = ",".join(csv_header(overflow=True))
@@ -45,6 +46,8 @@ ODD_LINES = [
     row("2", "Ünïcode", "relu/激活", "relu/激活:output:0", "0.999900", "0.200000"),
     row("3", "Sum", '"say ""hi"""', '"say ""hi"":output:0"', "nan", "inf"),
     row("4", "Mul", "zero", "zero:output:0", "NaN", "0.000000", "all zero"),
+    # an all-zero benchmark fails the rule whatever its cells print (thresholds.zero_benchmark)
+    row("4", "Mul", "zero", "zero:output:1", "NaN", "0.000000", ZERO_BENCHMARK_MARK),
     "",  # a blank record
     row("5", "Odd", "odd", "odd_tensor_index", "0.5", "0.3"),
     row("x", "NoIndex", "noidx", "noidx:output:0", "0.999999", "0.0"),

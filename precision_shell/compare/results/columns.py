@@ -34,7 +34,11 @@ from precision_shell.compare.results.schema import (
     op_name_of,
     parse_index,
 )
-from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.compare.results.thresholds import (
+    ZERO_BENCHMARK_MARK,
+    ThresholdRule,
+    zero_benchmark_reason,
+)
 
 KIND_NONE, KIND_INPUT, KIND_OUTPUT = 0, 1, 2
 _KIND_CODES = {"": KIND_NONE, "input": KIND_INPUT, "output": KIND_OUTPUT}
@@ -375,7 +379,22 @@ class ResultColumns:
             with np.errstate(invalid="ignore"):
                 crossed = values < limit if metric in HIGHER_IS_BETTER else values > limit
             out |= self.nonfinite[metric] | crossed
+        reason = self.layout.col.get("CompareFailReason")
+        if reason is not None and rule.zero_benchmark_limit() is not None:
+            out |= self._zero_benchmark(self.cells[reason])
         return out
+
+    def _zero_benchmark(self, reasons: StrColumn) -> np.ndarray:
+        """Rows whose reason says the benchmark is all zero (`thresholds.zero_benchmark`):
+        judged on each distinct reason of a coded column."""
+        if ZERO_BENCHMARK_MARK.encode() not in reasons.blob.tobytes():
+            return np.zeros(len(self), dtype=bool)
+        flags = np.fromiter(
+            (zero_benchmark_reason(r) for r in reasons.values()), dtype=bool, count=reasons.distinct
+        )
+        if not flags.any():
+            return np.zeros(len(self), dtype=bool)
+        return flags[reasons.codes] if reasons.codes is not None else flags
 
     def op_first_rows(self) -> np.ndarray:
         """For each op code, the first row that names it (file order)."""

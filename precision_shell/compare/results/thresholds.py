@@ -29,7 +29,7 @@ SETTING_COLUMNS: dict[str, str] = {
 DEFAULT_LIMITS: dict[str, float] = {COSINE: 0.98, MAX_REL: math.inf, REL_EUCLID: 0.05}
 
 
-_ZERO_BENCHMARK = zero_cosine_reason("benchmark")
+ZERO_BENCHMARK_MARK = zero_cosine_reason("benchmark")
 # what a tensor whose benchmark is all zero (and its own values not) shows as crossing
 ZERO_BENCHMARK_TEXT = "NaN (the benchmark is all zero, the device's tensor is not)"
 
@@ -37,7 +37,12 @@ ZERO_BENCHMARK_TEXT = "NaN (the benchmark is all zero, the device's tensor is no
 def zero_benchmark(row: ResultRow) -> bool:
     """The benchmark of this tensor is all zero and the device's is not (msaccucmp's cosine
     reason says so): its relative error is unbounded, whatever the cells print."""
-    return _ZERO_BENCHMARK in row.reason
+    return zero_benchmark_reason(row.reason)
+
+
+def zero_benchmark_reason(reason: str) -> bool:
+    """Whether a row's CompareFailReason says its benchmark is all zero (`zero_benchmark`)."""
+    return ZERO_BENCHMARK_MARK in reason
 
 
 @dataclass(frozen=True)
@@ -136,11 +141,16 @@ class ThresholdRule:
             if (value < limit) if metric in HIGHER_IS_BETTER else (value > limit):
                 found.append(Crossing(metric, limit, text))
         if not found and zero_benchmark(row):
-            limited = dict(self.active())
-            limit_of = next((m for m in (COSINE, REL_EUCLID) if m in limited), None)
+            limit_of = self.zero_benchmark_limit()
             if limit_of is not None:
-                found.append(Crossing(limit_of, limited[limit_of], ZERO_BENCHMARK_TEXT))
+                found.append(Crossing(limit_of[0], limit_of[1], ZERO_BENCHMARK_TEXT))
         return found
+
+    def zero_benchmark_limit(self) -> tuple[str, float] | None:
+        """The limit a tensor whose benchmark is all zero crosses (`zero_benchmark`): the
+        cosine's, else the relative distance's; None when the rule has neither."""
+        limited = dict(self.active())
+        return next(((m, limited[m]) for m in (COSINE, REL_EUCLID) if m in limited), None)
 
     def fails(self, row: ResultRow) -> bool:
         return bool(self.crossings(row))
