@@ -266,10 +266,16 @@ def render_root_cause(console: Console, panel: RootCausePanel) -> None:
         head.add_row("original ops", Text(", ".join(originals) if originals else "-"))
     head.add_row("why", Text(c.reason))
     if math.isfinite(c.input_quality) or math.isfinite(c.output_quality):
+        inputs = (
+            f"inputs {c.input_quality:.1f} dB (cosine {_num(c.input_cosine)})"
+            if not c.unknown_inputs
+            else "inputs not compared (data input "
+            + ", ".join(str(k) for k in c.unknown_inputs)
+            + ": no benchmark tensor)"
+        )
         head.add_row(
             "quality",
-            f"inputs {c.input_quality:.1f} dB (cosine {_num(c.input_cosine)}) -> "
-            f"outputs {c.output_quality:.1f} dB (cosine {_num(c.output_cosine)})",
+            f"{inputs} -> outputs {c.output_quality:.1f} dB (cosine {_num(c.output_cosine)})",
         )
     _replay_rows(head, c)
     rows = Table(show_edge=False, pad_edge=False, title="compare rows", title_justify="left")

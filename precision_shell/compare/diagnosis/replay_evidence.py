@@ -436,6 +436,14 @@ def replay_reading(cause: RootCause) -> str | None:
             f"happens here; run this op in float32 or rescale its inputs"
         )
     added = added_quality_loss(cause)
+    if added is None and cause.unknown_inputs:
+        which = ", ".join(str(k) for k in cause.unknown_inputs)
+        plural = "s" if len(cause.unknown_inputs) > 1 else ""
+        return (
+            f"{exact}, so what differs is what it was given: its data input{plural} {which} "
+            "(no benchmark tensor to compare with: harvest it, or check the data fed) or its "
+            "constant inputs"
+        )
     if added is None:
         return f"{exact}; its inputs' deviation is unknown, so what it adds is not measured"
     in_q = cause.input_quality

@@ -113,6 +113,9 @@ class RootCause:
     # a network input whose values fail the thresholds: the device was fed other data, so
     # whatever goes wrong after it (an overflow included) follows from it; measured, first
     input_differs: bool = False
+    # the data inputs (by position) no compare measured, nor any upstream of them: no
+    # benchmark tensor. The input quality is then unknown (NaN), never taken as perfect
+    unknown_inputs: tuple[int, ...] = ()
 
     def evidence(self) -> dict:
         """The compare's numbers for this op, as summary.json holds them (`json_number`)."""
@@ -122,6 +125,7 @@ class RootCause:
             "output_sqnr_db": json_number(round(self.output_quality, 3)),
             "input_cosine": json_number(self.input_cosine),
             "output_cosine": json_number(self.output_cosine),
+            **({"inputs_not_compared": list(self.unknown_inputs)} if self.unknown_inputs else {}),
         }
 
 
@@ -208,6 +212,35 @@ def _output_quality(
     return _input_quality(graph, evidence, name, memo)  # no benchmark here: skip to producers
 
 
+def _unknown_inputs(
+    graph: GraphIndex,
+    evidence: dict[str, OpEvidence],
+    name: str,
+    memo: dict[str, TensorQuality | None],
+) -> tuple[int, ...]:
+    """The data inputs of `name` (not its constants) that no compare measured, nor anything
+    upstream of them through ops with no compared output: no benchmark tensor for them."""
+    ev = evidence.get(name)
+    rec = graph.get(name)
+    if rec is None:
+        return ()
+    return tuple(
+        k
+        for k, (src, idx) in enumerate(rec.data_inputs)
+        if (ev is None or k not in ev.inputs)
+        and not constant_input(graph, name, k)
+        and _output_quality(graph, evidence, src, idx, memo) is None
+    )
+
+
+def _not_compared_text(unknown: tuple[int, ...]) -> str:
+    which = ", ".join(str(k) for k in unknown)
+    return (
+        f"data input{'s' if len(unknown) > 1 else ''} {which} could not be compared (no "
+        "benchmark tensor), so whether the op or what it was given is wrong is not known"
+    )
+
+
 def localise(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> list[RootCause]:
     """Root-cause candidates, best first."""
     memo: dict[str, TensorQuality | None] = {}
@@ -217,11 +250,17 @@ def localise(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> list[RootCau
             continue
         out = min(ev.outputs.values(), key=lambda q: q.sqnr)
         inp = _input_quality(graph, evidence, ev.name, memo)
-        in_q, in_cos, drop = _drop(inp, out)
+        unknown = _unknown_inputs(graph, evidence, ev.name, memo)
+        in_q, in_cos, drop = _drop(inp, out, bool(unknown))
         inputs_ok = inp is None or not inp.fails
         reason = ""
         if out.nonfinite and drop == math.inf:
             reason = "NaN/inf born here: finite inputs, non-finite output"
+            if unknown:
+                reason = f"NaN/inf first shows here: its {_not_compared_text(unknown)}"
+        elif out.fails and inputs_ok and unknown:
+            crossed = "; ".join(out.crossed)
+            reason = f"output crosses the thresholds ({crossed}); its {_not_compared_text(unknown)}"
         elif out.fails and inputs_ok:
             crossed = "; ".join(out.crossed)
             reason = f"output crosses the thresholds ({crossed}) while every input is within them"
@@ -234,23 +273,34 @@ def localise(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> list[RootCau
         cause = _cause_of(
             graph, ev.name, ev.op_type, ev.index, ev.position, reason, in_q, in_cos, drop, out
         )
+        cause = replace(cause, unknown_inputs=unknown)
         found.append(replace(cause, input_differs=True) if ev.is_source and out.fails else cause)
-    found.sort(
-        key=lambda c: (
-            not c.input_differs,
-            -round(c.drop_db, 1) if math.isfinite(c.drop_db) else -math.inf,
-            c.position,
-        )
-    )
+    found.sort(key=_candidate_order)
     return found
 
 
-def _drop(inp: TensorQuality | None, out: TensorQuality) -> tuple[float, float, float]:
+def _candidate_order(cause: RootCause) -> tuple:
+    """A network input fed other data first, then the largest loss of its own (NaN/inf born
+    here: infinite), then an unmeasured loss (a data input not compared), earliest first."""
+    drop = cause.drop_db
+    if math.isnan(drop):
+        return (not cause.input_differs, math.inf, cause.position)
+    loss = -round(drop, 1) if math.isfinite(drop) else -math.inf
+    return (not cause.input_differs, loss, cause.position)
+
+
+def _drop(
+    inp: TensorQuality | None, out: TensorQuality, unknown: bool = False
+) -> tuple[float, float, float]:
     """(worst input dB, worst input cosine, the op's own drop in dB) for an op whose worst
-    output is `out`; an unknown input counts as perfect, NaN/inf born here as an infinite
-    drop and NaN/inf inherited as none."""
-    in_q = inp.sqnr if inp is not None else QUALITY_CAP
-    in_cos = inp.cosine if inp is not None else 1.0
+    output is `out`. An op with no data input at all (a network input) counts its input as
+    perfect; one with a data input no compare measured (`unknown`) has an unknown input
+    quality and drop (NaN). NaN/inf born here is an infinite drop, NaN/inf inherited none."""
+    if unknown:
+        in_q, in_cos = math.nan, math.nan
+    else:
+        in_q = inp.sqnr if inp is not None else QUALITY_CAP
+        in_cos = inp.cosine if inp is not None else 1.0
     drop = math.inf if out.nonfinite and (inp is None or not inp.nonfinite) else in_q - out.sqnr
     if out.nonfinite and inp is not None and inp.nonfinite:
         drop = 0.0  # NaN inherited, not born here
@@ -283,8 +333,11 @@ def measured_cause(
             takes_constants=takes_constants(graph, name),
         )
     out = min(ev.outputs.values(), key=lambda q: q.sqnr)
-    in_q, in_cos, drop = _drop(_input_quality(graph, evidence, name, {}), out)
-    return _cause_of(graph, name, op_type, ev.index, rec.position, reason, in_q, in_cos, drop, out)
+    memo: dict[str, TensorQuality | None] = {}
+    unknown = _unknown_inputs(graph, evidence, name, memo)
+    in_q, in_cos, drop = _drop(_input_quality(graph, evidence, name, memo), out, bool(unknown))
+    cause = _cause_of(graph, name, op_type, ev.index, rec.position, reason, in_q, in_cos, drop, out)
+    return replace(cause, unknown_inputs=unknown)
 
 
 def _cause_of(

@@ -1,0 +1,63 @@
+"""A data input with no benchmark tensor is unknown, never perfect.
+
+QA Q12: the device was fed channel-reversed data and the benchmark of the network input was
+missing (or named as TF2's tfdbg names a fed placeholder). `ac -c` named conv1 with "while every
+input is within them", "inputs 60.0 dB (cosine 1.000000)" and "what differs is ... its
+constant inputs": the input no compare measured was counted as perfect."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from precision_shell.demo.builder import build_demo
+from precision_shell.demo.spec import CORRUPT_INPUT, DemoSpec, Fault
+from tests.commands.shell_fixture import open_shell, rendered, run_ok
+
+CONV1 = "conv1/Conv2Drelu1/Relu"
+
+
+@pytest.fixture(scope="module")
+def unmeasured_input(tmp_path_factory):
+    root = tmp_path_factory.mktemp("unmeasured_input")
+    build_demo(root, DemoSpec(size="tiny", seed=1, faults=(Fault(CORRUPT_INPUT, "input"),)))
+    for f in (root / "precision_data" / "tf" / "dump").glob("input.0.*.npy"):
+        f.unlink()
+    return root
+
+
+@pytest.mark.parametrize("mode", ["", " --replay none"])
+def test_an_op_reading_an_input_with_no_benchmark_is_not_said_to_have_good_inputs(
+    unmeasured_input, mode
+):
+    check = run_ok(open_shell(unmeasured_input), f"ac -c{mode}")
+    cause = check.diagnosis.causes[0]
+    assert cause.op == CONV1 and not cause.input_differs
+    assert cause.unknown_inputs == (0,)
+    assert math.isnan(cause.input_quality) and math.isnan(cause.input_cosine)
+    assert "while every input is within them" not in cause.reason
+    assert cause.reason.endswith(
+        "; its data input 0 could not be compared (no benchmark tensor), so whether the op or "
+        "what it was given is wrong is not known"
+    )
+    text = " ".join(rendered(check, width=400).split())
+    assert "inputs not compared (data input 0: no benchmark tensor) -> outputs -0.9 dB" in text
+    assert "60.0 dB" not in text
+    saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
+    first = saved["diagnosis"]["root_causes"][0]
+    assert first["op"] == CONV1
+    assert first["measures"]["inputs_not_compared"] == [0]
+    assert first["measures"]["input_sqnr_db"] == "nan"  # unknown, as summary.json writes NaN
+
+
+def test_the_replay_of_such_an_op_points_at_what_it_was_given(unmeasured_input):
+    check = run_ok(open_shell(unmeasured_input), "ac -c")
+    text = " ".join(rendered(check, width=400).split())
+    assert (
+        "the kernel computes what it is given (0.5 ULP own error), so what differs is what it "
+        "was given: its data input 0 (no benchmark tensor to compare with: harvest it, or check "
+        "the data fed) or its constant inputs"
+    ) in text
+    assert "what differs is what the device gave it besides data" not in text
