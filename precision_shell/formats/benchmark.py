@@ -121,6 +121,26 @@ def parse_benchmark_name(file_name: str, path: str | None = None) -> BenchmarkFi
     )
 
 
+# TensorFlow feeds a placeholder through a node it names `_arg_<node>_<slot>_<feed number>`
+# (graph rewriting for a session's feeds), and tfdbg dumps the fed value under that name
+_FED = re.compile(r"_arg_(.+)_(\d+)_\d+\.0")
+
+
+def fed_aliases(files_by_key: Mapping[str, object]) -> dict[str, str]:
+    """Key of a fed placeholder's output (`x.0`) -> the key of its `_arg_x_0_0` file, for each
+    placeholder whose own name has no file: what a session's feed was, is its value."""
+    aliases: dict[str, str] = {}
+    for key in files_by_key:
+        if not key.startswith("_arg_"):
+            continue
+        fed = _FED.fullmatch(key)
+        if fed is not None:
+            alias = f"{fed.group(1)}.{int(fed.group(2))}"
+            if alias not in files_by_key:
+                aliases.setdefault(alias, key)
+    return aliases
+
+
 class _BenchmarkFiles:
     """What a scan keeps: key -> (timestamp, name on disk) oldest first, and `mapping.csv`.
 
@@ -137,6 +157,11 @@ class _BenchmarkFiles:
         self.directory = directory
         self.files_by_key = files_by_key
         self.mapping = mapping
+        self.aliases = fed_aliases(files_by_key)
+
+    def real_key(self, key: str) -> str:
+        """`key`, or the key of the fed placeholder's file it names (`fed_aliases`)."""
+        return key if key in self.files_by_key else self.aliases.get(key, key)
 
     def build(self, disk_name: str) -> BenchmarkFile:
         """The BenchmarkFile of a stored name (its real name when `mapping.csv` lists it)."""
@@ -158,13 +183,14 @@ class _ByKeyView(Mapping[str, _V]):
         raise NotImplementedError
 
     def __getitem__(self, key: str) -> _V:
+        key = self._files.real_key(key)
         value = self._built.get(key)
         if value is None:
             value = self._built[key] = self._build(key)
         return value
 
     def __contains__(self, key: object) -> bool:
-        return key in self._files.files_by_key
+        return key in self._files.files_by_key or key in self._files.aliases
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._files.files_by_key)
@@ -242,8 +268,9 @@ def _odd_name_warning(directory: Path, disk_name: str, name: str) -> str:
 
 
 # in the index cache's fingerprint: 2 warns of dirs and dangling links named like a tensor,
-# 3 of links to a file not named `.npy`, 4 but not of links into a content-addressed store
-BENCHMARK_INDEX_VERSION = 4
+# 3 of links to a file not named `.npy`, 4 but not of links into a content-addressed store,
+# 5 a fed placeholder's `_arg_*` file answers for the placeholder
+BENCHMARK_INDEX_VERSION = 5
 
 
 def _npy_named(name: str) -> bool:
@@ -334,6 +361,11 @@ def _header_fields(text: str) -> tuple[Any, Any, Any]:
     return header["descr"], header["fortran_order"], header["shape"]
 
 
+class PickledTensor(FormatError):
+    """A `.npy` of Python objects (what numpy saves for strings, or TensorFlow's resource
+    handles): no tensor of numbers, and never unpickled."""
+
+
 def read_npy_header(path: str | Path) -> NpyHeader:
     """Parse and check the header of a `.npy` file without loading its data."""
     try:
@@ -370,7 +402,7 @@ def read_npy_header(path: str | Path) -> NpyHeader:
         # RecursionError: a header of deeply nested brackets
         raise FormatError(path, f"unreadable .npy header: {error}") from None
     if dtype.hasobject:
-        raise FormatError(
+        raise PickledTensor(
             path, "holds Python objects (pickled data); refusing to load it (allow_pickle=False)"
         )
     if dtype.names is not None:

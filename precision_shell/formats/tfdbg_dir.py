@@ -36,7 +36,8 @@ class TfdbgTensor:
     output_slot: int
     timestamp: int  # microseconds since the epoch
     dump_index: int  # k-th dump of the same tensor in this run (tfdbg's `pt -n k`)
-    array: np.ndarray
+    array: np.ndarray | None  # None: numpy cannot hold it (a resource handle, a variant)
+    dtype_name: str = ""  # TensorFlow's name of its dtype when `array` is None
 
     @property
     def tensor_name(self) -> str:
@@ -117,13 +118,24 @@ def _tensors(dump: Any) -> Iterator[TfdbgTensor]:  # a tfdbg DebugDumpDir
             value = datum.get_tensor()
         except Exception as error:  # as above: TF's own error types
             raise FormatError(datum.file_path, f"unreadable tfdbg tensor dump: {error}") from None
-        if not isinstance(value, np.ndarray):
-            # tfdbg returns an InconvertibleTensorProto for tensors numpy cannot hold.
-            continue
+        array = value if isinstance(value, np.ndarray) else None
         yield TfdbgTensor(
             node_name=datum.node_name,
             output_slot=datum.output_slot,
             timestamp=datum.timestamp,
             dump_index=dump_index,
-            array=value,
+            array=array,
+            # tfdbg returns an InconvertibleTensorProto for tensors numpy cannot hold
+            dtype_name="" if array is not None else _dtype_name(value),
         )
+
+
+def _dtype_name(value: Any) -> str:
+    """TensorFlow's name of the dtype of a tensor numpy cannot hold ("resource", "variant")."""
+    proto = getattr(value, "_tensor_proto", None)  # InconvertibleTensorProto keeps it private
+    try:
+        from tensorflow.python.framework import dtypes
+
+        return str(dtypes.as_dtype(proto.dtype).name) if proto is not None else "non-numeric"
+    except Exception:  # noqa: BLE001 - an unknown dtype number: still no numbers
+        return "non-numeric"

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from precision_shell.errors import FormatError, PrecisionError
-from precision_shell.formats.benchmark import MAPPING_FILE_NAME, read_npy_header
+from precision_shell.formats.benchmark import MAPPING_FILE_NAME, PickledTensor, read_npy_header
 from precision_shell.harvest.naming import (
     TargetName,
     UnsafeTensorName,
@@ -35,6 +35,11 @@ _MAX_FRESH_TRIES = 1000
 
 class TensorNotSaved(Exception):
     """One tensor could not be written; the message is the reason shown to the user."""
+
+
+class NoValues(TensorNotSaved):
+    """The tensor holds no numbers to compare (a resource handle, a variant, strings): not
+    written, and no failure of the harvest."""
 
 
 class BenchmarkDirWriter:
@@ -68,7 +73,7 @@ class BenchmarkDirWriter:
         """Write `array` as dump `dump_index` of `tensor_name`."""
         self._check_name(tensor_name)
         if array.dtype.hasobject:
-            raise TensorNotSaved(f"{array.dtype} values need pickling; not a plain .npy tensor")
+            raise NoValues(f"{array.dtype} values need pickling; not a plain .npy tensor")
         staged = self.staging_path()
         try:
             with open(staged, "xb") as handle:
@@ -85,6 +90,9 @@ class BenchmarkDirWriter:
         self._check_name(tensor_name)
         try:
             read_npy_header(staged)
+        except PickledTensor:
+            staged.unlink(missing_ok=True)
+            raise NoValues("Python objects, not numbers") from None
         except FormatError as error:
             staged.unlink(missing_ok=True)
             raise TensorNotSaved(error.problem) from None

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from precision_shell.errors import FormatError, PrecisionError
 from precision_shell.formats.tfdbg_dir import iter_tfdbg_run, list_run_dirs
-from precision_shell.harvest.benchmark_writer import BenchmarkDirWriter, TensorNotSaved
+from precision_shell.harvest.benchmark_writer import BenchmarkDirWriter, NoValues, TensorNotSaved
 from precision_shell.harvest.child_env import child_env
 from precision_shell.harvest.dump_root import first_timestamp, indexed_tensor_dumps, scan_dump_root
 from precision_shell.harvest.outcome import HarvestOutcome, MissedTensor
@@ -110,10 +110,16 @@ def harvest_run_fast(
         for tensor in tensors:
             name = tensor.tensor_name
             written.add((name, tensor.dump_index))
+            if tensor.array is None:
+                why = f"a {tensor.dtype_name} tensor, not numbers"
+                report.no_values.append(MissedTensor(name, tensor.dump_index, why))
+                continue
             try:
                 report.saved.append(
                     writer.save_array(name, tensor.dump_index, tensor.timestamp, tensor.array)
                 )
+            except NoValues as error:
+                report.no_values.append(MissedTensor(name, tensor.dump_index, str(error)))
             except TensorNotSaved as error:
                 report.missed.append(MissedTensor(name, tensor.dump_index, str(error)))
             progress.advance(Tick(bytes=tensor.array.nbytes))
@@ -133,7 +139,7 @@ def harvest_run_fast(
         for d in expected
         if (d.tensor_name, d.dump_index) not in written
     )
-    report.total = max(report.total, len(report.saved) + len(report.missed))
+    report.total = max(report.total, len(report.saved) + len(report.missed) + len(report.no_values))
     report.elapsed = time.perf_counter() - started
     return report
 

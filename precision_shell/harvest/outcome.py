@@ -39,6 +39,9 @@ class HarvestOutcome:
     total: int = 0
     saved: list[SavedTensor] = field(default_factory=list)
     missed: list[MissedTensor] = field(default_factory=list)
+    # dumps that hold no numbers (resource handles, variants, strings): nothing to compare,
+    # not written, no failure (a variable's values are its ReadVariableOp's output)
+    no_values: list[MissedTensor] = field(default_factory=list)
     collisions: list[list[str]] = field(default_factory=list)  # tensor names sharing a file stem
     mapping_csv: str | None = None
     run_error: str | None = None  # the debugged run failed (tensors dumped before it are kept)
@@ -54,8 +57,13 @@ class HarvestOutcome:
         return [s for s in self.saved if s.fresh_name]
 
     @property
+    def with_values(self) -> int:
+        """The dumps that hold numbers: those a harvest is to save."""
+        return self.total - len(self.no_values)
+
+    @property
     def summary_line(self) -> str:
-        return f"{len(self.saved)} of {self.total} tensors saved to {self.out_dir}"
+        return f"{len(self.saved)} of {self.with_values} tensors saved to {self.out_dir}"
 
     @property
     def error_message(self) -> str | None:

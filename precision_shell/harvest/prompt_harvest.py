@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from precision_shell.harvest.benchmark_writer import BenchmarkDirWriter, TensorNotSaved
+from precision_shell.harvest.benchmark_writer import BenchmarkDirWriter, NoValues, TensorNotSaved
 from precision_shell.harvest.outcome import HarvestOutcome, MissedTensor
 from precision_shell.harvest.tfdbg_session import (
     TfdbgAborted,
@@ -121,6 +121,9 @@ def _harvest_one(
     size = staged.stat().st_size
     try:
         saved = writer.publish_file(row.tensor_name, row.dump_index, timestamp, staged)
+    except NoValues as error:
+        report.no_values.append(MissedTensor(row.tensor_name, row.dump_index, str(error)))
+        return 0
     except TensorNotSaved as error:
         report.missed.append(MissedTensor(row.tensor_name, row.dump_index, str(error)))
         return 0

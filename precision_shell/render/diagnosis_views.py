@@ -265,7 +265,12 @@ def render_root_cause(console: Console, panel: RootCausePanel) -> None:
         originals = panel.record.original_names
         head.add_row("original ops", Text(", ".join(originals) if originals else "-"))
     head.add_row("why", Text(c.reason))
-    if math.isfinite(c.input_quality) or math.isfinite(c.output_quality):
+    if c.input_differs:  # a network input: no inputs of its own, its values are the data fed
+        head.add_row(
+            "quality",
+            f"the data fed: {c.output_quality:.1f} dB (cosine {_num(c.output_cosine)})",
+        )
+    elif math.isfinite(c.input_quality) or math.isfinite(c.output_quality):
         inputs = (
             f"inputs {c.input_quality:.1f} dB (cosine {_num(c.input_cosine)})"
             if not c.unknown_inputs

@@ -22,10 +22,23 @@ def _facts(report: HarvestOutcome) -> Table:
     table.add_column(style="bold")
     table.add_column()
     table.add_row("source", Text(report.source))
-    saved_style = "green" if len(report.saved) == report.total else "yellow"
+    saved_style = "green" if len(report.saved) == report.with_values else "yellow"
     table.add_row(
-        "saved", Text(f"{len(report.saved)} of {report.total} tensors", style=saved_style)
+        "saved", Text(f"{len(report.saved)} of {report.with_values} tensors", style=saved_style)
     )
+    if report.no_values:
+        names = ", ".join(m.tensor_name for m in report.no_values[:_MAX_LISTED])
+        more = len(report.no_values) - _MAX_LISTED
+        table.add_row(
+            "no values",
+            Text(
+                f"{len(report.no_values)} dumps hold no numbers to compare (resource handles, "
+                f"variants, strings), not written: {names}"
+                + (f" and {more} more" if more > 0 else "")
+                + "; a variable's values are its ReadVariableOp's output",
+                style="dim",
+            ),
+        )
     table.add_row("into", Text(report.out_dir))
     per_tensor = report.elapsed / report.total * 1000 if report.total else 0.0
     table.add_row("time", f"{report.elapsed:.2f} s ({per_tensor:.1f} ms per tensor)")

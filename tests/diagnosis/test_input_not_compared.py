@@ -61,3 +61,26 @@ def test_the_replay_of_such_an_op_points_at_what_it_was_given(unmeasured_input):
         "the data fed) or its constant inputs"
     ) in text
     assert "what differs is what the device gave it besides data" not in text
+
+
+@pytest.fixture(scope="module")
+def fed_input(tmp_path_factory):
+    """The network input's benchmark named as TensorFlow's tfdbg dumps a fed placeholder."""
+    root = tmp_path_factory.mktemp("fed_input")
+    build_demo(root, DemoSpec(size="tiny", seed=1, faults=(Fault(CORRUPT_INPUT, "input"),)))
+    bench = root / "precision_data" / "tf" / "dump"
+    for f in bench.glob("input.0.*.npy"):
+        f.rename(bench / f.name.replace("input.0.", "_arg_input_0_0.0.", 1))
+    return root
+
+
+def test_a_fed_placeholder_s_benchmark_makes_the_input_the_root_cause(fed_input):
+    check = run_ok(open_shell(fed_input), "ac -c")
+    cause = check.diagnosis.causes[0]
+    assert cause.op == "input" and cause.input_differs and cause.unknown_inputs == ()
+    assert cause.reason.startswith(
+        "network input differs from the benchmark: the data fed crosses the thresholds "
+        "(CosineSimilarity 0."
+    )
+    text = " ".join(rendered(check, width=400).split())
+    assert "quality the data fed: -1.6 dB (cosine 0.269491)" in text

@@ -348,3 +348,26 @@ def test_headers_numpy_cannot_load_are_format_errors(
             load_benchmark(path, mmap=mmap)
         assert str(err.value).startswith(f"{path}: ")
         assert problem in str(err.value)
+
+
+def test_a_fed_placeholder_s_arg_file_answers_for_the_placeholder(tmp_path: Path) -> None:
+    """TensorFlow feeds placeholder `x` through a node `_arg_x_0_0`, and tfdbg dumps the fed
+    value under that name: it is the benchmark of `x` (QA: every input row was "not found").
+    A file of the placeholder's own name wins; the alias adds no tensor to the count."""
+    values = np.arange(6, dtype=np.float32)
+    np.save(tmp_path / "_arg_x_0_0.0.1700000000000001.npy", values)
+    np.save(tmp_path / "_arg_inputs_image_1_0.0.1700000000000002.npy", values * 2)
+    np.save(tmp_path / "_arg_y_0_0.0.1700000000000003.npy", values * 3)
+    np.save(tmp_path / "y.0.1700000000000004.npy", values * 4)
+    index = scan_benchmark_dir(tmp_path)
+    assert len(index) == 4 and index.warnings == []
+    x = index.lookup("x", 0)
+    assert x is not None and x.path == str(tmp_path / "_arg_x_0_0.0.1700000000000001.npy")
+    image = index.lookup("inputs/image", 1)  # a scoped placeholder's output 1
+    assert image is not None and image.path.endswith("_arg_inputs_image_1_0.0.1700000000000002.npy")
+    y = index.lookup("y", 0)
+    assert y is not None and y.path.endswith("y.0.1700000000000004.npy")
+    assert index.lookup("_arg_x_0_0", 0) is not None
+    assert "x.0" in index.newest and "x.0" not in list(index.newest)
+    restored = pickle.loads(pickle.dumps(index))
+    assert restored.lookup("x", 0) == x

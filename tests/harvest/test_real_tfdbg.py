@@ -48,7 +48,11 @@ with graph.as_default():
     bias = tf.constant(np.linspace(-1, 1, 4, dtype=np.float32), name="dense/bias")
     matmul = tf.matmul(x, kernel, name="dense/MatMul")
     biased = tf.nn.bias_add(matmul, bias, name="dense/BiasAdd")
-    relu = tf.nn.relu(biased, name="dense/Relu")
+    # a resource variable: its handle (`scale:0`) is dumped too, and holds no numbers
+    scale = tf.compat.v1.get_variable("scale", initializer=np.float32(1.5), use_resource=True)
+    scaled = tf.multiply(biased, scale, name="dense/scaled")
+    relu = tf.nn.relu(scaled, name="dense/Relu")
+    init = tf.compat.v1.global_variables_initializer()
     softmax = tf.nn.softmax(relu, name="out/Softmax")
     step0 = tf.constant(0, name="loop/i0")
     _, doubled = tf.while_loop(
@@ -61,12 +65,15 @@ feed = {x: np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]], np.float32)}
 config = tf_config.benchmark_session_config()
 
 direct = tf.compat.v1.Session(graph=graph, config=config)
-# Fed placeholders are dumped as their `_arg_*` feed node (checked below), loop ops per step.
+direct.run(init)
+# Fed placeholders are dumped as their `_arg_*` feed node (checked below), loop ops per step;
+# the variable's own ops run at its initialisation, not in the run dumped
 fetchable = [
     t
     for op in graph.get_operations()
-    if op.type != "Placeholder" and not op.name.startswith("loop/")
+    if op.type != "Placeholder" and not op.name.startswith(("loop/", "scale", "init"))
     for t in op.outputs
+    if t.dtype != tf.resource
 ]
 values = direct.run(fetchable + [doubled], feed)
 names = [t.name for t in fetchable] + ["loop/Exit_1:0", "_arg_x_0_0:0"]
@@ -74,6 +81,7 @@ values.append(feed[x])
 np.savez(expected_path, names=np.array(names), **{f"v{i}": v for i, v in enumerate(values)})
 
 sess = tf.compat.v1.Session(graph=graph, config=config)
+sess.run(init)
 wrapped = tf_config.sess_dump(sess) if mode == "live" else tf_config.sess_dump_offline(sess)
 wrapped.run(doubled, feed)
 print("done")
@@ -125,7 +133,10 @@ def test_tf_run_harvests_a_live_tfdbg_session(tmp_path: Path, model: Path) -> No
     report = run_ok(shell, f"tf_run --startup-timeout 120 --timeout 60 {cmd}")
 
     dump = tmp_path / "precision_data" / "tf" / "dump"
-    assert report.missed == [] and report.total == len(report.saved) == len(npy_files(dump))
+    assert report.missed == [] and report.with_values == len(report.saved) == len(npy_files(dump))
+    # the variable's handle is no failure: no numbers to save (its value is a ReadVariableOp's)
+    assert [m.tensor_name for m in report.no_values] == ["scale:0"]
+    assert report.total == len(report.saved) + 1 and report.error_message is None
     assert not report.timestamps_estimated  # t0 came from the live dump root
     assert report.child_status == "exit status 0"  # the script had no further run()
     expected = _expected(expected_path)
@@ -141,7 +152,10 @@ def test_tf_dump_fast_path_and_pexpect_path_write_identical_files(
     cmd = shlex.join([sys.executable, str(model), "offline", str(expected_path)])
     batch = run_ok(shell, f"tf_dump {cmd}")
     [fast] = batch.reports
-    assert fast.mode == "offline" and fast.missed == [] and fast.total == len(fast.saved)
+    assert fast.mode == "offline" and fast.missed == [] and fast.with_values == len(fast.saved)
+    assert [(m.tensor_name, m.reason) for m in fast.no_values] == [
+        ("scale:0", "a resource tensor, not numbers")
+    ]
     dump = tmp_path / "precision_data" / "tf" / "dump"
     _check_against_direct_values(dump, _expected(expected_path))
 
@@ -149,6 +163,7 @@ def test_tf_dump_fast_path_and_pexpect_path_write_identical_files(
     [slow] = batch.reports
     run_dir = Path(slow.source)
     assert slow.mode == "offline-pexpect" and slow.missed == []
+    assert [m.tensor_name for m in slow.no_values] == ["scale:0"]
     assert slow.child_status == "exit status 0"
     slow_dump = dump / run_dir.name
     # Same names (so the same real timestamps: t0 + lt time == DebugDumpDir's) and values.
@@ -175,7 +190,7 @@ def test_tf_dump_fast_path_and_pexpect_path_write_identical_files(
     )
     assert stopped.aborted == "interrupted" and len(stopped.saved) == 3
     assert len(npy_files(tmp_path / "stopped")) == 3
-    assert len(stopped.missed) == fast.total - 3
+    assert len(stopped.missed) + len(stopped.no_values) == fast.total - 3
     assert {m.reason for m in stopped.missed} == {"not harvested: interrupted"}
 
 

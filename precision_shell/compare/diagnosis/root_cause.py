@@ -268,7 +268,12 @@ def localise(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> list[RootCau
             reason = f"the op alone loses {drop:.1f} dB of signal quality"
         if not reason:
             continue
-        if ev.is_source:
+        if ev.is_source and out.fails:  # it has no inputs: its values are what was fed
+            reason = (
+                "network input differs from the benchmark: the data fed crosses the thresholds "
+                f"({'; '.join(out.crossed)})"
+            )
+        elif ev.is_source:
             reason = "network input differs from the benchmark: " + reason
         cause = _cause_of(
             graph, ev.name, ev.op_type, ev.index, ev.position, reason, in_q, in_cos, drop, out
