@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from precision_shell.formats.dir_entries import listing
-from precision_shell.workspace.index_cache import file_fingerprint
+from precision_shell.workspace.index_cache import FileStamp, file_fingerprint
 
 # (rank, step); None where the dir is not particular to one: ("0", None) is `rank0/`.
 Scope = tuple[str | None, str | None]
@@ -33,7 +33,7 @@ class ScopedDirs:
     dirs: dict[Scope, Path]
     # each rank<R>/ and step<S>/ dir with its (size, mtime) from before it was listed: a
     # nested dir added later changes its stamp
-    listed: tuple[tuple[Path, tuple[int, int] | None], ...]
+    listed: tuple[tuple[Path, FileStamp | None], ...]
     # scopes whose entry is there but cannot serve as their benchmark (not a dir, a link
     # above tf/dump/), with why (`step1/ is not a dir`): their (rank, step)s have no
     # benchmark, not tf/dump/'s
@@ -112,7 +112,7 @@ class _Found:
         self.top_real = os.path.realpath(top)
         self.warnings = warnings
         self.dirs: dict[Scope, Path] = {}
-        self.listed: list[tuple[Path, tuple[int, int] | None]] = []
+        self.listed: list[tuple[Path, FileStamp | None]] = []
         self.blocked: dict[Scope, str] = {}
 
     def children(self, directory: Path, top: bool = False) -> list[tuple[str, Path]]:

@@ -93,12 +93,19 @@ def _user_key() -> bytes | None:
     return _read_key(path)  # ours, or the key of the start that won the race
 
 
-def file_fingerprint(path: Path) -> tuple[int, int] | None:
+# (size, mtime_ns, ctime_ns) of a file
+FileStamp = tuple[int, int, int]
+
+
+def file_fingerprint(path: Path) -> FileStamp | None:
+    """(size, mtime, ctime) of a file, None when it cannot be stat'ed. The ctime tells a file
+    rewritten or replaced by a copy that kept its size and old mtime (`cp -p`, `rsync -a`,
+    a tar extraction): no user can set it back."""
     try:
         st = path.stat()
     except OSError:
         return None
-    return (st.st_size, st.st_mtime_ns)
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def dir_fingerprint(path: Path, *members: str) -> tuple:

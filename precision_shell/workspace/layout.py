@@ -13,14 +13,14 @@ from pathlib import Path
 from precision_shell.errors import PrecisionError
 from precision_shell.formats.dir_entries import cannot_list, list_dir, listing, odd_entry_warnings
 from precision_shell.workspace.benchmark_dirs import ScopedDirs, find_scoped_dirs
-from precision_shell.workspace.index_cache import file_fingerprint
+from precision_shell.workspace.index_cache import FileStamp, file_fingerprint
 
 WORKSPACE_DIR_NAME = "precision_data"
 _GRAPH_FILE = re.compile(r"^ge_proto_(\d+)_(.+)\.txt$")
 _RUN_DIR = re.compile(r"^debug_(\d+)$")
 
 
-DirStamp = tuple[Path, tuple[int, int] | None]
+DirStamp = tuple[Path, FileStamp | None]
 
 
 def stamp(path: Path) -> DirStamp:

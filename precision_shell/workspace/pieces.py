@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from precision_shell.errors import PrecisionError
-from precision_shell.workspace.index_cache import IndexCache, file_fingerprint
+from precision_shell.workspace.index_cache import FileStamp, IndexCache, file_fingerprint
 from precision_shell.workspace.layout import DirStamp
 
 # File times come from a clock that ticks every 1-10 ms and lags the wall clock by up to a
@@ -30,10 +30,12 @@ RACY_NS = 20_000_000
 
 
 def _mtimes(fingerprint: Any) -> list[int]:
-    """Every mtime in a fingerprint: the second int of each (size, mtime_ns) pair in it."""
+    """Every mtime in a fingerprint: that of each (size, mtime_ns, ctime_ns) of
+    `file_fingerprint` in it. (A ctime just set by a copy that kept an old mtime is not racy:
+    a later such copy sets it again, later.)"""
     if not isinstance(fingerprint, tuple):
         return []
-    if len(fingerprint) == 2 and all(isinstance(v, int) for v in fingerprint):
+    if len(fingerprint) == 3 and all(isinstance(v, int) for v in fingerprint):
         return [fingerprint[1]]
     return [m for part in fingerprint for m in _mtimes(part)]
 
@@ -141,7 +143,7 @@ class Freshness:
         pieces: dict[tuple[str, str], Piece],
         started_ns: int,
     ) -> Freshness:
-        first: dict[Path, tuple[int, int] | None] = {}
+        first: dict[Path, FileStamp | None] = {}
         for path, fingerprint in watched_dirs:
             first.setdefault(path, fingerprint)  # the earliest stamp is the safe one
         return cls(tuple(first.items()), tuple(pieces.values()), started_ns)

@@ -42,7 +42,12 @@ from precision_shell.workspace.dump_index import (
     scan_dump_dir,
 )
 from precision_shell.workspace.graph_index import RECORD_VERSION, GraphIndex, OpRecord
-from precision_shell.workspace.index_cache import IndexCache, dir_fingerprint, file_fingerprint
+from precision_shell.workspace.index_cache import (
+    FileStamp,
+    IndexCache,
+    dir_fingerprint,
+    file_fingerprint,
+)
 from precision_shell.workspace.layout import (
     DeviceRun,
     DirStamp,
@@ -383,7 +388,7 @@ def _graph_state(path: Path) -> dict | str:
         return failure_text(path, exc)
 
 
-def _graph_fingerprint(path: Path) -> tuple[int, tuple[int, int] | None]:
+def _graph_fingerprint(path: Path) -> tuple[int, FileStamp | None]:
     return (RECORD_VERSION, file_fingerprint(path))
 
 

@@ -95,3 +95,106 @@ def test_a_step_given_its_own_benchmark_dir_after_the_compare_is_said(tiny_demo,
     assert ni[0].startswith(moved) and "step1/" not in ni[0][len(moved) :]
     page = tmp_path / "r.html"
     assert any(n.startswith(moved) for n in run_ok(shell, f"report --step 1 -o {page}").notes)
+
+
+def test_a_benchmark_copied_over_with_its_old_mtime_kept_is_named(tiny_demo, tmp_path):
+    """QA Q10: `cp -p` (rsync -a, tar) of other values over a benchmark keeps the source's
+    older mtime: vcs, ni and report showed the old compare as current, and ni showed the old
+    file's statistics next to it. The copy sets the file's ctime, which no one can set back."""
+    import os
+    import shutil
+
+    root, _ = tiny_demo
+    shell = open_shell(root)
+    out_dir = run_ok(shell, "vc").summary_path.parent
+    bench = benchmark_path(root, "relu2/Relu")
+    other = tmp_path / "other.npy"
+    np.save(other, np.load(bench) * 3)
+    old = bench.stat().st_mtime_ns - 10**9
+    os.utime(other, ns=(old, old))
+    shutil.copy2(other, bench)  # cp -p: bytes and the older mtime
+    assert bench.stat().st_mtime_ns == old
+    line = (
+        f"the compare {out_dir} predates a change to a file it compared "
+        f"(tf/dump/{bench.name}): run vc again"
+    )
+    assert line in run_ok(shell, "vcs").notes
+    node = run_ok(shell, f"ni {CONV2}").nodes[0]
+    assert node.compare_notes[0] == line
+    assert f"{float(np.load(bench).max()):g}"[:5] in rendered(node)  # the new file's stats
+
+
+def test_a_benchmark_removed_while_a_sub_dir_came_in_is_seen(tiny_demo):
+    """QA Q10: a benchmark deleted and `tf/dump/run_0/` made at the same time: the dir's mtime
+    was read as "only a dir came in". Each entry records the names of the files of every dir
+    it read."""
+    root, _ = tiny_demo
+    shell = open_shell(root)
+    result = run_ok(shell, "vc")
+    out_dir = result.summary_path.parent
+    saved = json.loads(result.summary_path.read_text(encoding="utf-8"))
+    listings = saved["results"][0]["listings"]
+    bench = benchmark_path(root, "relu2/Relu")
+    assert str(bench.parent) in listings
+    bench.unlink()
+    (bench.parent / "run_0").mkdir()
+    assert (
+        f"the compare {out_dir} predates files added to or removed from tf/dump: run vc again"
+        in run_ok(shell, "vcs").notes
+    )
+
+
+def test_a_compare_of_one_step_names_the_steps_dumped_since(tiny_demo):
+    """QA Q10: a one-rank, one-step compare has no rank x step table, and a step dumped after
+    it (with a NaN born in it) went unsaid: vcs and report read as an all-clear."""
+    import shutil
+
+    from tests.workspace.test_rank_step_checks import _step_dir
+
+    root, _ = tiny_demo
+    shell = open_shell(root)
+    out_dir = run_ok(shell, "vc").summary_path.parent
+    step = _step_dir(root)
+    shutil.copytree(step, step.parent / "1")  # a copy: links would touch step 0's files
+    line = (
+        f"the compare {out_dir} predates rank 0 step 1 (dumped since): "
+        "vc --rank 0 --step 1 compares it"
+    )
+    assert run_ok(shell, "vcs").notes[:1] == [line]
+    assert run_ok(shell, f"ni {CONV2}").nodes[0].compare_notes[:1] == [line]
+
+
+def test_a_graph_changed_after_the_compare_is_named(tiny_demo):
+    """QA Q10: a graph edited or replaced after the compare (its ops renamed, another build)
+    left vcs showing the compare made with the old one."""
+    root, _ = tiny_demo
+    shell = open_shell(root)
+    out_dir = run_ok(shell, "vc").summary_path.parent
+    (graph,) = (root / "precision_data" / "npu" / "debug_0" / "graph").glob("*_Build.txt")
+    graph.write_text(graph.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    assert run_ok(shell, "vcs").notes[:1] == [
+        f"the compare {out_dir} predates a change to the graph it read "
+        f"(npu/debug_0/graph/{graph.name}): run vc again"
+    ]
+
+
+def test_a_new_dump_session_is_files_added_not_files_changed(tiny_demo):
+    """QA Q10: a re-dump in a new session dir read as "changes to 15 files it compared": the
+    compare never read those files. A dir it did not read is named as files added."""
+    import shutil
+
+    from tests.workspace.test_rank_step_checks import _step_dir
+
+    root, _ = tiny_demo
+    shell = open_shell(root)
+    out_dir = run_ok(shell, "vc").summary_path.parent
+    step = _step_dir(root)
+    session = step.parents[3]
+    later = session.parent / str(int(session.name) + 1)
+    shutil.copytree(session, later)
+    notes = run_ok(shell, "vcs").notes
+    new_step = later / step.relative_to(session)
+    assert notes[:1] == [
+        f"the compare {out_dir} predates files added to or removed from "
+        f"{new_step.relative_to(root / 'precision_data')}: run vc again"
+    ]

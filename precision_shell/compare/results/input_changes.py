@@ -2,13 +2,17 @@
 `ni`'s compare rows, `report`) can say its numbers may no longer be those of the files.
 
 summary.json `started_ns` is the wall clock just before the compare looked at its inputs. A
-dump or benchmark file modified since (its mtime is later; kernel mtimes lag the clock, never
-lead it) or gone, and a dir whose entries changed since (its own mtime: a file added, removed
-or renamed into place), predate nothing the compare read. The check stays cheap on big
-results: the dirs of the (rank, step) shown (the dump dirs and the benchmark dir it was
-compared with), whose files are stat'ed one by one only when a dir holds at most `STAT_MAX`
-entries, and the files of the op shown (`ni`), always. A file rewritten in place in a bigger
-dir is only seen when it is shown.
+dump, benchmark or graph file changed since (its mtime or its ctime is later: a copy that keeps
+the old mtime, `cp -p` or `rsync -a`, still sets the ctime, which no user can set back; kernel
+times lag the clock, never lead it) or gone predates nothing the compare read. Each (rank, step)
+entry of `results` records `listings`: a digest of the file names (sub-dirs left out) of each
+dir it read, taken as the compare ended; a dir whose names differ now had files added or
+removed (a summary without them: the dir's own mtime, which a new sub-dir moves too). The check
+stays cheap on big results: the dirs of the (rank, step) shown (the dump dirs and the benchmark
+dir it was compared with), whose files are stat'ed one by one only when a dir holds at most
+`STAT_MAX` entries, the graph it read, and the files of the op shown (`ni`), always. A file
+rewritten in place in a bigger dir is only seen when it is shown. A compare of one (rank, step)
+(no rank x step table) also says which dump dirs of its run came in since.
 
 `vc --resume` checks more (pipeline/journal.py `plan_fingerprint`: every task's files, size and
 mtime) but must plan the compare again to do so; a reader only looks.
@@ -16,21 +20,24 @@ mtime) but must plan the compare again to do so; a reader only looks.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from precision_shell.compare.results.slice_results import (
     SliceResult,
     compared_run,
+    dumped_slices,
     entry_for_csv,
+    run_slices,
     slice_results,
 )
 from precision_shell.compare.results.summary import RunSummary
 from precision_shell.errors import PrecisionError
 from precision_shell.listing_text import in_workspace, some_of
-from precision_shell.workspace.workspace import Workspace
+from precision_shell.workspace.workspace import Workspace, number_order
 
 STAT_MAX = 4096  # files of one dir stat'ed one by one at most (~5 ms)
 
@@ -45,6 +52,9 @@ class InputChanges:
     # (the benchmark dir compared with, what its (rank, step) has now and who): another dir
     # came in between (a `step1/` harvested), or the dir can no longer serve
     moved: tuple[str, str, str] | None = None
+    graphs: list[str] = field(default_factory=list)  # the graph files it read, changed since
+    # (rank, step) dump dirs of the run that came in since (a compare of one: no table says so)
+    new_slices: list[tuple[str, str]] = field(default_factory=list)
 
     def text(self) -> str:
         """One line: what changed, and what gives numbers of the files as they are now."""
@@ -61,7 +71,29 @@ class InputChanges:
         if self.dirs:
             where = some_of([in_workspace(d) for d in self.dirs], shown=2)
             parts.append(f"files added to or removed from {where}")
-        return f"the compare {self.result_dir} predates {' and '.join(parts)}: run vc again"
+        if self.graphs:
+            parts.append(f"a change to the graph it read ({in_workspace(self.graphs[0])})")
+        new = self.new_slices
+        if new:
+            labels = some_of([f"rank {r} step {s}" for r, s in new], shown=3)
+            parts.append(f"{labels} (dumped since)")
+        again = "run vc again"
+        if new:
+            one = len(new) == 1
+            flags = f"--rank {new[0][0]} --step {new[0][1]}" if one else "--rank all --step all"
+            compares = f"vc {flags} compares {'it' if one else 'them'}"
+            again = compares if len(parts) == 1 else f"{again} ({compares})"
+        return f"the compare {self.result_dir} predates {' and '.join(parts)}: {again}"
+
+
+def _changed_at(path: str) -> int | None:
+    """The later of a file's mtime and ctime (None: gone): when its bytes or its inode last
+    changed, whatever times a copy kept."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return max(st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _mtime(path: str) -> int | None:
@@ -71,11 +103,37 @@ def _mtime(path: str) -> int | None:
         return None
 
 
-def _changed_in(directory: str, since: int, seen: set[str]) -> tuple[bool, list[str]]:
-    """(the dir's entries changed since, its files modified since) for a dir of at most
-    STAT_MAX entries; a bigger dir: its own mtime only."""
-    mtime = _mtime(directory)
-    entries_changed = mtime is None or mtime > since
+def listing_digest(directory: str) -> str | None:
+    """`N:digest` of the names of the entries of `directory` that are no dirs (its files and
+    links), in name order; None when it cannot be listed."""
+    try:
+        with os.scandir(directory) as it:
+            names = sorted(e.name for e in it if not _is_dir(e))
+    except OSError:
+        return None
+    digest = hashlib.sha1("\0".join(names).encode("utf-8", "surrogateescape"))
+    return f"{len(names)}:{digest.hexdigest()[:20]}"
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _changed_in(
+    directory: str, since: int, seen: set[str], listing: str | None = None
+) -> tuple[bool, list[str]]:
+    """(files were added to or removed from the dir since, its files changed since) for a dir
+    of at most STAT_MAX entries; a bigger dir: only the first. `listing`: its
+    `listing_digest` as the compare ended; without it the dir's own mtime tells, with only
+    sub-dirs come in read as no change (a file removed as well would go unseen)."""
+    if listing is not None:
+        entries_changed = listing_digest(directory) != listing
+    else:
+        mtime = _mtime(directory)
+        entries_changed = mtime is None or mtime > since
     changed: list[str] = []
     try:
         with os.scandir(directory) as it:
@@ -94,23 +152,25 @@ def _changed_in(directory: str, since: int, seen: set[str]) -> tuple[bool, list[
             st = entry.stat()
         except OSError:
             continue
-        if entry.is_file() and st.st_mtime_ns > since:
+        if entry.is_file() and max(st.st_mtime_ns, st.st_ctime_ns) > since:
             changed.append(entry.path)
         if st.st_ctime_ns > since:
             new_dirs += entry.is_dir()
             new_files += not entry.is_dir()
-    if entries_changed and new_dirs and not new_files:
-        # only dirs came in (a rank or step benchmark dir): this dir's own files are as they
-        # were, as far as can be seen (a file removed as well would go unseen)
+    if listing is None and entries_changed and new_dirs and not new_files:
         entries_changed = False
     return entries_changed, changed
 
 
 def input_changes(
-    summary: RunSummary | None, dirs: Iterable[str], files: Iterable[str] = ()
+    summary: RunSummary | None,
+    dirs: Iterable[str],
+    files: Iterable[str] = (),
+    listings: dict[str, str] | None = None,
 ) -> InputChanges | None:
-    """What changed in `dirs` and `files` since the compare of `summary` ran; None when
-    nothing did, or the summary does not say when it ran (written by an older vc)."""
+    """What changed in `dirs` and `files` since the compare of `summary` ran (`listings`: the
+    dirs' names as it ended, when recorded); None when nothing did, or the summary does not
+    say when it ran (written by an older vc)."""
     if summary is None or summary.started_ns is None or summary.path is None:
         return None
     since = summary.started_ns
@@ -119,12 +179,16 @@ def input_changes(
     for path in files:
         if path not in seen:
             seen.add(path)
-            mtime = _mtime(path)
-            if mtime is None or mtime > since:
+            at = _changed_at(path)
+            if at is None or at > since:
                 changed.append(path)
     touched = []
     for directory in dict.fromkeys(dirs):
-        entries_changed, modified = _changed_in(directory, since, seen)
+        if listings is not None and directory not in listings:
+            touched.append(directory)  # a dir it did not read (a new dump session dir)
+            continue
+        listing = (listings or {}).get(directory)
+        entries_changed, modified = _changed_in(directory, since, seen, listing)
         seen.update(modified)
         changed += modified
         if entries_changed and not modified:
@@ -132,6 +196,35 @@ def input_changes(
     if not changed and not touched:
         return None
     return InputChanges(summary.path.parent, changed, touched)
+
+
+def record_listings(ws: Workspace, summary: RunSummary) -> None:
+    """Put into each (rank, step) entry of `summary.results` the `listing_digest` of every dir
+    it read (`slice_dirs`), as the compare ends: what its readers compare the dirs with."""
+    for raw in summary.results:
+        if raw.get("rank") is None:
+            continue
+        dirs = slice_dirs(ws, summary, SliceResult.from_json(raw))
+        raw["listings"] = {d: digest for d in dirs if (digest := listing_digest(d)) is not None}
+
+
+def _graph_files(ws: Workspace, summary: RunSummary, entry: SliceResult) -> list[str]:
+    """The graph file(s) the (rank, step) compare `entry` matched its dumps with."""
+    run = compared_run(ws, summary)
+    if run is None:
+        return []
+    graph = run.graph_of_dump(entry.graph.split(",") if entry.graph else ())
+    return [graph.source] if graph is not None and graph.source else []
+
+
+def _new_slices(ws: Workspace, summary: RunSummary) -> list[tuple[str, str]]:
+    """The (rank, step) dump dirs of the compared run that came in after a compare of one
+    (rank, step): with no rank x step table to show them, the stale line names them."""
+    slices = run_slices(summary)
+    if len(slices.results) + len(slices.not_begun) != 1 or slices.known is None:
+        return []
+    dumped = dumped_slices(compared_run(ws, summary)) or frozenset()
+    return sorted(dumped - slices.known, key=lambda rs: (number_order(rs[1]), number_order(rs[0])))
 
 
 def slice_dirs(ws: Workspace, summary: RunSummary, entry: SliceResult) -> list[str]:
@@ -191,6 +284,7 @@ def stale_compare_line(
         return None
     entry = entry_for_csv(slice_results(summary), csv_path)
     dirs = slice_dirs(ws, summary, entry) if entry is not None else []
+    listings = _entry_listings(summary, entry)
     moved = benchmark_moved(ws, entry, summary.started_ns) if entry is not None else None
     if moved is not None and entry is not None and entry.right is not None:
         compared = os.path.normpath(entry.right)
@@ -202,8 +296,29 @@ def stale_compare_line(
             or not f.startswith(bench + os.sep)
             or os.path.normpath(os.path.dirname(f)) == compared
         ]
-    found = input_changes(summary, dirs, files)
-    if moved is not None:
+    found = input_changes(summary, dirs, files, listings)
+    since = summary.started_ns
+    graphs = []
+    if entry is not None:
+        graphs = [
+            g for g in _graph_files(ws, summary, entry) if (_changed_at(g) or since + 1) > since
+        ]
+    new = _new_slices(ws, summary)
+    if moved is not None or graphs or new:
         base = found or InputChanges(summary.path.parent, [], [])
-        found = InputChanges(base.result_dir, base.files, base.dirs, moved)
+        found = InputChanges(base.result_dir, base.files, base.dirs, moved, graphs, new)
     return found.text() if found is not None else None
+
+
+def _entry_listings(summary: RunSummary, entry: SliceResult | None) -> dict[str, str] | None:
+    """The `listings` summary.json recorded for the (rank, step) compare `entry`."""
+    if entry is None:
+        return None
+    for raw in summary.results:
+        if str(raw.get("rank")) == entry.rank and str(raw.get("step")) == entry.step:
+            if raw.get("against") is not None and str(raw.get("against")) != entry.against:
+                continue
+            recorded = raw.get("listings")
+            if isinstance(recorded, dict):
+                return {k: v for k, v in recorded.items() if isinstance(v, str)}
+    return None
