@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from precision_shell.compare.metrics.cells import COSINE, metric_column
+from precision_shell.compare.metrics.cells import ALIAS_TEXT, COSINE, metric_column
 from precision_shell.compare.results.columns import (
     KIND_INPUT,
     ResultColumns,
@@ -34,6 +34,7 @@ from precision_shell.compare.results.slice_results import (
     entry_for_csv,
     rank_step_table,
     recount,
+    unmatched_text,
 )
 from precision_shell.compare.results.summary import RunSummary, summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
@@ -216,7 +217,10 @@ def summarize(table: ResultTable, rule: ThresholdRule, limit: int | None) -> Com
     action="append",
     default=[],
     metavar="NAME:THRESHOLD",
-    help="extra limit, e.g. MaxAbsoluteError:0.1 (errors fail above, cosine below)",
+    help=(
+        "extra limit, e.g. MaxAbsoluteError:0.1 (errors fail above, cosine below); short "
+        f"names: {ALIAS_TEXT}"
+    ),
 )
 @argument(
     "--plot",
@@ -261,7 +265,12 @@ def _notes(
 ) -> list[str]:
     """What vcs says of the compare before its rows: inputs changed since, how it was picked."""
     stale = stale_line(ctx, summary, csv_path)
-    return ([stale] if stale is not None else []) + pick.notes("vcs")
+    unmatched = unmatched_text(summary, csv_path)
+    return (
+        ([stale] if stale is not None else [])
+        + pick.notes("vcs")
+        + ([unmatched] if unmatched is not None else [])
+    )
 
 
 def stale_line(

@@ -46,6 +46,7 @@ from precision_shell.compare.rank_divergence import (
     rank_pair_plans,
 )
 from precision_shell.compare.results.columns_cache import CACHE_DIR as COLUMNS_CACHE_DIR
+from precision_shell.compare.results.input_changes import record_listings
 from precision_shell.compare.results.slice_results import run_slices
 from precision_shell.compare.results.summary import SUMMARY_NAME, RunSummary
 from precision_shell.compare.results.thresholds import ThresholdRule
@@ -214,6 +215,7 @@ def run_statistics(
     if plans[0][0] is not None:
         summary.not_selected = not_selected(ws.run(request.run), compares_to_run.selected())
         summary.nothing_to_compare = [e.record() for e in compares_to_run.empty]
+    record_listings(ws, summary)  # what each (rank, step) read, for its readers' stale line
     summary.write(out_dir / SUMMARY_NAME)
     warnings = [w for _, plan, _ in plans for w in plan.index_warnings]
     return StatisticsCompareResult(out_dir, summary, compares, index_warnings=warnings)
@@ -289,6 +291,7 @@ def _run(
         not_begun=[not_begun_record(where, plan) for where, plan in slices[len(done) :] if where],
         started_ns=started,
     )
+    record_listings(ws, summary)  # what each (rank, step) read, for its readers' stale line
     summary.write(out_dir / SUMMARY_NAME)
     slot.finish(
         len(done) == len(slices)
@@ -365,6 +368,7 @@ def _run_across_ranks(
         ],
         started_ns=started,
     )
+    record_listings(ws, summary)  # what each (rank, step) read, for its readers' stale line
     summary.write(out_dir / SUMMARY_NAME)
     slot.finish(len(done) == len(pairs) and not any(r.interrupted for _, r in done))
     _raise_if_lost(runs, summary, out_dir)
@@ -391,6 +395,12 @@ def _slice_result(where: DumpSlice | None, run: CompareRun) -> dict[str, Any]:
         "files_done": run.files_done,
         "files_total": run.tasks,
         **({} if run.resumed_from is None else {"resumed_from_files": run.resumed_from}),
+        # dump files not placed in the graph: their ops are in no row (vcs says so)
+        **(
+            {"unmatched": len(run.skipped), "unmatched_first": run.skipped[0]}
+            if run.skipped
+            else {}
+        ),
     }
 
 

@@ -55,11 +55,20 @@ class RunIndex:
         return sorted(found, key=number_order)
 
     def slice(self, rank: str | None = None, step: str | None = None) -> DumpSlice:
-        """The (rank, step) slice; the lowest rank and its first step by default. A rank or
-        step the run does not have is a PrecisionError listing the ones it has."""
+        """The (rank, step) slice; the lowest rank and its first step by default, the lowest
+        rank that dumped `step` when only it is given. A rank or step the run does not have is
+        a PrecisionError listing the ones it has."""
         if not self.slices:
             raise PrecisionError(f"{self.run.root}: no dump dir in this run")
         ranks = self.ranks()
+        if rank is None and step is not None:
+            # a step given alone: the lowest rank that dumped it
+            having = [r for r in ranks if str(step) in self.steps(r)]
+            if not having:
+                raise PrecisionError(
+                    f"{self.name}: no rank dumped step {step}; steps: {', '.join(self.steps())}"
+                )
+            rank = having[0]
         rank = ranks[0] if rank is None else str(rank)
         if rank not in ranks:
             raise PrecisionError(f"{self.name}: no rank {rank}; ranks: {', '.join(ranks)}")

@@ -122,3 +122,50 @@ def test_a_graph_dir_naming_no_parsed_graph_is_a_warning(tiny_demo):
     )
     assert warnings[0].endswith("its dumps are matched by op name only")
     assert len(ws.run().dumps) > 0
+
+
+def test_a_step_given_alone_is_the_lowest_rank_that_dumped_it(tiny_demo):
+    """QA Q10: `ls --step 2` where only rank 1 dumped step 2 said "rank 0 has no step 2"."""
+    import pytest
+
+    from precision_shell.errors import PrecisionError
+    from tests.commands.shell_fixture import open_shell, rendered, run_ok
+
+    root, _ = tiny_demo
+    step = _step_dir(root)
+    _add(step, "1", step.name)
+    _add(step, "1", "2")
+    run = Workspace.open(root, use_cache=False).run()
+    assert (run.slice(step="2").rank, run.slice(step="2").step) == ("1", "2")
+    assert run.slice().rank == "0"
+    with pytest.raises(PrecisionError, match=r"no rank dumped step 7; steps: "):
+        run.slice(step="7")
+    with pytest.raises(PrecisionError, match="rank 0 has no step 2"):
+        run.slice("0", "2")
+    assert "Conv2D" in rendered(run_ok(open_shell(root), "ls --step 2 -t Conv2D"))
+
+
+def test_vcs_says_which_dump_files_the_compare_could_not_place(tiny_demo):
+    """QA Q10: vc says "dump files not matched"; vcs on the same result said nothing, and
+    those ops simply had no rows."""
+    import shutil
+
+    from tests.commands.shell_fixture import open_shell, run_ok
+
+    root, _ = tiny_demo
+    step = _step_dir(root)
+    real = next(f for f in sorted(step.iterdir()) if f.name.startswith("Conv2D."))
+    stray = step / real.name.replace(real.name.split(".")[1], "not_in_the_graph", 1)
+    shutil.copy(real, stray)
+    shell = open_shell(root)
+    result = run_ok(shell, "vc")
+    assert (
+        result.primary.record().skipped[:1]
+        and "not_in_the_graph" in result.primary.record().skipped[0]
+    )
+    notes = run_ok(shell, "vcs").notes
+    assert any(
+        n.startswith("1 dump file was not matched to the graph: their ops have no rows here (e.g. ")
+        and "not_in_the_graph" in n
+        for n in notes
+    )

@@ -388,3 +388,22 @@ def partial_text(summary: RunSummary | None, csv_path: Path) -> str | None:
     if shown is None:
         return summary.primary.partial_text
     return "partial" if shown.partial else None
+
+
+def unmatched_text(summary: RunSummary | None, csv_path: Path) -> str | None:
+    """What the compare of `csv_path` left out as not placed in the graph (vc's "dump files not
+    matched"): their ops have no row, so a reader of the CSV must be told; None when none."""
+    if summary is None:
+        return None
+    count, first = 0, ""
+    raw = next(
+        (e for e in summary.results if Path(str(e.get("csv") or "")).name == csv_path.name), None
+    )
+    if raw is not None and isinstance(raw.get("unmatched"), int):
+        count, first = raw["unmatched"], str(raw.get("unmatched_first") or "")
+    elif Path(summary.primary.csv).name == csv_path.name and summary.primary.skipped:
+        count, first = len(summary.primary.skipped), summary.primary.skipped[0]
+    if not count:
+        return None
+    files = "1 dump file was" if count == 1 else f"{count} dump files were"
+    return f"{files} not matched to the graph: their ops have no rows here (e.g. {first})"
