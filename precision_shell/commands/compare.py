@@ -13,7 +13,12 @@ from precision_shell.commands.foreign_rule_args import (
     no_foreign_rule,
 )
 from precision_shell.compare import runner as compare_runner
-from precision_shell.compare.metrics.cells import METRIC_ALIASES, METRIC_COLUMNS, metric_column
+from precision_shell.compare.metrics.cells import (
+    ALIAS_TEXT,
+    METRIC_ALIASES,
+    METRIC_COLUMNS,
+    metric_column,
+)
 from precision_shell.compare.pipeline.dask_backend import DaskTarget
 from precision_shell.compare.pipeline.execute import VectorCompareResult
 from precision_shell.compare.pipeline.worker import CompareOptions
@@ -62,7 +67,11 @@ def parse_algorithms(text: str | None) -> tuple[str, ...] | None:
 @argument("-g", "--graph", help="graph name (substring) to match the dump with")
 @argument("-r", "--run", help="device run to compare (debug_N); default debug_0")
 @argument("--max", type=int, metavar="N", help="compare only the first N dump files")
-@argument("--alg", metavar="LIST", help="metrics to compute, e.g. cos,mae (default: all)")
+@argument(
+    "--alg",
+    metavar="LIST",
+    help=f"metrics to compute, e.g. cos,mae (default: all); short names: {ALIAS_TEXT}",
+)
 @argument(
     "--overflow",
     action="store_true",
@@ -110,7 +119,7 @@ def parse_algorithms(text: str | None) -> tuple[str, ...] | None:
 def vc_command(
     ctx: ShellContext, args: argparse.Namespace
 ) -> VectorCompareResult | RankDivergenceResult | StatisticsCompareResult | ForeignCompareResult:
-    """vc [-lt LEFT -rt RIGHT] [-g GRAPH] [--rank R|all] [--step S|all] [--across ranks] [--max N] [--alg LIST] [-o OUTDIR] [--scheduler ADDR | --cluster local[:N]] [--max-err E | --cos-min C --rmse-max R]
+    """vc [-lt LEFT -rt RIGHT] [-g GRAPH] [-r RUN] [--rank R|all] [--step S|all] [--across ranks] [--max N] [--alg LIST] [--overflow] [-o OUTDIR] [--backend B] [-j N] [--scheduler ADDR | --cluster local[:N]] [--resume] [--max-err E | --cos-min C --rmse-max R]
 
     Whole-network compare of every dumped tensor; writes result_<ts>.csv and summary.json.
     `vc --resume` continues the last partial compare (Ctrl-C, killed) where it stopped.

@@ -67,12 +67,18 @@ def help_command(ctx: ShellContext, args: argparse.Namespace) -> HelpIndex | Com
 
     List the commands, or explain one with all of its flags.
     """
+    if args.name in _EXIT.aliases or args.name == _EXIT.name:
+        return CommandHelp(_EXIT.name, _EXIT.aliases, _EXIT.usage, f"{_EXIT.summary}\n")
     if args.name:
         cmd = REGISTRY.lookup(args.name)
         return CommandHelp(cmd.name, cmd.aliases, cmd.usage, cmd.parser().format_help())
     entries = [HelpEntry(c.name, c.aliases, c.usage, c.summary) for c in REGISTRY.commands()]
-    entries.append(HelpEntry("exit", ("quit",), "exit | quit | Ctrl-D", "Leave the shell."))
+    entries.append(_EXIT)
     return HelpIndex(sorted(entries, key=lambda e: e.name))
+
+
+# not a command: the dispatcher ends the session on these words (and on Ctrl-D)
+_EXIT = HelpEntry("exit", ("quit",), "exit | quit | Ctrl-D", "Leave the shell (exit status 0).")
 
 
 @command("run", raw_args=True)

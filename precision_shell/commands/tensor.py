@@ -314,7 +314,7 @@ def _save_pair(
 )
 @argument("--run", metavar="RUN", help="MegEngine / SigmaStar dumps: this run only")
 def dc_command(ctx: ShellContext, args: argparse.Namespace) -> DecodedFiles | ForeignDecoded:
-    """dc NAME_OR_FILE [-f FORMAT] [-o OUTDIR] [--rank R] [--step S] [--run RUN]
+    """dc NAME_OR_FILE_OR_DIR [-f FORMAT] [-o OUTDIR] [--rank R] [--step S] [--run RUN]
 
     Decode device dump files to .npy, optionally converted to a layout.
 

@@ -232,7 +232,8 @@ def render_dump_config(console: Console, files: DumpConfigFiles) -> None:
     plan = files.plan
     console.print(
         Text(
-            f"tensor dump config: {len(plan.ops)} ops ({len(plan.suspects)} suspects + producers "
+            f"tensor dump config: {len(plan.ops)} ops ({len(plan.suspects)} "
+            f"suspect{'s' if len(plan.suspects) != 1 else ''} + producers "
             f"to depth {plan.depth}), ~{plan.tensor_bytes:,} bytes, {plan.ratio:.1f}x less than "
             f"a full dump of {plan.full_bytes:,} bytes"
         )

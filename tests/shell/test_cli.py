@@ -74,6 +74,13 @@ def test_e_help_on_an_empty_workspace(workspace: Path, capsys: pytest.CaptureFix
     assert err == ""
 
 
+def test_help_explains_exit_and_quit(workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`help` lists exit (quit), and `help CMD` explains every command it lists (QA)."""
+    assert main([str(workspace), "-e", "help exit; help quit"]) == 0
+    out, err = capsys.readouterr()
+    assert out.count("usage: exit | quit | Ctrl-D") == 2 and err == ""
+
+
 def test_e_with_a_failing_command_exits_1(
     workspace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -53,6 +53,9 @@ METRIC_ALIASES: dict[str, str] = {
     "meanre": MEAN_REL,
 }
 
+# the short names, as help texts list them
+ALIAS_TEXT = ", ".join(f"{alias} = {column}" for alias, column in METRIC_ALIASES.items())
+
 
 def metric_column(name: str) -> str | None:
     """A CSV metric column from its name (any case) or short alias; None when unknown."""
