@@ -72,7 +72,8 @@ class HarvestOutcome:
         if self.run_error:
             return f"the debugged run failed ({self.run_error}); {self.summary_line}"
         if self.missed:
-            return f"{len(self.missed)} tensors not saved; {self.summary_line}"
+            n = len(self.missed)
+            return f"{n} tensor{'s' if n != 1 else ''} not saved; {self.summary_line}"
         return None
 
 

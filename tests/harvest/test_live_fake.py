@@ -180,18 +180,19 @@ def test_hang_while_writing_times_out_per_command(tmp_path: Path) -> None:
     assert report.child_status == "stopped"
 
 
-def test_tfdbg_errors_and_pickled_values_are_missed_with_the_reason(tmp_path: Path) -> None:
+def test_tfdbg_errors_are_missed_and_pickled_values_hold_no_numbers(tmp_path: Path) -> None:
+    """A tfdbg error is a tensor missed; a value of Python objects (a resource handle, strings)
+    is no tensor of numbers: listed apart, not written, no failure of the harvest."""
     report, out = _harvest(tmp_path, pt_refuse=["dense/Relu:0"], pt_pickle=["../x:0"])
     reasons = {(m.tensor_name, m.dump_index): m.reason for m in report.missed}
     assert reasons == {
         ("dense/Relu:0", 0): 'tfdbg: Tensor "dense/Relu:0" did not generate any dumps.',
-        (
-            "../x:0",
-            0,
-        ): "holds Python objects (pickled data); refusing to load it (allow_pickle=False)",
     }
+    assert [(m.tensor_name, m.reason) for m in report.no_values] == [
+        ("../x:0", "Python objects, not numbers")
+    ]
     _assert_saved_exactly(report, out, skip={"dense/Relu:0", "../x:0"})
-    assert report.error_message == f"2 tensors not saved; 6 of 8 tensors saved to {out}"
+    assert report.error_message == f"1 tensor not saved; 6 of 7 tensors saved to {out}"
 
 
 def test_listing_is_read_from_the_screen_when_lt_cannot_write_its_file(tmp_path: Path) -> None:
