@@ -91,7 +91,7 @@ def test_tf_run_takes_the_quoted_command_form(tmp_path: Path) -> None:
     shell = open_shell(tmp_path)
     outcome = shell.execute(f'tf_run "{sys.executable} {FAKE_TFDBG} {spec}"')
     assert outcome.error == (
-        f"1 tensors not saved; 7 of 8 tensors saved to {tmp_path / 'precision_data' / 'tf' / 'dump'}"
+        f"1 tensor not saved; 7 of 8 tensors saved to {tmp_path / 'precision_data' / 'tf' / 'dump'}"
     )
     text = render(outcome.result)
     assert 'dense/Relu:0 (dump 0): tfdbg: Tensor "dense/Relu:0" did not generate any dumps.' in text
