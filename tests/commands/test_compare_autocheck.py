@@ -96,18 +96,18 @@ def test_ac_c_runs_vc_then_vcs(demo):
     assert "vc: device vs benchmark" in text
     assert f"[4] [Conv2D] {CONV2}" in text
     assert "first outputs failing the thresholds" in text
-    # diagnosis: the overflow (NaN/inf born) first, the wrong constant second
+    # diagnosis: the wrong constant first (it runs first: index 4), the overflow second
     d = check.diagnosis
-    assert [c.op for c in d.causes] == ["l2_loss/Sum", CONV2]
-    assert d.causes[0].reason.startswith("NaN/inf born here")
+    assert [c.op for c in d.causes] == [CONV2, "l2_loss/Sum"]
+    assert d.causes[1].reason.startswith("NaN/inf born here")
     assert d.baseline == CONV2  # what the older tools report: the first op below 0.98
-    assert check.root_cause.cause.op == "l2_loss/Sum"
-    assert check.root_cause.next_commands[0] == "ni l2_loss/Sum -s 2"
-    assert check.root_cause.next_commands[1].startswith("cp ReduceSumD.l2_loss_Sum.")
-    assert "Root cause" in text and "NaN/inf born here" in text
+    assert check.root_cause.cause.op == CONV2
+    assert check.root_cause.next_commands[0] == f"ni {CONV2} -s 2"
+    assert check.root_cause.next_commands[1].startswith("cp Conv2D.conv2_Conv2Drelu2_Relu.")
+    assert "Root cause" in text and "other candidates: l2_loss/Sum (NaN/inf)" in text
     summary = json.loads(check.compare.summary_path.read_text())["diagnosis"]
-    assert [c["op"] for c in summary["root_causes"]] == ["l2_loss/Sum", CONV2]
-    first, second = summary["root_causes"]
+    assert [c["op"] for c in summary["root_causes"]] == [CONV2, "l2_loss/Sum"]
+    second, first = summary["root_causes"]  # first: the overflow, second: the wrong constant
     assert set(first) == {
         "op",
         "type",

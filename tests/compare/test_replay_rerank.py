@@ -63,14 +63,14 @@ def _evidence():  # noqa: ANN202
     return graph, collect_evidence(graph, rows, COSINE_ONLY)
 
 
-def test_proven_wrong_kernels_rank_first_by_own_error_and_exact_ones_keep_their_order():
+def test_proven_wrong_kernels_rank_first_in_execution_order_and_exact_ones_keep_their_order():
     graph, evidence = _evidence()
     causes = [_cause("d", 3, 30.0), _cause("e", 4, 25.0), _cause("b", 1, 10.0)]
     done = _pass(
         {
             "d": _output(EXACT),
-            "e": _output(OwnError(0.99, 0.1, 0.01, 40.0)),  # wrong: 40 ULP, 1% overall
-            "b": _output(OwnError(0.98, 0.2, 0.02, 300.0)),  # wrong, and more so
+            "e": _output(OwnError(0.98, 0.2, 0.02, 300.0)),  # wrong: 300 ULP
+            "b": _output(OwnError(0.99, 0.1, 0.01, 40.0)),  # wrong, less so, but first
         }
     )
     ranked = rerank(causes, done, graph, evidence)
@@ -99,7 +99,10 @@ def test_a_rounding_size_error_is_not_proof_even_at_many_ulp():
     assert [c.op for c in ranked] == ["d"]
 
 
-def test_a_nan_the_replay_lacks_outranks_any_finite_error():
+def test_the_first_wrong_kernel_to_run_ranks_first_a_nan_after_it_second():
+    """What goes wrong first is the root cause (QA Q12: one card's root cause was a later
+    NaN alone, and the earlier fault when read across cards): a NaN the replay lacks at d
+    comes after b's finite error, which runs first."""
     graph, evidence = _evidence()
     done = _pass(
         {
@@ -107,8 +110,8 @@ def test_a_nan_the_replay_lacks_outranks_any_finite_error():
             "b": _output(OwnError(0.9, 1, 1, 9e9)),
         }
     )
-    ranked = rerank([_cause("b", 1), _cause("d", 3)], done, graph, evidence)
-    assert [c.op for c in ranked] == ["d", "b"]
+    ranked = rerank([_cause("d", 3), _cause("b", 1)], done, graph, evidence)
+    assert [c.op for c in ranked] == ["b", "d"]
 
 
 def test_cause_json_says_replay_or_estimate_with_the_own_error():
@@ -228,7 +231,7 @@ def _isolated(out: OutputReplay, red: float) -> OutputReplay:
     return replace(out, isolated=OwnError(1.0 - red * red / 2, red, red, 10.0))
 
 
-def test_a_proven_constant_difference_joins_ahead_of_the_estimate_and_overflows_keep_order():
+def test_proven_constant_differences_and_overflows_rank_in_execution_order():
     graph, evidence = _evidence()
     causes = [_cause("e", 4, 30.0), _cause("d", 3, 25.0), _cause("b", 1, 12.0)]
     done = _pass(
@@ -243,13 +246,13 @@ def test_a_proven_constant_difference_joins_ahead_of_the_estimate_and_overflows_
     assert done.differing == ["b", "c"]
     assert done.to_json()["constants_differ"] == ["b", "c"]
     ranked = rerank(causes, done, graph, evidence)
-    assert [c.op for c in ranked] == ["d", "b", "c", "e"]
-    joined = ranked[2]
+    assert [c.op for c in ranked] == ["b", "c", "d", "e"]  # proven faults, the first first
+    joined = ranked[1]
     assert joined.reason.startswith("replay: from the benchmark's own inputs its output is still")
     assert "0.2 off (rel. Euclidean; rounding allows 0.002)" in joined.reason
-    # a proven-wrong kernel still comes first
+    # a proven-wrong kernel before them comes first
     done.reports["a"] = _pass({"a": _output(OwnError(0.9, 1.0, 0.1, 200.0))}).reports["a"]
-    assert [c.op for c in rerank(causes, done, graph, evidence)][:2] == ["a", "d"]
+    assert [c.op for c in rerank(causes, done, graph, evidence)][:2] == ["a", "b"]
 
 
 def test_the_reading_with_a_replay_from_the_benchmarks_inputs():

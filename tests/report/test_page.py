@@ -21,7 +21,9 @@ from precision_shell.render.output import Renderer
 from tests.commands.shell_fixture import CONV2, open_shell, run_fail, run_ok
 from tests.report.page_parser import assert_self_contained, parse_page
 
-ROOT = "l2_loss/Sum"  # the demo's overflow: NaN/inf born there (Index 8)
+ROOT = CONV2  # the demo's wrong constant, the first fault to run (Index 4)
+ROOT_ROW = f"{CONV2}:output:0"
+SUM = "l2_loss/Sum"  # the demo's overflow: NaN/inf born there (Index 8), after it
 SUM_ROW = "l2_loss/Sum:output:0"
 PRIMARY_CSV = "*/result_" + "[0-9]" * 14 + ".csv"  # not the device-vs-device CSV beside it
 
@@ -77,7 +79,7 @@ def test_the_table_holds_every_csv_row_cell_for_cell(ac_report) -> None:
     failing = [cells[7] for tr, cells in page.result_rows if "fail" in tr.classes]
     assert failing[0] == f"{CONV2}:output:0" and failing[1] == SUM_ROW and len(failing) == 3
     root_rows = [cells[7] for tr, cells in page.result_rows if "rc" in tr.classes]
-    assert root_rows == ["l2_loss/Sum:input:0", SUM_ROW]
+    assert root_rows == [f"{CONV2}:input:{k}" for k in range(3)] + [ROOT_ROW]
 
 
 def test_header_states_the_compare(ac_report) -> None:
@@ -154,7 +156,8 @@ def test_every_point_has_a_title_with_the_op_and_its_values(ac_report) -> None:
     )
     assert conv2.text == (
         f"{CONV2}\nIndex 4 · Conv2D · {CONV2}:output:0\n"
-        "cosine 0.892658 · rel. Euclidean 0.493194 · SQNR 6.1 dB\nbelow threshold 0.98"
+        "cosine 0.892658 · rel. Euclidean 0.493194 · SQNR 6.1 dB\nbelow threshold 0.98\n"
+        "root cause"
     )
     titled = [c for _, c in page.plot_circles if "pt" in c.classes]
     assert all(c.text.startswith(c.attrs["data-op"] + "\n") for c in titled)
@@ -164,23 +167,71 @@ def test_the_root_cause_is_marked_in_both_panels_and_labelled(ac_report) -> None
     _, _, _, _, page = ac_report
     marked = [(panel, c) for panel, c in page.plot_circles if "root" in c.classes]
     assert [(p, c.attrs["data-tensor"]) for p, c in marked] == [
-        ("cosine", SUM_ROW),
-        ("sqnr", SUM_ROW),
+        ("cosine", ROOT_ROW),
+        ("sqnr", ROOT_ROW),
     ]
     assert marked[0][1].text.endswith("\nroot cause")
     rings = [(c.attrs["cx"], c.attrs["cy"]) for c in page.by_class("root-ring")]
-    assert rings == [("560.00", "262.00"), ("560.00", "502.00")]
+    assert rings == [("320.00", "183.12"), ("320.00", "469.26")]  # the points plotted above
     (line,) = page.by_class("root-line")
-    assert line.attrs["x1"] == line.attrs["x2"] == "560.00"
+    assert line.attrs["x1"] == line.attrs["x2"] == "320.00"
     (label,) = page.by_class("root-label")
-    assert label.text == f"root cause: {ROOT} [8]"
+    assert label.text == f"root cause: {ROOT} [4]"
 
 
 def test_root_cause_panel_advisor_and_dot_subgraph(ac_report) -> None:
+    """The demo's two faults: the wrong constant at conv2 runs first and is the root cause
+    (its replay proves the constants differ); the overflow at l2_loss/Sum after it is the
+    other candidate, and the advisor's float16 overflow."""
     _, check, _, html, page = ac_report
     section = next(e for e in page.elements if e.attrs.get("id") == "root-cause")
+    text = section.text
+    assert (
+        "output crosses the thresholds (CosineSimilarity 0.892658 < 0.98) while every input "
+        "is within them"
+    ) in text
+    assert "Other candidates[8] l2_loss/Sum: NaN/inf born" in text
+    summary = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
+    cause = summary["diagnosis"]["root_causes"][0]
+    assert cause["op"] == ROOT and cause["replay"]["constants_differ"] is True
+    assert "Evidencereplay from the device's own inputs" in text
+    assert (
+        "Replay saysthe kernel computes what it is given (0.49 ULP own error), but from the "
+        "benchmark's own inputs its output is still 0.49 off"
+    ) in text
+    assert "its constant inputs (weights, bias, scale) or its attributes" in text
+    advisor = next(e for e in page.elements if e.attrs.get("id") == "advisor")
+    assert "float16 overflow" in advisor.text and f"[8] {SUM}" in advisor.text
+    if shutil.which("dot") is None:
+        pytest.skip("graphviz `dot` not installed: the .gv fallback is tested below")
+    # dot's SVG inlined, nodes filled by output cosine as `ni -s` fills them
+    assert page.subgraph_nodes[ROOT] == "#ef9a9a"  # 0.892658 < 0.98
+    assert page.subgraph_nodes["pool1/MaxPool"] == "#c8e6c9"
+    assert page.subgraph_nodes["conv2/Conv2D/folded_filter"] == "#eeeeee"  # not compared
+    assert len(page.subgraph_nodes) == 10  # depth 2 around the root cause
+    assert "<?xml" not in html and "<!DOCTYPE svg" not in html
+
+
+@pytest.fixture(scope="module")
+def overflow_report(tmp_path_factory):
+    """The demo with its overflow alone: the root cause is where it is born."""
+    from precision_shell.demo.builder import build_demo
+    from precision_shell.demo.spec import FP16_OVERFLOW, DemoSpec, Fault
+
+    root = tmp_path_factory.mktemp("overflow_only")
+    build_demo(root, DemoSpec(size="tiny", faults=(Fault(FP16_OVERFLOW, SUM, 4.0),)))
+    shell = open_shell(root)
+    shell.context.settings.override("thresholds.relative_euclidean_distance", math.inf)
+    check = run_ok(shell, "ac -c --report")
+    html = check.report_path.read_text(encoding="utf-8")
+    return check, html, parse_page(html)
+
+
+def test_an_overflow_root_cause_panel_reads_its_replay(overflow_report) -> None:
+    check, _, page = overflow_report
+    section = next(e for e in page.elements if e.attrs.get("id") == "root-cause")
+    assert f"Op{SUM}Type" in section.text
     assert "NaN/inf born here: finite inputs, non-finite output" in section.text
-    assert "Other candidates" in section.text and f"[4] {CONV2}" in section.text
     # own vs inherited, from the replay ac -c ran on the candidates: the reduce is exact
     # (0 ULP own) and its exact sum exceeds float16; the inherited part is its input's drift
     summary = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
@@ -194,19 +245,14 @@ def test_root_cause_panel_advisor_and_dot_subgraph(ac_report) -> None:
         f"{inherited['relative_euclidean_distance']}, max abs {inherited['max_abs_error']}, "
         f"ULP {inherited['max_ulp']}"
     ) in text
-    assert inherited["relative_euclidean_distance"] > 0.01  # the input's drift, not rounding
     assert "Replay saysthe kernel computes what it is given" in text
     assert "the overflow happens here" in text
-    advisor = next(e for e in page.elements if e.attrs.get("id") == "advisor")
-    assert "float16 overflow" in advisor.text and f"[8] {ROOT}" in advisor.text
     if shutil.which("dot") is None:
-        pytest.skip("graphviz `dot` not installed: the .gv fallback is tested below")
-    # dot's SVG inlined, nodes filled by output cosine as `ni -s` fills them
-    assert page.subgraph_nodes[ROOT] == "#ef9a9a"  # NaN output
-    assert page.subgraph_nodes["l2_loss/Square"] == "#c8e6c9"  # 0.991043 >= 0.99
+        pytest.skip("graphviz `dot` not installed")
+    assert page.subgraph_nodes[SUM] == "#ef9a9a"  # NaN output
+    assert page.subgraph_nodes["l2_loss/Square"] == "#c8e6c9"
     assert page.subgraph_nodes["global_pool/Mean"] == "#c8e6c9"
     assert len(page.subgraph_nodes) == 7  # depth 2 around the root cause
-    assert "<?xml" not in html and "<!DOCTYPE svg" not in html
 
 
 def test_the_page_needs_nothing_from_outside(ac_report) -> None:
@@ -225,10 +271,13 @@ def test_without_dot_the_subgraph_is_the_gv_text(tiny_demo_shared, monkeypatch, 
     page = parse_page(out.read_text(encoding="utf-8"))
     (pre,) = [e for e in page.elements if "gv" in e.classes]
     gv_files = sorted(
-        (root / "precision_data" / "temp" / "report").glob("*/debug_0_l2_loss_Sum_d2.gv")
+        (root / "precision_data" / "temp" / "report").glob("*/debug_0_conv2_Conv2Drelu2_Relu_d2.gv")
     )
     assert pre.text == gv_files[-1].read_text(encoding="utf-8")
-    assert f'"{ROOT}" [label="ReduceSumD\\n{ROOT}\\n[AReduceSumFusionPass]"' in pre.text
+    assert (
+        f'"{ROOT}" [label="Conv2D\\n{ROOT}\\n[ConvBatchnormFusionPass,AutomaticUbFusion]"'
+        in pre.text
+    )
     assert 'fillcolor="#ef9a9a"' in pre.text and 'xlabel="root cause"' in pre.text
     assert not page.subgraph_nodes
     assert any("graphviz `dot` not installed" in e.text for e in page.by_class("note"))

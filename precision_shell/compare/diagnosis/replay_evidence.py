@@ -353,9 +353,9 @@ def rerank(
     graph: GraphIndex,
     evidence: dict[str, OpEvidence],
 ) -> list[RootCause]:
-    """The causes with their replays attached: a network input that differs first, then
-    proven-wrong kernels, then the other faults the replay proves (constants that differ, an
-    overflow born here), then the rest (module rule)."""
+    """The causes with their replays attached: a network input that differs first, then the
+    faults the replay proves (a wrong kernel, constants that differ, an overflow born here)
+    in execution order, then the rest (module rule)."""
     found = [replace(c, replay=done.worst(c.op), replay_skipped=done.skipped(c.op)) for c in causes]
     named = {c.op for c in causes}
     for op in dict.fromkeys(done.wrong + done.differing):
@@ -371,17 +371,18 @@ def rerank(
         cause = measured_cause(graph, evidence, op, report.type, reason)
         if cause is not None:
             found.append(replace(cause, replay=out))
-    wrong = sorted(
-        (c for c in found if proves_wrong(c.replay)),
-        key=lambda c: (-_ulp_key(c.replay), c.position),
+    # every fault a replay proves (a wrong kernel, constants that differ, an overflow born
+    # there), the first to run first: what goes wrong first is the root cause, whatever a
+    # later fault costs (a wrong kernel first at one op, then by its own error)
+    proven = sorted(
+        (c for c in found if proves_fault(c.replay)),
+        key=lambda c: (c.position, not proves_wrong(c.replay), -_ulp_key(c.replay)),
     )
-    # the other proven faults keep the heuristic's order (an op it missed comes after those
-    # it named, in the pass's order): ahead of every cause the replay did not prove
-    proven = [c for c in found if proves_fault(c.replay) and not proves_wrong(c.replay)]
+    # ahead of every cause the replay did not prove, which keep the heuristic's order
     rest = [c for c in found if not proves_fault(c.replay)]
     # a network input fed other data comes first: what goes wrong after it follows from it
     first = [c for c in found if c.input_differs]
-    return first + [c for c in wrong + proven + rest if not c.input_differs]
+    return first + [c for c in proven + rest if not c.input_differs]
 
 
 def isolated_reason(out: OutputReplay) -> str:
