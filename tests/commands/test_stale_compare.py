@@ -198,3 +198,25 @@ def test_a_new_dump_session_is_files_added_not_files_changed(tiny_demo):
         f"the compare {out_dir} predates files added to or removed from "
         f"{new_step.relative_to(root / 'precision_data')}: run vc again"
     ]
+
+
+def test_a_damaged_or_missing_summary_is_never_read_as_a_compare_of_two_dirs(tiny_demo):
+    """QA Q10: with summary.json truncated, ni said the latest compare "compared no (rank,
+    step): two dump dirs"; with it removed, vcs --rank 1 --step 0 said the compare had no
+    rank/step results, beside its per-(rank, step) CSVs."""
+    from tests.commands.shell_fixture import run_fail
+    from tests.workspace.test_rank_step_checks import _add, _step_dir
+
+    root, _ = tiny_demo
+    step = _step_dir(root)
+    _add(step, "1", step.name)
+    shell = open_shell(root)
+    summary = run_ok(shell, "vc --rank all").summary_path
+    text = summary.read_text(encoding="utf-8")
+    summary.write_text(text[: len(text) // 2], encoding="utf-8")
+    shown = " ".join(rendered(run_ok(shell, f"ni {CONV2} --rank 1 --step 0"), 400).split())
+    assert "summary.json: not valid JSON" in shown
+    assert "which (rank, step)s the latest compare" in shown and "two dump dirs" not in shown
+    summary.unlink()
+    error = run_fail(shell, "vcs --rank 1 --step 0").error
+    assert "its summary.json is missing or unreadable" in error and "_rank1_step0.csv" in error

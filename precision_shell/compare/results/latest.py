@@ -174,14 +174,20 @@ def latest_compare(
     path = pick.csv_path
     if is_statistics_csv(path):
         return None  # the newest compare is a statistics one: it has no tensor metrics
+    unreadable = None
     try:
         summary = summary_beside(path)
-    except PrecisionError:
-        summary = None
+    except PrecisionError as exc:
+        summary, unreadable = None, str(exc)
     slices = pick.slices(summary)  # a killed run's from its journal, as vcs reads them
     results = slices.results
     if rank is not None and step is not None:
         wanted = next((r for r in results if r.rank == rank and r.step == step), None)
+        if wanted is None and unreadable is not None and not results:
+            return SliceNotCompared(
+                f"{unreadable}: which (rank, step)s the latest compare ({path.parent}) holds is "
+                f"not known (vc --rank {rank} --step {step} compares it again)"
+            )
         if wanted is None:
             return SliceNotCompared(_not_compared(path, rank, step, slices))
         path = entry_csv(wanted, path)
@@ -193,6 +199,8 @@ def latest_compare(
     entry = entry_for_csv(results, path)
     several = len(results) + len(slices.not_begun) > 1
     found = _load(ws, path, upto, summary, entry, several)
+    if found is not None and unreadable is not None:
+        found.notes.append(f"{unreadable}: its rows are read alone, without the compare's record")
     if found is not None:
         text, cause = pick.partial_state(summary, path)
         if text is not None:

@@ -51,6 +51,13 @@ def slice_csv(
             f"vc --resume -o {csv_path.parent} compares it"
         )
     if not results:
+        per_slice = sorted(csv_path.parent.glob(f"{csv_path.stem}_rank*_step*.csv"))
+        if per_slice:  # the CSVs of several (rank, step)s, without the summary naming them
+            raise PrecisionError(
+                f"{command}: {csv_path.parent}: its summary.json is missing or unreadable, so "
+                f"which CSV is which (rank, step) is not known; -f {per_slice[0]} reads one "
+                "by its path"
+            )
         raise PrecisionError(
             f"{command}: {csv_path.parent}: this compare has no rank/step results "
             "(one dump dir, or an msaccucmp CSV); drop --rank/--step"
