@@ -241,6 +241,7 @@ def node_panel(info: NodeInfo, width: int | None = None) -> Panel:
         parts += [
             Text(""),
             statistics_table(Text(f"statistics dump {newest}{where}"), info.statistics),
+            Text(info.statistics.note, style="dim"),  # pads included: not the benchmark's
         ]
     elif info.statistics_error is not None:
         parts += [Text(""), Text(f"statistics dump: {info.statistics_error}", style="red")]

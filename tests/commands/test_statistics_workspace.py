@@ -194,6 +194,10 @@ def test_every_command_sees_the_statistics_files(pair) -> None:
     assert info.statistics is not None
     assert [r.label for r in info.statistics.rows] == ["input 0", "input 1", "input 2", "output 0"]
     assert info.dump_files[-1].endswith(".csv")
+    # the device's mean holds a padded layout's zeros: said beside them, as pt says it (QA)
+    assert "values the device recorded on the stored layout (pads included)" in " ".join(
+        rendered(run_ok(shell, f"ni {NAN_OP}"), width=400).split()
+    )
     shown = run_ok(shell, f"pt {NAN_OP}")
     out = shown.rows[-1]
     assert out.kind == "output" and out.values["nan_count"] >= 1 and out.shape == (4, 10)
