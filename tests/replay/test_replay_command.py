@@ -179,7 +179,7 @@ def test_rank_and_step_on_a_single_rank_workspace(healthy):
     assert '"rank": null, "step": null' in default.text  # one dump dir: no slice to name
     assert run_fail(shell, f"replay {DENSE} --rank 3").error == "debug_0: no rank 3; ranks: 0"
     assert run_fail(shell, f"replay {DENSE} --step 9").error == (
-        "debug_0: rank 0 has no step 9; steps: 0"
+        "debug_0: no rank dumped step 9; steps: 0"
     )
 
 
