@@ -15,6 +15,7 @@ from precision_shell.commands.autocheck import AutoCheck
 from precision_shell.compare.diagnosis.advisor import GLOBAL_CONSISTENCY, Finding
 from precision_shell.compare.diagnosis.replay_evidence import (
     proves_wrong,
+    replay_clears,
     replay_reading,
 )
 from precision_shell.compare.diagnosis.root_cause import INPUT_EVIDENCE, RootCause
@@ -236,6 +237,8 @@ def other_candidates_text(causes: list[RootCause]) -> str | None:
 
 
 def _candidate(cause: RootCause) -> str:
+    if replay_clears(cause):
+        return f"{cause.op} (its replay clears it: deviation inherited)"
     if proves_wrong(cause.replay):
         assert cause.replay is not None
         return f"{cause.op} (kernel wrong: {ulp_text(cause.replay.own.max_ulp)} ULP)"

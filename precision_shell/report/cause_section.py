@@ -226,7 +226,8 @@ def root_cause_section(data: ReportData, picture: SubgraphPicture | None) -> str
     others = data.root_causes[1:]
     if others:
         items = "".join(
-            f"<li>[{esc(c.get('index'))}] {esc(c.get('op'))}: {esc(c.get('reason', ''))}</li>"
+            f"<li>[{esc(c.get('index'))}] {esc(c.get('op'))}: {esc(c.get('reason', ''))}"
+            f"{esc(_replay_said(c))}</li>"
             for c in others
         )
         parts.append(f"<h3>Other candidates</h3><ul>{items}</ul>")
@@ -269,3 +270,10 @@ def _op_label(finding: dict[str, Any]) -> str:
         return "(whole network)"
     index = finding.get("index")
     return f"[{index}] {op}" if index is not None else str(op)
+
+
+def _replay_said(cause: dict[str, Any]) -> str:
+    """` (replay: ...)`: what the replay of another candidate says (it may clear it)."""
+    replay = cause.get("replay")
+    verdict = replay.get("verdict") if isinstance(replay, dict) else None
+    return f" (replay: {verdict})" if isinstance(verdict, str) and verdict else ""

@@ -115,11 +115,11 @@ def test_ac_c_names_the_earliest_fault_across_cards_and_each_other_cards_own(tmp
     assert [(c["op"], c["rank"]) for c in saved["root_causes"]][:1] == [(CONV1, "2")]
     (other,) = saved["other_cards"]
     assert (other["rank"], other["step"], other["op"]) == ("1", "0", DENSE)
-    assert other["reason"] == "NaN/inf born here: finite inputs, non-finite output"
+    assert other["reason"] == "NaN/inf born here: finite data inputs, non-finite output"
     dense_index = other["index"]
     assert panel.card_notes == [
         f"rank 1: matches the benchmark here; its own root cause is {DENSE} (index "
-        f"{dense_index}): NaN/inf born here: finite inputs, non-finite output "
+        f"{dense_index}): NaN/inf born here: finite data inputs, non-finite output "
         "(ac -c --rank 1 --step 0)"
     ]
     text = render(check)
@@ -143,7 +143,7 @@ def test_ac_c_does_not_call_a_fault_every_cards_when_one_card_has_its_own(tmp_pa
         f"rank 1: fails here too, and has a root cause of its own at {DENSE} (index "
     )
     assert note.endswith(
-        "NaN/inf born here: finite inputs, non-finite output (ac -c --rank 1 --step 0)"
+        "NaN/inf born here: finite data inputs, non-finite output (ac -c --rank 1 --step 0)"
     )
 
 

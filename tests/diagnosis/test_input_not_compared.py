@@ -39,8 +39,8 @@ def test_an_op_reading_an_input_with_no_benchmark_is_not_said_to_have_good_input
     assert math.isnan(cause.input_quality) and math.isnan(cause.input_cosine)
     assert "while every input is within them" not in cause.reason
     assert cause.reason.endswith(
-        "; its data input 0 could not be compared (no benchmark tensor), so whether the op or "
-        "what it was given is wrong is not known"
+        "; its data input 0 (input:0) could not be compared (no benchmark tensor), so whether "
+        "the op or what it was given is wrong is not known"
     )
     text = " ".join(rendered(check, width=400).split())
     assert "inputs not compared (data input 0: no benchmark tensor) -> outputs -0.9 dB" in text
@@ -57,8 +57,8 @@ def test_the_replay_of_such_an_op_points_at_what_it_was_given(unmeasured_input):
     text = " ".join(rendered(check, width=400).split())
     assert (
         "the kernel computes what it is given (0.5 ULP own error), so what differs is what it "
-        "was given: its data input 0 (no benchmark tensor to compare with: harvest it, or check "
-        "the data fed) or its constant inputs"
+        "was given: its data input 0 (no benchmark tensor to compare with: harvest it) or its "
+        "constant inputs"
     ) in text
     assert "what differs is what the device gave it besides data" not in text
 
@@ -84,3 +84,33 @@ def test_a_fed_placeholder_s_benchmark_makes_the_input_the_root_cause(fed_input)
     )
     text = " ".join(rendered(check, width=400).split())
     assert "quality the data fed: -1.6 dB (cosine 0.269491)" in text
+
+
+@pytest.fixture(scope="module")
+def unmeasured_mid(tmp_path_factory):
+    """A wrong constant at conv3, whose output's benchmark is missing: conv3 has no compared
+    output, and the op reading it has an input no compare measured."""
+    root = tmp_path_factory.mktemp("unmeasured_mid")
+    faults = (Fault("wrong_constant", "conv3/Conv2D", 0.3),)
+    build_demo(root, DemoSpec(size="small", blocks=3, seed=32, faults=faults, second_run=False))
+    for f in (root / "precision_data" / "tf" / "dump").glob("relu3_Relu.0.*.npy"):
+        f.unlink()
+    return root
+
+
+@pytest.mark.parametrize("mode", ["", " --replay all"])
+def test_a_missing_mid_network_benchmark_is_not_read_through_its_kernel(unmeasured_mid, mode):
+    """QA Q13: the consumer of conv3 borrowed conv3's inputs' quality through its kernel:
+    it was named with "every input is within them", "inputs 60.0 dB" and its constants blamed,
+    and conv3 appeared nowhere. Now its input is unknown and the reason names what it reads;
+    an op its replay clears comes after it."""
+    check = run_ok(open_shell(unmeasured_mid), f"ac -c{mode}")
+    cause = check.diagnosis.causes[0]
+    assert cause.op == "block1/conv2/Conv2Dblock1/relu2/Relu" and cause.unknown_inputs == (0,)
+    assert "its data input 0 (conv3/Conv2Dres/addrelu3/Relu:0) could not be compared" in (
+        cause.reason
+    )
+    text = " ".join(rendered(check, width=400).split())
+    assert "what differs is what it was given: its data input 0" in text
+    assert "every input is within them" not in cause.reason
+    assert "dense/MatMul (its replay clears it: deviation inherited)" in text

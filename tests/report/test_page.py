@@ -231,7 +231,7 @@ def test_an_overflow_root_cause_panel_reads_its_replay(overflow_report) -> None:
     check, _, page = overflow_report
     section = next(e for e in page.elements if e.attrs.get("id") == "root-cause")
     assert f"Op{SUM}Type" in section.text
-    assert "NaN/inf born here: finite inputs, non-finite output" in section.text
+    assert "NaN/inf born here: finite data inputs, non-finite output" in section.text
     # own vs inherited, from the replay ac -c ran on the candidates: the reduce is exact
     # (0 ULP own) and its exact sum exceeds float16; the inherited part is its input's drift
     summary = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))

@@ -378,8 +378,10 @@ def rerank(
         (c for c in found if proves_fault(c.replay)),
         key=lambda c: (c.position, not proves_wrong(c.replay), -_ulp_key(c.replay)),
     )
-    # ahead of every cause the replay did not prove, which keep the heuristic's order
-    rest = [c for c in found if not proves_fault(c.replay)]
+    # ahead of every cause the replay did not prove, which keep the heuristic's order: those
+    # it could not judge, then those it clears (their deviation inherited within rounding)
+    rest = [c for c in found if not proves_fault(c.replay) and not replay_clears(c)]
+    rest += [c for c in found if not proves_fault(c.replay) and replay_clears(c)]
     # a network input fed other data comes first: what goes wrong after it follows from it
     first = [c for c in found if c.input_differs]
     return first + [c for c in proven + rest if not c.input_differs]
@@ -404,6 +406,17 @@ def added_quality_loss(cause: RootCause) -> float | None:
     else:
         exact = cause.output_quality
     return None if math.isnan(exact) else cause.input_quality - exact
+
+
+def replay_clears(cause: RootCause) -> bool:
+    """The replay ran at the op and clears it: an exact kernel whose deviation is inherited
+    from its inputs (`replay_reading`'s last case), not one that amplifies it, with every data
+    input measured."""
+    out = cause.replay
+    if out is None or proves_fault(out) or cause.unknown_inputs:
+        return False
+    added = added_quality_loss(cause)
+    return added is not None and added < OUTLIER_DROP
 
 
 def replay_reading(cause: RootCause) -> str | None:
@@ -442,7 +455,7 @@ def replay_reading(cause: RootCause) -> str | None:
         plural = "s" if len(cause.unknown_inputs) > 1 else ""
         return (
             f"{exact}, so what differs is what it was given: its data input{plural} {which} "
-            "(no benchmark tensor to compare with: harvest it, or check the data fed) or its "
+            "(no benchmark tensor to compare with: harvest it) or its "
             "constant inputs"
         )
     if added is None:

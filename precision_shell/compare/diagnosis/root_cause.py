@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from precision_shell.compare.pipeline.matcher import constant_input, input_source
 from precision_shell.compare.results.schema import ResultRow
+from precision_shell.compare.results.tally import benchmark_missing
 from precision_shell.compare.results.thresholds import ThresholdRule, zero_benchmark
 from precision_shell.json_numbers import json_number
 from precision_shell.workspace.graph_index import GraphIndex
@@ -129,14 +130,28 @@ class RootCause:
         }
 
 
+class Evidence(dict[str, OpEvidence]):
+    """Each op's compared tensors (`OpEvidence` by op name), and `unmeasured`: the (op, output
+    slot)s that have a benchmark op but could not be compared with it (its file missing or
+    unreadable: `tally.benchmark_missing`). The quality of such an output is unknown: it is
+    never read from its producer's inputs, as a device-only op's (a GE-inserted TransData or
+    Cast, no benchmark by design) is."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.unmeasured: set[tuple[str, int]] = set()
+
+
 def collect_evidence(
     graph: GraphIndex, rows: Iterable[ResultRow], rule: ThresholdRule
 ) -> dict[str, OpEvidence]:
-    evidence: dict[str, OpEvidence] = {}
+    evidence = Evidence()
     for row in rows:
         rec = graph.get(row.op_name)
         if rec is None or not row.kind:
             continue
+        if row.kind == "output" and benchmark_missing(row):
+            evidence.unmeasured.add((rec.name, row.slot))
         q = tensor_quality(row, rule)
         if q is None:
             continue
@@ -209,6 +224,8 @@ def _output_quality(
     ev = evidence.get(name)
     if ev is not None and ev.outputs:
         return ev.outputs.get(idx) or min(ev.outputs.values(), key=lambda q: q.sqnr)
+    if (name, idx) in getattr(evidence, "unmeasured", ()):
+        return None  # its benchmark is missing: unknown, not its inputs' quality
     return _input_quality(graph, evidence, name, memo)  # no benchmark here: skip to producers
 
 
@@ -233,11 +250,29 @@ def _unknown_inputs(
     )
 
 
-def _not_compared_text(unknown: tuple[int, ...]) -> str:
-    which = ", ".join(str(k) for k in unknown)
+def _unmeasured_source(graph: GraphIndex, name: str, k: int) -> str | None:
+    """The tensor data input `k` of `name` stands for, named by the first producer up the
+    chain that is not a device-only layout or cast op (`trans_*`, no benchmark by design)."""
+    rec = graph.get(name)
+    if rec is None or k >= len(rec.data_inputs):
+        return None
+    src, idx = rec.data_inputs[k]
+    for _ in range(16):  # a chain of TransData/Cast GE inserted; never a cycle
+        producer = graph.get(src)
+        if producer is None or not src.startswith("trans_") or not producer.data_inputs:
+            break
+        src, idx = producer.data_inputs[0]
+    return f"{src}:{idx}"
+
+
+def _not_compared_text(graph: GraphIndex, name: str, unknown: tuple[int, ...]) -> str:
+    parts = []
+    for k in unknown:
+        source = _unmeasured_source(graph, name, k)
+        parts.append(f"{k} ({source})" if source else str(k))
     return (
-        f"data input{'s' if len(unknown) > 1 else ''} {which} could not be compared (no "
-        "benchmark tensor), so whether the op or what it was given is wrong is not known"
+        f"data input{'s' if len(unknown) > 1 else ''} {', '.join(parts)} could not be compared "
+        "(no benchmark tensor), so whether the op or what it was given is wrong is not known"
     )
 
 
@@ -255,12 +290,17 @@ def localise(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> list[RootCau
         inputs_ok = inp is None or not inp.fails
         reason = ""
         if out.nonfinite and drop == math.inf:
-            reason = "NaN/inf born here: finite inputs, non-finite output"
+            reason = "NaN/inf born here: finite data inputs, non-finite output"
             if unknown:
-                reason = f"NaN/inf first shows here: its {_not_compared_text(unknown)}"
+                reason = (
+                    f"NaN/inf first shows here: its {_not_compared_text(graph, ev.name, unknown)}"
+                )
         elif out.fails and inputs_ok and unknown:
             crossed = "; ".join(out.crossed)
-            reason = f"output crosses the thresholds ({crossed}); its {_not_compared_text(unknown)}"
+            reason = (
+                f"output crosses the thresholds ({crossed}); its "
+                f"{_not_compared_text(graph, ev.name, unknown)}"
+            )
         elif out.fails and inputs_ok:
             crossed = "; ".join(out.crossed)
             reason = f"output crosses the thresholds ({crossed}) while every input is within them"
