@@ -147,7 +147,9 @@ def _num(value: float | None, digits: int = 1) -> str:
 
 
 def point_title(p: PlotPoint, threshold: float, error_panel: ErrorPanel | None = None) -> str:
-    failed = f"below threshold {threshold:g}" if error_panel is None else RULE_FAILS
+    below = p.cosine is not None and not math.isnan(p.cosine) and p.cosine < threshold
+    # a cosine above its threshold fails on another limit (the relative distance)
+    failed = f"below threshold {threshold:g}" if error_panel is None and below else RULE_FAILS
     verdict = "NaN/inf in the data" if p.cosine_nonfinite else (failed if p.fails else "pass")
     if error_panel is None:
         values = (

@@ -76,3 +76,21 @@ def test_op_cosines_keeps_each_ops_worst_output(table) -> None:
     ops = op_cosines(table.rows, COSINE_ONLY)
     assert [(o.op, o.x, o.fails) for o in ops] == [("a", 3, True), ("b", 5, True)]
     assert ops[0].cosine == 0.95 and math.isnan(ops[1].cosine)
+
+
+@pytest.mark.parametrize(
+    ("cosine", "fails", "verdict"),
+    [
+        (0.95, True, "below threshold 0.98"),
+        (0.980439, True, "fails the rule"),  # fails on the relative distance only (QA)
+        (0.999, False, "pass"),
+    ],
+)
+def test_a_point_title_says_below_threshold_only_when_its_cosine_is(cosine, fails, verdict):
+    from precision_shell.report.plot_svg import point_title
+    from precision_shell.report.points import PlotPoint
+
+    point = PlotPoint(
+        2, "conv1", "Conv2D", "conv1:output:0", 4, cosine, f"{cosine}", 30.0, "0.06", fails, False
+    )
+    assert point_title(point, 0.98).endswith("\n" + verdict)
