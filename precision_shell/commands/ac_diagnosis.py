@@ -6,6 +6,7 @@ its rows, the advisor's readings, the next commands)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -318,6 +319,7 @@ def diagnose_compare(
     if chosen is not None and (several or left_out):
         others = slice_check(chosen, cards, left_out)
         diagnosis = with_scope(diagnosis, graph, table.rows, compare.rule, hits, others)
+    replay_named: Callable[..., list[CardDiagnosis] | None] | None = None
     if several and chosen is not None and choice.mode != "none":
         slices = [
             DiagnosedSlice(
@@ -342,6 +344,27 @@ def diagnose_compare(
         def replayer_for(n: int, spent_s: float, before_position: Before = None) -> Replayer:
             entry = cards[n].entry
             return _replayer(ctx, choice, entry, slices[n].where, spent_s, before_position)
+
+        def replay_named(
+            now: list[CardDiagnosis], shown: CardDiagnosis, named: set[tuple[str, str]]
+        ) -> list[CardDiagnosis] | None:
+            """The cards in `named` (but the one shown) replayed in full, each by itself, as
+            its own `ac -c --rank R --step S` would; None when none is to be."""
+            spent = check.slice_replays.elapsed_s if check.slice_replays is not None else 0.0
+            redone = list(now)
+            for n, card in enumerate(now):
+                if card is shown or (card.entry.rank, card.entry.step) not in named:
+                    continue
+                own = with_replays(
+                    slices[n].diagnosis,
+                    card.graph,
+                    card.table.rows,
+                    compare.rule,
+                    hits,
+                    replayer_for(n, spent),
+                )
+                redone[n] = replace(card, diagnosis=own)
+            return redone if redone != now else None
 
         at = cards.index(chosen)
         diagnoses: list[Diagnosis] | None = None
@@ -378,6 +401,17 @@ def diagnose_compare(
         scope = card_scope(compare.rule, diagnosis.causes[0], chosen, cards)
         later = other_step_faults(diagnosis.causes[0], chosen, cards)
         elsewhere = (scope.own_causes if scope is not None else []) + later.faults
+        if replay_named is not None and choice.mode != "all":
+            # a card named with a root cause of its own is replayed as `ac -c --rank R --step
+            # S` replays it, so the two name the same op (QA: a later NaN birth, the
+            # estimate's first, was named where the card's own replay proves an earlier fault)
+            naming = {(e.rank, e.step) for e, _ in elsewhere}
+            redone = replay_named(cards, chosen, naming)
+            if redone is not None:
+                cards = redone
+                scope = card_scope(compare.rule, diagnosis.causes[0], chosen, cards)
+                later = other_step_faults(diagnosis.causes[0], chosen, cards)
+                elsewhere = (scope.own_causes if scope is not None else []) + later.faults
         if scope is not None or elsewhere:
             diagnosis.other_cards = [(e.rank, e.step, c) for e, c in elsewhere]
     unfinished = _replay_unfinished(diagnosis, check.slice_replays)

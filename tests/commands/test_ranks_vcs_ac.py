@@ -119,9 +119,11 @@ def test_ac_c_names_the_earliest_fault_across_cards_and_each_other_cards_own(tmp
     dense_index = other["index"]
     assert panel.card_notes == [
         f"rank 1: matches the benchmark here; its own root cause is {DENSE} (index "
-        f"{dense_index}): NaN/inf born here: finite data inputs, non-finite output "
-        "(ac -c --rank 1 --step 0)"
+        f"{dense_index}): NaN/inf born here: finite data inputs, non-finite output; its kernel "
+        "is proven wrong by the replay (ac -c --rank 1 --step 0)"  # replayed as --rank 1 does
     ]
+    alone = run_ok(open_shell(root), "ac -c --rank 1 --step 0").root_cause
+    assert alone.cause.op == DENSE
     text = render(check)
     assert f"rank 1: matches the benchmark here; its own root cause is {DENSE}" in text
 
@@ -139,11 +141,14 @@ def test_ac_c_does_not_call_a_fault_every_cards_when_one_card_has_its_own(tmp_pa
         "suspect the op, and each card named below"
     )
     (note,) = panel.card_notes
+    # rank 1's own root cause is conv2 too (its first fault); its NaN at the dense layer,
+    # after it, is its own, and said so
     assert note.startswith(
-        f"rank 1: fails here too, and has a root cause of its own at {DENSE} (index "
+        f"rank 1: fails here too, then has a fault of its own at {DENSE} (index "
     )
     assert note.endswith(
-        "NaN/inf born here: finite data inputs, non-finite output (ac -c --rank 1 --step 0)"
+        "NaN/inf born here: finite data inputs, non-finite output (ac -c --rank 1 --step 0 "
+        "names it after this op)"
     )
 
 

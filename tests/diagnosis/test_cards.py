@@ -86,10 +86,11 @@ def test_cards_failing_alike_but_one_failing_more_is_named_where_it_parts():
         "on every card: all 3 cards fail here at step 0, but they disagree (below): "
         "suspect the op, and each card named below"
     )
+    # rank 1's own fault after the shared one is named (its count note then says no more)
     assert scope.notes == [
-        "rank 1 fails 3 outputs, ranks 0, 2 fail 2: the cards part after this op; the first that "
-        "fails on rank 1 alone: e (index 4) (vc --across ranks compares the cards with each "
-        "other)"
+        "rank 1: fails here too, then has a fault of its own at e (index 4): output crosses "
+        "the thresholds (CosineSimilarity 0.970000000 < 0.98) while every input is within them "
+        "(ac -c --rank 1 --step 0 names it after this op)"
     ]
     alike = [_card("0", fault), _card("1", fault)]
     assert card_scope(COSINE_ONLY, alike[0].cause, alike[0], alike).verdict == (

@@ -106,7 +106,13 @@ def test_the_other_cards_are_read_by_their_replayed_cause(two_cards_pristine, tm
     )
     shell = open_shell(root)
     estimate = run_ok(shell, "ac -c --replay none")
-    assert estimate.root_cause.cause.op == CONV2 and estimate.root_cause.card_notes == []
+    # the estimate alone: ranks 1 and 2 are read by their first fault before conv2, conv1's
+    # loss of its own (QA Q13: their estimate's first was named, whatever ran before)
+    assert estimate.root_cause.cause.op == CONV2
+    assert [n.split(": ")[0:2] for n in estimate.root_cause.card_notes] == [
+        ["rank 1", f"first goes wrong at {CONV1} (index 2)"],
+        ["rank 2", f"first goes wrong at {CONV1} (index 2)"],
+    ]
     panel = run_ok(shell, "ac -c --replay all").root_cause
     assert (panel.cause.op, panel.where) == (CONV1, "rank 1 step 0")
     assert panel.cards == (

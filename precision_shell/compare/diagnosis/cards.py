@@ -31,6 +31,7 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     measured_text,
     proof_text,
     proves_fault,
+    replay_clears,
 )
 from precision_shell.compare.diagnosis.root_cause import OUTLIER_DROP, RootCause
 from precision_shell.compare.pipeline.matcher import input_source
@@ -301,6 +302,38 @@ def _count_notes(
     return notes
 
 
+def _later_own(card: CardDiagnosis, cause: RootCause, faults: set[str]) -> RootCause | None:
+    """A card that goes wrong at `cause` too: its first fault of its own after it (one the
+    card shown lacks, that its replay, if any ran, does not clear), or None."""
+    return next(
+        (
+            c
+            for c in card.diagnosis.causes
+            if c.position > cause.position
+            and c.op != cause.op
+            and fault_of_its_own(c, faults)
+            and not replay_clears(c)
+        ),
+        None,
+    )
+
+
+def _own_cause(card: CardDiagnosis, cause: RootCause) -> RootCause | None:
+    """A card's own root cause as read beside `cause` (another card's): its first, or, when
+    that is not before `cause`, its earliest candidate before `cause` that is a fault its
+    replay (if any ran) does not clear: what goes wrong first on the card (an estimate alone
+    ranks a later NaN birth first)."""
+    own = card.cause
+    if own is not None and own.position < cause.position:
+        return own
+    earlier = [
+        c
+        for c in card.diagnosis.causes
+        if c.position < cause.position and is_fault(c) and not replay_clears(c)
+    ]
+    return min(earlier, key=lambda c: c.position) if earlier else own
+
+
 def card_scope(
     rule: ThresholdRule, cause: RootCause, chosen: CardDiagnosis, cards: list[CardDiagnosis]
 ) -> CardScope | None:
@@ -327,14 +360,23 @@ def card_scope(
             continue
         card_of[other.rank] = card
         outputs = card.outputs_of(cause.op)
-        own = card.cause
+        own = _own_cause(card, cause)
         # its own root cause is this op (a kernel the replay proves wrong may pass the
         # thresholds), or an output here fails them
         fails_here = (own is not None and own.op == cause.op) or any(rule.fails(r) for r in outputs)
         apart = own is not None and fault_of_its_own(own, faults)
+        later_own = _later_own(card, cause, faults) if not apart and fails_here else None
         if own is not None and apart:
             elsewhere.append((other, own))
             notes.append(_elsewhere_note(card, own, cause, fails_here))
+        elif later_own is not None:
+            # it goes wrong here first, as the card shown does, then at a fault of its own
+            elsewhere.append((other, later_own))
+            notes.append(
+                f"rank {other.rank}: fails here too, then has a fault of its own at "
+                f"{_where(later_own)}: {later_own.reason} (ac -c --rank {other.rank} --step "
+                f"{other.step} names it after this op)"
+            )
         elif own is not None and own.op in shared and outputs and not fails_here:
             what = _shared_text(own, _replayed(card))
             alike.setdefault((own.op, what), []).append((other, own))
