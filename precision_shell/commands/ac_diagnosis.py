@@ -444,6 +444,8 @@ def diagnose_compare(
     if diagnosis.causes:
         cause = diagnosis.causes[0]
         rows = [r for r in table.rows if r.op_name == cause.op]
+        if not rows and cause.measured_by:  # a network input: the rows that measured it
+            rows = [r for r in table.rows if r.tensor_index in set(cause.measured_by)]
         # the advisor's reading: its findings on this op, and network-wide ones (drift)
         readings = diagnosis.findings_for(cause.op) + [
             f for f in diagnosis.findings if f.detection == ACCUMULATED_DRIFT and f.op != cause.op

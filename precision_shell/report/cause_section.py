@@ -218,7 +218,12 @@ def root_cause_section(data: ReportData, picture: SubgraphPicture | None) -> str
             *(_foreign_facts(cause) if data.foreign else _split_facts(cause)),
         ]
     )
-    rows = _rows_table(data.rows_of(op), _row_metrics(data))
+    own = data.rows_of(op)
+    measured_by = cause.get("measured_by")
+    if not own and isinstance(measured_by, list):  # a network input: the rows measuring it
+        wanted = {m for m in measured_by if isinstance(m, str)}
+        own = [r for r in data.rows if r.tensor_index in wanted]
+    rows = _rows_table(own, _row_metrics(data))
     parts = [_replay_unfinished(data), facts, "<h3>Its compare rows</h3>", rows]
     advice = [a for a in data.advice if a.get("op") == op]
     for a in advice:

@@ -84,6 +84,20 @@ def test_a_fed_placeholder_s_benchmark_makes_the_input_the_root_cause(fed_input)
     )
     text = " ".join(rendered(check, width=400).split())
     assert "quality the data fed: -1.6 dB (cosine 0.269491)" in text
+    # it has no rows of its own: the panel shows the rows that measured it (QA: it was empty)
+    shown = [r.tensor_index for r in check.root_cause.rows]
+    assert f"{CONV1}:input:0" in shown and all(":input:" in t for t in shown)
+    saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
+    assert sorted(saved["diagnosis"]["root_causes"][0]["measured_by"]) == sorted(shown)
+
+
+def test_the_report_of_an_input_root_cause_shows_the_rows_that_measured_it(fed_input, tmp_path):
+    from tests.report.page_parser import parse_page
+
+    check = run_ok(open_shell(fed_input), "ac -c --report")
+    page = parse_page(check.report_path.read_text(encoding="utf-8"))
+    section = next(e for e in page.elements if e.attrs.get("id") == "root-cause")
+    assert "Its compare rows" in section.text and f"{CONV1}:input:0" in section.text
 
 
 @pytest.fixture(scope="module")

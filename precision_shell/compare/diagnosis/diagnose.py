@@ -91,6 +91,8 @@ def cause_json(cause: RootCause) -> dict[str, Any]:
         if cause.replay_skipped is not None:
             payload["replay_skipped"] = cause.replay_skipped
     payload["measures"] = measures
+    if cause.measured_by:  # no rows of its own: the rows that measured it
+        payload["measured_by"] = list(cause.measured_by)
     return payload
 
 

@@ -85,6 +85,8 @@ class OpEvidence:
     inputs: dict[int, TensorQuality] = field(default_factory=dict)
     outputs: dict[int, TensorQuality] = field(default_factory=dict)
     inferred_output: bool = False  # output quality taken from consumers' input rows
+    # those rows (`op:input:k`), for an inferred output: what a view shows as its rows
+    measured_by: list[str] = field(default_factory=list)
     is_source: bool = False  # no data inputs in the graph: a network input (Data op)
 
 
@@ -117,6 +119,8 @@ class RootCause:
     # the data inputs (by position) no compare measured, nor any upstream of them: no
     # benchmark tensor. The input quality is then unknown (NaN), never taken as perfect
     unknown_inputs: tuple[int, ...] = ()
+    # an op with no rows of its own (a network input): its consumers' input rows measuring it
+    measured_by: tuple[str, ...] = ()
 
     def evidence(self) -> dict:
         """The compare's numbers for this op, as summary.json holds them (`json_number`)."""
@@ -186,6 +190,7 @@ def _infer_undumped_producers(graph: GraphIndex, evidence: dict[str, OpEvidence]
                     is_source=not producer.data_inputs,
                 )
             current = pev.outputs.get(source[1])
+            pev.measured_by.append(f"{ev.name}:input:{k}")
             if current is None or q.sqnr < current.sqnr:
                 pev.outputs[source[1]] = q
 
@@ -318,7 +323,7 @@ def localise(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> list[RootCau
         cause = _cause_of(
             graph, ev.name, ev.op_type, ev.index, ev.position, reason, in_q, in_cos, drop, out
         )
-        cause = replace(cause, unknown_inputs=unknown)
+        cause = replace(cause, unknown_inputs=unknown, measured_by=tuple(ev.measured_by))
         found.append(replace(cause, input_differs=True) if ev.is_source and out.fails else cause)
     found.sort(key=_candidate_order)
     return found
