@@ -298,7 +298,8 @@ def localise(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> list[RootCau
             reason = "NaN/inf born here: finite data inputs, non-finite output"
             if unknown:
                 reason = (
-                    f"NaN/inf first shows here: its {_not_compared_text(graph, ev.name, unknown)}"
+                    "NaN/inf in its output, the first compared; it may be born before it: its "
+                    f"{_not_compared_text(graph, ev.name, unknown)}"
                 )
         elif out.fails and inputs_ok and unknown:
             crossed = "; ".join(out.crossed)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from precision_shell.compare.results.slice_results import (
@@ -55,9 +55,28 @@ class InputChanges:
     graphs: list[str] = field(default_factory=list)  # the graph files it read, changed since
     # (rank, step) dump dirs of the run that came in since (a compare of one: no table says so)
     new_slices: list[tuple[str, str]] = field(default_factory=list)
+    # files (a graph among them) whose inode changed since but not their mtime: a copy that
+    # kept the old mtime (`cp -p`), or only chmod or a new hard link: their bytes may be the same
+    touched: list[str] = field(default_factory=list)
 
     def text(self) -> str:
         """One line: what changed, and what gives numbers of the files as they are now."""
+        parts = self._parts()
+        if not parts:  # only inodes changed: said as what it may be
+            n, first = len(self.touched), in_workspace(self.touched[0])
+            which = f"a file it read ({first})" if n == 1 else f"{n} files it read (e.g. {first})"
+            return (
+                f"the compare {self.result_dir} may predate a change to {which}: "
+                f"{'its' if n == 1 else 'their'} mtime is as it was, but a copy that keeps it "
+                "(cp -p, rsync -a) rewrote or replaced it, or only chmod or a new hard link "
+                "touched it; run vc again to be sure"
+            )
+        text = self._line(parts)
+        if self.touched:
+            text += f" ({len(self.touched)} more file(s) touched since: chmod, a link, or cp -p)"
+        return text
+
+    def _parts(self) -> list[str]:
         parts = []
         if self.moved is not None:
             was, now, who = self.moved
@@ -77,6 +96,10 @@ class InputChanges:
         if new:
             labels = some_of([f"rank {r} step {s}" for r, s in new], shown=3)
             parts.append(f"{labels} (dumped since)")
+        return parts
+
+    def _line(self, parts: list[str]) -> str:
+        new = self.new_slices
         again = "run vc again"
         if new:
             one = len(new) == 1
@@ -86,14 +109,24 @@ class InputChanges:
         return f"the compare {self.result_dir} predates {' and '.join(parts)}: {again}"
 
 
-def _changed_at(path: str) -> int | None:
-    """The later of a file's mtime and ctime (None: gone): when its bytes or its inode last
-    changed, whatever times a copy kept."""
+MODIFIED, TOUCHED = "modified", "touched"
+
+
+def _change(path: str, since: int) -> str | None:
+    """How a file changed since `since`: MODIFIED (its mtime is later, or it is gone),
+    TOUCHED (only its ctime is: chmod, a new hard link, or a copy that kept the old mtime),
+    or None."""
     try:
         st = os.stat(path)
     except OSError:
-        return None
-    return max(st.st_mtime_ns, st.st_ctime_ns)
+        return MODIFIED
+    return _stat_change(st, since)
+
+
+def _stat_change(st: os.stat_result, since: int) -> str | None:
+    if st.st_mtime_ns > since:
+        return MODIFIED
+    return TOUCHED if st.st_ctime_ns > since else None
 
 
 def _mtime(path: str) -> int | None:
@@ -124,9 +157,9 @@ def _is_dir(entry: os.DirEntry) -> bool:
 
 def _changed_in(
     directory: str, since: int, seen: set[str], listing: str | None = None
-) -> tuple[bool, list[str]]:
-    """(files were added to or removed from the dir since, its files changed since) for a dir
-    of at most STAT_MAX entries; a bigger dir: only the first. `listing`: its
+) -> tuple[bool, list[str], list[str]]:
+    """(files were added to or removed from the dir since, its files modified since, those
+    only touched since) for a dir of at most STAT_MAX entries; a bigger dir: only the first. `listing`: its
     `listing_digest` as the compare ended; without it the dir's own mtime tells, with only
     sub-dirs come in read as no change (a file removed as well would go unseen)."""
     if listing is not None:
@@ -135,15 +168,16 @@ def _changed_in(
         mtime = _mtime(directory)
         entries_changed = mtime is None or mtime > since
     changed: list[str] = []
+    touched: list[str] = []
     try:
         with os.scandir(directory) as it:
             listed = []
             for entry in it:
                 listed.append(entry)
                 if len(listed) > STAT_MAX:
-                    return entries_changed, []
+                    return entries_changed, [], []
     except OSError:
-        return entries_changed, []
+        return entries_changed, [], []
     new_dirs = new_files = 0  # entries whose inode changed since: added or renamed in
     for entry in sorted(listed, key=lambda e: e.name):
         if entry.path in seen:
@@ -152,14 +186,18 @@ def _changed_in(
             st = entry.stat()
         except OSError:
             continue
-        if entry.is_file() and max(st.st_mtime_ns, st.st_ctime_ns) > since:
-            changed.append(entry.path)
+        if entry.is_file():
+            how = _stat_change(st, since)
+            if how == MODIFIED:
+                changed.append(entry.path)
+            elif how == TOUCHED:
+                touched.append(entry.path)
         if st.st_ctime_ns > since:
             new_dirs += entry.is_dir()
             new_files += not entry.is_dir()
     if listing is None and entries_changed and new_dirs and not new_files:
         entries_changed = False
-    return entries_changed, changed
+    return entries_changed, changed, touched
 
 
 def input_changes(
@@ -174,28 +212,32 @@ def input_changes(
     if summary is None or summary.started_ns is None or summary.path is None:
         return None
     since = summary.started_ns
-    changed = []
+    changed: list[str] = []
+    touched_files: list[str] = []
     seen: set[str] = set()
     for path in files:
         if path not in seen:
             seen.add(path)
-            at = _changed_at(path)
-            if at is None or at > since:
+            how = _change(path, since)
+            if how == MODIFIED:
                 changed.append(path)
-    touched = []
+            elif how == TOUCHED:
+                touched_files.append(path)
+    dirs_changed = []
     for directory in dict.fromkeys(dirs):
         if listings is not None and directory not in listings:
-            touched.append(directory)  # a dir it did not read (a new dump session dir)
+            dirs_changed.append(directory)  # a dir it did not read (a new dump session dir)
             continue
         listing = (listings or {}).get(directory)
-        entries_changed, modified = _changed_in(directory, since, seen, listing)
-        seen.update(modified)
+        entries_changed, modified, touched = _changed_in(directory, since, seen, listing)
+        seen.update(modified + touched)
         changed += modified
+        touched_files += touched
         if entries_changed and not modified:
-            touched.append(directory)
-    if not changed and not touched:
+            dirs_changed.append(directory)
+    if not changed and not dirs_changed and not touched_files:
         return None
-    return InputChanges(summary.path.parent, changed, touched)
+    return InputChanges(summary.path.parent, changed, dirs_changed, touched=touched_files)
 
 
 def record_listings(ws: Workspace, summary: RunSummary) -> None:
@@ -205,7 +247,31 @@ def record_listings(ws: Workspace, summary: RunSummary) -> None:
         if raw.get("rank") is None:
             continue
         dirs = slice_dirs(ws, summary, SliceResult.from_json(raw))
-        raw["listings"] = {d: digest for d in dirs if (digest := listing_digest(d)) is not None}
+        # keyed by the dir's path in the workspace: a workspace moved still matches
+        raw["listings"] = {
+            _listing_key(ws, d): digest for d in dirs if (digest := listing_digest(d)) is not None
+        }
+
+
+def _given_dirs(summary: RunSummary, csv_path: Path) -> list[str]:
+    """The two dirs a compare given by path read (`vc -lt DIR -rt DIR`, MegEngine or
+    SigmaStar dumps), for its CSV: no (rank, step) entry names them."""
+    for record in (summary.primary, summary.device_compare):
+        if record is not None and Path(record.csv).name == csv_path.name:
+            return [d for d in (record.left, record.right) if os.path.isdir(d)]
+    return []
+
+
+def _rebased(ws: Workspace, summary: RunSummary, path: str) -> str:
+    """`path`, recorded under the workspace the compare ran in, under `ws` (moved since)."""
+    relative = os.path.relpath(path, summary.workspace)
+    return path if relative.startswith("..") else os.path.join(ws.root, relative)
+
+
+def _listing_key(ws: Workspace, directory: str) -> str:
+    """A dir's key in `listings`: its path relative to the workspace root when under it."""
+    relative = os.path.relpath(directory, ws.root)
+    return directory if relative.startswith("..") else relative
 
 
 def _graph_files(ws: Workspace, summary: RunSummary, entry: SliceResult) -> list[str]:
@@ -283,8 +349,12 @@ def stale_compare_line(
     if summary is None or summary.started_ns is None or summary.path is None:
         return None
     entry = entry_for_csv(slice_results(summary), csv_path)
-    dirs = slice_dirs(ws, summary, entry) if entry is not None else []
+    if entry is not None and entry.right is not None:  # a workspace moved since: its dir now
+        entry = replace(entry, right=_rebased(ws, summary, entry.right))
+    dirs = slice_dirs(ws, summary, entry) if entry is not None else _given_dirs(summary, csv_path)
     listings = _entry_listings(summary, entry)
+    if listings is not None:  # keys in the workspace, as recorded: its current dirs
+        listings = {os.path.join(ws.root, k): v for k, v in listings.items()}
     moved = benchmark_moved(ws, entry, summary.started_ns) if entry is not None else None
     if moved is not None and entry is not None and entry.right is not None:
         compared = os.path.normpath(entry.right)
@@ -298,15 +368,17 @@ def stale_compare_line(
         ]
     found = input_changes(summary, dirs, files, listings)
     since = summary.started_ns
-    graphs = []
-    if entry is not None:
-        graphs = [
-            g for g in _graph_files(ws, summary, entry) if (_changed_at(g) or since + 1) > since
-        ]
+    graphs: list[str] = []
+    touched: list[str] = []
+    for graph in _graph_files(ws, summary, entry) if entry is not None else []:
+        how = _change(graph, since)
+        (graphs if how == MODIFIED else touched if how == TOUCHED else []).append(graph)
     new = _new_slices(ws, summary)
-    if moved is not None or graphs or new:
+    if moved is not None or graphs or new or touched:
         base = found or InputChanges(summary.path.parent, [], [])
-        found = InputChanges(base.result_dir, base.files, base.dirs, moved, graphs, new)
+        found = InputChanges(
+            base.result_dir, base.files, base.dirs, moved, graphs, new, base.touched + touched
+        )
     return found.text() if found is not None else None
 
 

@@ -319,7 +319,11 @@ def compared_run(ws: Workspace, summary: RunSummary | None) -> RunIndex | None:
     named = next((r for r in ws.runs if left.startswith(f"{r.name} rank ")), None)
     if named is not None or not summary.results or summary.results[0].get("rank") is None:
         return named
-    return next((r for r in ws.runs if Path(left).is_relative_to(r.run.root)), None)
+    found = next((r for r in ws.runs if Path(left).is_relative_to(r.run.root)), None)
+    if found is None and Path(left).is_relative_to(summary.workspace):  # the workspace moved
+        moved = Path(ws.root) / Path(left).relative_to(summary.workspace)
+        found = next((r for r in ws.runs if moved.is_relative_to(r.run.root)), None)
+    return found
 
 
 def dumped_slices(run: RunIndex | None) -> frozenset[tuple[str, str]] | None:
