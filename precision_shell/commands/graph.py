@@ -112,7 +112,10 @@ def ls_command(
         )
         if v
     }
-    slice_filters = {k: v for k, v in (("rank", args.rank), ("step", args.step)) if v}
+    rank = args.rank
+    if rank is None and args.step is not None and runs:  # a step alone: the rank it read
+        rank = runs[0].slice(None, args.step).rank
+    slice_filters = {k: v for k, v in (("rank", rank), ("step", args.step)) if v}
     if not filters:
         counts: dict[str, dict[str, int]] = {}
         for run in runs:

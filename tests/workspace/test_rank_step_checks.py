@@ -143,6 +143,9 @@ def test_a_step_given_alone_is_the_lowest_rank_that_dumped_it(tiny_demo):
     with pytest.raises(PrecisionError, match="rank 0 has no step 2"):
         run.slice("0", "2")
     assert "Conv2D" in rendered(run_ok(open_shell(root), "ls --step 2 -t Conv2D"))
+    assert "ops with a dump file in rank 1 step 2" in rendered(
+        run_ok(open_shell(root), "ls --step 2")
+    )
 
 
 def test_vcs_says_which_dump_files_the_compare_could_not_place(tiny_demo):
