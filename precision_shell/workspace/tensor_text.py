@@ -18,7 +18,6 @@ import numpy as np
 
 from precision_shell.workspace.output_files import replace_output
 
-
 TEXT_MAX_VALUES = 1 << 22  # ~4 M values: ~60 MB of text, a few seconds
 
 

@@ -88,7 +88,9 @@ def test_ls_counts_say_which_rank_and_step(tiny_demo):
     buffer = io.StringIO()
     counts = run_ok(open_shell(root), "ls --step 7")
     render_type_counts(make_console(False, width=200, file=buffer), counts)
-    assert buffer.getvalue().splitlines()[-1] == "ops with a dump file in step 7"
+    assert (
+        buffer.getvalue().splitlines()[-1] == "ops with a dump file in rank 0 step 7"
+    )  # the rank read, named
 
 
 def test_ls_with_an_unknown_rank_or_step_names_the_ones_there_are(tiny_demo):
