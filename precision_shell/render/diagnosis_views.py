@@ -14,6 +14,7 @@ from precision_shell.commands.ac_diagnosis import RootCausePanel
 from precision_shell.commands.autocheck import AutoCheck
 from precision_shell.compare.diagnosis.advisor import GLOBAL_CONSISTENCY, Finding
 from precision_shell.compare.diagnosis.replay_evidence import (
+    proves_constants_differ,
     proves_wrong,
     replay_clears,
     replay_reading,
@@ -242,6 +243,10 @@ def _candidate(cause: RootCause) -> str:
     if proves_wrong(cause.replay):
         assert cause.replay is not None
         return f"{cause.op} (kernel wrong: {ulp_text(cause.replay.own.max_ulp)} ULP)"
+    if proves_constants_differ(cause.replay):
+        return f"{cause.op} (its replay proves its constants differ)"
+    if cause.replay is not None and cause.replay.overflow:
+        return f"{cause.op} (its replay proves an overflow born there)"
     if math.isfinite(cause.drop_db):
         return f"{cause.op} ({cause.drop_db:.1f} dB lost)"  # a drop, not the op's quality
     return f"{cause.op} (NaN/inf)" if math.isinf(cause.drop_db) else cause.op
