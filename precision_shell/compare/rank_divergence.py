@@ -267,6 +267,11 @@ class RankDivergenceResult(SummaryBacked):
         )
 
 
+def ranks_text(ranks: list[str]) -> str:
+    """`rank 3`, `ranks 1, 2`, `ranks 1-7`: ranks named with their word."""
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {rank_list_text(ranks)}"
+
+
 def rank_list_text(ranks: list[str]) -> str:
     """`1-7`, `1, 3, 5-6`: consecutive numeric ranks joined into ranges."""
     parts: list[str] = []

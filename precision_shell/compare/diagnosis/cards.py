@@ -35,7 +35,7 @@ from precision_shell.compare.diagnosis.replay_evidence import (
 )
 from precision_shell.compare.diagnosis.root_cause import OUTLIER_DROP, RootCause
 from precision_shell.compare.pipeline.matcher import input_source
-from precision_shell.compare.rank_divergence import rank_list_text
+from precision_shell.compare.rank_divergence import ranks_text
 from precision_shell.compare.results.schema import ResultRow, ResultTable
 from precision_shell.compare.results.slice_results import SliceResult, first_wrong_order
 from precision_shell.compare.results.tally import benchmark_missing
@@ -187,7 +187,7 @@ def _shared_notes(
         ask = f" (ac -c --rank {entry.rank} --step {entry.step})" if one else ""
         what = text or f"drift, no fault of {'its' if one else 'their'} own"
         notes.append(
-            f"{_ranks(ranks)}: match{'es' if one else ''} the benchmark here and "
+            f"{ranks_text(ranks)}: match{'es' if one else ''} the benchmark here and "
             f"{'goes' if one else 'go'} wrong first beyond it, at {_where(own)}, as this card "
             f"does: {what}{ask}"
         )
@@ -216,10 +216,6 @@ class CardScope:
 
 def _outputs(count: int) -> str:
     return f"{count} output{'s' if count != 1 else ''}"
-
-
-def _ranks(ranks: list[str]) -> str:
-    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {rank_list_text(ranks)}"
 
 
 def _where(cause: RootCause) -> str:
@@ -294,7 +290,7 @@ def _count_notes(
             continue
         others = [card_of[r] for r in ranks if r != rank]
         notes.append(
-            f"rank {rank} fails {_outputs(counts[rank])}, {_ranks(usual_ranks)} "
+            f"rank {rank} fails {_outputs(counts[rank])}, {ranks_text(usual_ranks)} "
             f"{'fails' if len(usual_ranks) == 1 else 'fail'} {usual}: the "
             f"cards part after this op; {_apart(card_of[rank], others, rule)} "
             "(vc --across ranks compares the cards with each other)"
@@ -397,14 +393,14 @@ def card_scope(
     notes += _count_notes(card_of, here, named, rule)
     unseen_text = f"; not compared on rank {', '.join(unseen)}" if unseen else ""
     after_text = (
-        f"; {_ranks(after_own)} {'fails' if len(after_own) == 1 else 'fail'} here too after a "
+        f"; {ranks_text(after_own)} {'fails' if len(after_own) == 1 else 'fail'} here too after a "
         "fault of its own (below)"
         if after_own
         else ""
     )
     one_cleared = len(cleared) == 1
     cleared_text = (
-        f"; {_ranks(cleared)} {'fails' if one_cleared else 'fail'} the thresholds here too, "
+        f"; {ranks_text(cleared)} {'fails' if one_cleared else 'fail'} the thresholds here too, "
         f"but {'its' if one_cleared else 'their'} replay clears the op (drift)"
         if cleared
         else ""
@@ -444,7 +440,7 @@ def card_scope(
                 else f"the other {len(passing)} cards match"
             )
             if not cleared
-            else f"{_ranks(passing)} {'matches' if len(passing) == 1 else 'match'}"
+            else f"{ranks_text(passing)} {'matches' if len(passing) == 1 else 'match'}"
         )
         verdict = (
             f"rank {entry.rank} only: {matching} the benchmark here: "
@@ -457,13 +453,15 @@ def card_scope(
         )
     elif passing:
         verdict = (
-            f"{_ranks(here)} fail{'s' if len(here) == 1 else ''} here; {_ranks(passing)} "
+            f"{ranks_text(here)} fail{'s' if len(here) == 1 else ''} here; {ranks_text(passing)} "
             f"match{'es' if len(passing) == 1 else ''} the benchmark{after_text}: suspect "
             f"{'that card or its' if len(here) == 1 else 'those cards or their'} input data"
             f"{tail}"
         )
     elif after_own:
-        verdict = f"{_ranks(here)} fail{'s' if len(here) == 1 else ''} here first{after_text}{tail}"
+        verdict = (
+            f"{ranks_text(here)} fail{'s' if len(here) == 1 else ''} here first{after_text}{tail}"
+        )
     else:
         verdict = f"rank {entry.rank}: not compared on the other cards{tail}"
     shared_faults = [(e, c) for found in alike.values() for e, c in found if is_fault(c)]

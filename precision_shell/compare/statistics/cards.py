@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from precision_shell.compare.rank_divergence import rank_list_text
+from precision_shell.compare.rank_divergence import ranks_text
 from precision_shell.compare.statistics import suspects as kinds
 from precision_shell.compare.statistics.run import StatisticsCompare
 from precision_shell.compare.statistics.suspects import Suspect
@@ -19,10 +19,6 @@ _SHARED_BLAME = {
     kinds.NONFINITE_INPUT_DATA: "the input data",
     kinds.UNDUMPED: "the ops upstream the dump lacks",
 }
-
-
-def _ranks(ranks: list[str]) -> str:
-    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {rank_list_text(ranks)}"
 
 
 def _verb(ranks: list[str], one: str, many: str) -> str:
@@ -56,7 +52,7 @@ def statistics_card_scope(
         return None
     deviating.sort(key=number_order)
     tail = (
-        f"; not compared on {_ranks(unseen)} ({suspect.op} has no compared output there)"
+        f"; not compared on {ranks_text(unseen)} ({suspect.op} has no compared output there)"
         if unseen
         else ""
     )
@@ -68,13 +64,13 @@ def statistics_card_scope(
         )
     if len(deviating) == 1 and matching:
         return (
-            f"rank {where.rank} only: {_ranks(matching)} "
+            f"rank {where.rank} only: {ranks_text(matching)} "
             f"{_verb(matching, 'matches', 'match')} the benchmark here: suspect that card or "
             f"its input data{tail}"
         )
     if matching:
         return (
-            f"{_ranks(deviating)} deviate here; {_ranks(matching)} "
+            f"{ranks_text(deviating)} deviate here; {ranks_text(matching)} "
             f"{_verb(matching, 'matches', 'match')} the benchmark: suspect those cards or "
             f"their input data{tail}"
         )
