@@ -31,6 +31,8 @@ from precision_shell.compare.results.slice_results import (
     compared_run,
     dumped_slices,
     entry_for_csv,
+    path_in,
+    rebased,
     run_slices,
     slice_results,
 )
@@ -205,22 +207,26 @@ def input_changes(
     dirs: Iterable[str],
     files: Iterable[str] = (),
     listings: dict[str, str] | None = None,
+    graphs: Iterable[str] = (),
 ) -> InputChanges | None:
-    """What changed in `dirs` and `files` since the compare of `summary` ran (`listings`: the
-    dirs' names as it ended, when recorded); None when nothing did, or the summary does not
-    say when it ran (written by an older vc)."""
+    """What changed in `dirs`, `files` and the graph files `graphs` since the compare of
+    `summary` ran (`listings`: the dirs' names as it ended, when recorded); None when nothing
+    did, or the summary does not say when it ran (written by an older vc)."""
     if summary is None or summary.started_ns is None or summary.path is None:
         return None
     since = summary.started_ns
     changed: list[str] = []
+    graphs_changed: list[str] = []
     touched_files: list[str] = []
     seen: set[str] = set()
-    for path in files:
-        if path not in seen:
+    for paths, modified_into in ((files, changed), (graphs, graphs_changed)):
+        for path in paths:
+            if path in seen:
+                continue
             seen.add(path)
             how = _change(path, since)
             if how == MODIFIED:
-                changed.append(path)
+                modified_into.append(path)
             elif how == TOUCHED:
                 touched_files.append(path)
     dirs_changed = []
@@ -235,9 +241,11 @@ def input_changes(
         touched_files += touched
         if entries_changed and not modified:
             dirs_changed.append(directory)
-    if not changed and not dirs_changed and not touched_files:
+    if not changed and not dirs_changed and not graphs_changed and not touched_files:
         return None
-    return InputChanges(summary.path.parent, changed, dirs_changed, touched=touched_files)
+    return InputChanges(
+        summary.path.parent, changed, dirs_changed, graphs=graphs_changed, touched=touched_files
+    )
 
 
 def record_listings(ws: Workspace, summary: RunSummary) -> None:
@@ -262,16 +270,9 @@ def _given_dirs(summary: RunSummary, csv_path: Path) -> list[str]:
     return []
 
 
-def _rebased(ws: Workspace, summary: RunSummary, path: str) -> str:
-    """`path`, recorded under the workspace the compare ran in, under `ws` (moved since)."""
-    relative = os.path.relpath(path, summary.workspace)
-    return path if relative.startswith("..") else os.path.join(ws.root, relative)
-
-
 def _listing_key(ws: Workspace, directory: str) -> str:
     """A dir's key in `listings`: its path relative to the workspace root when under it."""
-    relative = os.path.relpath(directory, ws.root)
-    return directory if relative.startswith("..") else relative
+    return path_in(ws.root, directory) or directory
 
 
 def _graph_files(ws: Workspace, summary: RunSummary, entry: SliceResult) -> list[str]:
@@ -350,11 +351,11 @@ def stale_compare_line(
         return None
     entry = entry_for_csv(slice_results(summary), csv_path)
     if entry is not None and entry.right is not None:  # a workspace moved since: its dir now
-        entry = replace(entry, right=_rebased(ws, summary, entry.right))
+        entry = replace(entry, right=rebased(ws, summary, entry.right))
     dirs = slice_dirs(ws, summary, entry) if entry is not None else _given_dirs(summary, csv_path)
-    listings = _entry_listings(summary, entry)
-    if listings is not None:  # keys in the workspace, as recorded: its current dirs
-        listings = {os.path.join(ws.root, k): v for k, v in listings.items()}
+    listings = None
+    if entry is not None and entry.listings is not None:  # by path in the workspace: its dirs now
+        listings = {os.path.join(ws.root, k): v for k, v in entry.listings}
     moved = benchmark_moved(ws, entry, summary.started_ns) if entry is not None else None
     if moved is not None and entry is not None and entry.right is not None:
         compared = os.path.normpath(entry.right)
@@ -366,31 +367,10 @@ def stale_compare_line(
             or not f.startswith(bench + os.sep)
             or os.path.normpath(os.path.dirname(f)) == compared
         ]
-    found = input_changes(summary, dirs, files, listings)
-    since = summary.started_ns
-    graphs: list[str] = []
-    touched: list[str] = []
-    for graph in _graph_files(ws, summary, entry) if entry is not None else []:
-        how = _change(graph, since)
-        (graphs if how == MODIFIED else touched if how == TOUCHED else []).append(graph)
+    graphs = _graph_files(ws, summary, entry) if entry is not None else []
+    found = input_changes(summary, dirs, files, listings, graphs)
     new = _new_slices(ws, summary)
-    if moved is not None or graphs or new or touched:
+    if moved is not None or new:
         base = found or InputChanges(summary.path.parent, [], [])
-        found = InputChanges(
-            base.result_dir, base.files, base.dirs, moved, graphs, new, base.touched + touched
-        )
+        found = replace(base, moved=moved, new_slices=new)
     return found.text() if found is not None else None
-
-
-def _entry_listings(summary: RunSummary, entry: SliceResult | None) -> dict[str, str] | None:
-    """The `listings` summary.json recorded for the (rank, step) compare `entry`."""
-    if entry is None:
-        return None
-    for raw in summary.results:
-        if str(raw.get("rank")) == entry.rank and str(raw.get("step")) == entry.step:
-            if raw.get("against") is not None and str(raw.get("against")) != entry.against:
-                continue
-            recorded = raw.get("listings")
-            if isinstance(recorded, dict):
-                return {k: v for k, v in recorded.items() if isinstance(v, str)}
-    return None

@@ -14,6 +14,7 @@ rows, says they are the compare's.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -63,6 +64,9 @@ class SliceResult:
     files_done: int | None = None  # dump files compared, of `files_total` (None: not known)
     files_total: int | None = None
     right: str | None = None  # its benchmark dir (tf/dump/, or a rank's or step's)
+    # `listing_digest` of each dir it read, by its path in the workspace, as it ended (None:
+    # not recorded, an older vc): input_changes compares the dirs with them
+    listings: tuple[tuple[str, str], ...] | None = None
 
     @classmethod
     def from_json(cls, entry: dict[str, Any]) -> SliceResult:
@@ -85,6 +89,7 @@ class SliceResult:
             files_done=done if isinstance(done, int) else None,
             files_total=total if isinstance(total, int) else None,
             right=entry["right"] if isinstance(entry.get("right"), str) else None,
+            listings=_listings(entry.get("listings")),
         )
 
     @property
@@ -310,6 +315,25 @@ def empty_slices(summary: RunSummary) -> frozenset[tuple[str, str]]:
     return frozenset((str(e.get("rank")), str(e.get("step"))) for e in summary.nothing_to_compare)
 
 
+def _listings(recorded: Any) -> tuple[tuple[str, str], ...] | None:
+    if not isinstance(recorded, dict):
+        return None
+    return tuple((k, v) for k, v in recorded.items() if isinstance(k, str) and isinstance(v, str))
+
+
+def path_in(root: str | Path, path: str | Path) -> str | None:
+    """`path` relative to `root`, None when it is not under it."""
+    relative = os.path.relpath(path, root)
+    return None if relative == ".." or relative.startswith(".." + os.sep) else relative
+
+
+def rebased(ws: Workspace, summary: RunSummary, path: str) -> str:
+    """`path`, recorded under the workspace the compare of `summary` ran in, under `ws`'s
+    root (the workspace was moved since); `path` itself when not under it."""
+    relative = path_in(summary.workspace, path)
+    return path if relative is None else os.path.join(ws.root, relative)
+
+
 def compared_run(ws: Workspace, summary: RunSummary | None) -> RunIndex | None:
     """The device run a summary's compare read ("debug_0 rank 0 step 0" names it; a compare
     of its only (rank, step) names the run's dump dir)."""
@@ -320,8 +344,8 @@ def compared_run(ws: Workspace, summary: RunSummary | None) -> RunIndex | None:
     if named is not None or not summary.results or summary.results[0].get("rank") is None:
         return named
     found = next((r for r in ws.runs if Path(left).is_relative_to(r.run.root)), None)
-    if found is None and Path(left).is_relative_to(summary.workspace):  # the workspace moved
-        moved = Path(ws.root) / Path(left).relative_to(summary.workspace)
+    if found is None:  # the workspace moved since
+        moved = Path(rebased(ws, summary, left))
         found = next((r for r in ws.runs if moved.is_relative_to(r.run.root)), None)
     return found
 
