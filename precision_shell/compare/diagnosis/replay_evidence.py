@@ -380,8 +380,7 @@ def rerank(
     )
     # ahead of every cause the replay did not prove, which keep the heuristic's order: those
     # it could not judge, then those it clears (their deviation inherited within rounding)
-    rest = [c for c in found if not proves_fault(c.replay) and not replay_clears(c)]
-    rest += [c for c in found if not proves_fault(c.replay) and replay_clears(c)]
+    rest = sorted((c for c in found if not proves_fault(c.replay)), key=replay_clears)
     # a network input fed other data comes first: what goes wrong after it follows from it
     first = [c for c in found if c.input_differs]
     return first + [c for c in proven + rest if not c.input_differs]

@@ -289,9 +289,7 @@ def localise(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> list[RootCau
         if not ev.outputs:
             continue
         out = min(ev.outputs.values(), key=lambda q: q.sqnr)
-        inp = _input_quality(graph, evidence, ev.name, memo)
-        unknown = _unknown_inputs(graph, evidence, ev.name, memo)
-        in_q, in_cos, drop = _drop(inp, out, bool(unknown))
+        inp, unknown, (in_q, in_cos, drop) = _inputs_read(graph, evidence, ev.name, out, memo)
         inputs_ok = inp is None or not inp.fails
         reason = ""
         if out.nonfinite and drop == math.inf:
@@ -340,6 +338,20 @@ def _candidate_order(cause: RootCause) -> tuple:
     return (not cause.input_differs, loss, cause.position)
 
 
+def _inputs_read(
+    graph: GraphIndex,
+    evidence: dict[str, OpEvidence],
+    name: str,
+    out: TensorQuality,
+    memo: dict[str, TensorQuality | None],
+) -> tuple[TensorQuality | None, tuple[int, ...], tuple[float, float, float]]:
+    """(worst input quality, the data inputs not measured, `_drop`) of `name`, whose worst
+    output is `out`: how a root cause reads its inputs."""
+    inp = _input_quality(graph, evidence, name, memo)
+    unknown = _unknown_inputs(graph, evidence, name, memo)
+    return inp, unknown, _drop(inp, out, bool(unknown))
+
+
 def _drop(
     inp: TensorQuality | None, out: TensorQuality, unknown: bool = False
 ) -> tuple[float, float, float]:
@@ -384,9 +396,7 @@ def measured_cause(
             takes_constants=takes_constants(graph, name),
         )
     out = min(ev.outputs.values(), key=lambda q: q.sqnr)
-    memo: dict[str, TensorQuality | None] = {}
-    unknown = _unknown_inputs(graph, evidence, name, memo)
-    in_q, in_cos, drop = _drop(_input_quality(graph, evidence, name, memo), out, bool(unknown))
+    _, unknown, (in_q, in_cos, drop) = _inputs_read(graph, evidence, name, out, {})
     cause = _cause_of(graph, name, op_type, ev.index, rec.position, reason, in_q, in_cos, drop, out)
     return replace(cause, unknown_inputs=unknown)
 
