@@ -392,8 +392,6 @@ class ResultColumns:
         flags = np.fromiter(
             (zero_benchmark_reason(r) for r in reasons.values()), dtype=bool, count=reasons.distinct
         )
-        if not flags.any():
-            return np.zeros(len(self), dtype=bool)
         return flags[reasons.codes] if reasons.codes is not None else flags
 
     def op_first_rows(self) -> np.ndarray:

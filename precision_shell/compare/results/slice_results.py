@@ -67,6 +67,8 @@ class SliceResult:
     # `listing_digest` of each dir it read, by its path in the workspace, as it ended (None:
     # not recorded, an older vc): input_changes compares the dirs with them
     listings: tuple[tuple[str, str], ...] | None = None
+    unmatched: int = 0  # dump files it could not place in the graph
+    unmatched_first: str = ""  # the first of them, and why
 
     @classmethod
     def from_json(cls, entry: dict[str, Any]) -> SliceResult:
@@ -90,6 +92,8 @@ class SliceResult:
             files_total=total if isinstance(total, int) else None,
             right=entry["right"] if isinstance(entry.get("right"), str) else None,
             listings=_listings(entry.get("listings")),
+            unmatched=unmatched if isinstance(unmatched := entry.get("unmatched"), int) else 0,
+            unmatched_first=str(entry.get("unmatched_first") or ""),
         )
 
     @property
@@ -424,11 +428,9 @@ def unmatched_text(summary: RunSummary | None, csv_path: Path) -> str | None:
     if summary is None:
         return None
     count, first = 0, ""
-    raw = next(
-        (e for e in summary.results if Path(str(e.get("csv") or "")).name == csv_path.name), None
-    )
-    if raw is not None and isinstance(raw.get("unmatched"), int):
-        count, first = raw["unmatched"], str(raw.get("unmatched_first") or "")
+    entry = entry_for_csv(slice_results(summary), csv_path)
+    if entry is not None and entry.unmatched:
+        count, first = entry.unmatched, entry.unmatched_first
     elif Path(summary.primary.csv).name == csv_path.name and summary.primary.skipped:
         count, first = len(summary.primary.skipped), summary.primary.skipped[0]
     if not count:
