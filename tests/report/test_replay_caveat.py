@@ -11,28 +11,12 @@ import html
 import json
 import re
 
-import pytest
-
 from precision_shell import termination
-from precision_shell.compare.diagnosis import replay_evidence
 from tests.commands.shell_fixture import CONV2, open_shell, run_fail, run_ok
 from tests.diagnosis.drift_cards import replay_line
+from tests.diagnosis.test_replay_before_fault import _replayed_ops  # replay N: Ctrl-C
 
 CANDIDATES = 5  # the tiny demo's candidates' replays, before the 4 ops before conv2
-
-
-def _stop_replay_at(monkeypatch: pytest.MonkeyPatch, stop_at: int) -> None:
-    """Replay number `stop_at` raises KeyboardInterrupt (Ctrl-C, or SIGTERM's Terminated)."""
-    real = replay_evidence.replay_op_in_workspace
-    calls: list[str] = []
-
-    def stopped(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-        calls.append(args[2])
-        if len(calls) == stop_at:
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(replay_evidence, "replay_op_in_workspace", stopped)
 
 
 def _caveat(page: str) -> str | None:
@@ -49,7 +33,7 @@ BEFORE = (
 def test_a_replay_stopped_before_the_fault_is_said_on_the_page(tiny_demo, monkeypatch) -> None:
     root, _ = tiny_demo
     shell = open_shell(root)
-    _stop_replay_at(monkeypatch, CANDIDATES + 2)
+    _replayed_ops(monkeypatch, CANDIDATES + 2)
     monkeypatch.setattr(termination, "_received", True)  # as SIGTERM leaves it
     outcome = run_fail(shell, "ac -c --report")
     check = outcome.result
@@ -70,7 +54,7 @@ def test_a_replay_stopped_before_the_fault_is_said_on_the_page(tiny_demo, monkey
 def test_a_replay_stopped_among_its_candidates_and_a_finished_one(tiny_demo, monkeypatch) -> None:
     root, _ = tiny_demo
     shell = open_shell(root)
-    _stop_replay_at(monkeypatch, 2)
+    _replayed_ops(monkeypatch, 2)
     check = run_fail(shell, "ac -c --report").result
     # the first candidate proved a fault (the NaN born at l2_loss/Sum): what was left is the
     # ops before it, where an earlier fault could be
