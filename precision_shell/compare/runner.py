@@ -215,10 +215,15 @@ def run_statistics(
     if plans[0][0] is not None:
         summary.not_selected = not_selected(ws.run(request.run), compares_to_run.selected())
         summary.nothing_to_compare = [e.record() for e in compares_to_run.empty]
-    record_listings(ws, summary)  # what each (rank, step) read, for its readers' stale line
-    summary.write(out_dir / SUMMARY_NAME)
+    _write_summary(ws, summary, out_dir)
     warnings = [w for _, plan, _ in plans for w in plan.index_warnings]
     return StatisticsCompareResult(out_dir, summary, compares, index_warnings=warnings)
+
+
+def _write_summary(ws: Workspace, summary: RunSummary, out_dir: Path) -> None:
+    """summary.json, with what each (rank, step) read recorded for its readers' stale line."""
+    record_listings(ws, summary)
+    summary.write(out_dir / SUMMARY_NAME)
 
 
 def _run(
@@ -291,8 +296,7 @@ def _run(
         not_begun=[not_begun_record(where, plan) for where, plan in slices[len(done) :] if where],
         started_ns=started,
     )
-    record_listings(ws, summary)  # what each (rank, step) read, for its readers' stale line
-    summary.write(out_dir / SUMMARY_NAME)
+    _write_summary(ws, summary, out_dir)
     slot.finish(
         len(done) == len(slices)
         and not any(r.interrupted for _, r in done)
@@ -368,8 +372,7 @@ def _run_across_ranks(
         ],
         started_ns=started,
     )
-    record_listings(ws, summary)  # what each (rank, step) read, for its readers' stale line
-    summary.write(out_dir / SUMMARY_NAME)
+    _write_summary(ws, summary, out_dir)
     slot.finish(len(done) == len(pairs) and not any(r.interrupted for _, r in done))
     _raise_if_lost(runs, summary, out_dir)
     first = pairs[0]
