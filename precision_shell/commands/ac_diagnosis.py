@@ -240,17 +240,16 @@ def _replay_unfinished(
 def _goes_on(first: Diagnosis, chosen: CardDiagnosis, cards: list[CardDiagnosis]) -> bool:
     """The default replay goes on to the other slices (slice_replays.replay_going_on): the
     slice diagnosed first proves a fault while another card of its step or an earlier step
-    may hold an earlier one (a budget or Ctrl-C that cut it keeps them from beginning, and
-    says so); or, replayed to its end, it proves no fault while another slice has an output
-    failing the thresholds."""
+    may hold an earlier one; or it proves no fault while another slice has an output failing
+    the thresholds. A budget or Ctrl-C that cut the first slice keeps the others from
+    beginning, and going on says so (QA: the budget ran out on the first of 6 slices, and
+    nothing said the other 5 were never replayed)."""
     done = first.replays
     if done is None:
         return False
     if proven(first):
         at = number_order(chosen.entry.step)
         return any(number_order(c.entry.step) <= at for c in cards if c is not chosen)
-    if done.interrupted or done.not_reached:
-        return False
     return any(_fails_any(c.diagnosis.evidence) for c in cards if c is not chosen)
 
 
