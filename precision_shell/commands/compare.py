@@ -70,7 +70,8 @@ def parse_algorithms(text: str | None) -> tuple[str, ...] | None:
 @argument(
     "--alg",
     metavar="LIST",
-    help=f"metrics to compute, e.g. cos,mae (default: all); short names: {ALIAS_TEXT}",
+    help=f"metrics to compute, e.g. cos,mae (default: all; only their limits are checked); "
+    f"short names: {ALIAS_TEXT}",
 )
 @argument(
     "--overflow",
@@ -161,11 +162,17 @@ def vc_command(
     """
     foreign = foreign_dumps(ctx, "vc", args)
     if foreign is not None and not args.resume:
+        _alg_of_tensor_compares(
+            args, "MegEngine or SigmaStar dumps, compared by their own tool's metrics"
+        )
         left, right = compare_paths(foreign, "vc", args.left, args.right)
         rule = foreign_rule("vc", args, left, right)
         return run_foreign_compare(ctx.workspace_path, left, right, args.output, rule)
     if not args.resume and is_foreign_pair(args.left, args.right):
         no_rank_step("vc", args)
+        _alg_of_tensor_compares(
+            args, "MegEngine or SigmaStar dumps, compared by their own tool's metrics"
+        )
         rule = foreign_rule("vc", args, args.left, args.right)
         return run_foreign_compare(ctx.workspace_path, args.left, args.right, args.output, rule)
     no_foreign_rule("vc", args)
@@ -179,10 +186,19 @@ def vc_command(
         return compare_runner.resume(ctx.workspace, request, progress)
     statistics = compare_runner.statistics_compares(ctx.workspace, request)
     if statistics is not None:
+        _alg_of_tensor_compares(args, "statistics dumps, compared by the statistics they hold")
         return compare_runner.run_statistics(ctx.workspace, request, statistics, progress)
     if args.across == "ranks":
         return compare_runner.run_across_ranks(ctx.workspace, request, progress)
     return compare_runner.run(ctx.workspace, request, progress)
+
+
+def _alg_of_tensor_compares(args: argparse.Namespace, what: str) -> None:
+    """--alg picks the metrics of a tensor compare; other compares would ignore it."""
+    if args.alg:
+        raise UsageError(
+            f"vc: --alg picks the metrics of a tensor compare; these are {what} (drop --alg)"
+        )
 
 
 def compare_request(ctx: ShellContext, args: argparse.Namespace) -> CompareRequest:
@@ -191,10 +207,11 @@ def compare_request(ctx: ShellContext, args: argparse.Namespace) -> CompareReque
         raise UsageError("vc: --max must be at least 1")
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("vc: -j must be at least 1")
+    algorithms = parse_algorithms(args.alg)
     return CompareRequest(
-        rule=ThresholdRule.from_settings(ctx.settings),
+        rule=ThresholdRule.from_settings(ctx.settings).of_metrics(algorithms),
         options=CompareOptions(
-            parse_algorithms(args.alg),
+            algorithms,
             args.overflow,
             float(ctx.settings.get("thresholds.fp16_overflow")),
         ),

@@ -320,12 +320,31 @@ def summary_of(
         raise  # says vcs: already
     except PrecisionError as exc:
         raise UsageError(f"vcs: {exc}") from None
+    computed = summary.metrics if summary is not None else None
+    if computed is not None:  # vc --alg: a limit on a metric not computed checks nothing
+        asked = ([COSINE] if cosine is not None else []) + [
+            parse_limit(text, table.metric_columns)[0] for text in metrics
+        ]
+        missing = [m for m in asked if m not in computed]
+        if missing:
+            raise UsageError(
+                f"vcs: this compare did not compute {', '.join(missing)} (vc --alg "
+                f"{','.join(computed)}); limit one of those, or run vc without --alg"
+            )
+        rule = rule.of_metrics(computed)
     if not rule.active(table.metric_columns):
+        if computed is not None:
+            raise UsageError(
+                f"{table.path}: the thresholds limit none of the metrics this compare computed "
+                f"(vc --alg {','.join(computed)}); give --metric NAME:LIMIT"
+            )
         raise UsageError(f"{table.path}: no column the thresholds limit; give --metric NAME:LIMIT")
     if isinstance(table, ResultColumns):
         result = summarize_columns(table, rule, limit or None)
     else:
         result = summarize(table, rule, limit or None)
+    if computed is not None:  # no column of NaN the compare never computed
+        result.shown_metrics = [m for m in result.shown_metrics if m in computed]
     state = pick.of(table.path) if pick is not None else ResultPick.at(table.path)
     result.partial, result.partial_cause = state.partial_state(summary, table.path)
     # a killed run has no summary: its journal knows its ranks and steps

@@ -215,13 +215,18 @@ def run_statistics(
     if plans[0][0] is not None:
         summary.not_selected = not_selected(ws.run(request.run), compares_to_run.selected())
         summary.nothing_to_compare = [e.record() for e in compares_to_run.empty]
-    _write_summary(ws, summary, out_dir)
+    _write_summary(ws, summary, out_dir, request)
     warnings = [w for _, plan, _ in plans for w in plan.index_warnings]
     return StatisticsCompareResult(out_dir, summary, compares, index_warnings=warnings)
 
 
-def _write_summary(ws: Workspace, summary: RunSummary, out_dir: Path) -> None:
-    """summary.json, with what each (rank, step) read recorded for its readers' stale line."""
+def _write_summary(
+    ws: Workspace, summary: RunSummary, out_dir: Path, request: CompareRequest
+) -> None:
+    """summary.json, with what each (rank, step) read recorded for its readers' stale line
+    and the metrics computed (`--alg`) for the rule its readers judge by."""
+    algorithms = request.options.algorithms
+    summary.metrics = list(algorithms) if algorithms is not None else None
     record_listings(ws, summary)
     summary.write(out_dir / SUMMARY_NAME)
 
@@ -296,7 +301,7 @@ def _run(
         not_begun=[not_begun_record(where, plan) for where, plan in slices[len(done) :] if where],
         started_ns=started,
     )
-    _write_summary(ws, summary, out_dir)
+    _write_summary(ws, summary, out_dir, request)
     slot.finish(
         len(done) == len(slices)
         and not any(r.interrupted for _, r in done)
@@ -372,7 +377,7 @@ def _run_across_ranks(
         ],
         started_ns=started,
     )
-    _write_summary(ws, summary, out_dir)
+    _write_summary(ws, summary, out_dir, request)
     slot.finish(len(done) == len(pairs) and not any(r.interrupted for _, r in done))
     _raise_if_lost(runs, summary, out_dir)
     first = pairs[0]

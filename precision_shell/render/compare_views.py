@@ -32,7 +32,7 @@ from precision_shell.render.summary import render_index_warnings
 from precision_shell.render.terminal_plot import render_cosine_plot
 
 
-def _run_table(title: str, run: CompareRun) -> Table:
+def _run_table(title: str, run: CompareRun, judged: bool = True) -> Table:
     t = run.tally
     table = facts_table(title)
     table.add_row("left", path_text(run.left))
@@ -44,7 +44,9 @@ def _run_table(title: str, run: CompareRun) -> Table:
     table.add_row("time", f"{run.elapsed:.2f} s, {run.mb_per_s:.0f} MB/s of device dumps")
     table.add_row(
         "outputs failing the thresholds",
-        Text(str(len(t.failing)), style="red" if t.failing else "green"),
+        Text(str(len(t.failing)), style="red" if t.failing else "green")
+        if judged
+        else Text("not judged (no metric computed has a limit)", style="yellow"),
     )
     if t.constant_inputs:
         table.add_row("not compared", Text(f"{t.constant_inputs} x constant input (no benchmark)"))
@@ -79,17 +81,19 @@ def _cell(row: ResultRow, column: str, rule: ThresholdRule) -> Text:
 @renders(VectorCompareResult)
 def render_vector_compare(console: Console, result: VectorCompareResult) -> None:
     render_index_warnings(console, result.index_warnings)
+    rule = result.rule
+    judged = bool(rule.active())
     console.print(
         _run_table(
             "vc: device vs benchmark"
             if result.primary.plan_mode == "benchmark"
             else "vc: device vs device",
             result.primary,
+            judged,
         )
     )
     _csv_line(console, result.primary)
     failing = result.first_failing(10)
-    rule = result.rule
     slices = run_slices(result.summary)
     several = result.slices or slices.not_begun
     ranks = rank_step_table(slices, result.primary.csv_path) if several else None
@@ -118,13 +122,19 @@ def render_vector_compare(console: Console, result: VectorCompareResult) -> None
                 _cell(row, "MaxAbsoluteError", rule),
             )
         console.print(table)
+    elif not judged:
+        computed = ", ".join(result.summary.metrics or ())
+        console.print(
+            f"no output judged: the thresholds limit none of the metrics computed ({computed})",
+            style="yellow",
+        )
     elif ranks is None:
         console.print(f"no output fails the thresholds ({rule.describe()})", style="green")
     else:
         console.print(f"no output fails the thresholds{where}", style="green")
     render_selection_lines(console, result.summary, ranks, Judged.of(rule))
     if result.secondary is not None:
-        console.print(_run_table("vc: device vs device", result.secondary))
+        console.print(_run_table("vc: device vs device", result.secondary, judged))
         _csv_line(console, result.secondary)
     console.print(Text(f"summary: {result.summary_path}"), style="dim", soft_wrap=True)
 

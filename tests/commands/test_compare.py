@@ -19,6 +19,7 @@ from tests.commands.shell_fixture import (
     benchmark_path,
     dump_path,
     open_shell,
+    rendered,
     run_fail,
     run_ok,
 )
@@ -284,6 +285,37 @@ def test_alg_limits_the_metrics_computed(vc_run):
     assert row["CosineSimilarity"] == _row(rows, f"{CONV2}:output:0")["CosineSimilarity"]
     assert row["MaxAbsoluteError"] == _row(rows, f"{CONV2}:output:0")["MaxAbsoluteError"]
     assert [row[m] for m in METRICS[2:]] == ["NaN"] * 8
+
+
+def test_alg_judges_by_the_limits_of_the_metrics_computed_only(vc_run):
+    """QA: `vc --alg cos,mae` said "no output fails ... or RelativeEuclideanDistance > 0.05
+    fails" and recorded that limit, over a column of NaN it never computed: an op failing only
+    the distance was a false all-clear."""
+    _, _, shell, _, _, _ = vc_run
+    result = run_ok(shell, "vc --alg cos,mae")
+    assert result.rule.describe() == "CosineSimilarity < 0.98 fails"
+    summary = json.loads(result.summary_path.read_text())
+    assert summary["thresholds"] == {"cosine": 0.98}
+    assert summary["metrics"] == ["CosineSimilarity", "MaxAbsoluteError"]
+    shown = run_ok(shell, "vcs")
+    assert shown.rule.describe() == "CosineSimilarity < 0.98 fails"
+    assert "RelativeEuclideanDistance" not in rendered(shown)
+    refused = run_fail(shell, "vcs --metric red:0.05")
+    assert refused.error.endswith(
+        "vcs: this compare did not compute RelativeEuclideanDistance (vc --alg "
+        "CosineSimilarity,MaxAbsoluteError); limit one of those, or run vc without --alg"
+    )
+    # no metric with a limit: nothing is judged, and the compare says so
+    unjudged = run_ok(shell, "vc --alg mae")
+    assert json.loads(unjudged.summary_path.read_text())["thresholds"] == {}
+    text = rendered(unjudged)
+    assert "not judged (no metric computed has a limit)" in text
+    assert "no output judged: the thresholds limit none of the metrics computed " in text
+    assert "no output fails" not in text
+    assert "give --metric NAME:LIMIT" in run_fail(shell, "vcs").error
+    assert run_ok(shell, "vcs --metric mae:0.5").rule.describe() == "MaxAbsoluteError > 0.5 fails"
+    # a full compare after it judges by every limit again
+    assert "RelativeEuclideanDistance" in run_ok(shell, "vc").rule.describe()
 
 
 def test_lt_rt_with_two_dump_dirs_compares_device_vs_device_without_a_graph(vc_run):

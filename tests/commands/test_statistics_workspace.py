@@ -97,6 +97,15 @@ def test_vc_writes_a_statistics_compare_whose_cells_hold_both_sides(pair) -> Non
     assert weights.verdict == "not compared" and "constant input" in weights.reason
 
 
+def test_vc_alg_is_refused_on_statistics_dumps(pair) -> None:
+    """--alg picks tensor metrics; a statistics compare would ignore it without a word."""
+    refused = run_fail(open_shell(pair[0]), "vc --alg cos")
+    assert refused.error.endswith(
+        "vc: --alg picks the metrics of a tensor compare; these are statistics dumps, "
+        "compared by the statistics they hold (drop --alg)"
+    )
+
+
 def test_ac_names_the_planted_faults_first_and_writes_their_dump_config(pair) -> None:
     stats_root, _, tensor_root, tensor_manifest = pair
     shell = open_shell(stats_root)

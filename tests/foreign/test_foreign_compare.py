@@ -61,6 +61,16 @@ def _check_metrics(row: object, left: np.ndarray, right: np.ndarray) -> None:
         assert math.isclose(got, value, rel_tol=1e-12, abs_tol=1e-15), (column, got, value)
 
 
+def test_vc_alg_is_refused_on_megengine_dumps(shell: Dispatcher, meg_pair) -> None:
+    """--alg picks msaccucmp's metrics; a MegEngine compare has its own, so it would ignore it."""
+    a, b, _, _ = meg_pair
+    refused = run_fail(shell, f"vc -lt {a} -rt {b} --alg cos")
+    assert refused.error.endswith(
+        "vc: --alg picks the metrics of a tensor compare; these are MegEngine or SigmaStar "
+        "dumps, compared by their own tool's metrics (drop --alg)"
+    )
+
+
 def test_vc_megengine_rows_hold_the_metrics(shell: Dispatcher, meg_pair, tmp_path: Path) -> None:
     a, b, bad, good = meg_pair
     result = run_ok(shell, f"vc -lt {a} -rt {b}")

@@ -37,6 +37,13 @@ def _str(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _strs(value: Any) -> list[str] | None:
+    """A list of strings, else None (not recorded, or not a list of names)."""
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    return None
+
+
 def _dicts(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
@@ -264,6 +271,8 @@ class RunSummary:
     # wall clock (ns) just before the compare looked at its inputs: a file modified after it
     # may not be what it compared (results/input_changes.py); None: not recorded
     started_ns: int | None = None
+    # the metric columns computed (`vc --alg`); None: every one (not written)
+    metrics: list[str] | None = None
 
     @property
     def partial(self) -> bool:
@@ -313,6 +322,7 @@ class RunSummary:
             "created": self.created,
             **({"started_ns": self.started_ns} if self.started_ns is not None else {}),
             "thresholds": self.rule.to_json(),
+            **({"metrics": self.metrics} if self.metrics is not None else {}),
             "totals": self.totals(),
             **self.primary.to_json(),
         }
@@ -355,6 +365,7 @@ class RunSummary:
             created=_str(payload.get("created")),
             path=path,
             started_ns=started if (started := _int(payload.get("started_ns"), -1)) >= 0 else None,
+            metrics=_strs(payload.get("metrics")),
         )
 
     def write(self, path: Path) -> None:

@@ -12,7 +12,7 @@ error is unbounded; such a tensor crosses the cosine limit (else the distance's)
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -100,7 +100,8 @@ class ThresholdRule:
                 limits[column] = float(value)
             elif value is None:
                 limits[column] = math.inf
-        return cls(limits) if limits else None
+        # `{}`: a compare that computed no metric with a limit (vc --alg mae)
+        return cls(limits) if limits or not settings else None
 
     def to_json(self) -> dict[str, float | None]:
         names = {column: key for key, column in SETTING_COLUMNS.items()}
@@ -110,6 +111,15 @@ class ThresholdRule:
         """Both rules fail the same tensors (the same active limits; "no limit" spelled either
         way)."""
         return sorted(self.active()) == sorted(other.active())
+
+    def of_metrics(self, computed: Collection[str] | None) -> ThresholdRule:
+        """The limits on the metrics a compare computed (`vc --alg`; None: all of them). A
+        metric not computed crosses nothing, so a rule that kept its limit would say it checked
+        what it never did (QA: `vc --alg cos,mae` said "no output fails ... or
+        RelativeEuclideanDistance > 0.05 fails" over a column of NaN: a false all-clear)."""
+        if computed is None:
+            return self
+        return replace(self, limits={m: v for m, v in self.limits.items() if m in computed})
 
     def with_limit(self, metric: str, value: float) -> ThresholdRule:
         return replace(self, limits={**self.limits, metric: _checked(metric, value)})
