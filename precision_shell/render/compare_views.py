@@ -50,6 +50,15 @@ def _run_table(title: str, run: CompareRun, judged: bool = True) -> Table:
     )
     if t.constant_inputs:
         table.add_row("not compared", Text(f"{t.constant_inputs} x constant input (no benchmark)"))
+    if t.cut:
+        table.add_row(
+            "compared in part",
+            Text(
+                f"{t.cut} device tensors larger than their benchmark, compared on its shape "
+                "(CompareFailReason says what was cut)",
+                style="yellow",
+            ),
+        )
     for reason, count in t.failed_reasons.most_common():
         table.add_row("failed", Text(f"{count} x {reason}"))
     if run.repeated:

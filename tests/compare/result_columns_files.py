@@ -13,7 +13,7 @@ from typing import Any
 
 from precision_shell.compare.results import columns_cache as cc
 from precision_shell.compare.results.schema import csv_header
-from precision_shell.compare.results.thresholds import ZERO_BENCHMARK_MARK
+from precision_shell.compare.results.thresholds import SLICED_NONFINITE_MARK, ZERO_BENCHMARK_MARK
 from precision_shell.workspace.index_cache import _user_key
 
 HEADER = ",".join(csv_header(overflow=True))
@@ -54,6 +54,16 @@ ODD_LINES = [
     row("²", "Super", "sup", "sup:output:0", "-inf", "NaN"),
     row("6", "Line", '"multi\nline"', '"multi\nline:output:0"', "0.97", "0.01"),
     row("7", "Same", "same", "same:output:0", "1.0", "0.0") + ",extra,cells",
+    # NaN/inf cut off a device tensor larger than its benchmark fail it too
+    row(
+        "10",
+        "Pool",
+        "pool",
+        "pool:output:0",
+        "1.000000",
+        "0.000100",
+        f'"x; {SLICED_NONFINITE_MARK}"',
+    ),
     "8,Short,short,float16",  # short: padded, with a warning
     row("9", "Relu", "after", "after:output:0", "0.999", "0.001"),
 ]

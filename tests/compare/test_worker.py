@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from precision_shell.compare.pipeline.plan import FileTask, MappingRow
+from precision_shell.compare.diagnosis.root_cause import tensor_quality
 from precision_shell.compare.pipeline.worker import CompareOptions, compare_file
+from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.formats.benchmark import write_benchmark
 from precision_shell.formats.layouts import DumpFormat, from_origin_layout
 from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
@@ -103,10 +105,35 @@ def test_larger_device_dims_are_sliced_down_to_the_benchmark(tmp_path):
     benchmark = write_benchmark(tmp_path, "relu:0", bench, TS)
     row_map = MappingRow("relu", str(benchmark), origin_format="ND", origin_shape=(3, 5))
     (row,) = compare_file(_task(dump, [row_map]), CompareOptions()).rows
-    assert row.reason == ""
+    assert row.reason == "device shape [4,6] cut to the benchmark's [3,5] (9 elements not compared)"
     assert row.shape == "[3,5]"
     assert row.metrics["CosineSimilarity"] == pytest.approx(1.0, abs=1e-6)
     assert row.metrics["MaxAbsoluteError"] == 0.0
+    assert not ThresholdRule.default().fails(row)
+
+
+def test_nan_and_inf_in_the_part_cut_off_fail_the_row(tmp_path):
+    """QA: a pooling output 16x16 on the device against a 15x15 benchmark passed with cosine
+    1.000000, OverFlow NO and no reason, while its last row and column held NaN and inf."""
+    device = np.arange(24, dtype=np.float16).reshape(4, 6) + 1
+    device[3, 0], device[0, 5], device[3, 5] = np.nan, np.inf, np.nan
+    bench = device[:3, :5].astype(np.float32)
+    dump = tmp_path / "MaxPool.net_relu.1.1.1700000000000000"
+    write_dump(dump, "net/relu", outputs=[TensorSpec(device, format=DumpFormat.ND)])
+    benchmark = write_benchmark(tmp_path, "relu:0", bench, TS)
+    row_map = MappingRow("relu", str(benchmark), origin_format="ND", origin_shape=(3, 5))
+    (row,) = compare_file(_task(dump, [row_map]), CompareOptions(overflow=True)).rows
+    assert row.reason == (
+        "device shape [4,6] cut to the benchmark's [3,5] (9 elements not compared; "
+        "NaN/inf in the part cut off: 2 NaN, 1 inf)"
+    )
+    assert row.metrics["CosineSimilarity"] == pytest.approx(1.0, abs=1e-6)  # msaccucmp's cell
+    assert row.overflow == "YES"  # flagged on the whole tensor
+    (crossing,) = ThresholdRule.default().crossings(row)
+    assert str(crossing) == (
+        "CosineSimilarity nan (NaN/inf in the device elements cut to the benchmark's shape) < 0.98"
+    )
+    assert tensor_quality(row, ThresholdRule.default()).nonfinite
 
 
 def test_a_smaller_device_dim_fails_the_row_with_a_reason(tmp_path):

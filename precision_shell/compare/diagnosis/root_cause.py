@@ -23,7 +23,11 @@ from typing import TYPE_CHECKING
 from precision_shell.compare.pipeline.matcher import constant_input, input_source
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.tally import benchmark_missing
-from precision_shell.compare.results.thresholds import ThresholdRule, zero_benchmark
+from precision_shell.compare.results.thresholds import (
+    ThresholdRule,
+    sliced_nonfinite,
+    zero_benchmark,
+)
 from precision_shell.json_numbers import json_number
 from precision_shell.workspace.graph_index import GraphIndex
 
@@ -58,7 +62,7 @@ class TensorQuality:
 def tensor_quality(row: ResultRow, rule: ThresholdRule) -> TensorQuality | None:
     """Quality of one compared tensor, or None when it was not compared."""
     crossed = tuple(str(c) for c in rule.crossings(row))
-    if row.nonfinite(_COS) or row.nonfinite(_RED):
+    if row.nonfinite(_COS) or row.nonfinite(_RED) or sliced_nonfinite(row):
         return TensorQuality(math.nan, -math.inf, True, crossed)
     cos = row.metrics.get(_COS, math.nan)
     red = row.metrics.get(_RED, math.nan)

@@ -18,7 +18,8 @@ from precision_shell.compare.metrics.cells import METRIC_COLUMNS, NOT_COMPUTED, 
 from precision_shell.compare.metrics.compute import MetricRow, compute_metrics
 from precision_shell.compare.pipeline.plan import FileTask, MappingRow
 from precision_shell.compare.pipeline.recent import RecentByPath
-from precision_shell.compare.results.schema import ResultRow
+from precision_shell.compare.results.schema import CUT_TO_BENCHMARK, ResultRow
+from precision_shell.compare.results.thresholds import SLICED_NONFINITE_MARK
 from precision_shell.errors import PrecisionError
 from precision_shell.formats.benchmark import load_benchmark
 from precision_shell.formats.benchmark_layout import own_elements, to_benchmark_layout
@@ -99,7 +100,8 @@ def _to_benchmark_layout(values: np.ndarray, meta: TensorMeta, mapping: MappingR
 
 
 def _fit(device: np.ndarray, benchmark: np.ndarray) -> np.ndarray:
-    """Slice larger device dims down to the benchmark shape; raise when a dim is smaller."""
+    """Slice larger device dims down to the benchmark shape (msaccucmp's rule; `sliced_note`
+    says what was left out); raise when a dim is smaller."""
     if device.size == benchmark.size:
         return device
     if device.ndim != benchmark.ndim:
@@ -113,6 +115,24 @@ def _fit(device: np.ndarray, benchmark: np.ndarray) -> np.ndarray:
             f"{_shape_text(benchmark.shape)}"
         )
     return device[tuple(slice(0, r) for r in benchmark.shape)]
+
+
+def sliced_note(whole: np.ndarray, kept: np.ndarray) -> str:
+    """The CompareFailReason note of a device tensor `_fit` cut to the benchmark's shape: how
+    many elements were not compared, and the NaN/inf among them (QA: a pooling output
+    16x16 on the device against a 15x15 benchmark passed with cosine 1.000000 and an empty
+    reason while its cut-off row held NaN and inf; thresholds.sliced_nonfinite fails it)."""
+    left_out = whole.size - kept.size
+    note = (
+        f"device shape {_shape_text(whole.shape)} {CUT_TO_BENCHMARK} "
+        f"{_shape_text(kept.shape)} ({left_out} elements not compared"
+    )
+    if whole.dtype.kind in "fc":
+        nan = int(np.count_nonzero(np.isnan(whole))) - int(np.count_nonzero(np.isnan(kept)))
+        inf = int(np.count_nonzero(np.isinf(whole))) - int(np.count_nonzero(np.isinf(kept)))
+        if nan or inf:
+            return f"{note}; {SLICED_NONFINITE_MARK}: {nan} NaN, {inf} inf)"
+    return note + ")"
 
 
 class _Benchmarks:
@@ -147,8 +167,9 @@ def _align(
     benchmark: np.ndarray,
     ref_meta: TensorMeta | None,
     mapping: MappingRow,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Bring device and benchmark values to one layout and shape.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bring device and benchmark values to one layout and shape: (device, benchmark, the
+    whole device tensor, which is `device` unless `_fit` cut it to the benchmark's shape).
 
     Both sides go back to the original layout (a benchmark .npy is always in it already);
     two dumps in one layout that cannot be converted back are compared as stored.
@@ -156,21 +177,24 @@ def _align(
     if ref_meta is not None:
         if ref_meta.format == meta.format and benchmark.shape == raw.shape:
             if is_plain_format(format_name(meta.format)):
-                return raw, benchmark
+                return raw, benchmark, raw
             # The C0/fractal pads are not data (and need not be zero on a device):
             # compare in the original layout when both sides convert back alike.
             try:
                 device = _to_benchmark_layout(raw, meta, mapping)
                 converted = _to_benchmark_layout(benchmark, ref_meta, MappingRow("", None))
             except (LayoutError, ValueError):
-                return raw, benchmark
+                return raw, benchmark, raw
             if device.shape != converted.shape:
-                return raw, benchmark
-            return _read_only(np.ascontiguousarray(device)), np.ascontiguousarray(converted)
+                return raw, benchmark, raw
+            device = _read_only(np.ascontiguousarray(device))
+            return device, np.ascontiguousarray(converted), device
         benchmark = _to_benchmark_layout(benchmark, ref_meta, MappingRow("", None))
-    device = _fit(_to_benchmark_layout(raw, meta, mapping), benchmark)
+    whole = _to_benchmark_layout(raw, meta, mapping)
+    device = _fit(whole, benchmark)
     # One strided copy now; the metrics' chunked passes over a transposed view cost ~2x more.
-    return _read_only(np.ascontiguousarray(device)), benchmark
+    kept = _read_only(np.ascontiguousarray(device))
+    return kept, benchmark, (whole if device.size != whole.size else kept)
 
 
 def _read_only(values: np.ndarray) -> np.ndarray:
@@ -429,12 +453,14 @@ def _compare_tensor(
     # device vs device: whether both dumps hold the same bytes, while both are in memory
     same = ref_meta is not None and _same_bytes(raw, benchmark)
     try:
-        device, benchmark = _align(raw, meta, benchmark, ref_meta, mapping)
+        device, benchmark, whole = _align(raw, meta, benchmark, ref_meta, mapping)
     except (LayoutError, ValueError) as exc:
         common["overflow"] = _own_overflow_flag(raw, meta, mapping, options)
         return _row(task, meta.kind, meta.index, mapping, reason=str(exc), **common)
-    # the values compared are the tensor's own, pads cut: flagged as they are, no second copy
-    common["overflow"] = _overflow_flag(device, options.fp16_limit) if options.overflow else "NaN"
+    # the tensor's own values, pads cut (all of them, where `_fit` compares only a part):
+    # flagged as they are, no second copy
+    common["overflow"] = _overflow_flag(whole, options.fp16_limit) if options.overflow else "NaN"
+    sliced = sliced_note(whole, device) if whole is not device else None
     common["shape"] = _shape_text(benchmark.shape)
     try:
         identity = refs.identities.get(mapping.benchmark_path)
@@ -442,7 +468,7 @@ def _compare_tensor(
     except (LayoutError, ValueError) as exc:
         return _row(task, meta.kind, meta.index, mapping, reason=str(exc), **common)
     # msaccucmp joins the messages of its algorithms with ","
-    reason = ",".join(metrics.reasons)
+    reason = ",".join((*metrics.reasons, *([sliced] if sliced else [])))
     return _row(
         task,
         meta.kind,

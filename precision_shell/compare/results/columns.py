@@ -35,9 +35,9 @@ from precision_shell.compare.results.schema import (
     parse_index,
 )
 from precision_shell.compare.results.thresholds import (
-    ZERO_BENCHMARK_MARK,
+    FAILING_REASON_MARKS,
     ThresholdRule,
-    zero_benchmark_reason,
+    reason_fails,
 )
 
 KIND_NONE, KIND_INPUT, KIND_OUTPUT = 0, 1, 2
@@ -381,16 +381,17 @@ class ResultColumns:
             out |= self.nonfinite[metric] | crossed
         reason = self.layout.col.get("CompareFailReason")
         if reason is not None and rule.zero_benchmark_limit() is not None:
-            out |= self._zero_benchmark(self.cells[reason])
+            out |= self._failing_reasons(self.cells[reason])
         return out
 
-    def _zero_benchmark(self, reasons: StrColumn) -> np.ndarray:
-        """Rows whose reason says the benchmark is all zero (`thresholds.zero_benchmark`):
-        judged on each distinct reason of a coded column."""
-        if ZERO_BENCHMARK_MARK.encode() not in reasons.blob.tobytes():
+    def _failing_reasons(self, reasons: StrColumn) -> np.ndarray:
+        """Rows whose reason fails them (`thresholds.reason_fails`: an all-zero benchmark,
+        NaN/inf cut off the device tensor): judged on each distinct reason of a coded column."""
+        blob = reasons.blob.tobytes()
+        if not any(mark.encode() in blob for mark in FAILING_REASON_MARKS):
             return np.zeros(len(self), dtype=bool)
         flags = np.fromiter(
-            (zero_benchmark_reason(r) for r in reasons.values()), dtype=bool, count=reasons.distinct
+            (reason_fails(r) for r in reasons.values()), dtype=bool, count=reasons.distinct
         )
         return flags[reasons.codes] if reasons.codes is not None else flags
 

@@ -45,6 +45,9 @@ HIGHER_IS_BETTER = frozenset({COSINE})
 
 # What a row that was not compared says (the reason's marker), so counts keep them apart.
 CONSTANT_INPUT = "constant input"
+# a compared row's reason note: the device tensor was larger than its benchmark and cut to
+# the benchmark's shape (msaccucmp's rule; compare/pipeline/worker.py `sliced_note`)
+CUT_TO_BENCHMARK = "cut to the benchmark's"
 
 # `result_<YYYYmmddHHMMSS>.csv`: vc's primary compare (and msaccucmp's only CSV)
 _PRIMARY_NAME = re.compile(r"(result|statistics)_\d{14}(_\d+)?\.csv")

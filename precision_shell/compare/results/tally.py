@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from precision_shell.compare.metrics.cells import COSINE, MAX_ABS, REL_EUCLID
-from precision_shell.compare.results.schema import CONSTANT_INPUT, ResultRow
+from precision_shell.compare.results.schema import CONSTANT_INPUT, CUT_TO_BENCHMARK, ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.json_numbers import json_number
 
@@ -91,6 +91,8 @@ class CompareTally:
     failed_reasons: Counter = field(default_factory=Counter)  # not compared, by reason kind
     failing: list[ResultRow] = field(default_factory=list)
     outputs: list[ResultRow] = field(default_factory=list)
+    # compared on the benchmark's smaller shape, the rest of the device tensor cut off
+    cut: int = 0
 
     def add(self, rows: Iterable[ResultRow]) -> None:
         for row in rows:
@@ -102,6 +104,8 @@ class CompareTally:
                     self.failed_reasons[reason_kind(row.reason)] += 1
                 continue
             self.compared += 1
+            if CUT_TO_BENCHMARK in row.reason:
+                self.cut += 1
             if row.kind != "output":
                 continue
             self.outputs.append(row)

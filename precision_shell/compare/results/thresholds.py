@@ -34,6 +34,28 @@ ZERO_BENCHMARK_MARK = zero_cosine_reason("benchmark")
 ZERO_BENCHMARK_TEXT = "NaN (the benchmark is all zero, the device's tensor is not)"
 
 
+# A device tensor larger than its benchmark is cut to the benchmark's shape (msaccucmp's
+# rule); NaN/inf in the part cut off are the device tensor's all the same: the row fails.
+SLICED_NONFINITE_MARK = "NaN/inf in the part cut off"
+SLICED_NONFINITE_TEXT = "nan (NaN/inf in the device elements cut to the benchmark's shape)"
+
+
+def sliced_nonfinite(row: ResultRow) -> bool:
+    """The device tensor holds NaN/inf in the part cut off to fit the benchmark's shape
+    (compare/pipeline/worker.py `sliced_note`): non-finite, whatever its cells print."""
+    return SLICED_NONFINITE_MARK in row.reason
+
+
+# the marks of a reason that fails its row whatever the cells print (`reason_fails`)
+FAILING_REASON_MARKS = (ZERO_BENCHMARK_MARK, SLICED_NONFINITE_MARK)
+
+
+def reason_fails(reason: str) -> bool:
+    """A CompareFailReason that fails its row whatever its cells print: an all-zero
+    benchmark (`zero_benchmark`), NaN/inf cut off the device tensor (`sliced_nonfinite`)."""
+    return any(mark in reason for mark in FAILING_REASON_MARKS)
+
+
 def zero_benchmark(row: ResultRow) -> bool:
     """The benchmark of this tensor is all zero and the device's is not (msaccucmp's cosine
     reason says so): its relative error is unbounded, whatever the cells print."""
@@ -150,15 +172,17 @@ class ThresholdRule:
                 continue
             if (value < limit) if metric in HIGHER_IS_BETTER else (value > limit):
                 found.append(Crossing(metric, limit, text))
-        if not found and zero_benchmark(row):
+        if not found and reason_fails(row.reason):
             limit_of = self.zero_benchmark_limit()
             if limit_of is not None:
-                found.append(Crossing(limit_of[0], limit_of[1], ZERO_BENCHMARK_TEXT))
+                text = ZERO_BENCHMARK_TEXT if zero_benchmark(row) else SLICED_NONFINITE_TEXT
+                found.append(Crossing(limit_of[0], limit_of[1], text))
         return found
 
     def zero_benchmark_limit(self) -> tuple[str, float] | None:
-        """The limit a tensor whose benchmark is all zero crosses (`zero_benchmark`): the
-        cosine's, else the relative distance's; None when the rule has neither."""
+        """The limit a tensor whose reason fails it (`reason_fails`: its benchmark all zero,
+        NaN/inf cut off) crosses: the cosine's, else the relative distance's; None when the
+        rule has neither."""
         limited = dict(self.active())
         return next(((m, limited[m]) for m in (COSINE, REL_EUCLID) if m in limited), None)
 
