@@ -1,16 +1,24 @@
-"""Helpers for the user's TensorFlow script: wrap a session or estimator for harvesting.
+"""Helpers for the user's TensorFlow script: wrap a session or estimator for harvesting, and
+(on the Ascend machine) turn on the NPU dump. The names and meanings are precision_tool's.
 
-Use in the CPU/GPU training script (graph mode, TF1 style):
+In the CPU/GPU training script (graph mode, TF1 style):
 
     import precision_shell.tf_config as tf_config
-    sess = tf_config.sess_dump(sess)            # live: `tf_run "python train.py"`
-    sess = tf_config.sess_dump_offline(sess)    # offline: run the script, then `tf_dump`
-    EstimatorSpec(..., training_hooks=[tf_config.estimator_dump()])   # or _offline()
+    sess = tf_config.sess_dump(sess)            # offline: run the script, then `tf_dump`
+    sess = tf_config.sess_dump_live(sess)       # live: `tf_run python train.py`
+    EstimatorSpec(..., training_hooks=[tf_config.estimator_dump()])   # or _live()
 
-Offline dumps go to `<workspace>/tf/tf_debug/`: the workspace is the `precision_data` dir
-named by the `PRECISION_DATA_DIR` variable (set by `tf_run`/`tf_dump` when they start the
-script), else `./precision_data`. Importing this module imports nothing heavy and changes
-nothing; TensorFlow is imported by the functions that need it.
+In the NPU training script (TF on Ascend, with CANN's npu_bridge):
+
+    config = tf_config.session_dump_config(config, action="dump")     # or "overflow"
+    custom_op = tf_config.update_custom_op(custom_op, action="dump")  # a NpuOptimizer of yours
+    NPURunConfig(dump_config=tf_config.estimator_dump_config(action="dump"), ...)
+
+Offline dumps go to `<workspace>/tf/tf_debug/`, NPU dumps to `<workspace>/npu/debug_0/dump/`
+(overflow dumps to `<workspace>/overflow/dump/`) and GE graphs to `<workspace>/npu/debug_0/graph/`:
+the workspace is the `precision_data` dir named by the `PRECISION_DATA_DIR` variable (set by
+`tf_run`/`tf_dump` when they start the script), else `./precision_data`. Importing this module
+imports nothing heavy and changes nothing; TensorFlow is imported by the functions that need it.
 """
 
 from __future__ import annotations
@@ -53,23 +61,121 @@ def _tf_debug() -> Any:
 
 
 def sess_dump(sess: Any) -> Any:
-    """Wrap `sess` in tfdbg's live CLI (readline UI) for `tf_run`."""
-    return _tf_debug().LocalCLIDebugWrapperSession(sess, ui_type="readline")
-
-
-def sess_dump_offline(sess: Any) -> Any:
-    """Wrap `sess` so every `run()` dumps all tensors into `tf/tf_debug/run_*` for `tf_dump`."""
+    """Wrap `sess` so every `run()` dumps all tensors into `tf/tf_debug/run_*` for `tf_dump`
+    (precision_tool's `sess_dump`: a `DumpingDebugWrapperSession`)."""
     return _tf_debug().DumpingDebugWrapperSession(sess, _empty_tf_debug_dir())
 
 
+def sess_dump_live(sess: Any) -> Any:
+    """Wrap `sess` in tfdbg's live CLI (readline UI), which `tf_run` drives."""
+    return _tf_debug().LocalCLIDebugWrapperSession(sess, ui_type="readline")
+
+
 def estimator_dump() -> Any:
-    """An estimator hook opening tfdbg's live CLI (readline UI) for `tf_run`."""
+    """An estimator hook dumping every `run()` into `tf/tf_debug/run_*` for `tf_dump`
+    (precision_tool's `estimator_dump`: a `DumpingDebugHook`)."""
+    return _tf_debug().DumpingDebugHook(_empty_tf_debug_dir())
+
+
+def estimator_dump_live() -> Any:
+    """An estimator hook opening tfdbg's live CLI (readline UI), which `tf_run` drives."""
     return _tf_debug().LocalCLIDebugHook(ui_type="readline")
 
 
-def estimator_dump_offline() -> Any:
-    """An estimator hook dumping every `run()` into `tf/tf_debug/run_*` for `tf_dump`."""
-    return _tf_debug().DumpingDebugHook(_empty_tf_debug_dir())
+# the names sessions 1-18 gave the offline wrappers
+sess_dump_offline = sess_dump
+estimator_dump_offline = estimator_dump
+
+# --- the NPU side: CANN's dump switches (read by GE through TF's NpuOptimizer) ------------
+NPU_OPTIMIZER = "NpuOptimizer"
+DUMP_STEP = "0"  # the steps to dump, `0|5|10` style; one step is what a compare needs
+_NPU_DUMP_SUBDIR = ("npu", "debug_0", "dump")
+_NPU_GRAPH_SUBDIR = ("npu", "debug_0", "graph")
+_OVERFLOW_SUBDIR = ("overflow", "dump")
+# GE's graph dump: without constants' data (2), the last graph built (3), as ge_proto_*.txt
+_GE_GRAPH_ENV = {"DUMP_GE_GRAPH": "2", "DUMP_GRAPH_LEVEL": "3"}
+
+
+def _dump_action(action: str) -> str:
+    """`dump` or `overflow` (precision_tool's other actions switch fusion passes off with
+    files of its own, which this tool does not ship)."""
+    if action in ("dump", "overflow"):
+        return action
+    raise ValueError(
+        f"action {action!r}: give 'dump' (every op's tensors) or 'overflow' (the ops that "
+        "overflow, with their Opdebug files)"
+    )
+
+
+def _npu_dirs(action: str) -> str:
+    """Make the dirs the NPU run writes into and point GE's graph dump at the workspace;
+    return the dump path of `action`."""
+    graphs = workspace_dir().joinpath(*_NPU_GRAPH_SUBDIR)
+    dumps = workspace_dir().joinpath(
+        *(_OVERFLOW_SUBDIR if action == "overflow" else _NPU_DUMP_SUBDIR)
+    )
+    for path in (graphs, dumps):
+        path.mkdir(parents=True, exist_ok=True)
+    os.environ.update(_GE_GRAPH_ENV, DUMP_GRAPH_PATH=str(graphs.resolve()))
+    return str(dumps.resolve())
+
+
+def update_custom_op(custom_op: Any, action: str = "dump", dump_step: str = DUMP_STEP) -> Any:
+    """Turn on the NPU dump in a `NpuOptimizer` custom optimizer of the session config:
+    `dump` dumps every op's tensors of `dump_step` into the workspace's `npu/debug_0/dump/`,
+    `overflow` the ops that overflow into `overflow/dump/`. Returns `custom_op`."""
+    import tensorflow as tf
+
+    chosen = _dump_action(action)
+    params = custom_op.parameter_map
+    params["dump_path"].s = tf.compat.as_bytes(_npu_dirs(chosen))
+    if chosen == "overflow":
+        params["enable_dump_debug"].b = True
+        params["dump_debug_mode"].s = tf.compat.as_bytes("all")
+    else:
+        params["enable_dump"].b = True
+        params["dump_mode"].s = tf.compat.as_bytes("all")
+        params["dump_step"].s = tf.compat.as_bytes(dump_step)
+    return custom_op
+
+
+def session_dump_config(
+    config: Any = None, action: str = "dump", dump_step: str = DUMP_STEP
+) -> Any:
+    """A `ConfigProto` (`config` itself when given) whose `NpuOptimizer` (its own, else a new
+    one, run offline) dumps as `update_custom_op` says; TF's remapping pass is turned off, so
+    the graph keeps the ops the benchmark has."""
+    import tensorflow as tf
+    from tensorflow.core.protobuf.rewriter_config_pb2 import RewriterConfig
+
+    if not isinstance(config, tf.compat.v1.ConfigProto):
+        config = tf.compat.v1.ConfigProto()
+    rewrite = config.graph_options.rewrite_options
+    custom_op = next((op for op in rewrite.custom_optimizers if op.name == NPU_OPTIMIZER), None)
+    if custom_op is None:
+        custom_op = rewrite.custom_optimizers.add()
+        custom_op.name = NPU_OPTIMIZER
+        custom_op.parameter_map["use_off_line"].b = True
+    update_custom_op(custom_op, action, dump_step)
+    rewrite.remapping = RewriterConfig.OFF
+    return config
+
+
+def estimator_dump_config(action: str = "dump", dump_step: str = DUMP_STEP) -> Any:
+    """npu_bridge's `DumpConfig` for `NPURunConfig(dump_config=...)`, dumping as
+    `update_custom_op` says. Needs CANN's TF adapter (npu_bridge): the Ascend machine's."""
+    chosen = _dump_action(action)
+    try:
+        from npu_bridge.npu_init import DumpConfig  # type: ignore[import-not-found]
+    except ImportError:
+        raise ImportError(
+            "estimator_dump_config builds npu_bridge's DumpConfig for NPURunConfig: run it on "
+            "the Ascend machine, where CANN's TF adapter (npu_bridge) is installed"
+        ) from None
+    path = _npu_dirs(chosen)
+    if chosen == "overflow":
+        return DumpConfig(enable_dump_debug=True, dump_path=path, dump_debug_mode="all")
+    return DumpConfig(enable_dump=True, dump_path=path, dump_step=dump_step, dump_mode="all")
 
 
 def benchmark_session_config(config: Any = None) -> Any:

@@ -53,7 +53,7 @@ with graph.as_default():
         b = tf.constant(rng.standard_normal(64, np.float32) / 8, name=f"b{i}/bias")
         h = tf.nn.relu(tf.nn.bias_add(tf.matmul(h, w, name=f"b{i}/MatMul"), b, name=f"b{i}/BiasAdd"), name=f"b{i}/Relu")
 sess = tf.compat.v1.Session(graph=graph, config=tf_config.benchmark_session_config())
-wrapped = tf_config.sess_dump(sess) if mode == "live" else tf_config.sess_dump_offline(sess)
+wrapped = tf_config.sess_dump_live(sess) if mode == "live" else tf_config.sess_dump(sess)
 wrapped.run(h, {x: rng.standard_normal((8, 64), np.float32)})
 """
 

@@ -235,11 +235,11 @@ def tf_dump_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestBatch
         if args.cmd:
             raise PrecisionError(
                 f"tf_dump: {notes[-1]}, but it wrote no {tf_debug}/: wrap its session with "
-                "precision_shell.tf_config.sess_dump_offline(sess)"
+                "precision_shell.tf_config.sess_dump(sess)"
             )
         raise PrecisionError(
             f"{tf_debug}: no such dir; wrap the session with "
-            "precision_shell.tf_config.sess_dump_offline(sess) and run the script (or give CMD)"
+            "precision_shell.tf_config.sess_dump(sess) and run the script (or give CMD)"
         )
     runs = select_runs(tf_debug, args.run, args.all_runs)
     have_tf = tensorflow_available()

@@ -1,7 +1,7 @@
 """`tf_run`: harvest benchmark tensors from a live tfdbg session around the user's script.
 
 The script wraps its session in `LocalCLIDebugWrapperSession(sess, ui_type="readline")`
-(or `precision_shell.tf_config.sess_dump`). We wait for `tfdbg> `, send `run` (`run -t N`
+(or `precision_shell.tf_config.sess_dump_live`). We wait for `tfdbg> `, send `run` (`run -t N`
 runs N steps and stops after the N-th), harvest at the run-end prompt, send `exit` and
 wait for the child. tfdbg's `exit` makes the wrapper call `sys.exit(1)` at the script's
 next `run()`, so exit status 1 after a harvest is normal.
@@ -22,8 +22,9 @@ from precision_shell.harvest.tfdbg_text import parse_run_error
 from precision_shell.progress import ProgressSink
 
 _NOT_WRAPPED_HINT = (
-    "no tfdbg prompt: is the session wrapped with precision_shell.tf_config.sess_dump(sess) "
-    "(LocalCLIDebugWrapperSession with ui_type='readline')?"
+    "no tfdbg prompt: tf_run needs the session wrapped with "
+    "precision_shell.tf_config.sess_dump_live(sess) (LocalCLIDebugWrapperSession with "
+    "ui_type='readline'); sess_dump(sess), as precision_tool's, dumps offline for tf_dump"
 )
 
 

@@ -144,7 +144,7 @@ def test_tf_dump_without_runs_says_how_to_make_them(tmp_path: Path) -> None:
     tf_debug = tmp_path / "precision_data" / "tf" / "tf_debug"
     assert outcome.error == (
         f"{tf_debug}: no such dir; wrap the session with "
-        "precision_shell.tf_config.sess_dump_offline(sess) and run the script (or give CMD)"
+        "precision_shell.tf_config.sess_dump(sess) and run the script (or give CMD)"
     )
 
 
@@ -155,7 +155,7 @@ def test_tf_dump_cmd_that_writes_no_run_says_it_ran(tmp_path: Path) -> None:
     [log] = list(log_dir.iterdir())
     assert outcome.error == (
         f"tf_dump: ran {sys.executable} -c pass: exit status 0 (output: {log}), but it wrote no "
-        f"{tf_debug}/: wrap its session with precision_shell.tf_config.sess_dump_offline(sess)"
+        f"{tf_debug}/: wrap its session with precision_shell.tf_config.sess_dump(sess)"
     )
 
 

@@ -141,9 +141,10 @@ def test_hang_at_startup_times_out(tmp_path: Path) -> None:
 def test_crash_before_the_prompt_shows_status_and_last_output(tmp_path: Path) -> None:
     report, _out = _harvest(tmp_path, startup="crash")
     assert report.aborted == (
-        "tfdbg ended while starting the script (exit status 3); no tfdbg prompt: is the session "
-        "wrapped with precision_shell.tf_config.sess_dump(sess) (LocalCLIDebugWrapperSession "
-        "with ui_type='readline')?"
+        "tfdbg ended while starting the script (exit status 3); no tfdbg prompt: tf_run needs "
+        "the session wrapped with precision_shell.tf_config.sess_dump_live(sess) "
+        "(LocalCLIDebugWrapperSession with ui_type='readline'); sess_dump(sess), as "
+        "precision_tool's, dumps offline for tf_dump"
     )
     assert report.notes == [
         "last output: step -1: building the graph\nTraceback (most recent call last):\n"

@@ -82,7 +82,7 @@ np.savez(expected_path, names=np.array(names), **{f"v{i}": v for i, v in enumera
 
 sess = tf.compat.v1.Session(graph=graph, config=config)
 sess.run(init)
-wrapped = tf_config.sess_dump(sess) if mode == "live" else tf_config.sess_dump_offline(sess)
+wrapped = tf_config.sess_dump_live(sess) if mode == "live" else tf_config.sess_dump(sess)
 wrapped.run(doubled, feed)
 print("done")
 """
@@ -195,14 +195,21 @@ def test_tf_dump_fast_path_and_pexpect_path_write_identical_files(
 
 
 def test_tf_config_hooks_and_seeds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tensorflow as tf
     from tensorflow.python import debug as tf_debug
 
     from precision_shell import tf_config
 
     monkeypatch.setenv(tf_config.WORKSPACE_ENV, str(tmp_path))
-    assert isinstance(tf_config.estimator_dump(), tf_debug.LocalCLIDebugHook)
-    assert isinstance(tf_config.estimator_dump_offline(), tf_debug.DumpingDebugHook)
+    assert isinstance(tf_config.estimator_dump_live(), tf_debug.LocalCLIDebugHook)
+    # precision_tool's names mean what they mean there: the offline DumpingDebugHook
+    assert isinstance(tf_config.estimator_dump(), tf_debug.DumpingDebugHook)
+    assert tf_config.estimator_dump_offline is tf_config.estimator_dump
     assert (tmp_path / "tf" / "tf_debug").is_dir()
+    session = tf.compat.v1.Session(graph=tf.Graph())
+    assert isinstance(tf_config.sess_dump(session), tf_debug.DumpingDebugWrapperSession)
+    assert isinstance(tf_config.sess_dump_live(session), tf_debug.LocalCLIDebugWrapperSession)
+    session.close()
     config = tf_config.benchmark_session_config()
     assert config.graph_options.rewrite_options.disable_meta_optimizer
     assert config.graph_options.optimizer_options.opt_level == -1  # L0

@@ -40,7 +40,7 @@ def test_a_non_empty_tf_debug_dir_is_refused_with_the_fix(
     assert tf_config._empty_tf_debug_dir() == str(tmp_path / "tf" / "tf_debug")  # created
     (tmp_path / "tf" / "tf_debug" / "run_1_0").mkdir()
     with pytest.raises(ValueError) as error:
-        tf_config.sess_dump_offline(object())
+        tf_config.sess_dump(object())
     assert str(error.value) == (
         f"{tmp_path / 'tf' / 'tf_debug'} is not empty: tfdbg writes only into an empty dir. "
         "Harvest it with tf_dump, then move or delete its run_* dirs"
