@@ -206,16 +206,31 @@ def _type_counts(graph: GraphIndex, dumped: set[str]) -> dict[str, int]:
 @argument(
     "-r", "--run", help="device run (debug_N), or 'all'; default: the first run holding the op"
 )
-@argument("-a", "--attrs", action="store_true", help="also show every attribute")
+@argument(
+    "-a",
+    "--attrs",
+    nargs="?",
+    const=True,
+    default=False,
+    metavar="ATTR",
+    help="also show every attribute (-a ATTR: those whose name contains ATTR)",
+)
 @argument("-s", "--subgraph", type=int, metavar="DEPTH", help="write a subgraph of this depth")
 def ni_command(ctx: ShellContext, args: argparse.Namespace) -> NodeInfoResult | ForeignNode:
-    """ni [-n] NAME [-g GRAPH] [-r RUN] [-a] [-s DEPTH] [--rank R] [--step S]
+    """ni [-n] NAME [-g GRAPH] [-r RUN] [-a [ATTR]] [-s DEPTH] [--rank R] [--step S]
 
     Node info: type, fusion pass, original ops, inputs/outputs with peers, dump and benchmark tensors.
     On MegEngine / SigmaStar dumps: a var (name or id) or op: owner op, inputs with their
     producers, consumers, dtype, shape, the runs holding it.
     """
+    if args.name_flag and args.name and args.name_flag != args.name:
+        raise UsageError(
+            f"ni: two op names, {args.name!r} and -n {args.name_flag!r}: give one "
+            "(-a ATTR names an attribute)"
+        )
     name = args.name_flag or args.name
+    if isinstance(args.attrs, str) and not name:  # `ni -a conv1/Conv2D`: -a, then the name
+        name, args.attrs = args.attrs, True
     if not name:
         raise UsageError("ni: give an op name, e.g. ni -n conv1/Conv2D")
     foreign = foreign_dumps(ctx, "ni", args)

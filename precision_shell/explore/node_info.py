@@ -129,6 +129,10 @@ def dump_tensor_rows(ws: Workspace, ref: DumpFileRef) -> list[TensorRow]:
         try:
             # in the benchmark layout, as pt/cp/vc see it: a C0 pad is not data
             stats = tensor_stats_in_benchmark_layout(ws, handle)
+            if stats.shape != tuple(meta.shape):  # the shape and layout the stats are of
+                origin = handle.origin_format() or "original"
+                layout = f"{meta.format_name}→{origin}"
+                common = (label, ref.file_name, stats.shape, meta.dtype_name, layout)
             rows.append(TensorRow(*common, stats))
         except PrecisionError as exc:
             rows.append(TensorRow(*common, error=str(exc)))
@@ -200,7 +204,7 @@ def collect_node_info(
     run: RunIndex,
     graph: GraphIndex,
     rec: OpRecord,
-    with_attrs: bool,
+    with_attrs: bool | str,
     depth: int | None,
     rank: str | None = None,
     step: str | None = None,
@@ -221,7 +225,7 @@ def collect_node_info(
         dump_files=files,
         dump_tensors=dump_rows,
         benchmarks=_benchmark_rows(ctx, graph, rec, n_out, scope),
-        attrs=dict(sorted(op.attrs.items())) if with_attrs else None,
+        attrs=_attrs(op.attrs, with_attrs),
     )
     if len(run.slices) > 1:
         info.dump_slice = run.slice(rank, step).label
@@ -318,3 +322,12 @@ def _latest_compare(
         return found
     info.compare_missing = found.message
     return None
+
+
+def _attrs(attrs: dict[str, Any], wanted: bool | str) -> dict[str, Any] | None:
+    """The attributes shown: none, all (True), or those whose name contains `wanted`."""
+    if wanted is False:
+        return None
+    if wanted is True:
+        return dict(sorted(attrs.items()))
+    return {k: v for k, v in sorted(attrs.items()) if wanted.lower() in k.lower()}

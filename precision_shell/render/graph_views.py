@@ -264,7 +264,9 @@ def node_panel(info: NodeInfo, width: int | None = None) -> Panel:
         parts += [Text(note, style="yellow") for note in info.compare_notes]
     elif info.compare_missing:
         parts += [Text(""), Text(f"compare: {info.compare_missing}", style="yellow")]
-    if info.attrs is not None:
+    if info.attrs == {}:
+        parts += [Text(""), Text("attributes: no name matches -a", style="dim")]
+    elif info.attrs is not None:
         attrs = Table(show_edge=False, pad_edge=False, title="attributes", title_justify="left")
         text_column(attrs, "key")
         text_column(attrs, "value")

@@ -177,12 +177,16 @@ def test_ni_dump_tensor_stats_equal_numpy_on_the_decoded_file(demo):
         "output 0": nc1hwc0_to_nhwc(decoded(path, "output", 0), 8),
     }
     for row in info.dump_tensors:
-        kind, index = row.label.split()
-        values = decoded(path, kind, int(index))
         assert row.error is None and row.source == path.name
-        assert row.shape == values.shape and row.dtype == "FLOAT16"
+        # QA: the stats of the real elements sat beside the stored, padded shape
+        assert row.shape == converted[row.label].shape and row.dtype == "FLOAT16"
         assert_stats_equal(row.stats, converted[row.label])
-    assert [r.layout for r in info.dump_tensors] == ["NC1HWC0", "FRACTAL_Z", "ND", "NC1HWC0"]
+    assert [r.layout for r in info.dump_tensors] == [
+        "NC1HWC0→NHWC",
+        "FRACTAL_Z→HWCN",
+        "ND",
+        "NC1HWC0→NHWC",
+    ]
 
 
 def test_ni_benchmark_stats_equal_numpy_on_the_npy(demo):
@@ -308,6 +312,19 @@ def test_ni_a_holds_every_attribute_of_the_op(demo):
     ]
     assert info.attrs["pass_name_ub"] == "AutomaticUbFusion"
     assert run_ok(shell, f"ni {CONV2}").nodes[0].attrs is None
+    # precision_tool's `ni -n OP -a ATTR`: the attributes whose name holds ATTR
+    (named,) = run_ok(shell, f"ni -n {CONV2} -a PASS_name").nodes
+    assert sorted(named.attrs) == sorted(k for k in keys if "pass_name" in k)
+    assert run_ok(shell, f"ni -n {CONV2} -a nothing_like_it").nodes[0].attrs == {}
+
+
+def test_ni_refuses_two_op_names_rather_than_drop_one(demo):
+    _, _, shell = demo
+    refused = run_fail(shell, f"ni {POOL} -n {CONV2}")
+    assert refused.error == (
+        f"ni: two op names, {POOL!r} and -n {CONV2!r}: give one (-a ATTR names an attribute)"
+    )
+    assert [n.record.name for n in run_ok(shell, f"ni {CONV2} -n {CONV2}").nodes] == [CONV2]
 
 
 def _parse_gv(text: str) -> tuple[set[str], set[tuple[str, str, str]]]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from precision_shell.compare.pipeline.plan import FileTask, MappingRow
 from precision_shell.compare.diagnosis.root_cause import tensor_quality
+from precision_shell.compare.pipeline.plan import FileTask, MappingRow
 from precision_shell.compare.pipeline.worker import CompareOptions, compare_file
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.formats.benchmark import write_benchmark

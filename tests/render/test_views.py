@@ -88,7 +88,7 @@ def test_ni_panel_shows_ports_and_the_numpy_stats_of_dump_and_benchmark(demo):
     # stats of the filter in its benchmark layout (HWCN), pads cut off
     w = numpy_stats(fractal_z_to_nchw(decoded(path, "input", 1), 8, 8, 3, 3).transpose(2, 3, 1, 0))
     cells = [c.strip() for c in re.split(r"[│┃]", tensor) if c.strip()]
-    assert cells == ["input 1", "[9, 1, 16, 16]", "FLOAT16", "FRACTAL_Z", fmt_num(w.max),
+    assert cells == ["input 1", "[3, 3, 8, 8]", "FLOAT16", "FRACTAL_Z→HWCN", fmt_num(w.max),
                      fmt_num(w.min), fmt_num(w.mean), "0/0"]  # fmt: skip
     (bench_header,) = [ln for ln in text.splitlines() if "┃ file" in ln]
     assert [c.strip() for c in re.split(r"[│┃]", bench_header) if c.strip()] == [
@@ -208,14 +208,17 @@ def test_help_views(demo):
     index = render(run_ok(shell, "help"))
     assert (
         _grid_row(index, "ni")[1]
-        == "ni [-n] NAME [-g GRAPH] [-r RUN] [-a] [-s DEPTH] [--rank R] [--step S]"
+        == "ni [-n] NAME [-g GRAPH] [-r RUN] [-a [ATTR]] [-s DEPTH] [--rank R] [--step S]"
     )
     assert index.splitlines()[-1] == "help CMD shows every flag of CMD."
     one = render(run_ok(shell, "help ni")).splitlines()
-    assert one[0] == "usage: ni [-n] NAME [-g GRAPH] [-r RUN] [-a] [-s DEPTH] [--rank R] [--step S]"
+    assert (
+        one[0]
+        == "usage: ni [-n] NAME [-g GRAPH] [-r RUN] [-a [ATTR]] [-s DEPTH] [--rank R] [--step S]"
+    )
     assert one[1] == ""
     assert sum(ln.startswith("usage:") for ln in one) == 1  # argparse's own usage is dropped
-    assert any(ln.strip().startswith("-a, --attrs") for ln in one)
+    assert any(ln.strip().startswith("-a [ATTR], --attrs [ATTR]") for ln in one)
 
 
 def test_run_view_prints_stdout_then_stderr(demo):
