@@ -158,10 +158,43 @@ class _BenchmarkFiles:
         self.files_by_key = files_by_key
         self.mapping = mapping
         self.aliases = fed_aliases(files_by_key)
+        # the files `mapping.csv` names with the op as TF wrote it (`a/b` beside `a_b`, whose
+        # keys meet): op.slot -> (timestamp, name on disk) oldest first; and those of them
+        # no other op may take (their op name is not the key's spelling)
+        self.exact: dict[str, list[tuple[int, str]]] = {}
+        self.claimed: set[str] = set()
+        if mapping:
+            self._index_real_names()
+
+    def _index_real_names(self) -> None:
+        for entries in self.files_by_key.values():
+            for timestamp, disk_name in entries:
+                real = self.mapping.get(disk_name)
+                parsed = _split_benchmark_name(real) if real is not None else None
+                if parsed is None:
+                    continue
+                op, index, _ = parsed
+                self.exact.setdefault(f"{op}.{int(index)}", []).append((timestamp, disk_name))
+                if _sanitize(op) != op:
+                    self.claimed.add(disk_name)
+        for same in self.exact.values():
+            same.sort()
 
     def real_key(self, key: str) -> str:
         """`key`, or the key of the fed placeholder's file it names (`fed_aliases`)."""
         return key if key in self.files_by_key else self.aliases.get(key, key)
+
+    def lookup(self, origin_name: str, output_index: int) -> BenchmarkFile | None:
+        """The newest file of benchmark op `origin_name`'s output `output_index`: of those
+        `mapping.csv` names with this very op when there are any, else of its key's files but
+        those it names with another op (QA: `dup/x`, `dup_x` and `dup.x` share the key
+        `dup_x.0`, and all three read the newest one's tensor)."""
+        exact = self.exact.get(f"{origin_name}.{output_index}")
+        if exact:
+            return self.build(exact[-1][1])
+        entries = self.files_by_key.get(self.real_key(benchmark_key(origin_name, output_index)))
+        free = [name for _, name in entries or () if name not in self.claimed]
+        return self.build(free[-1]) if free else None
 
     def build(self, disk_name: str) -> BenchmarkFile:
         """The BenchmarkFile of a stored name (its real name when `mapping.csv` lists it)."""
@@ -225,10 +258,12 @@ class BenchmarkIndex:
         self.newest: Mapping[str, BenchmarkFile] = _NewestByKey(files)
         self.all: Mapping[str, list[BenchmarkFile]] = _AllByKey(files)
         self.warnings = warnings
+        self._files = files
 
     def lookup(self, origin_name: str, output_index: int) -> BenchmarkFile | None:
-        """The newest file for origin `(origin_name, output_index)`, or None."""
-        return self.newest.get(benchmark_key(origin_name, output_index))
+        """The benchmark file of origin `(origin_name, output_index)`, or None: the newest of
+        its key, but for ops whose names meet in one key (`_BenchmarkFiles.lookup`)."""
+        return self._files.lookup(origin_name, output_index)
 
     def __len__(self) -> int:
         return len(self.newest)

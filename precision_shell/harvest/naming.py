@@ -1,8 +1,8 @@
 """Benchmark file names for harvested tensors: the canonical rule, safety, long names, collisions.
 
 Canonical name (FORMATS.md section 4): `{name with '/'->'_' and ':'->'.'}.{timestamp}.npy`.
-Two different tensors can share a stem (`a/b:0` and `a_b:0`); both are kept and
-`mapping.csv` records which file holds which tensor. A name too long for the file system is
+Two different tensors can share a lookup key (`a/b:0`, `a_b:0`, `a.b:0`); all are kept and
+`mapping.csv` records which file holds which tensor, by the op name as TF wrote it. A name too long for the file system is
 stored under a digest and mapped the same way. A tensor name never names a directory: the
 file name is checked to be one plain path component.
 """
@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from precision_shell.formats.benchmark import tensor_file_stem
+from precision_shell.formats.benchmark import benchmark_key, tensor_file_stem
 
 # NAME_MAX is 255 bytes on common file systems; keep a margin for re-harvest timestamps.
 MAX_FILE_NAME_BYTES = 200
@@ -48,15 +48,17 @@ def checked_stem(tensor_name: str) -> str:
 
 
 def colliding_groups(tensor_names: Iterable[str]) -> list[list[str]]:
-    """Groups of distinct tensor names that share one file stem, each sorted."""
-    by_stem: dict[str, set[str]] = {}
+    """Groups of distinct tensor names that share one lookup key (`a/b:0`, `a_b:0` and
+    `a.b:0`: the key `a_b.0`; their file stems differ only in part), each sorted."""
+    by_key: dict[str, set[str]] = {}
     for name in tensor_names:
         try:
-            stem = checked_stem(name)
+            checked_stem(name)
         except UnsafeTensorName:
             continue
-        by_stem.setdefault(stem, set()).add(name)
-    return sorted(sorted(names) for names in by_stem.values() if len(names) > 1)
+        op, slot = name.rsplit(":", 1)
+        by_key.setdefault(benchmark_key(op, int(slot)), set()).add(name)
+    return sorted(sorted(names) for names in by_key.values() if len(names) > 1)
 
 
 def _real_name(tensor_name: str, timestamp: int, keep_op: bool) -> str:

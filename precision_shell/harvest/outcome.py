@@ -42,7 +42,7 @@ class HarvestOutcome:
     # dumps that hold no numbers (resource handles, variants, strings): nothing to compare,
     # not written, no failure (a variable's values are its ReadVariableOp's output)
     no_values: list[MissedTensor] = field(default_factory=list)
-    collisions: list[list[str]] = field(default_factory=list)  # tensor names sharing a file stem
+    collisions: list[list[str]] = field(default_factory=list)  # tensor names sharing a key
     mapping_csv: str | None = None
     run_error: str | None = None  # the debugged run failed (tensors dumped before it are kept)
     aborted: str | None = None  # timeout, interrupt or crash: the harvest stopped early

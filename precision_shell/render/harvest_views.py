@@ -73,7 +73,9 @@ def render_harvest_report(console: Console, report: HarvestOutcome) -> None:
     console.print(_facts(report))
     for group in report.collisions:
         console.print(
-            Text(f"  same file stem, both kept (see mapping.csv): {', '.join(group)}"),
+            Text(
+                f"  names that meet in one lookup key, all kept (see mapping.csv): {', '.join(group)}"
+            ),
             soft_wrap=True,
         )
     if report.missed:

@@ -25,7 +25,6 @@ from precision_shell.formats.benchmark import (
     BENCHMARK_INDEX_VERSION,
     BenchmarkFile,
     BenchmarkIndex,
-    benchmark_key,
     load_benchmark,
     scan_benchmark_dir,
 )
@@ -330,7 +329,7 @@ class Workspace:
         benchmarks = self.benchmark_for(rank, step)
         if benchmarks is None:
             return None
-        return benchmarks.newest.get(benchmark_key(origin_name, index))
+        return benchmarks.lookup(origin_name, index)
 
     def output_benchmark(
         self, record: OpRecord, k: int, rank: str | None = None, step: str | None = None

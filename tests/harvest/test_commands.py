@@ -82,7 +82,7 @@ def test_tf_run_creates_the_workspace_and_fills_tf_dump(tmp_path: Path) -> None:
     assert "tf_run: live tfdbg session" in text
     assert row(text, "saved") == "8 of 8 tensors"
     assert row(text, "into") == str(dump)
-    assert "same file stem, both kept (see mapping.csv): a/b:0, a_b:0" in text
+    assert "names that meet in one lookup key, all kept (see mapping.csv): a/b:0, a_b:0" in text
     assert row(text, "tfdbg") == "exit status 1"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from precision_shell.formats.benchmark import benchmark_key, parse_benchmark_name
@@ -49,9 +50,36 @@ def test_unsafe_names_are_refused_with_the_reason(name: str, fragment: str) -> N
     assert fragment in str(error.value)
 
 
-def test_collisions_group_distinct_names_sharing_a_stem() -> None:
+def test_collisions_group_distinct_names_sharing_a_lookup_key() -> None:
     names = ["a/b:0", "a_b:0", "a/b:0", "a/b:1", "c:0", "bad", "x/y/z:2", "x_y/z:2", "x/y_z:2"]
     assert colliding_groups(names) == [["a/b:0", "a_b:0"], ["x/y/z:2", "x/y_z:2", "x_y/z:2"]]
+    # QA: `dup.x` has another file stem than `dup/x` and `dup_x`, but the same key
+    assert colliding_groups(["dup/x:0", "dup_x:0", "dup.x:0"]) == [
+        ["dup.x:0", "dup/x:0", "dup_x:0"]
+    ]
+
+
+def test_ops_whose_names_meet_in_one_key_each_read_their_own_file(tmp_path) -> None:  # noqa: ANN001
+    """QA: `pt`/`vc` read the newest of `dup/x`, `dup_x` and `dup.x` for all three."""
+    from precision_shell.formats.benchmark import scan_benchmark_dir
+
+    names = ["dup/x:0", "dup_x:0", "dup.x:0"]
+    rows = []
+    for k, name in enumerate(names):
+        target = target_name(name, TS + k, collides=True)
+        np.save(tmp_path / target.disk_name, np.full(2, k, np.float32))
+        rows.append(f"{target.disk_name},{target.real_name}")
+    (tmp_path / "mapping.csv").write_text("\n".join(rows) + "\n")
+    index = scan_benchmark_dir(tmp_path)
+    for k, name in enumerate(names):
+        op, slot = name.rsplit(":", 1)
+        found = index.lookup(op, int(slot))
+        assert found is not None and np.load(found.path)[0] == k, name
+    # an op mapping.csv does not name takes none of the files it names with another op
+    assert np.load(index.lookup("dup:x", 0).path)[0] == 1  # dup_x's: the key's own spelling
+    # without mapping.csv (another tool's dir): the newest of the key, as before
+    (tmp_path / "mapping.csv").unlink()
+    assert np.load(scan_benchmark_dir(tmp_path).lookup("dup/x", 0).path)[0] == 2
 
 
 def test_a_colliding_name_is_mapped_to_its_real_op_name() -> None:

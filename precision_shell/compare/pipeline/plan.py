@@ -179,7 +179,7 @@ def _benchmark_row(
     if origin is None:
         return MappingRow("*", None, reason="no benchmark for this tensor")
     key = benchmark_key(origin.name, origin.index)
-    benchmark = benchmark_index.newest.get(key) if benchmark_index else None
+    benchmark = benchmark_index.lookup(origin.name, origin.index) if benchmark_index else None
     shape = shape or origin.shape
     if benchmark is None:
         return MappingRow(
