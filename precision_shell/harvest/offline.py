@@ -24,6 +24,7 @@ from precision_shell.harvest.dump_root import first_timestamp, indexed_tensor_du
 from precision_shell.harvest.outcome import HarvestOutcome, MissedTensor
 from precision_shell.harvest.prompt_harvest import harvest_at_prompt
 from precision_shell.harvest.session_scope import tfdbg_harvest
+from precision_shell.harvest.shadowed import shadowed_tensors
 from precision_shell.harvest.tfdbg_session import Timeouts
 from precision_shell.progress import ProgressSink, Tick
 
@@ -131,6 +132,7 @@ def harvest_run_fast(
         progress.stop()
         mapping = writer.close()
         report.mapping_csv = str(mapping) if mapping else None
+        report.shadowed = shadowed_tensors(writer.out_dir, report.saved)
     why = "TensorFlow cannot turn this dump into a numpy array"
     if report.aborted:
         why = f"not harvested: {report.aborted}"

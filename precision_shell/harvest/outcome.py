@@ -43,6 +43,8 @@ class HarvestOutcome:
     # not written, no failure (a variable's values are its ReadVariableOp's output)
     no_values: list[MissedTensor] = field(default_factory=list)
     collisions: list[list[str]] = field(default_factory=list)  # tensor names sharing a key
+    # saved tensors a lookup does not read: (tensor name, the newer file it reads instead)
+    shadowed: list[tuple[str, str]] = field(default_factory=list)
     mapping_csv: str | None = None
     run_error: str | None = None  # the debugged run failed (tensors dumped before it are kept)
     aborted: str | None = None  # timeout, interrupt or crash: the harvest stopped early
@@ -74,6 +76,13 @@ class HarvestOutcome:
         if self.missed:
             n = len(self.missed)
             return f"{n} tensor{'s' if n != 1 else ''} not saved; {self.summary_line}"
+        if self.shadowed:
+            name, newer = self.shadowed[0]
+            return (
+                f"{len(self.shadowed)} of the tensors saved are shadowed by newer files already "
+                f"in {self.out_dir} (e.g. {name}: {newer}), and vc, pt and ni read a tensor's "
+                "newest file: move those away, or harvest into another dir (--into DIR)"
+            )
         return None
 
 

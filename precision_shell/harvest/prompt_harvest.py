@@ -15,6 +15,7 @@ from pathlib import Path
 
 from precision_shell.harvest.benchmark_writer import BenchmarkDirWriter, NoValues, TensorNotSaved
 from precision_shell.harvest.outcome import HarvestOutcome, MissedTensor
+from precision_shell.harvest.shadowed import shadowed_tensors
 from precision_shell.harvest.tfdbg_session import (
     TfdbgAborted,
     TfdbgSession,
@@ -92,6 +93,7 @@ def harvest_at_prompt(
         progress.stop()
         mapping = writer.close()
         report.mapping_csv = str(mapping) if mapping else None
+        report.shadowed = shadowed_tensors(writer.out_dir, report.saved)
 
 
 def _harvest_one(

@@ -1,0 +1,48 @@
+"""A harvest whose tensors the shell would not read (a newer run's files already there) says
+so and fails, instead of "saved 160 of 160"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from precision_shell.harvest.benchmark_writer import BenchmarkDirWriter
+from precision_shell.harvest.outcome import HarvestOutcome
+from precision_shell.harvest.shadowed import shadowed_tensors
+
+
+def _harvest(out: Path, timestamps: dict[str, list[int]]) -> list:  # noqa: ANN401
+    writer = BenchmarkDirWriter(out, list(timestamps))
+    saved = [
+        writer.save_array(name, k, ts, np.full(3, ts, np.float32))
+        for name, stamps in timestamps.items()
+        for k, ts in enumerate(stamps)
+    ]
+    writer.close()
+    return saved
+
+
+def test_an_older_run_harvested_after_a_newer_one_is_shadowed(tmp_path: Path) -> None:
+    out = tmp_path / "tf" / "dump"
+    _harvest(out, {"dense/MatMul:0": [2_000], "relu:0": [2_001]})  # run 2 first
+    older = _harvest(out, {"dense/MatMul:0": [1_000], "relu:0": [1_001], "new:0": [1_002]})
+    assert shadowed_tensors(out, older) == [
+        ("dense/MatMul:0", "dense_MatMul.0.2000.npy"),
+        ("relu:0", "relu.0.2001.npy"),
+    ]
+    report = HarvestOutcome("offline", "run_0", str(out), total=3, saved=older)
+    report.shadowed = shadowed_tensors(out, older)
+    assert report.error_message == (
+        f"2 of the tensors saved are shadowed by newer files already in {out} (e.g. "
+        "dense/MatMul:0: dense_MatMul.0.2000.npy), and vc, pt and ni read a tensor's newest "
+        "file: move those away, or harvest into another dir (--into DIR)"
+    )
+
+
+def test_a_newer_run_and_a_loops_earlier_iterations_are_not_shadowed(tmp_path: Path) -> None:
+    out = tmp_path / "dump"
+    _harvest(out, {"x:0": [1_000]})
+    # three iterations of one loop tensor: the last is read, the earlier two by design not
+    newer = _harvest(out, {"x:0": [5_000], "loop/add:0": [5_001, 5_002, 5_003]})
+    assert shadowed_tensors(out, newer) == []
