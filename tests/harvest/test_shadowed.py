@@ -46,3 +46,14 @@ def test_a_newer_run_and_a_loops_earlier_iterations_are_not_shadowed(tmp_path: P
     # three iterations of one loop tensor: the last is read, the earlier two by design not
     newer = _harvest(out, {"x:0": [5_000], "loop/add:0": [5_001, 5_002, 5_003]})
     assert shadowed_tensors(out, newer) == []
+
+
+def test_a_copy_of_the_same_run_under_a_fresh_name_is_no_shadow(tmp_path: Path) -> None:
+    out = tmp_path / "dump"
+    _harvest(out, {"x:0": [1_000]})
+    _harvest(out, {"x:0": [1_000]})  # the same run again: fresh name x.0.1001.npy
+    # --overwrite replaces x.0.1000.npy; the fresh copy is newer but holds the same bytes
+    writer = BenchmarkDirWriter(out, ["x:0"], overwrite=True)
+    again = [writer.save_array("x:0", 0, 1_000, np.full(3, 1_000, np.float32))]
+    writer.close()
+    assert again[0].replaced and shadowed_tensors(out, again) == []
