@@ -279,3 +279,24 @@ def test_a_dead_worker_counts_the_whole_run_as_vcs_does(
     monkeypatch.setattr(execute, "run_tasks", engine_module.run_tasks)
     shown = run_ok(open_shell(root), "vcs")
     assert shown.partial.startswith("partial: 32 of 56 files in 4 ranks and steps; ")
+
+
+def test_a_stop_between_two_slices_is_resumed(four_slices_pristine, tmp_path, monkeypatch):
+    """QA: Ctrl-C right after a (rank, step) compare ended left it whole and the others
+    `not_begun`; vc said `vc --resume -o DIR compares them`, and vc --resume answered "its
+    compare is complete; nothing to resume"."""
+    root = tmp_path / "ws"
+    shutil.copytree(four_slices_pristine, root, symlinks=True)
+    engine = Engine(monkeypatch, 14)  # rank 0 step 0 whole, the rest not begun
+    shell = open_shell(root)
+    outcome = shell.execute("vc --rank all --step all")
+    out_dir = outcome.result.out_dir
+    summary = json.loads((out_dir / "summary.json").read_text())
+    assert summary["totals"]["partial"] and len(summary["not_begun"]) == 3
+    engine.stop_at = None
+    resumed = run_ok(shell, f"vc --resume -o {out_dir}")
+    assert resumed.out_dir == out_dir
+    done = json.loads((out_dir / "summary.json").read_text())
+    assert not done["totals"]["partial"] and "not_begun" not in done
+    assert len(done["results"]) == 4
+    assert engine.given[-1] == 3 * 14  # only the slices not begun were compared again

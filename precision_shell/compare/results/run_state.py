@@ -178,8 +178,12 @@ def run_complete(directory: Path) -> bool:
     except PrecisionError:
         return False  # a damaged summary: resuming rewrites it
     records = [summary.primary, *([summary.device_compare] if summary.device_compare else [])]
-    return not any(r.interrupted for r in records) and not any(
-        entry.get("partial") for entry in summary.results
+    # QA: a stop between two (rank, step) compares left every begun one whole and the rest
+    # `not_begun`: "complete; nothing to resume", where vc had said to resume it
+    return (
+        not any(r.interrupted for r in records)
+        and not any(entry.get("partial") for entry in summary.results)
+        and not summary.not_begun
     )
 
 
