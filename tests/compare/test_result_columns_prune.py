@@ -177,3 +177,21 @@ def test_a_replaced_file_is_not_removed_for_the_one_it_replaced(dirs, monkeypatc
     monkeypatch.setattr(cc, "_still_valid", judged_then_replaced)
     cc.prune_cache(cache)
     assert where.is_file()
+
+
+def test_a_writer_killed_midway_leaves_no_temp_file_for_good(dirs):
+    """QA: a SIGKILLed first `vcs` of 200k rows left a 127 MB `.NAME.cols.PID.N.tmp`, kept by
+    every prune since (outside the file and byte limits). One older than ORPHAN_TEMP_AGE_S
+    whose writer is gone goes; a young one, or a live writer's, stays."""
+    results, cache = dirs
+    dead = 2**22 + 12345  # above any pid_max: no such process
+    old = cache / f".result_x.csv.abc{cc.SUFFIX}.{dead}.0.tmp"
+    young = cache / f".result_y.csv.abc{cc.SUFFIX}.{dead}.0.tmp"
+    live = cache / f".result_z.csv.abc{cc.SUFFIX}.{os.getpid()}.0.tmp"
+    for path in (old, young, live):
+        path.write_bytes(b"x" * 100)
+    an_hour_ago = os.stat(old).st_mtime - 3600
+    for path in (old, live):
+        os.utime(path, (an_hour_ago, an_hour_ago))
+    assert cc.prune_cache(cache) == [old]
+    assert not old.exists() and young.exists() and live.exists()

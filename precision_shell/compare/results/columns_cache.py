@@ -28,8 +28,10 @@ import hmac
 import json
 import mmap
 import os
+import re
 import stat
 import struct
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -402,6 +404,36 @@ def _remove(path: Path, checked: os.stat_result) -> None:
         pass
 
 
+# `.NAME.cols.PID.N.tmp`: output_files.replace_output's temp file of a cache being written
+_TEMP_NAME = re.compile(r"\.[^/]+" + re.escape(SUFFIX) + r"\.(\d{1,10})\.\d{1,6}\.tmp")
+ORPHAN_TEMP_AGE_S = 600.0  # a writer of 1M rows takes ~30 s; one on another host is alive
+
+
+def _orphan_temp(cache_dir: Path, name: str) -> bool:
+    """Remove a writer's temp file left by a process that is gone (SIGKILL, the OOM killer:
+    QA found a 127 MB one kept for good, outside every limit); True when removed. Only a
+    regular file older than ORPHAN_TEMP_AGE_S whose writer's PID is not running here."""
+    match = _TEMP_NAME.fullmatch(name)
+    if match is None:
+        return False
+    path = cache_dir / name
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or time.time() - st.st_mtime < ORPHAN_TEMP_AGE_S:
+            return False
+        os.kill(int(match[1]), 0)
+        return False  # its writer still runs (or a process of that PID does)
+    except ProcessLookupError:
+        pass
+    except (OSError, OverflowError):
+        return False  # gone meanwhile, or a PID of another user's: not ours to judge
+    try:
+        _remove(path, st)
+    except OSError:
+        return False
+    return True
+
+
 def prune_cache(
     cache_dir: Path,
     keep: Path | None = None,
@@ -411,8 +443,8 @@ def prune_cache(
     """Drop the cache files of `cache_dir` whose CSV is gone or changed (or that are no cache
     file of this schema), then the oldest (mtime) beyond `max_files` files or `max_bytes`
     bytes together; `keep` (the file just written) always stays. Only regular `*.cols` files
-    directly in `cache_dir` are looked at (links and temp files of a writer never: nothing is
-    followed, nothing else removed); a file that goes away meanwhile (another shell pruning)
+    directly in `cache_dir` are looked at (links never, nor a writer's temp files but those of
+    a writer gone long since, `_orphan_temp`: nothing is followed, nothing else removed); a file that goes away meanwhile (another shell pruning)
     is skipped. Returns what was removed."""
     max_files = MAX_CACHE_FILES if max_files is None else max_files
     max_bytes = MAX_CACHE_BYTES if max_bytes is None else max_bytes
@@ -423,6 +455,9 @@ def prune_cache(
     except OSError:
         return removed
     for name in names:
+        if _orphan_temp(cache_dir, name):
+            removed.append(cache_dir / name)
+            continue
         if not name.endswith(SUFFIX) or name.startswith("."):
             continue
         path = cache_dir / name
