@@ -60,10 +60,40 @@ def _tf_debug() -> Any:
     return tf_debug
 
 
+# `run_<ts>_<n>.failed` beside a run dir: that run raised (its dumps stop where it did)
+RUN_FAILED_SUFFIX = ".failed"
+
+
+def _mark_failed_runs(root: str, before: set[str], error: BaseException) -> None:
+    """Write `<run dir>.failed` (the error's first line) beside each run dir made since
+    `before`, so `tf_dump` does not take its partial dumps for a whole run."""
+    try:
+        made = [n for n in os.listdir(root) if n.startswith("run_") and n not in before]
+        text = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+        for name in made:
+            Path(root, name + RUN_FAILED_SUFFIX).write_text(text[:2000] + "\n", encoding="utf-8")
+    except OSError:
+        pass  # the error itself still reaches the script
+
+
 def sess_dump(sess: Any) -> Any:
     """Wrap `sess` so every `run()` dumps all tensors into `tf/tf_debug/run_*` for `tf_dump`
-    (precision_tool's `sess_dump`: a `DumpingDebugWrapperSession`)."""
-    return _tf_debug().DumpingDebugWrapperSession(sess, _empty_tf_debug_dir())
+    (precision_tool's `sess_dump`: a `DumpingDebugWrapperSession`). A run that fails raises
+    as it would unwrapped (tfdbg's wrapper returns the error instead, and a script went on
+    with a partial dump that tf_dump then called whole), and its run dir is marked failed."""
+    tf_debug = _tf_debug()
+    root = _empty_tf_debug_dir()
+
+    class _FailureMarking(tf_debug.DumpingDebugWrapperSession):  # type: ignore[misc, name-defined]
+        def run(self, *args: Any, **kwargs: Any) -> Any:
+            before = set(os.listdir(root))
+            try:
+                return super().run(*args, **kwargs)
+            except Exception as error:
+                _mark_failed_runs(root, before, error)
+                raise
+
+    return _FailureMarking(sess, root, pass_through_operrors=True)
 
 
 def sess_dump_live(sess: Any) -> Any:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from precision_shell.errors import PrecisionError
-from precision_shell.formats.tfdbg_dir import list_run_dirs, tensorflow_available
+from precision_shell.formats.tfdbg_dir import list_run_dirs, run_failure, tensorflow_available
 from precision_shell.harvest.live import LiveOptions, harvest_live
 from precision_shell.harvest.offline import (
     OfflineOptions,
@@ -223,14 +223,20 @@ def tf_dump_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestBatch
     tf_debug = root / "tf" / "tf_debug"
     notes: list[str] = []
     has_runs = tf_debug.is_dir() and bool(list_run_dirs(tf_debug))
+    script_failed: str | None = None  # CMD ended with an error: its runs may be cut short
     if args.cmd:
         argv = script_argv(args.cmd, "tf_dump")
         if has_runs:
-            notes.append(f"{tf_debug} already holds runs: harvested them; CMD was not run")
+            notes.append(
+                f"{tf_debug} already holds runs: harvested {'them' if args.all_runs else 'one'}"
+                "; CMD was not run (harvest and clear tf/tf_debug/ to run it again)"
+            )
         else:
             log = _log_path(root, "tf_dump_cmd")
-            status = run_user_script(argv, root, timeouts.run, log)
+            status, code = run_user_script(argv, root, timeouts.run, log)
             notes.append(f"ran {shlex.join(argv)}: {status} (output: {log})")
+            if code != 0:
+                script_failed = f"{shlex.join(argv)} ended with {status}; its output: {log}"
     if not tf_debug.is_dir():
         if args.cmd:
             raise PrecisionError(
@@ -268,6 +274,9 @@ def tf_dump_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestBatch
             reports.append(
                 harvest_run_pexpect(run_dir, root, out_dir, options, progress, transcript)
             )
+        failed = run_failure(run_dir)
+        if failed is not None or script_failed is not None:
+            reports[-1].run_error = failed or script_failed
         if reports[-1].aborted == "interrupted":
             break
     if args.all_runs and reports:

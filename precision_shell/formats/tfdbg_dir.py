@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 
 from precision_shell.errors import FormatError, PrecisionError
+from precision_shell.formats.bounded_read import read_bounded
+from precision_shell.tf_config import RUN_FAILED_SUFFIX
 
 _RUN_DIR = re.compile(r"^run_(\d+)_(\d+)$")
 # Only DebugIdentity dumps hold the tensor itself; other debug ops hold summaries.
@@ -50,6 +52,19 @@ def tensorflow_available() -> bool:
         return importlib.util.find_spec("tensorflow") is not None
     except (ImportError, ValueError):
         return False
+
+
+def run_failure(run_dir: Path) -> str | None:
+    """What `<run dir>.failed` says (`tf_config.sess_dump` writes it when the run raised),
+    None when there is no such file."""
+    marker = Path(run_dir).with_name(Path(run_dir).name + RUN_FAILED_SUFFIX)
+    try:
+        text = read_bounded(marker, 4096, follow_links=False).decode("utf-8", "replace")
+    except FileNotFoundError:
+        return None
+    except (OSError, FormatError):
+        return f"{marker} says the run failed"
+    return f"the run raised {text.strip() or 'an error'} ({marker.name})"
 
 
 def list_run_dirs(tf_debug_dir: Path) -> list[Path]:

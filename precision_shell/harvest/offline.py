@@ -10,6 +10,7 @@ total, the real timestamps, and which dumps could not be written.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -67,28 +68,63 @@ def select_runs(tf_debug_dir: Path, run: str | None, all_runs: bool) -> list[Pat
 
 def run_user_script(
     argv: list[str], workspace_root: Path, timeout: float, log_path: Path, cwd: str | None = None
-) -> str:
-    """Run the user's script (no shell) with its output in `log_path`; its exit description."""
+) -> tuple[str, int]:
+    """Run the user's script (no shell) with its output in `log_path`: (its exit description,
+    its exit status). It runs in a process group of its own, and whatever of that group is
+    left when it ends, is stopped or is interrupted goes with it (QA: a launcher script
+    stopped at the timeout left the python it started running, writing run dirs later)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
         try:
-            proc = subprocess.run(
+            proc = subprocess.Popen(
                 argv,
                 env=child_env(workspace_root),
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                timeout=timeout,
-                check=False,
+                start_new_session=True,
             )
         except FileNotFoundError:
             raise PrecisionError(f"cannot start {argv[0]!r}: no such program") from None
+        try:
+            code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            stop_process_group(proc)
             raise PrecisionError(
                 f"{' '.join(argv)}: still running after {timeout:g} s; stopped (output: {log_path})"
             ) from None
-    return f"exit status {proc.returncode}"
+        except BaseException:
+            stop_process_group(proc)
+            raise
+        stop_process_group(proc)  # what it started and left behind
+    return f"exit status {code}", code
+
+
+_GROUP_GRACE_S = 3.0
+
+
+def stop_process_group(proc: subprocess.Popen) -> None:
+    """SIGTERM to `proc`'s process group (its own: `start_new_session`), SIGKILL to what is
+    left after a grace period; `proc` is reaped. A group already gone is fine."""
+
+    def signal_group(sig: int) -> bool:
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+
+    if not signal_group(signal.SIGTERM):
+        proc.wait()
+        return
+    deadline = time.monotonic() + _GROUP_GRACE_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None and not signal_group(0):
+            return
+        time.sleep(0.05)
+    signal_group(signal.SIGKILL)
+    proc.wait()
 
 
 def harvest_run_fast(

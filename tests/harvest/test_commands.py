@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -186,7 +188,8 @@ def test_tf_dump_runs_cmd_into_an_empty_dir_then_harvests_the_last_run(
     # Runs exist now: CMD is not run again, and --all puts each run in its own folder.
     batch = run_ok(shell, f"tf_dump --all --python {fake_python} {sys.executable} {script}")
     assert batch.notes == [
-        f"{root / 'tf' / 'tf_debug'} already holds runs: harvested them; CMD was not run",
+        f"{root / 'tf' / 'tf_debug'} already holds runs: harvested them; CMD was not run "
+        "(harvest and clear tf/tf_debug/ to run it again)",
         f"each run is in its own dir under {root / 'tf' / 'dump'}/; the workspace's benchmark "
         "is tf/dump/ itself: compare against one run with "
         f"vc -rt {root / 'tf' / 'dump' / 'run_1600000000000000_0'}",
@@ -233,6 +236,53 @@ def test_tf_dump_cmd_that_runs_too_long_is_stopped(tmp_path: Path) -> None:
         outcome.error
         == f"{sys.executable} {script}: still running after 0.5 s; stopped (output: {log})"
     )
+
+
+def test_tf_dump_cmd_that_fails_fails_the_harvest(tmp_path: Path, fake_python: Path) -> None:
+    """QA: a script whose run raised exited 0 (tfdbg's wrapper swallowed the error) or 1, and
+    tf_dump said "saved 7 of 7" of the run it cut short, exit 0."""
+    script = _make_runs_script(tmp_path)
+    script.write_text(script.read_text() + "sys.exit(1)\n")
+    outcome = run_fail(
+        open_shell(tmp_path), f"tf_dump --python {fake_python} {sys.executable} {script}"
+    )
+    [log] = (tmp_path / "precision_data" / "temp" / "harvest").glob("tf_dump_cmd*")
+    assert outcome.error.startswith(
+        f"the debugged run failed ({sys.executable} {script} ended with exit status 1; its "
+        f"output: {log}); 8 of 8 tensors saved to "
+    )
+
+
+def test_a_run_marked_failed_is_no_whole_harvest(tmp_path: Path, fake_python: Path) -> None:
+    run = tmp_path / "precision_data" / "tf" / "tf_debug" / "run_5_0"
+    make_fake_run_dir(run)
+    run.with_name("run_5_0.failed").write_text("InvalidArgumentError: boom : Tensor had NaN\n")
+    outcome = run_fail(open_shell(tmp_path), f"tf_dump --python {fake_python}")
+    assert outcome.error.startswith(
+        "the debugged run failed (the run raised InvalidArgumentError: boom : Tensor had NaN "
+        "(run_5_0.failed)); 8 of 8 tensors saved to "
+    )
+
+
+def test_a_launcher_script_stopped_at_its_timeout_leaves_no_process(tmp_path: Path) -> None:
+    """QA: `tf_dump --run-timeout 10 ./wrapper.sh` stopped the shell script and left the
+    python it started running (ppid 1), free to write run dirs later."""
+    pid_file = tmp_path / "child.pid"
+    child = tmp_path / "train.py"
+    child.write_text(
+        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+    )
+    launcher = tmp_path / "wrapper.sh"
+    launcher.write_text(f"#!/bin/sh\n{sys.executable} {child} &\nwait\n")
+    launcher.chmod(0o755)
+    run_fail(open_shell(tmp_path), f"tf_dump --run-timeout 2 {launcher}")
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        for _ in range(100):  # reaped by init at its pace; gone, or a zombie about to be
+            os.kill(pid, 0)
+            if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+                raise ProcessLookupError
+            time.sleep(0.05)
 
 
 def test_tf_dump_without_tensorflow_asks_for_an_interpreter(

@@ -221,3 +221,28 @@ def test_tf_config_hooks_and_seeds(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     tf_config.seed_everything(7)
     assert (random.random(), np.random.rand()) == first
     assert os.environ["PYTHONHASHSEED"] == "7" and os.environ["TF_DETERMINISTIC_OPS"] == "1"
+
+
+def test_sess_dump_lets_a_failed_run_raise_and_marks_its_dump(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """QA: tfdbg's DumpingDebugWrapperSession returns a run's OpError instead of raising it,
+    the script went on, and tf_dump took the run's partial dumps for a whole run."""
+    import tensorflow as tf
+
+    from precision_shell import tf_config
+    from precision_shell.formats.tfdbg_dir import list_run_dirs, run_failure
+
+    monkeypatch.setenv(tf_config.WORKSPACE_ENV, str(tmp_path))
+    with tf.Graph().as_default() as graph:
+        x = tf.compat.v1.placeholder(tf.float32, [2], name="x")
+        checked = tf.debugging.check_numerics(tf.math.log(x), "boom")
+    session = tf_config.sess_dump(tf.compat.v1.Session(graph=graph))
+    assert session.run(checked, feed_dict={x: [1.0, 2.0]}).shape == (2,)
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        session.run(checked, feed_dict={x: [1.0, -1.0]})
+    session.close()
+    good, bad = list_run_dirs(tmp_path / "tf" / "tf_debug")
+    assert run_failure(good) is None
+    assert run_failure(bad).startswith("the run raised InvalidArgumentError: ")
+    assert run_failure(bad).endswith(f"({bad.name}.failed)")
