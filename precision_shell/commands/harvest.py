@@ -108,7 +108,23 @@ def _into_dir(root: Path, into: str | None, command_name: str) -> Path:
             f"{command_name}: --into takes step<S>, rank<R>, rank<R>/step<S> or "
             f"step<S>/rank<R> (numbers), got {into!r}"
         )
-    return top / into.strip("/")
+    return no_links_below(top, top / into.strip("/"), command_name)
+
+
+def no_links_below(top: Path, target: Path, command_name: str) -> Path:
+    """`target`, refused when a dir between `top` (tf/dump/, which may well be a link to a
+    big disk) and it is a symbolic link (QA: `--into step1` with step1 -> tf/dump wrote a run
+    over the workspace's benchmark, and a link out of the workspace was written through)."""
+    path = top
+    for part in target.relative_to(top).parts:
+        path = path / part
+        if path.is_symlink():
+            raise PrecisionError(
+                f"{command_name}: {path} is a symbolic link; a harvest is never written "
+                "through one (the shell does not read a rank or step dir that is one either): "
+                "remove it, or give --into another dir"
+            )
+    return target
 
 
 def _timeout_arguments(fn: Callable) -> Callable:
@@ -265,7 +281,7 @@ def tf_dump_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestBatch
         # --all: one folder per run, so dumps of different runs never mix.
         out_dir = into
         if args.all_runs:
-            out_dir = out_dir / run_dir.name
+            out_dir = no_links_below(into, out_dir / run_dir.name, "tf_dump")
         progress = ctx.progress(f"tf_dump {run_dir.name}", "tensors")
         if fast:
             reports.append(harvest_run_fast(run_dir, out_dir, args.overwrite, progress))

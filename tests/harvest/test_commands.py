@@ -333,3 +333,22 @@ def test_a_stopped_harvest_renders_every_fact_and_caps_the_missed_list() -> None
     assert report.error_message == (
         "interrupted; 2 of 30 tensors saved to /ws/precision_data/tf/dump, 28 not saved"
     )
+
+
+def test_into_a_dir_that_is_a_link_is_refused(tmp_path: Path, fake_python: Path) -> None:
+    """QA: `tf_dump --into step1`, step1 a link to tf/dump itself, wrote run 2 over the
+    workspace's benchmark (the shell skips such a dir); a link out of the workspace too."""
+    make_fake_run_dir(tmp_path / "precision_data" / "tf" / "tf_debug" / "run_5_0")
+    dump = tmp_path / "precision_data" / "tf" / "dump"
+    dump.mkdir(parents=True)
+    (dump / "step1").symlink_to(dump)
+    (dump / "rank2").symlink_to(tmp_path)
+    shell = open_shell(tmp_path)
+    for into, link in (("step1", dump / "step1"), ("rank2/step0", dump / "rank2")):
+        outcome = run_fail(shell, f"tf_dump --into {into} --python {fake_python}")
+        assert outcome.error == (
+            f"tf_dump: {link} is a symbolic link; a harvest is never written through one (the "
+            "shell does not read a rank or step dir that is one either): remove it, or give "
+            "--into another dir"
+        )
+    assert not npy_files(dump) and not (tmp_path / "step0").exists()
