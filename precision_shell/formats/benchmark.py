@@ -34,6 +34,9 @@ from precision_shell.formats.payload import read_payload
 from precision_shell.formats.shapes import shape_problem, shape_text
 
 MAPPING_FILE_NAME = "mapping.csv"
+# left in a benchmark dir by a harvest into it that did not finish (Ctrl-C, SIGTERM, a kill):
+# its tensors may mix that run's with an earlier harvest's; a whole harvest removes it
+HARVEST_CUT_NAME = ".harvest_cut_short"
 
 _NPY_MAGIC = b"\x93NUMPY"
 _TENSOR_NAME = re.compile(r"^(?P<op>.+):(?P<slot>\d+)$")
@@ -331,6 +334,11 @@ def scan_benchmark_dir(directory: Path) -> BenchmarkIndex:
     # one that is no regular file (a FIFO, a link to a device) is read to say so, safely
     if MAPPING_FILE_NAME in disk_names or any(name == MAPPING_FILE_NAME for name, _ in others):
         mapping, warnings = read_mapping_csv(directory / MAPPING_FILE_NAME)
+    if HARVEST_CUT_NAME in disk_names:
+        warnings.append(
+            f"{directory}: a harvest into it was cut short ({HARVEST_CUT_NAME}): its tensors may "
+            "mix that run's with an earlier one's; harvest the run again whole"
+        )
     # a dir or a dangling symlink named like a tensor is not skipped silently; other dirs
     # (tf_dump --all's run dirs) are no entries of this dir
     warnings += odd_entry_warnings(

@@ -19,7 +19,12 @@ from pathlib import Path
 import numpy as np
 
 from precision_shell.errors import FormatError, PrecisionError
-from precision_shell.formats.benchmark import MAPPING_FILE_NAME, PickledTensor, read_npy_header
+from precision_shell.formats.benchmark import (
+    HARVEST_CUT_NAME,
+    MAPPING_FILE_NAME,
+    PickledTensor,
+    read_npy_header,
+)
 from precision_shell.harvest.naming import (
     TargetName,
     UnsafeTensorName,
@@ -56,6 +61,9 @@ class BenchmarkDirWriter:
             raise PrecisionError(
                 f"{self.out_dir}: cannot create the benchmark dir: {error.strerror}"
             ) from None
+        # until close() says the harvest finished: a kill leaves it, and every reader warns
+        self._cut_mark = self.out_dir / HARVEST_CUT_NAME
+        _make_mark(self._cut_mark)
         self.collisions = colliding_groups(tensor_names)
         self._collided = {name for group in self.collisions for name in group}
         self._mapping_rows: list[tuple[str, str]] = []
@@ -98,9 +106,12 @@ class BenchmarkDirWriter:
             raise TensorNotSaved(error.problem) from None
         return self._publish(tensor_name, dump_index, timestamp, staged)
 
-    def close(self) -> Path | None:
-        """Append the mapping rows (if any) to `mapping.csv`, drop the staging dir."""
+    def close(self, finished: bool = True) -> Path | None:
+        """Append the mapping rows (if any) to `mapping.csv`, drop the staging dir, and the
+        cut-short mark when the harvest `finished` (it ran over every tensor)."""
         shutil.rmtree(self.staging, ignore_errors=True)
+        if finished:
+            self._cut_mark.unlink(missing_ok=True)
         if not self._mapping_rows:
             return None
         path = self.out_dir / MAPPING_FILE_NAME
@@ -169,6 +180,21 @@ class BenchmarkDirWriter:
         return SavedTensor(
             tensor_name, dump_index, timestamp, str(final), fresh_name=bump > 0, replaced=replaced
         )
+
+
+def _make_mark(path: Path) -> None:
+    """Create `path` (never through a link, never over a file: one already there, an earlier
+    harvest's mark, stays); a dir that cannot take it says so through the tensors."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except OSError:
+        return
+    try:
+        os.write(fd, b"a harvest is writing into this dir\n")
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _link_exclusive(source: Path, final: Path) -> bool:

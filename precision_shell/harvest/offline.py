@@ -166,7 +166,7 @@ def harvest_run_fast(
         report.aborted = str(error)
     finally:
         progress.stop()
-        mapping = writer.close()
+        mapping = writer.close(finished=report.aborted is None)
         report.mapping_csv = str(mapping) if mapping else None
         report.shadowed = shadowed_tensors(writer.out_dir, report.saved)
     why = "TensorFlow cannot turn this dump into a numpy array"

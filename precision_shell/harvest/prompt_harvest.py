@@ -91,7 +91,7 @@ def harvest_at_prompt(
         )
     finally:
         progress.stop()
-        mapping = writer.close()
+        mapping = writer.close(finished=report.aborted is None)
         report.mapping_csv = str(mapping) if mapping else None
         report.shadowed = shadowed_tensors(writer.out_dir, report.saved)
 

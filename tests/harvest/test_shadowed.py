@@ -57,3 +57,34 @@ def test_a_copy_of_the_same_run_under_a_fresh_name_is_no_shadow(tmp_path: Path) 
     again = [writer.save_array("x:0", 0, 1_000, np.full(3, 1_000, np.float32))]
     writer.close()
     assert again[0].replaced and shadowed_tensors(out, again) == []
+
+
+def test_a_harvest_cut_short_leaves_a_mark_every_reader_warns_of(tmp_path: Path) -> None:
+    """QA: a Ctrl-C'd harvest of run 2 over run 0's left tf/dump a silent mix of both runs."""
+    from precision_shell.formats.benchmark import HARVEST_CUT_NAME, scan_benchmark_dir
+
+    out = tmp_path / "dump"
+    _harvest(out, {"x:0": [1_000]})
+    assert not (out / HARVEST_CUT_NAME).exists() and scan_benchmark_dir(out).warnings == []
+    writer = BenchmarkDirWriter(out, ["x:0", "y:0"])
+    writer.save_array("x:0", 0, 2_000, np.zeros(3, np.float32))
+    writer.close(finished=False)  # Ctrl-C before y:0
+    assert scan_benchmark_dir(out).warnings == [
+        f"{out}: a harvest into it was cut short ({HARVEST_CUT_NAME}): its tensors may mix "
+        "that run's with an earlier one's; harvest the run again whole"
+    ]
+    _harvest(out, {"x:0": [3_000], "y:0": [3_001]})  # the run again, whole
+    assert scan_benchmark_dir(out).warnings == []
+
+
+def test_the_mark_is_never_written_through_a_link(tmp_path: Path) -> None:
+    out = tmp_path / "dump"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    from precision_shell.formats.benchmark import HARVEST_CUT_NAME
+
+    (out / HARVEST_CUT_NAME).symlink_to(victim)
+    writer = BenchmarkDirWriter(out, ["x:0"])
+    writer.close(finished=False)
+    assert victim.read_text() == "keep me"
