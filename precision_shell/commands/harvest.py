@@ -254,6 +254,8 @@ def tf_dump_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestBatch
             if code != 0:
                 script_failed = f"{shlex.join(argv)} ended with {status}; its output: {log}"
     if not tf_debug.is_dir():
+        if script_failed is not None:  # QA: a failing script was told to wrap its session
+            raise PrecisionError(f"tf_dump: {notes[-1]}: it failed before it dumped a run")
         if args.cmd:
             raise PrecisionError(
                 f"tf_dump: {notes[-1]}, but it wrote no {tf_debug}/: wrap its session with "

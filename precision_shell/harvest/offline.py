@@ -146,10 +146,10 @@ def harvest_run_fast(
     try:
         for tensor in tensors:
             name = tensor.tensor_name
-            written.add((name, tensor.dump_index))
             if tensor.array is None:
                 why = f"a {tensor.dtype_name} tensor, not numbers"
                 report.no_values.append(MissedTensor(name, tensor.dump_index, why))
+                written.add((name, tensor.dump_index))
                 continue
             try:
                 report.saved.append(
@@ -159,6 +159,9 @@ def harvest_run_fast(
                 report.no_values.append(MissedTensor(name, tensor.dump_index, str(error)))
             except TensorNotSaved as error:
                 report.missed.append(MissedTensor(name, tensor.dump_index, str(error)))
+            # accounted for only now: one Ctrl-C cut in its write is "not harvested" (QA:
+            # "113 of 6003 saved, 5889 not saved", the one being written in neither)
+            written.add((name, tensor.dump_index))
             progress.advance(Tick(bytes=tensor.array.nbytes))
     except KeyboardInterrupt:
         report.aborted = "interrupted"

@@ -20,7 +20,7 @@ _MAX_LISTED = 20
 def _facts(report: HarvestOutcome) -> Table:
     table = Table(show_header=False, show_edge=False, box=None, pad_edge=False)
     table.add_column(style="bold")
-    table.add_column()
+    table.add_column(overflow="fold")  # paths whole, to copy (QA: a transcript cut with "…")
     table.add_row("source", Text(report.source))
     saved_style = "green" if len(report.saved) == report.with_values else "yellow"
     table.add_row(

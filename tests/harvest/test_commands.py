@@ -352,3 +352,11 @@ def test_into_a_dir_that_is_a_link_is_refused(tmp_path: Path, fake_python: Path)
             "--into another dir"
         )
     assert not npy_files(dump) and not (tmp_path / "step0").exists()
+
+
+def test_tf_dump_cmd_that_fails_before_any_run_says_so(tmp_path: Path) -> None:
+    """QA: a script that failed (or did not exist) was told to wrap its session."""
+    outcome = run_fail(open_shell(tmp_path), f"tf_dump {sys.executable} -c 'raise SystemExit(3)'")
+    assert outcome.error.startswith(f"tf_dump: ran {sys.executable} -c 'raise SystemExit(3)': ")
+    assert outcome.error.endswith("): it failed before it dumped a run")
+    assert "exit status 3" in outcome.error
