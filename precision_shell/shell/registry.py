@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
@@ -150,6 +151,8 @@ class Registry:
                 if suggestions
                 else "; type help for the list"
             )
+            if not suggestions and shutil.which(name) is not None:  # `echo hi`, `ls -l`...
+                hint = f"; `run {name} ...` (or `!{name} ...`) runs the program {name}"
             raise UsageError(f"unknown command {name!r}{hint}")
         return cmd
 

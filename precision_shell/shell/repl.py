@@ -66,7 +66,9 @@ def make_session(
 
 
 def run_repl(session: PromptSession, dispatcher: Dispatcher, renderer: Renderer) -> int:
-    """Prompt until Ctrl-D, `exit` or `quit`; Ctrl-C at the prompt clears the line."""
+    """Prompt until Ctrl-D, `exit` or `quit`; Ctrl-C at the prompt clears the line (and,
+    the first time, says how to leave: precision_tool's users leave with Ctrl-C)."""
+    hinted = False
     while True:
         try:
             termination.at_prompt(session.app)
@@ -77,6 +79,9 @@ def run_repl(session: PromptSession, dispatcher: Dispatcher, renderer: Renderer)
         except Terminated:
             raise  # SIGTERM at the prompt: the shell ends (`entry`)
         except KeyboardInterrupt:
+            if not hinted:
+                hinted = True
+                renderer.note("Ctrl-C clears the line; Ctrl-D, exit or quit leaves the shell")
             continue
         except EOFError:
             return 0

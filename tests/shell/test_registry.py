@@ -162,3 +162,13 @@ def test_argument_order_follows_source_order() -> None:
         ("-p", "--print"),
     ]
     assert [a.flags[0] for a in cmd.positionals()] == ["left", "right"]
+
+
+def test_a_program_typed_as_a_command_is_told_of_run() -> None:
+    """QA: `echo hi` said "unknown command 'echo'", not how to run a program."""
+    with pytest.raises(UsageError) as err:
+        make_registry().lookup("echo")
+    assert (
+        str(err.value)
+        == "unknown command 'echo'; `run echo ...` (or `!echo ...`) runs the program echo"
+    )

@@ -56,10 +56,15 @@ def test_two_commands_then_ctrl_d(state_home: Path, capsys: pytest.CaptureFixtur
     assert entries == ['ls -n "a b"', "ni conv1"]
 
 
-def test_ctrl_c_at_the_prompt_drops_the_line(state_home: Path) -> None:
+def test_ctrl_c_at_the_prompt_drops_the_line(
+    state_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     dispatcher = RecordingDispatcher()
-    assert _run("half typed\x03ls\r\x04", dispatcher) == 0
+    assert _run("half typed\x03ls\r\x03\x04", dispatcher) == 0
     assert dispatcher.lines == ["ls"]
+    # precision_tool's users leave with Ctrl-C: told how to leave, once
+    hints = [ln for ln in capsys.readouterr().out.splitlines() if "Ctrl-C clears" in ln]
+    assert hints == ["Ctrl-C clears the line; Ctrl-D, exit or quit leaves the shell"]
 
 
 def test_exit_leaves_and_errors_keep_the_prompt(
