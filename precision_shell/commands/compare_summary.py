@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import glob
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -238,7 +239,7 @@ def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary |
     """
     if args.limit < 0:
         raise UsageError("vcs: -l must not be negative")
-    target = args.file if args.file else ctx.compare_results()
+    target = _named_result(ctx, args.file) if args.file else ctx.compare_results()
     pick = pick_result_csv(Path(target), statistics=True)
     csv_path = pick.csv_path
     summary = _summary_of(csv_path)
@@ -255,9 +256,32 @@ def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary |
     )
     result = summary_of(ctx, table, args.cosine, args.metric, args.limit, summary, pick)
     result.notes[:0] = _notes(ctx, summary, shown, pick)
+    others = [m for m, _ in result.rule.active(table.metric_columns) if m != COSINE]
+    if args.cosine is not None and others:  # precision_tool's -c was the cosine alone
+        result.notes.append(
+            f"-c sets the cosine limit; {' and '.join(others)} still judge too "
+            "(--metric red:inf leaves the cosine alone)"
+        )
     if args.plot:
         result.plot = op_cosines_of_columns(table, result.rule)
     return result
+
+
+def _named_result(ctx: ShellContext, given: Path) -> Path:
+    """`-f`'s path, or, when it is a bare name nothing here is called (`result_<ts>.csv`, a
+    result dir's `<ts>`), the one result of that name under temp/vector_compare/."""
+    if given.exists() or len(given.parts) != 1:
+        return given
+    root = ctx.compare_results()
+    found = [
+        p for p in (root / given.name, *root.glob(f"*/{glob.escape(given.name)}")) if p.exists()
+    ]
+    if len(found) > 1:
+        raise UsageError(
+            f"vcs: {len(found)} results are named {given.name} under {root}: give a path, "
+            f"e.g. -f {found[0]}"
+        )
+    return found[0] if found else given
 
 
 def _notes(

@@ -409,3 +409,29 @@ def test_a_dump_dir_with_no_op_of_the_graph_is_an_error_not_an_empty_result(vc_r
     outcome = run_fail(shell, f"vc -lt {ghost_dir} -rt {benchmark}")
     assert outcome.error.startswith(f"{ghost_dir}: no dump file belongs to an op of graph ")
     assert "e.g. Relu.ghost_op.99.1.1795329000199999: no op ghost_op in the graph" in outcome.error
+
+
+def test_vcs_f_takes_a_result_by_its_name_and_c_says_what_else_judges(vc_run):
+    """QA: `vcs -f result_<ts>.csv` (the name vc printed) was "no such file"; `vcs -c 0.5`
+    kept the distance's limit without a word, where precision_tool's -c was the cosine alone."""
+    _, _, shell, _, _, _ = vc_run
+    result = run_ok(shell, "vc")
+    csv_path = result.primary.csv_path
+    assert run_ok(shell, f"vcs -f {csv_path.parent.name}").path == csv_path
+    # a CSV is named by the second its vc began: two vc in one second share the name
+    same = list(csv_path.parents[1].glob(f"*/{csv_path.name}"))
+    if len(same) == 1:
+        assert run_ok(shell, f"vcs -f {csv_path.name}").path == csv_path
+    else:
+        refused = run_fail(shell, f"vcs -f {csv_path.name}")
+        assert refused.error.startswith(
+            f"vcs: {len(same)} results are named {csv_path.name} under {csv_path.parents[1]}: "
+        )
+    shown = run_ok(shell, f"vcs -f {csv_path} -c 0.5")
+    assert shown.notes[-1] == (
+        "-c sets the cosine limit; RelativeEuclideanDistance still judge too "
+        "(--metric red:inf leaves the cosine alone)"
+    )
+    alone = run_ok(shell, f"vcs -f {csv_path} -c 0.5 --metric red:inf")
+    assert not any(n.startswith("-c sets") for n in alone.notes)
+    assert alone.rule.describe(alone.columns) == "CosineSimilarity < 0.5 fails"
