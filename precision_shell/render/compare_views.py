@@ -201,8 +201,10 @@ def rank_step_verdict(ranks: RankStepTable, judged: Judged) -> Text:
             style="green",
         )
     first = failing[0]
+    total = sum(r.failed for r in failing)
     return Text(
-        f"{sum(r.failed for r in failing)} outputs {judged.fail} in "
+        f"{total} output{'s' if total != 1 else ''} "
+        f"{judged.fail if total != 1 else judged.fails} in "
         f"{len(failing)} of {n} ranks and steps{more} ({judged.rule}); "
         f"first: {first.label} at {first.first_failed_op} "
         f"(vcs --rank {first.rank} --step {first.step} lists them)",

@@ -275,6 +275,19 @@ def test_two_shells_cannot_resume_one_run_at_once(tiny_demo, monkeypatch):
     run_ok(open_shell(root), "vc --resume")  # the lock went with the other one
 
 
+def test_a_second_vc_into_a_dir_a_run_holds_says_why_and_what_to_do(tiny_demo, tmp_path):
+    """QA: two `vc -o SAME` at once: the loser was told only "vc.journal: already exists"."""
+    root, _ = tiny_demo
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / JOURNAL_NAME).write_text("")  # the other vc, just begun
+    error = run_fail(open_shell(root), f"vc -o {mine}").error
+    assert error.endswith(
+        f"{mine / JOURNAL_NAME}: already exists: another vc is writing into {mine}, or one "
+        f"stopped there (vc --resume -o {mine} continues it); give -o another dir"
+    )
+
+
 def test_resume_takes_no_selection_and_a_given_dir(tiny_demo, monkeypatch, tmp_path):
     root, _ = tiny_demo
     shell = open_shell(root)
@@ -283,6 +296,11 @@ def test_resume_takes_no_selection_and_a_given_dir(tiny_demo, monkeypatch, tmp_p
     assert "nothing to resume" in run_fail(shell, "vc --resume").error
     Engine(monkeypatch, 4)
     assert not shell.execute(f"vc -o {tmp_path / 'mine'}").ok
+    again = run_fail(shell, f"vc -o {tmp_path / 'mine'}").error
+    assert again.endswith(
+        f"already holds a summary.json; give an empty or new dir for -o (its run was cut short: "
+        f"vc --resume -o {tmp_path / 'mine'} completes it)"
+    )
     Engine(monkeypatch, 2)
     assert not shell.execute("vc").ok  # a newer partial run, in temp/
     engine = Engine(monkeypatch)

@@ -30,7 +30,7 @@ from precision_shell.compare.pipeline.engine import (
     default_workers,
     run_tasks,
 )
-from precision_shell.compare.pipeline.journal import RunJournal
+from precision_shell.compare.pipeline.journal import JOURNAL_NAME, RunJournal
 from precision_shell.compare.pipeline.plan import ComparePlan
 from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.compare.results.columns import ColumnsBuilder
@@ -120,8 +120,10 @@ def given_result_dir(output: Path) -> tuple[Path, str]:
     except OSError as exc:
         raise PrecisionError(f"{output}: cannot create: {exc.strerror}") from None
     if (out / SUMMARY_NAME).exists():
+        kept = (out / JOURNAL_NAME).exists()  # a run stopped there, kept for --resume
         raise PrecisionError(
             f"{output}: already holds a summary.json; give an empty or new dir for -o"
+            + (f" (its run was cut short: vc --resume -o {output} completes it)" if kept else "")
         )
     return out, result_stamp()
 

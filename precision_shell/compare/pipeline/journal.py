@@ -46,7 +46,7 @@ from precision_shell.compare.results.schema import ResultCsvWriter, ResultRow, c
 from precision_shell.errors import PrecisionError
 from precision_shell.file_name_text import TEXT_ERRORS, json_text
 from precision_shell.json_numbers import json_number, number_from_json
-from precision_shell.workspace.output_files import output_error
+from precision_shell.workspace.output_files import OutputError, output_error
 
 JOURNAL_NAME = "vc.journal"
 # beside the journal of a run stopped by a full disk: an empty file, which a full disk still
@@ -171,6 +171,11 @@ class RunJournal:
         path = out_dir / JOURNAL_NAME
         try:
             fd = os.open(path, _NEW_FILE | os.O_APPEND, 0o644)
+        except FileExistsError:  # QA: two `vc -o DIR` at once; the loser was told only that
+            raise OutputError(
+                f"{path}: already exists: another vc is writing into {out_dir}, or one stopped "
+                f"there (vc --resume -o {out_dir} continues it); give -o another dir"
+            ) from None
         except OSError as exc:
             raise output_error(path, exc) from None
         journal = cls(path, fd, {}, [PlanProgress() for _ in plans])
@@ -362,7 +367,10 @@ def parse_journal(path: Path, data: bytes) -> tuple[dict[str, Any], list[PlanPro
     lines = data.split(b"\n")
     torn = lines.pop()  # b"" when the file ends with a newline; else a torn last line
     if not lines:
-        raise JournalError(f"{path}: no header line (the compare was stopped as it began)")
+        raise JournalError(
+            f"{path}: no header line (the compare was stopped as it began, before it compared "
+            "anything); run vc again"
+        )
     header = _json_object(lines[0])
     if (
         header is None
