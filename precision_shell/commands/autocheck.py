@@ -78,6 +78,8 @@ class AutoCheck:
     root_cause: RootCausePanel | None = None
     slice_replays: SliceReplays | None = None  # replays of several (rank, step) compares
     replay_interrupted: bool = False  # Ctrl-C ended the diagnosis's replay (shown as it stood)
+    # Ctrl-C or SIGTERM stopped the diagnosis outside a replay: none is shown or written
+    diagnosis_interrupted: str | None = None
     report_path: Path | None = None  # the HTML report (`--report`)
     # a statistics-only dump: its compare and the suspects it points at (instead of the above)
     statistics_compare: StatisticsCompareResult | None = None
@@ -88,7 +90,11 @@ class AutoCheck:
     def user_interrupted(self) -> bool:
         """Ctrl-C cut its compare (see SummaryBacked.user_interrupted) or its replay."""
         cut = self.statistics_compare or self.compare
-        return self.replay_interrupted or (cut is not None and cut.user_interrupted)
+        return (
+            self.replay_interrupted
+            or self.diagnosis_interrupted is not None
+            or (cut is not None and cut.user_interrupted)
+        )
 
     @property
     def error_message(self) -> str | None:
@@ -98,6 +104,11 @@ class AutoCheck:
         if self.statistics_compare is not None:
             return self.statistics_compare.error_message
         error = self.compare.error_message if self.compare is not None else None
+        if error is None and self.diagnosis_interrupted is not None:
+            return (
+                f"ac: diagnosis interrupted ({self.diagnosis_interrupted}); the compare above is "
+                "whole and kept (vcs, report read it): ac -c again diagnoses it"
+            )
         if error is None and self.replay_interrupted:
             return (
                 f"ac: replay interrupted ({stop_name()}): the diagnosis above rests on the "
@@ -317,7 +328,15 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
             return check
         table = read_result_csv(check.compare.primary.csv_path)
         choice = ReplayChoice(args.replay, args.replay_budget)
-        diagnose_compare(ctx, check, table, args.limit or 0, choice)  # the CSV just read, once
+        try:
+            diagnose_compare(ctx, check, table, args.limit or 0, choice)  # the CSV read once
+        except KeyboardInterrupt:
+            # QA: a Ctrl-C here printed only "interrupted", nothing of the compare it kept
+            check.diagnosis_interrupted = stop_name()
+            check.diagnosis_skipped = f"interrupted ({check.diagnosis_interrupted})"
+            check.diagnosis = check.root_cause = None
+            check.slice_replays = None
+            return check
         if check.summary is None:  # no diagnosis: the primary compare's failing ops
             check.summary = summary_of(ctx, table, None, [], args.limit or 0, check.compare.summary)
         if args.report:

@@ -228,3 +228,29 @@ def test_ac_counts_repeats_of_an_overflow_in_one_rank_and_step(demo):
     assert f"Opdebug file: {finding.file}  on ranks 0, 1 step 0  (x3 identical)" in panel_lines(
         check
     )
+
+
+def test_ctrl_c_in_the_diagnosis_keeps_the_compare_and_says_so(demo, monkeypatch):
+    """QA: Ctrl-C during `ac -c`'s diagnosis printed only "interrupted": nothing of the
+    compare it had finished and kept, nor how to get the diagnosis."""
+    import precision_shell.commands.autocheck as autocheck
+
+    root = demo[0]
+
+    def interrupted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(autocheck, "diagnose_compare", interrupted)
+    outcome = open_shell(root).execute("ac -c")
+    assert outcome.interrupted and outcome.result is not None
+    check = outcome.result
+    assert check.compare is not None and check.compare.summary.cut_text() is None
+    assert check.diagnosis is None and check.diagnosis_skipped == "interrupted (Ctrl-C)"
+    assert outcome.error == (
+        "ac: diagnosis interrupted (Ctrl-C); the compare above is whole and kept (vcs, report "
+        "read it): ac -c again diagnoses it"
+    )
+    assert "diagnosis" not in json.loads(check.compare.summary_path.read_text())
+    # the terminal shows the compare and says why no diagnosis follows
+    text = render(check)
+    assert "vc: device vs benchmark" in text and "interrupted (Ctrl-C)" in text
