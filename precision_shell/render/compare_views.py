@@ -41,7 +41,10 @@ def _run_table(title: str, run: CompareRun, judged: bool = True) -> Table:
         "tensors compared",
         f"{t.compared} of {t.rows} rows ({run.files_done}/{run.tasks} dump files)",
     )
-    table.add_row("time", f"{run.elapsed:.2f} s, {run.mb_per_s:.0f} MB/s of device dumps")
+    if run.resumed_from and run.resumed_from >= run.tasks:  # QA: "0.00 s, 0 MB/s"
+        table.add_row("time", f"all {run.tasks} dump files compared before the resume")
+    else:
+        table.add_row("time", f"{run.elapsed:.2f} s, {run.mb_per_s:.0f} MB/s of device dumps")
     table.add_row(
         "outputs failing the thresholds",
         Text(str(len(t.failing)), style="red" if t.failing else "green")

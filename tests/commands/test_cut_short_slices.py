@@ -300,3 +300,5 @@ def test_a_stop_between_two_slices_is_resumed(four_slices_pristine, tmp_path, mo
     assert not done["totals"]["partial"] and "not_begun" not in done
     assert len(done["results"]) == 4
     assert engine.given[-1] == 3 * 14  # only the slices not begun were compared again
+    # the primary (rank 0 step 0) was whole before: no "0.00 s, 0 MB/s" for it
+    assert "all 14 dump files compared before the resume" in rendered(resumed, width=1000)
