@@ -278,3 +278,23 @@ def test_vcs_reads_a_running_compare_only_as_far_as_its_journal(tiny_demo, monke
         f"partial: 6 of 14 files so far, {PAST}: a vc is still comparing it (its journal is "
         "locked); run this again for more"
     ]
+
+
+def test_a_vc_killed_after_its_last_file_is_not_labelled_as_one_slice_done(tiny_demo, monkeypatch):
+    """QA: killed once every file was journaled, before its summary: "partial: 2012 of 2012
+    files" (the CSV shown), which reads as done."""
+    from precision_shell.compare.results.summary import RunSummary
+
+    root, _ = tiny_demo
+
+    def killed(self, path):  # noqa: ANN001, ANN202
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(RunSummary, "write", killed)
+    outcome = open_shell(root).execute("vc")
+    monkeypatch.undo()
+    out_dir = next(d for d in (root / "precision_data/temp/vector_compare").iterdir()
+                   if (d / JOURNAL_NAME).is_file())  # fmt: skip
+    assert outcome.interrupted and not (out_dir / "summary.json").exists()
+    shown = run_ok(open_shell(root), f"vcs -f {out_dir}")
+    assert shown.partial == "partial: all 28 files compared, no summary written"
