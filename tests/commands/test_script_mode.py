@@ -118,6 +118,6 @@ def test_commands_piped_on_stdin_run_like_a_script(tiny_demo_shared, env, tmp_pa
     proc = _shell(env, tmp_path, str(root), stdin="run echo hi\nrun false\nhelp ni\n")
     assert proc.returncode == 1
     assert _ordered(proc.stdout, "PrecisionTool > run echo hi\nhi\n", "PrecisionTool > run false\n",
-                    "PrecisionTool > help ni\n", "-a, --attrs")  # fmt: skip
+                    "PrecisionTool > help ni\n", "-a [ATTR], --attrs [ATTR]")  # fmt: skip
     assert proc.stderr == "error: line 2: run: 'false' exited with status 1\n"
     assert list(tmp_path.iterdir()) == []  # nothing written in the cwd

@@ -50,7 +50,7 @@ def test_help_lists_every_registered_command(shell):
     by_name = {e.name: e for e in result.entries}
     assert (
         by_name["ni"].usage
-        == "ni [-n] NAME [-g GRAPH] [-r RUN] [-a] [-s DEPTH] [--rank R] [--step S]"
+        == "ni [-n] NAME [-g GRAPH] [-r RUN] [-a [ATTR]] [-s DEPTH] [--rank R] [--step S]"
     )
     assert by_name["help"].aliases == ("?",)
     assert by_name["exit"].aliases == ("quit",)
@@ -61,7 +61,7 @@ def test_help_ni_shows_its_flags(shell):
     result = run_ok(shell, "help ni")
     assert isinstance(result, CommandHelp) and result.name == "ni"
     for flag in ("-n NAME, --name NAME", "-g GRAPH, --graph GRAPH", "-r RUN, --run RUN",
-                 "-a, --attrs", "-s DEPTH, --subgraph DEPTH"):  # fmt: skip
+                 "-a [ATTR], --attrs [ATTR]", "-s DEPTH, --subgraph DEPTH"):  # fmt: skip
         assert flag in result.text
     assert "also show every attribute" in result.text
     assert run_ok(shell, "? cp").name == "cp"
