@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +155,9 @@ class JournalSlot:
 
     def __init__(self, resume: RunJournal | None = None) -> None:
         self.journal = resume
+        # before the run looked at any input: a reader of a run killed before its summary
+        # tells files changed since by it (input_changes.journal_stale_line)
+        self.started_ns = time.time_ns()
 
     def place(self) -> tuple[Path, str] | None:
         """(result dir, stamp) of the run being resumed; None for a new run."""
@@ -176,7 +180,7 @@ class JournalSlot:
             self.journal.check(plans, csvs)
             self.journal.going_on()
         else:
-            header = request_json(request, stamp, ws.root)
+            header = {**request_json(request, stamp, ws.root), "started_ns": self.started_ns}
             self.journal = RunJournal.create(out_dir, header, plans, csvs, places)
         return self.journal
 

@@ -6,6 +6,7 @@ with how to look at it)."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 from collections.abc import Iterator
@@ -298,3 +299,26 @@ def test_a_vc_killed_after_its_last_file_is_not_labelled_as_one_slice_done(tiny_
     assert outcome.interrupted and not (out_dir / "summary.json").exists()
     shown = run_ok(open_shell(root), f"vcs -f {out_dir}")
     assert shown.partial == "partial: all 28 files compared, no summary written"
+
+
+def test_a_killed_run_read_from_its_journal_says_when_its_files_changed_since(
+    tiny_demo, monkeypatch
+):
+    """QA: a run killed at 30%, two of its dump files replaced since: `vcs` showed its rows
+    with no stale line (its summary.json, which the stale line read, was never written),
+    while `vc --resume` refused it for that very change."""
+    root, _ = tiny_demo
+    killed = _killed(root, monkeypatch)
+    shown = run_ok(open_shell(root), f"vcs -f {killed}")
+    assert not any("predates" in n for n in shown.notes)
+    journal = (killed / JOURNAL_NAME).read_text().splitlines()
+    dump = Path(json.loads(journal[1])["file"])  # the device file of its first task
+    data = dump.read_bytes()
+    dump.unlink()
+    dump.write_bytes(data)  # the same bytes, a new file written after the run
+    shown = run_ok(open_shell(root), f"vcs -f {killed}")
+    stale = [n for n in shown.notes if "predates" in n]
+    assert stale == [
+        f"the compare {killed} predates a change to a file it compared "
+        f"({dump.relative_to(root / 'precision_data')}): run vc again"
+    ]

@@ -46,6 +46,8 @@ class JournalState:
     # per CSV: how many of its bytes hold the rows of its journaled files (none when damaged)
     lengths: dict[str, int] = field(default_factory=dict)
     no_space: bool = False  # the run stopped on a full disk (not killed, not crashed)
+    started_ns: int | None = None  # when the run began (journals before session 19: None)
+    compared: list[str] = field(default_factory=list)  # the device files of its done tasks
 
 
 def journal_state(out_dir: Path) -> JournalState | None:
@@ -78,7 +80,15 @@ def journal_state(out_dir: Path) -> JournalState | None:
     counts = [_plan_state(entry, progress) for entry, progress in pairs]
     lengths = {str(entry["csv"]): progress.offset for entry, progress in pairs}
     no_space = not running and os.path.lexists(out_dir / NO_SPACE_NAME)
-    return JournalState(running, counts, lengths=lengths, no_space=no_space)
+    started = header.get("started_ns")
+    return JournalState(
+        running,
+        counts,
+        lengths=lengths,
+        no_space=no_space,
+        started_ns=started if isinstance(started, int) and not isinstance(started, bool) else None,
+        compared=[f for progress in plans for _, f in progress.tasks[: progress.done]],
+    )
 
 
 def _plan_state(entry: dict, progress: PlanProgress) -> PlanState:

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from precision_shell.compare.results.run_state import UnfinishedRun
 from precision_shell.compare.results.slice_results import (
     SliceResult,
     compared_run,
@@ -337,6 +338,38 @@ def benchmark_moved(ws: Workspace, entry: SliceResult, since: int) -> tuple[str,
         else f"none (tf/dump/{ws.no_benchmark_why(entry.rank, entry.step) or 'nothing'})"
     )
     return f"{in_workspace(was).rstrip('/')}/", now, f"rank {entry.rank} step {entry.step}"
+
+
+JOURNAL_STAT_MAX = 50_000  # device files of a killed run's journal stat'ed at most (~0.1 s)
+
+
+def journal_stale_line(run: UnfinishedRun) -> str | None:
+    """The stale line of a run killed before its summary (its journal tells when it began and
+    which device files it compared): those files changed since, or files added to or removed
+    from their dirs (QA: a killed run's rows were shown as current after two of its dump files
+    were replaced, where `vc --resume` refused them). None: nothing changed, a run still
+    going, or a journal from before it recorded its start."""
+    started = run.journal.started_ns
+    if started is None or run.journal.running:
+        return None
+    compared = list(dict.fromkeys(run.journal.compared))[:JOURNAL_STAT_MAX]
+    files: list[str] = []
+    touched: list[str] = []
+    for path in compared:
+        change = _change(path, started)
+        if change == MODIFIED:
+            files.append(path)
+        elif change == TOUCHED:
+            touched.append(path)
+    seen = {os.path.dirname(f) for f in files}
+    dirs = [
+        d
+        for d in sorted({os.path.dirname(f) for f in compared} - seen)
+        if (mtime := _mtime(d)) is None or mtime > started
+    ]
+    if not (files or dirs or touched):
+        return None
+    return InputChanges(run.directory, files, dirs, touched=touched).text()
 
 
 def stale_compare_line(
