@@ -111,7 +111,7 @@ def test_vc_and_vcs_of_statistics_slices_show_the_rank_step_table(twins, clean, 
     result = run_ok(shell, "vc --rank all --step all")
     text = " ".join(rendered(result, width=400).split())
     assert (
-        "1 outputs deviate in 1 of 4 ranks and steps (statistics rule: help vc); first: rank 1 "
+        "1 output deviates in 1 of 4 ranks and steps (statistics rule: help vc); first: rank 1 "
         f"step 1 at {CONV2} (vcs --rank 1 --step 1 lists them)"
     ) in text
     view = run_ok(shell, "vcs")
