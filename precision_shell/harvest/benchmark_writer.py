@@ -63,7 +63,7 @@ class BenchmarkDirWriter:
             ) from None
         # until close() says the harvest finished: a kill leaves it, and every reader warns
         self._cut_mark = self.out_dir / HARVEST_CUT_NAME
-        _make_mark(self._cut_mark)
+        self._made_mark = _make_mark(self._cut_mark)
         self.collisions = colliding_groups(tensor_names)
         self._collided = {name for group in self.collisions for name in group}
         self._mapping_rows: list[tuple[str, str]] = []
@@ -110,7 +110,9 @@ class BenchmarkDirWriter:
         """Append the mapping rows (if any) to `mapping.csv`, drop the staging dir, and the
         cut-short mark when the harvest `finished` (it ran over every tensor)."""
         shutil.rmtree(self.staging, ignore_errors=True)
-        if finished:
+        # a harvest stopped before it wrote anything changed nothing (its mark goes; an
+        # earlier harvest's stays)
+        if finished or (self._made_mark and not self._written):
             self._cut_mark.unlink(missing_ok=True)
         if not self._mapping_rows:
             return None
@@ -182,19 +184,21 @@ class BenchmarkDirWriter:
         )
 
 
-def _make_mark(path: Path) -> None:
+def _make_mark(path: Path) -> bool:
     """Create `path` (never through a link, never over a file: one already there, an earlier
-    harvest's mark, stays); a dir that cannot take it says so through the tensors."""
+    harvest's mark, stays); whether this made it. A dir that cannot take it says so through
+    the tensors."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     except OSError:
-        return
+        return False
     try:
         os.write(fd, b"a harvest is writing into this dir\n")
     except OSError:
         pass
     finally:
         os.close(fd)
+    return True
 
 
 def _link_exclusive(source: Path, final: Path) -> bool:

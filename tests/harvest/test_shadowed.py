@@ -88,3 +88,17 @@ def test_the_mark_is_never_written_through_a_link(tmp_path: Path) -> None:
     writer = BenchmarkDirWriter(out, ["x:0"])
     writer.close(finished=False)
     assert victim.read_text() == "keep me"
+
+
+def test_a_harvest_stopped_before_it_wrote_anything_leaves_no_mark(tmp_path: Path) -> None:
+    """tfdbg that never started (a crash, a timeout) changed nothing in the dir."""
+    from precision_shell.formats.benchmark import HARVEST_CUT_NAME
+
+    out = tmp_path / "dump"
+    BenchmarkDirWriter(out, ["x:0"]).close(finished=False)
+    assert not (out / HARVEST_CUT_NAME).exists()
+    cut = BenchmarkDirWriter(out, ["x:0", "y:0"])
+    cut.save_array("x:0", 0, 1, np.zeros(2, np.float32))
+    cut.close(finished=False)
+    BenchmarkDirWriter(out, ["x:0"]).close(finished=False)  # stopped at once: the mark stays
+    assert (out / HARVEST_CUT_NAME).exists()
