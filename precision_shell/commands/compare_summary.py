@@ -20,7 +20,7 @@ from precision_shell.compare.results.columns import (
 )
 from precision_shell.compare.results.columns_cache import CACHE_DIR
 from precision_shell.compare.results.diagnosed_slice import diagnosis_elsewhere
-from precision_shell.compare.results.input_changes import journal_stale_line, stale_compare_line
+from precision_shell.compare.results.input_changes import stale_compare_line
 from precision_shell.compare.results.run_state import (
     INTERRUPTED,
     ResultPick,
@@ -289,9 +289,6 @@ def _notes(
 ) -> list[str]:
     """What vcs says of the compare before its rows: inputs changed since, how it was picked."""
     stale = stale_line(ctx, summary, csv_path)
-    killed = pick.of(csv_path).unfinished if summary is None else None
-    if stale is None and killed is not None:  # no summary: its journal tells
-        stale = journal_stale_line(killed)
     unmatched = unmatched_text(summary, csv_path)
     return (
         ([stale] if stale is not None else [])

@@ -322,3 +322,6 @@ def test_a_killed_run_read_from_its_journal_says_when_its_files_changed_since(
         f"the compare {killed} predates a change to a file it compared "
         f"({dump.relative_to(root / 'precision_data')}): run vc again"
     ]
+    # report says so too, on the page's notes
+    written = run_ok(open_shell(root), f"report -f {killed}")
+    assert stale[0] in written.notes

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from precision_shell.compare.results.run_state import UnfinishedRun
+from precision_shell.compare.results.run_state import UnfinishedRun, unfinished_run
 from precision_shell.compare.results.slice_results import (
     SliceResult,
     compared_run,
@@ -380,7 +380,10 @@ def stale_compare_line(
     shown, checked whatever the dirs' size; one of a benchmark dir it did not read is not
     one it compared); None when none did, or that cannot be told (a compare of two dirs
     given by path, an older vc)."""
-    if summary is None or summary.started_ns is None or summary.path is None:
+    if summary is None:  # a run killed before its summary: its journal tells
+        killed = unfinished_run(csv_path.parent)
+        return journal_stale_line(killed) if killed is not None else None
+    if summary.started_ns is None or summary.path is None:
         return None
     entry = entry_for_csv(slice_results(summary), csv_path)
     if entry is not None and entry.right is not None:  # a workspace moved since: its dir now
