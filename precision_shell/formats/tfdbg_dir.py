@@ -11,10 +11,13 @@ for every `Session.run()`; that pair is the creation order.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
-from collections.abc import Iterator
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,9 +103,34 @@ def _debug_dump_dir_class() -> type:
             "reading tfdbg dumps needs TensorFlow, but TensorFlow is not installed "
             "(pip install tensorflow)"
         )
-    from tensorflow.python.debug.lib import debug_data
-
+    with _stderr_kept_back() as said:
+        try:
+            from tensorflow.python.debug.lib import debug_data
+        except Exception as exc:  # noqa: BLE001 - a broken TensorFlow: say what it said
+            tail = said().strip().splitlines()[-1:] or [f"{type(exc).__name__}: {exc}"]
+            raise PrecisionError(f"TensorFlow failed to import: {tail[0]}") from None
     return debug_data.DebugDumpDir
+
+
+@contextlib.contextmanager
+def _stderr_kept_back() -> Iterator[Callable[[], str]]:
+    """Stderr (the file descriptor: TensorFlow's C++ start-up lines, "All log messages before
+    absl::InitializeLog()..." and oneDNN's, ignore TF_CPP_MIN_LOG_LEVEL) into a temp file while
+    TensorFlow is imported: a CI job watching stderr sees only our lines (QA). Yields a reader
+    of what was written."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        yield lambda: ""
+        return
+    with tempfile.TemporaryFile() as kept:
+        os.dup2(kept.fileno(), 2)
+        try:
+            yield lambda: (kept.seek(0), kept.read().decode("utf-8", "replace"))[1]
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def iter_tfdbg_run(run_dir: Path) -> Iterator[TfdbgTensor]:

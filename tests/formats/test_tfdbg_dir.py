@@ -84,3 +84,18 @@ def test_reading_a_real_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         assert np.array_equal(tensors["plus_one:0"].array, value * 2 + 1)
         assert tensors["plus_one:0"].dump_index == 0
         assert tensors["double:0"].timestamp <= tensors["plus_one:0"].timestamp
+
+
+def test_tensorflows_start_up_lines_are_kept_off_stderr(capfd) -> None:  # noqa: ANN001
+    """QA: every fast `tf_dump` printed TF's C++ start-up lines ("All log messages before
+    absl::InitializeLog() ...", oneDNN's) on stderr, which TF_CPP_MIN_LOG_LEVEL does not
+    silence, twice: a CI job watching stderr saw them."""
+    import os
+
+    from precision_shell.formats.tfdbg_dir import _stderr_kept_back
+
+    with _stderr_kept_back() as said:
+        os.write(2, b"WARNING: All log messages before absl::InitializeLog()\n")
+        assert "absl::InitializeLog" in said()
+    os.write(2, b"ours\n")
+    assert capfd.readouterr().err == "ours\n"
