@@ -17,6 +17,7 @@ replaced by the rebuilt one.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import hmac
 import os
@@ -31,7 +32,31 @@ from precision_shell.errors import FormatError
 from precision_shell.formats.bounded_read import read_bounded
 from precision_shell.workspace.output_files import OutputError, ensure_dir
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3  # with `code_digest()`: an entry's objects are of the code that reads them
+
+
+@functools.cache
+def code_digest() -> str:
+    """A digest of this package's source: cached entries are pickled objects of its classes,
+    and an entry another version wrote unpickles into objects that lack what the code now
+    reads (QA: after an upgrade, `ni` failed with "'BenchmarkIndex' object has no attribute
+    '_files'"), so any change of the code makes every entry a miss. ~5 ms, once."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode("utf-8", "surrogateescape") + b"\0")
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            digest.update(b"?")
+    return digest.hexdigest()[:24]
+
+
+def entry_format() -> str:
+    """The `format` every entry of this code is written with and read back by."""
+    return f"{CACHE_FORMAT}-{code_digest()}"
+
+
 KEY_LEN = 32
 _MAC_LEN = 32
 # The graph entry of a 300-op model is ~1 MB: this leaves room for models 500 times as large,
@@ -156,7 +181,7 @@ class IndexCache:
             return None
         if (
             not isinstance(entry, dict)
-            or entry.get("format") != CACHE_FORMAT
+            or entry.get("format") != entry_format()
             or entry.get("fingerprint") != fingerprint
         ):
             return None
@@ -167,7 +192,7 @@ class IndexCache:
         assert self._key is not None
         try:
             payload = pickle.dumps(
-                {"format": CACHE_FORMAT, "fingerprint": fingerprint, "state": state},
+                {"format": entry_format(), "fingerprint": fingerprint, "state": state},
                 protocol=pickle.HIGHEST_PROTOCOL,
             )
         except Exception:  # RecursionError on a very deep attr tree, PicklingError...

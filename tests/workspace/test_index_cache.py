@@ -11,10 +11,10 @@ import pytest
 
 from precision_shell.workspace import index_cache
 from precision_shell.workspace.index_cache import (
-    CACHE_FORMAT,
     KEY_LEN,
     IndexCache,
     dir_fingerprint,
+    entry_format,
     file_fingerprint,
     user_key_path,
 )
@@ -103,7 +103,7 @@ def _forged_entry(cache_dir, src, marker, key: bytes) -> None:
             return (os.system, ("touch " + str(marker),))
 
     fp = file_fingerprint(src)
-    payload = pickle.dumps({"format": CACHE_FORMAT, "fingerprint": fp, "state": Payload()})
+    payload = pickle.dumps({"format": entry_format(), "fingerprint": fp, "state": Payload()})
     mac = hmac.new(key, payload, hashlib.sha256).digest()
     probe = IndexCache(cache_dir, enabled=False)
     path = probe._entry_path("graph", src)
@@ -304,3 +304,24 @@ def test_a_failure_reading_an_entry_is_a_miss_never_the_source_s_failure(tmp_pat
     assert cache.problems == [
         f"{entry}: cannot read it (MemoryError); ignored, the index is rebuilt from the files"
     ]
+
+
+def test_an_entry_another_version_of_the_code_wrote_is_a_miss(tmp_path, monkeypatch):
+    """QA: after an upgrade `ni` failed with "'BenchmarkIndex' object has no attribute
+    '_files'": an older version's pickled index lacked what the new code reads."""
+    import precision_shell.workspace.index_cache as index_cache
+
+    src = tmp_path / "graph.txt"
+    src.write_text("a")
+    cache = IndexCache(tmp_path / "cache")
+    with monkeypatch.context() as patched:
+        patched.setattr(index_cache, "code_digest", lambda: "an-older-version")
+        cache.store("graph", src, file_fingerprint(src), {"old": True})
+        assert cache.load("graph", src, file_fingerprint(src)) == {"old": True}
+    assert IndexCache(tmp_path / "cache").load("graph", src, file_fingerprint(src)) is None
+    cache.store("graph", src, file_fingerprint(src), {"new": True})  # this code's: a hit
+    assert IndexCache(tmp_path / "cache").load("graph", src, file_fingerprint(src)) == {"new": True}
+    assert (
+        len(index_cache.code_digest()) == 24
+        and index_cache.code_digest() == index_cache.code_digest()
+    )
