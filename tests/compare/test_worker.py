@@ -510,3 +510,58 @@ def test_a_task_forgets_the_benchmark_files_no_later_task_uses(tmp_path):
     assert compare_file(unreadable, CompareOptions()).rows[0].reason
     assert benchmark not in worker._MEMO.entries.paths()
     assert benchmark not in worker._BENCHMARKS.entries.paths()
+
+
+@pytest.mark.parametrize(
+    ("device_shape", "bench_shape", "reason"),
+    [
+        (
+            (4, 6),
+            (0, 6),
+            "the benchmark is empty ([0,6]); the device tensor [4,6] holds 24 elements",
+        ),
+        (
+            (4, 6),
+            (3, 7),
+            "device shape [4,6] does not fit benchmark shape [3,7] (smaller in one dim, "
+            "larger in another)",
+        ),
+    ],
+    ids=["empty-benchmark", "mixed"],
+)
+def test_shapes_that_cannot_be_cut_to_fit_are_not_compared(
+    tmp_path, device_shape, bench_shape, reason
+):
+    """QA: a [0,...] benchmark gave cosine 1.0 after comparing 0 of 24576 elements; a shape
+    larger in one dim and smaller in another was called "smaller"."""
+    device = np.ones(device_shape, np.float32)
+    dump = tmp_path / "MatMul.net_relu.1.1.1700000000000000"
+    write_dump(dump, "net/relu", outputs=[TensorSpec(device, format=DumpFormat.ND)])
+    benchmark = write_benchmark(tmp_path, "relu:0", np.ones(bench_shape, np.float32), TS)
+    row_map = MappingRow("relu", str(benchmark), origin_format="ND", origin_shape=bench_shape)
+    (row,) = compare_file(_task(dump, [row_map]), CompareOptions()).rows
+    assert not row.compared and row.reason == reason
+
+
+def test_nan_cut_off_fails_a_row_under_any_rule_with_a_limit() -> None:
+    """QA: under `--metric mae:0.01` alone (no cosine or distance limit) NaN/inf cut off a
+    tensor passed, and the first failing op moved downstream."""
+    from precision_shell.compare.results.schema import ResultRow
+    from precision_shell.compare.results.thresholds import SLICED_NONFINITE_MARK
+
+    row = ResultRow(
+        index=3,
+        op_type="MaxPool",
+        npu_dump="pool",
+        ground_truth="pool",
+        tensor_index="pool:output:0",
+        shape="[2]",
+        texts={"MaxAbsoluteError": "0.002171"},
+        reason=f"device shape [3] cut to the benchmark's [2] (1 elements not compared; "
+        f"{SLICED_NONFINITE_MARK}: 1 NaN, 0 inf)",
+    )
+    row.metrics["MaxAbsoluteError"] = 0.002171
+    mae_only = ThresholdRule({"MaxAbsoluteError": 0.01})
+    (crossing,) = mae_only.crossings(row)
+    assert crossing.metric == "MaxAbsoluteError"
+    assert not ThresholdRule({}).crossings(row)  # nothing judged: nothing fails

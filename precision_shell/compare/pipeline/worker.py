@@ -109,10 +109,21 @@ def _fit(device: np.ndarray, benchmark: np.ndarray) -> np.ndarray:
             f"element counts differ: device {_shape_text(device.shape)} vs benchmark "
             f"{_shape_text(benchmark.shape)}"
         )
-    if any(d < r for d, r in zip(device.shape, benchmark.shape, strict=True)):
+    pairs = list(zip(device.shape, benchmark.shape, strict=True))
+    if any(d < r for d, r in pairs):
+        if any(d > r for d, r in pairs):  # QA: said "smaller" of a shape larger in one dim
+            raise ValueError(
+                f"device shape {_shape_text(device.shape)} does not fit benchmark shape "
+                f"{_shape_text(benchmark.shape)} (smaller in one dim, larger in another)"
+            )
         raise ValueError(
             f"device shape {_shape_text(device.shape)} is smaller than benchmark shape "
             f"{_shape_text(benchmark.shape)}"
+        )
+    if benchmark.size == 0:  # QA: 0 of 24576 elements compared gave cosine 1.0, a pass
+        raise ValueError(
+            f"the benchmark is empty ({_shape_text(benchmark.shape)}); the device tensor "
+            f"{_shape_text(device.shape)} holds {device.size} elements"
         )
     return device[tuple(slice(0, r) for r in benchmark.shape)]
 

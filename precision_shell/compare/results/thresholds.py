@@ -181,10 +181,12 @@ class ThresholdRule:
 
     def zero_benchmark_limit(self) -> tuple[str, float] | None:
         """The limit a tensor whose reason fails it (`reason_fails`: its benchmark all zero,
-        NaN/inf cut off) crosses: the cosine's, else the relative distance's; None when the
-        rule has neither."""
+        NaN/inf cut off) crosses: the cosine's, else the relative distance's, else the rule's
+        first (QA: under `--metric mae:0.01` alone NaN cut off a tensor passed); None when the
+        rule has no limit."""
         limited = dict(self.active())
-        return next(((m, limited[m]) for m in (COSINE, REL_EUCLID) if m in limited), None)
+        preferred = (m for m in (COSINE, REL_EUCLID, *limited) if m in limited)
+        return next(((m, limited[m]) for m in preferred), None)
 
     def fails(self, row: ResultRow) -> bool:
         return bool(self.crossings(row))
