@@ -15,6 +15,7 @@ from precision_shell.commands.foreign_rule_args import (
 from precision_shell.compare import runner as compare_runner
 from precision_shell.compare.metrics.cells import (
     ALIAS_TEXT,
+    MAX_ABS,
     METRIC_ALIASES,
     METRIC_COLUMNS,
     metric_column,
@@ -189,6 +190,12 @@ def vc_command(
         _alg_of_tensor_compares(args, "statistics dumps, compared by the statistics they hold")
         return compare_runner.run_statistics(ctx.workspace, request, statistics, progress)
     if args.across == "ranks":
+        chosen = request.options.algorithms
+        if chosen is not None and MAX_ABS not in chosen:  # QA: "ranks 1, 2 match rank 0"
+            raise UsageError(
+                "vc: --across ranks tells where a rank parts from the reference by "
+                "MaxAbsoluteError: add mae to --alg"
+            )
         return compare_runner.run_across_ranks(ctx.workspace, request, progress)
     return compare_runner.run(ctx.workspace, request, progress)
 

@@ -416,3 +416,15 @@ def test_a_rank_with_a_benchmark_of_its_own_is_said_to_differ_by_design(tiny_dem
         "compares each rank with its own benchmark"
     ]
     assert result.warnings[0] in " ".join(_render(result).split())
+
+
+def test_across_ranks_needs_the_max_abs_error_it_tells_divergence_by(three_ranks):
+    """QA: `vc --alg red --across ranks` said "ranks 1, 2 match rank 0" of a rank that parts
+    (divergence is told by MaxAbsoluteError, which --alg left uncomputed)."""
+    shell = open_shell(three_ranks[0])
+    refused = run_fail(shell, "vc --across ranks --alg red")
+    assert refused.error == (
+        "vc: --across ranks tells where a rank parts from the reference by MaxAbsoluteError: "
+        "add mae to --alg"
+    )
+    assert run_ok(shell, "vc --across ranks --alg red,mae").divergence
