@@ -19,6 +19,7 @@ from precision_shell.compare.results.columns import (
     position,
 )
 from precision_shell.compare.results.columns_cache import CACHE_DIR
+from precision_shell.compare.results.computed import computed_metrics
 from precision_shell.compare.results.diagnosed_slice import diagnosis_elsewhere
 from precision_shell.compare.results.input_changes import stale_compare_line
 from precision_shell.compare.results.run_state import (
@@ -344,7 +345,7 @@ def summary_of(
         raise  # says vcs: already
     except PrecisionError as exc:
         raise UsageError(f"vcs: {exc}") from None
-    computed = summary.metrics if summary is not None else None
+    computed = computed_metrics(summary, table)
     if computed is not None:  # vc --alg: a limit on a metric not computed checks nothing
         asked = ([COSINE] if cosine is not None else []) + [
             parse_limit(text, table.metric_columns)[0] for text in metrics

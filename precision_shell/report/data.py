@@ -36,6 +36,7 @@ from precision_shell.compare.results.columns import (
     ResultColumns,
     load_result_columns,
 )
+from precision_shell.compare.results.computed import computed_metrics
 from precision_shell.compare.results.diagnosed_slice import DiagnosisElsewhere, diagnosis_elsewhere
 from precision_shell.compare.results.run_state import INTERRUPTED, ResultPick
 from precision_shell.compare.results.schema import ResultRow
@@ -272,7 +273,9 @@ def gather_report(
     state = pick.of(csv_path) if pick is not None else ResultPick.at(csv_path)
     table = load_result_columns(csv_path, cache_dir, state.journaled_length(csv_path))
     summary = summary_beside(csv_path)
-    rule = summary.rule if summary is not None else fallback
+    rule = (summary.rule if summary is not None else fallback).of_metrics(
+        computed_metrics(summary, table)
+    )
     panel = error_panel_of(rule, table.metric_columns) if foreign_family(summary) else None
     diagnosis = summary.diagnosis if summary is not None else None
     causes = diagnosis.root_causes if diagnosis is not None else []

@@ -435,3 +435,24 @@ def test_vcs_f_takes_a_result_by_its_name_and_c_says_what_else_judges(vc_run):
     alone = run_ok(shell, f"vcs -f {csv_path} -c 0.5 --metric red:inf")
     assert not any(n.startswith("-c sets") for n in alone.notes)
     assert alone.rule.describe(alone.columns) == "CosineSimilarity < 0.5 fails"
+
+
+def test_an_alg_compare_without_metrics_in_its_summary_is_judged_by_what_its_csv_holds(vc_run):
+    """QA: a killed `vc --alg mae` (no summary) or a summary from before `metrics` was judged
+    "no output fails ... CosineSimilarity < 0.98 or RelativeEuclideanDistance > 0.05" over
+    columns of NaN it never computed."""
+    _, _, shell, _, _, _ = vc_run
+    result = run_ok(shell, "vc --alg cos,mae")
+    summary = json.loads(result.summary_path.read_text())
+    del summary["metrics"]
+    summary["thresholds"] = {"cosine": 0.98, "relative_euclidean_distance": 0.05}  # an old one
+    result.summary_path.write_text(json.dumps(summary))
+    shown = run_ok(shell, f"vcs -f {result.out_dir}")
+    assert shown.rule.describe() == "CosineSimilarity < 0.98 fails"
+    result.summary_path.unlink()  # as a run killed before its summary leaves it
+    assert run_ok(shell, f"vcs -f {result.out_dir}").rule.describe() == (
+        "CosineSimilarity < 0.98 fails"
+    )
+    page = run_ok(shell, f"report -f {result.out_dir}").path.read_text()
+    assert "CosineSimilarity &lt; 0.98 fails" in page
+    assert "RelativeEuclideanDistance &gt; 0.05" not in page

@@ -351,6 +351,15 @@ class ResultColumns:
     def __len__(self) -> int:
         return len(self.line)
 
+    def computed_metrics(self) -> list[str]:
+        """The metric columns holding a computed value in some row (nan/inf from the data
+        counts; `NaN`, not computed, does not)."""
+        return [
+            m
+            for m in self.metric_columns
+            if bool((~np.isnan(self.values[m]) | self.nonfinite[m]).any())
+        ]
+
     def record(self, i: int) -> list[str]:
         """Row i's cells (stripped), one per header column."""
         return [c[i] for c in self.cells]

@@ -14,9 +14,10 @@ from pathlib import Path
 from precision_shell.compare.metrics.cells import COSINE
 from precision_shell.compare.results.columns import ResultColumns, load_result_columns
 from precision_shell.compare.results.columns_cache import CACHE_DIR
+from precision_shell.compare.results.computed import computed_metrics
 from precision_shell.compare.results.diagnosed_slice import diagnosed_slice
 from precision_shell.compare.results.run_state import pick_result_csv
-from precision_shell.compare.results.schema import ResultRow, is_statistics_csv
+from precision_shell.compare.results.schema import ResultRow, ResultTable, is_statistics_csv
 from precision_shell.compare.results.slice_choice import default_csv
 from precision_shell.compare.results.slice_results import (
     RunSlices,
@@ -78,6 +79,7 @@ class LatestCompare:
     # the compare of these rows stopped before its end: `rank 0 step 1's compare is partial
     # (6 of 14 files)`, and why (what continues it); None when it is complete
     partial: tuple[str, str] | None = None
+    computed: list[str] | None = None  # the metrics it computed (`computed_metrics`)
 
     @classmethod
     def of(
@@ -85,9 +87,13 @@ class LatestCompare:
     ) -> LatestCompare:
         """A compare's rows grouped by their device op."""
         by_op: dict[str, list[ResultRow]] = {}
+        every: list[ResultRow] = []
         for row in rows:
             by_op.setdefault(row.op_name, []).append(row)
-        return cls(csv_path, by_op, summary)
+            every.append(row)
+        columns = list(every[0].texts) if every else []
+        table = ResultTable(csv_path, [], every, columns)
+        return cls(csv_path, by_op, summary, computed=computed_metrics(summary, table))
 
     @property
     def root_cause(self) -> str | None:
@@ -126,8 +132,10 @@ class LatestCompare:
         return f"{what} and did not reach this op yet: {cause}"
 
     def rule_or(self, fallback: ThresholdRule) -> ThresholdRule:
-        """The rule this compare was judged by (its summary's), else `fallback`."""
-        return self.summary.rule if self.summary is not None else fallback
+        """The rule this compare was judged by (its summary's), else `fallback`; limits on
+        metrics it did not compute left out."""
+        rule = self.summary.rule if self.summary is not None else fallback
+        return rule.of_metrics(self.computed)
 
     def output_cosine(self, op: str) -> float | None:
         """Worst output cosine of an op; -inf when its output holds NaN/inf; None if not compared."""

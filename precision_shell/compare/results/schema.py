@@ -219,6 +219,10 @@ class ResultTable:
     metric_columns: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
+    def computed_metrics(self) -> list[str]:
+        """The metric columns holding a computed value in some row (`ResultColumns`' too)."""
+        return [m for m in self.metric_columns if any(r.measured(m) is not None for r in self.rows)]
+
 
 @dataclass(frozen=True)
 class RowLayout:
