@@ -23,6 +23,9 @@ from precision_shell.formats.benchmark import (
     HARVEST_CUT_NAME,
     MAPPING_FILE_NAME,
     PickledTensor,
+    benchmark_key,
+    parse_benchmark_name,
+    read_mapping_csv,
     read_npy_header,
 )
 from precision_shell.harvest.naming import (
@@ -66,6 +69,10 @@ class BenchmarkDirWriter:
         self._made_mark = _make_mark(self._cut_mark)
         self.collisions = colliding_groups(tensor_names)
         self._collided = {name for group in self.collisions for name in group}
+        # keys an earlier harvest's mapping.csv names files of by their ops: a file of ours
+        # there is mapped too, or lookups would prefer those (QA: a re-harvest of dup_x read
+        # the first harvest's dup_x, mapped, over its own newer file, not)
+        self._mapped_keys = _mapped_keys(self.out_dir / MAPPING_FILE_NAME)
         self._mapping_rows: list[tuple[str, str]] = []
         self._written: set[Path] = set()
         self._staged = 0
@@ -139,7 +146,10 @@ class BenchmarkDirWriter:
     def _publish(
         self, tensor_name: str, dump_index: int, timestamp: int, staged: Path
     ) -> SavedTensor:
-        collides = tensor_name in self._collided
+        op, _, slot = tensor_name.rpartition(":")
+        collides = tensor_name in self._collided or (
+            slot.isdigit() and benchmark_key(op, int(slot)) in self._mapped_keys
+        )
         try:
             for bump in range(_MAX_FRESH_TRIES):
                 target = target_name(tensor_name, timestamp + bump, collides)
@@ -182,6 +192,26 @@ class BenchmarkDirWriter:
         return SavedTensor(
             tensor_name, dump_index, timestamp, str(final), fresh_name=bump > 0, replaced=replaced
         )
+
+
+def _mapped_keys(mapping_csv: Path) -> set[str]:
+    """The lookup keys of the files an existing `mapping.csv` names (none when it has none or
+    cannot be read: its own reader warns of that)."""
+    if not mapping_csv.is_file():
+        return set()
+    try:
+        mapping, _ = read_mapping_csv(mapping_csv)
+    except (OSError, FormatError):
+        return set()
+    keys = set()
+    for real in mapping.values():
+        try:
+            parsed = parse_benchmark_name(real)
+        except ValueError:  # a name that is none of ours: the dir's readers warn of it
+            continue
+        if parsed is not None:
+            keys.add(parsed.key)
+    return keys
 
 
 def _make_mark(path: Path) -> bool:

@@ -104,3 +104,22 @@ def test_a_long_name_goes_to_a_digest_mapped_to_the_canonical_name() -> None:
     # Just short enough keeps its canonical name.
     short = "s" * (MAX_FILE_NAME_BYTES - len(f".0.{TS}.npy")) + ":0"
     assert target_name(short, TS).disk_name == f"{short[:-2]}.0.{TS}.npy"
+
+
+def test_a_reharvest_without_a_collision_of_its_own_still_reads_its_own_file(tmp_path) -> None:  # noqa: ANN001
+    """QA: harvest 1 mapped dup/x, dup_x and dup.x; harvest 2 (dup_x alone, newer) wrote no
+    mapping row, and lookups of dup_x preferred harvest 1's mapped file over its own."""
+    from precision_shell.formats.benchmark import scan_benchmark_dir
+    from precision_shell.harvest.benchmark_writer import BenchmarkDirWriter
+
+    first = ["dup/x:0", "dup_x:0", "dup.x:0"]
+    writer = BenchmarkDirWriter(tmp_path, first)
+    for k, name in enumerate(first):
+        writer.save_array(name, 0, TS + k, np.full(2, k, np.float32))
+    writer.close()
+    again = BenchmarkDirWriter(tmp_path, ["dup_x:0"])
+    again.save_array("dup_x:0", 0, TS + 100, np.full(2, 20, np.float32))
+    again.close()
+    index = scan_benchmark_dir(tmp_path)
+    assert np.load(index.lookup("dup_x", 0).path)[0] == 20
+    assert np.load(index.lookup("dup/x", 0).path)[0] == 0  # the first harvest's, still its own
