@@ -23,6 +23,7 @@ imports nothing heavy and changes nothing; TensorFlow is imported by the functio
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 from pathlib import Path
@@ -30,6 +31,11 @@ from typing import Any
 
 WORKSPACE_ENV = "PRECISION_DATA_DIR"
 _TF_DEBUG_SUBDIR = ("tf", "tf_debug")
+# `run_<ts>_<n>.failed` beside a run dir: that run raised (its dumps stop where it did)
+RUN_FAILED_SUFFIX = ".failed"
+# in tf_debug/ while a run dumps, listing the run dirs there before it: left behind, the run
+# dirs it does not list did not finish (the script was stopped or killed as it ran)
+RUN_IN_PROGRESS = ".run_in_progress"
 
 
 def workspace_dir() -> Path:
@@ -44,7 +50,13 @@ def tf_debug_dir() -> Path:
 
 def _empty_tf_debug_dir() -> str:
     root = tf_debug_dir()
-    # tfdbg refuses a non-empty session root; say so before TF does, with the fix.
+    # tfdbg refuses a non-empty session root; say so before TF does, with the fix. Our own
+    # marks of runs no longer there (harvested and moved away) go.
+    if root.is_dir():
+        entries = list(root.iterdir())
+        if entries and all(_own_mark(e.name) and e.is_file() for e in entries):
+            for entry in entries:
+                entry.unlink(missing_ok=True)
     if root.is_dir() and any(root.iterdir()):
         raise ValueError(
             f"{root} is not empty: tfdbg writes only into an empty dir. Harvest it with "
@@ -60,8 +72,27 @@ def _tf_debug() -> Any:
     return tf_debug
 
 
-# `run_<ts>_<n>.failed` beside a run dir: that run raised (its dumps stop where it did)
-RUN_FAILED_SUFFIX = ".failed"
+def _own_mark(name: str) -> bool:
+    return name == RUN_IN_PROGRESS or (name.startswith("run_") and name.endswith(RUN_FAILED_SUFFIX))
+
+
+def _begin_run(root: str) -> set[str]:
+    """The entries of `root` before a run; RUN_IN_PROGRESS lists its run dirs until
+    `_end_run`."""
+    before = set(os.listdir(root))
+    _mark_in_progress(root, before)
+    return before
+
+
+def _mark_in_progress(root: str, before: set[str]) -> None:
+    runs = sorted(n for n in before if n.startswith("run_") and not _own_mark(n))
+    with contextlib.suppress(OSError):  # the run itself says whether the dir is writable
+        Path(root, RUN_IN_PROGRESS).write_text("".join(f"{n}\n" for n in runs), encoding="utf-8")
+
+
+def _end_run(root: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(root, RUN_IN_PROGRESS))
 
 
 def _mark_failed_runs(root: str, before: set[str], error: BaseException) -> None:
@@ -86,12 +117,15 @@ def sess_dump(sess: Any) -> Any:
 
     class _FailureMarking(tf_debug.DumpingDebugWrapperSession):  # type: ignore[misc, name-defined]
         def run(self, *args: Any, **kwargs: Any) -> Any:
-            before = set(os.listdir(root))
+            before = _begin_run(root)
             try:
-                return super().run(*args, **kwargs)
+                result = super().run(*args, **kwargs)
             except Exception as error:
                 _mark_failed_runs(root, before, error)
+                _end_run(root)
                 raise
+            _end_run(root)
+            return result
 
     return _FailureMarking(sess, root, pass_through_operrors=True)
 
@@ -103,8 +137,26 @@ def sess_dump_live(sess: Any) -> Any:
 
 def estimator_dump() -> Any:
     """An estimator hook dumping every `run()` into `tf/tf_debug/run_*` for `tf_dump`
-    (precision_tool's `estimator_dump`: a `DumpingDebugHook`)."""
-    return _tf_debug().DumpingDebugHook(_empty_tf_debug_dir())
+    (precision_tool's `estimator_dump`: a `DumpingDebugHook`). A run that raises never
+    reaches `after_run`: its RUN_IN_PROGRESS mark stays, and tf_dump does not call its
+    partial dumps whole (QA)."""
+    tf_debug = _tf_debug()
+    root = _empty_tf_debug_dir()
+
+    class _UnfinishedMarking(tf_debug.DumpingDebugHook):  # type: ignore[misc, name-defined]
+        def before_run(self, run_context: Any) -> Any:
+            before = set(os.listdir(root))
+            # after tfdbg's own: its first call checks that the dir is empty
+            result = super().before_run(run_context)
+            _mark_in_progress(root, before)
+            return result
+
+        def after_run(self, run_context: Any, run_values: Any) -> Any:
+            result = super().after_run(run_context, run_values)
+            _end_run(root)
+            return result
+
+    return _UnfinishedMarking(root)
 
 
 def estimator_dump_live() -> Any:

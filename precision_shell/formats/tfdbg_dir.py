@@ -26,7 +26,7 @@ import numpy as np
 
 from precision_shell.errors import FormatError, PrecisionError
 from precision_shell.formats.bounded_read import read_bounded
-from precision_shell.tf_config import RUN_FAILED_SUFFIX
+from precision_shell.tf_config import RUN_FAILED_SUFFIX, RUN_IN_PROGRESS
 
 _RUN_DIR = re.compile(r"^run_(\d+)_(\d+)$")
 # Only DebugIdentity dumps hold the tensor itself; other debug ops hold summaries.
@@ -64,10 +64,29 @@ def run_failure(run_dir: Path) -> str | None:
     try:
         text = read_bounded(marker, 4096, follow_links=False).decode("utf-8", "replace")
     except FileNotFoundError:
-        return None
+        return _unfinished(Path(run_dir))
     except (OSError, FormatError):
         return f"{marker} says the run failed"
     return f"the run raised {text.strip() or 'an error'} ({marker.name})"
+
+
+def _unfinished(run_dir: Path) -> str | None:
+    """Why `run_dir` may not be whole when the mark of a run in progress is left beside it
+    and does not list it (the script was stopped or killed as that run dumped: QA, a
+    tf_dump CMD stopped at its timeout, then harvested by a plain tf_dump as whole)."""
+    mark = run_dir.parent / RUN_IN_PROGRESS
+    try:
+        listed = read_bounded(mark, 1 << 20, follow_links=False).decode("utf-8", "replace")
+    except FileNotFoundError:
+        return None
+    except (OSError, FormatError):
+        return f"{mark} is no mark of ours; the run may not be whole"
+    if run_dir.name in listed.splitlines():
+        return None
+    return (
+        f"the run did not finish: the script was stopped or killed as it dumped, or runs "
+        f"still ({mark.name} is left)"
+    )
 
 
 def list_run_dirs(tf_debug_dir: Path) -> list[Path]:

@@ -360,3 +360,19 @@ def test_tf_dump_cmd_that_fails_before_any_run_says_so(tmp_path: Path) -> None:
     assert outcome.error.startswith(f"tf_dump: ran {sys.executable} -c 'raise SystemExit(3)': ")
     assert outcome.error.endswith("): it failed before it dumped a run")
     assert "exit status 3" in outcome.error
+
+
+def test_a_run_a_stopped_script_left_is_no_whole_harvest(tmp_path: Path, fake_python: Path) -> None:
+    """QA: `tf_dump --run-timeout 8 CMD` stopped the script mid-run; a later plain tf_dump
+    harvested that run dir as whole ("saved 5 of 5", exit 0)."""
+    tf_debug = tmp_path / "precision_data" / "tf" / "tf_debug"
+    make_fake_run_dir(tf_debug / "run_5_0")
+    make_fake_run_dir(tf_debug / "run_9_1")
+    (tf_debug / ".run_in_progress").write_text("run_5_0\n")  # run_9_1 was dumping
+    shell = open_shell(tmp_path)
+    run_ok(shell, f"tf_dump --run 0 --python {fake_python}")
+    outcome = run_fail(shell, f"tf_dump --run 1 --into step1 --python {fake_python}")
+    assert outcome.error.startswith(
+        "the debugged run failed (the run did not finish: the script was stopped or killed as "
+        "it dumped, or runs still (.run_in_progress is left)); "
+    )

@@ -246,3 +246,33 @@ def test_sess_dump_lets_a_failed_run_raise_and_marks_its_dump(
     assert run_failure(good) is None
     assert run_failure(bad).startswith("the run raised InvalidArgumentError: ")
     assert run_failure(bad).endswith(f"({bad.name}.failed)")
+
+
+def test_a_run_cut_short_is_no_whole_run_whichever_wrapper_dumped_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """QA: a run stopped by tf_dump's own timeout (no exception in the script), or one that
+    raised under `estimator_dump`'s hook (after_run never comes), was harvested as whole."""
+    import tensorflow as tf
+
+    from precision_shell import tf_config
+    from precision_shell.formats.tfdbg_dir import list_run_dirs, run_failure
+
+    monkeypatch.setenv(tf_config.WORKSPACE_ENV, str(tmp_path))
+    with tf.Graph().as_default():
+        x = tf.compat.v1.placeholder(tf.float32, [2], name="x")
+        checked = tf.debugging.check_numerics(tf.math.log(x), "boom")
+        hook = tf_config.estimator_dump()
+        with tf.compat.v1.train.MonitoredSession(hooks=[hook]) as session:
+            session.run(checked, feed_dict={x: [1.0, 2.0]})
+            with pytest.raises(tf.errors.InvalidArgumentError):
+                session.run(checked, feed_dict={x: [1.0, -1.0]})
+    runs = list_run_dirs(tmp_path / "tf" / "tf_debug")
+    assert run_failure(runs[0]) is None
+    assert run_failure(runs[-1]) == (
+        "the run did not finish: the script was stopped or killed as it dumped, or runs still "
+        f"({tf_config.RUN_IN_PROGRESS} is left)"
+    )
+    # without the mark (a run that ended), nothing says it is not whole
+    (tmp_path / "tf" / "tf_debug" / tf_config.RUN_IN_PROGRESS).unlink()
+    assert run_failure(runs[-1]) is None
