@@ -107,7 +107,7 @@ class AutoCheck:
         if error is None and self.diagnosis_interrupted is not None:
             return (
                 f"ac: diagnosis interrupted ({self.diagnosis_interrupted}); the compare above is "
-                "whole and kept (vcs, report read it): ac -c again diagnoses it"
+                "whole and kept (vcs, report read it): ac -c again compares and diagnoses"
             )
         if error is None and self.replay_interrupted:
             return (

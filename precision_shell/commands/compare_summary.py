@@ -240,7 +240,7 @@ def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary |
     """
     if args.limit < 0:
         raise UsageError("vcs: -l must not be negative")
-    target = _named_result(ctx, args.file) if args.file else ctx.compare_results()
+    target = named_result(ctx, args.file, "vcs") if args.file else ctx.compare_results()
     pick = pick_result_csv(Path(target), statistics=True)
     csv_path = pick.csv_path
     summary = _summary_of(csv_path)
@@ -260,15 +260,16 @@ def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary |
     others = [m for m, _ in result.rule.active(table.metric_columns) if m != COSINE]
     if args.cosine is not None and others:  # precision_tool's -c was the cosine alone
         result.notes.append(
-            f"-c sets the cosine limit; {' and '.join(others)} still judge too "
-            "(--metric red:inf leaves the cosine alone)"
+            f"-c sets the cosine limit; {' and '.join(others)} still "
+            f"{'judges' if len(others) == 1 else 'judge'} too (--metric red:inf leaves the "
+            "cosine alone)"
         )
     if args.plot:
         result.plot = op_cosines_of_columns(table, result.rule)
     return result
 
 
-def _named_result(ctx: ShellContext, given: Path) -> Path:
+def named_result(ctx: ShellContext, given: Path, command_name: str) -> Path:
     """`-f`'s path, or, when it is a bare name nothing here is called (`result_<ts>.csv`, a
     result dir's `<ts>`), the one result of that name under temp/vector_compare/."""
     if given.exists() or len(given.parts) != 1:
@@ -279,7 +280,7 @@ def _named_result(ctx: ShellContext, given: Path) -> Path:
     ]
     if len(found) > 1:
         raise UsageError(
-            f"vcs: {len(found)} results are named {given.name} under {root}: give a path, "
+            f"{command_name}: {len(found)} results are named {given.name} under {root}: give a path, "
             f"e.g. -f {found[0]}"
         )
     return found[0] if found else given

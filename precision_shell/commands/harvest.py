@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import os
 import shlex
 import sys
 from collections.abc import Callable
@@ -111,6 +112,17 @@ def _into_dir(root: Path, into: str | None, command_name: str) -> Path:
     return no_links_below(top, top / into.strip("/"), command_name)
 
 
+def _wrapped_live(log: Path) -> bool:
+    """The script's output ends as tfdbg's live CLI does without a terminal to read."""
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - 8192))
+            tail = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return False
+    return "EOFError" in tail and ("local_cli_wrapper" in tail or "readline_ui" in tail)
+
+
 def no_links_below(top: Path, target: Path, command_name: str) -> Path:
     """`target`, refused when a dir between `top` (tf/dump/, which may well be a link to a
     big disk) and it is a symbolic link (QA: `--into step1` with step1 -> tf/dump wrote a run
@@ -121,7 +133,7 @@ def no_links_below(top: Path, target: Path, command_name: str) -> Path:
         if path.is_symlink():
             raise PrecisionError(
                 f"{command_name}: {path} is a symbolic link; a harvest is never written "
-                "through one (the shell does not read a rank or step dir that is one either): "
+                "through one (where it points may be tf/dump itself, or another workspace's): "
                 "remove it, or give --into another dir"
             )
     return target
@@ -255,7 +267,15 @@ def tf_dump_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestBatch
                 script_failed = f"{shlex.join(argv)} ended with {status}; its output: {log}"
     if not tf_debug.is_dir():
         if script_failed is not None:  # QA: a failing script was told to wrap its session
-            raise PrecisionError(f"tf_dump: {notes[-1]}: it failed before it dumped a run")
+            live = _wrapped_live(log)
+            raise PrecisionError(
+                f"tf_dump: {notes[-1]}: it failed before it dumped a run"
+                + (
+                    "; its session is wrapped for tf_run (sess_dump_live): run tf_run CMD"
+                    if live
+                    else ""
+                )
+            )
         if args.cmd:
             raise PrecisionError(
                 f"tf_dump: {notes[-1]}, but it wrote no {tf_debug}/: wrap its session with "

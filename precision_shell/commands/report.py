@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from precision_shell.commands.compare_summary import named_result
 from precision_shell.compare.results.input_changes import stale_compare_line
 from precision_shell.compare.results.run_state import pick_result_csv
 from precision_shell.compare.results.schema import is_statistics_csv
@@ -61,7 +62,7 @@ def report_command(ctx: ShellContext, args: argparse.Namespace) -> ReportWritten
     """
     if args.depth < 0:
         raise UsageError("report: -s must not be negative")
-    target = args.file if args.file else ctx.compare_results()
+    target = named_result(ctx, args.file, "report") if args.file else ctx.compare_results()
     pick = pick_result_csv(Path(target), statistics=True)
     csv_path = pick.csv_path
     if is_statistics_csv(csv_path):

@@ -66,6 +66,7 @@ class NodeInfo:
     dump_tensors: list[TensorRow]
     benchmarks: list[TensorRow]
     attrs: dict[str, Any] | None = None
+    attr_query: str | None = None  # `ni -a ATTR`: what the attribute names were to hold
     subgraph: SubgraphFiles | None = None
     compare_rows: list[ResultRow] = field(default_factory=list)  # from the newest vc result
     compare_file: str | None = None
@@ -226,6 +227,7 @@ def collect_node_info(
         dump_tensors=dump_rows,
         benchmarks=_benchmark_rows(ctx, graph, rec, n_out, scope),
         attrs=_attrs(op.attrs, with_attrs),
+        attr_query=with_attrs if isinstance(with_attrs, str) else None,
     )
     if len(run.slices) > 1:
         info.dump_slice = run.slice(rank, step).label

@@ -289,6 +289,7 @@ def read_mapping_csv(path: Path) -> tuple[dict[str, str], list[str]]:
             if len(row) < 2 or not row[0].strip() or not row[1].strip():
                 warnings.append(f"{path}: line {line_number}: expected 'file,real name'")
                 continue
+            # the last row of a file wins: our harvest appends (a re-harvest's row is last)
             mapping[row[0].strip()] = ",".join(row[1:]).strip()
     except FormatError as error:  # a FIFO, a device, 6 GB: the dir's tensors still count
         warnings.append(f"{error}; names in it are not resolved")
@@ -351,7 +352,7 @@ def scan_benchmark_dir(directory: Path) -> BenchmarkIndex:
         name = mapping.get(disk_name, disk_name) if mapping else disk_name
         parts = name.rsplit(".", 3)
         if len(parts) != 4 or parts[3] != "npy":
-            if name.endswith(".npy"):
+            if name.endswith(".npy") or name != disk_name:  # a mapped name is meant as one
                 warnings.append(_odd_name_warning(directory, disk_name, name))
             continue
         op, index, timestamp, _ = parts

@@ -57,8 +57,8 @@ def _run_table(title: str, run: CompareRun, judged: bool = True) -> Table:
         table.add_row(
             "compared in part",
             Text(
-                f"{t.cut} device tensors larger than their benchmark, compared on its shape "
-                "(CompareFailReason says what was cut)",
+                f"{t.cut} rows of a device tensor larger than its benchmark, compared on its "
+                "shape (CompareFailReason says what was cut)",
                 style="yellow",
             ),
         )

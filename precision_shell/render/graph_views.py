@@ -265,7 +265,7 @@ def node_panel(info: NodeInfo, width: int | None = None) -> Panel:
     elif info.compare_missing:
         parts += [Text(""), Text(f"compare: {info.compare_missing}", style="yellow")]
     if info.attrs == {}:
-        parts += [Text(""), Text("attributes: no name matches -a", style="dim")]
+        parts += [Text(""), Text(f"attributes: no name holds {info.attr_query!r}", style="dim")]
     elif info.attrs is not None:
         attrs = Table(show_edge=False, pad_edge=False, title="attributes", title_justify="left")
         text_column(attrs, "key")

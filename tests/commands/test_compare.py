@@ -418,6 +418,7 @@ def test_vcs_f_takes_a_result_by_its_name_and_c_says_what_else_judges(vc_run):
     result = run_ok(shell, "vc")
     csv_path = result.primary.csv_path
     assert run_ok(shell, f"vcs -f {csv_path.parent.name}").path == csv_path
+    assert run_ok(shell, f"report -f {csv_path.parent.name}").path.is_file()  # report too
     # a CSV is named by the second its vc began: two vc in one second share the name
     same = list(csv_path.parents[1].glob(f"*/{csv_path.name}"))
     if len(same) == 1:
@@ -429,7 +430,7 @@ def test_vcs_f_takes_a_result_by_its_name_and_c_says_what_else_judges(vc_run):
         )
     shown = run_ok(shell, f"vcs -f {csv_path} -c 0.5")
     assert shown.notes[-1] == (
-        "-c sets the cosine limit; RelativeEuclideanDistance still judge too "
+        "-c sets the cosine limit; RelativeEuclideanDistance still judges too "
         "(--metric red:inf leaves the cosine alone)"
     )
     alone = run_ok(shell, f"vcs -f {csv_path} -c 0.5 --metric red:inf")

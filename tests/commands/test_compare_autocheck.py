@@ -248,7 +248,7 @@ def test_ctrl_c_in_the_diagnosis_keeps_the_compare_and_says_so(demo, monkeypatch
     assert check.diagnosis is None and check.diagnosis_skipped == "interrupted (Ctrl-C)"
     assert outcome.error == (
         "ac: diagnosis interrupted (Ctrl-C); the compare above is whole and kept (vcs, report "
-        "read it): ac -c again diagnoses it"
+        "read it): ac -c again compares and diagnoses"
     )
     assert "diagnosis" not in json.loads(check.compare.summary_path.read_text())
     # the terminal shows the compare and says why no diagnosis follows

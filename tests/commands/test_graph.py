@@ -29,6 +29,7 @@ from tests.commands.shell_fixture import (
     nc1hwc0_to_nhwc,
     op_block,
     open_shell,
+    rendered,
     run_fail,
     run_ok,
     top_level_attr_keys,
@@ -315,7 +316,9 @@ def test_ni_a_holds_every_attribute_of_the_op(demo):
     # precision_tool's `ni -n OP -a ATTR`: the attributes whose name holds ATTR
     (named,) = run_ok(shell, f"ni -n {CONV2} -a PASS_name").nodes
     assert sorted(named.attrs) == sorted(k for k in keys if "pass_name" in k)
-    assert run_ok(shell, f"ni -n {CONV2} -a nothing_like_it").nodes[0].attrs == {}
+    none = run_ok(shell, f"ni -n {CONV2} -a nothing_like_it")
+    assert none.nodes[0].attrs == {}
+    assert "attributes: no name holds 'nothing_like_it'" in rendered(none)
 
 
 def test_ni_refuses_two_op_names_rather_than_drop_one(demo):

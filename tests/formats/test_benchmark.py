@@ -144,9 +144,10 @@ def test_scan_resolves_long_names_through_mapping_csv(tmp_path: Path) -> None:
     long_name = "very_" * 60 + "long/scope/MatMul"
     real = f"{tensor_file_stem(long_name + ':0')}.{TS}.npy"
     np.save(tmp_path / "1234567.npy", np.arange(3, dtype=np.float32))
-    _touch(tmp_path, "short.0.5.npy", "77.npy", "88.npy")
+    _touch(tmp_path, "short.0.5.npy", "77.npy", "88.npy", "99.0.9.npy")
     (tmp_path / "mapping.csv").write_text(
-        f"1234567.npy,{real}\n\n77.npy\n88.npy,garbage.npy\n", encoding="utf-8"
+        f"1234567.npy,{real}\n\n77.npy\n88.npy,garbage.npy\n99.0.9.npy,garbage name\n",
+        encoding="utf-8",
     )
     index = scan_benchmark_dir(tmp_path)
 
@@ -162,6 +163,11 @@ def test_scan_resolves_long_names_through_mapping_csv(tmp_path: Path) -> None:
     assert any("77.npy" in w and "not a benchmark tensor name" in w for w in index.warnings)
     assert any(
         w.startswith(f"{tmp_path / '88.npy'} (mapped to garbage.npy): ") for w in index.warnings
+    )
+    # QA: a real name that is no benchmark name dropped its file without a word
+    assert any(
+        w.startswith(f"{tmp_path / '99.0.9.npy'} (mapped to garbage name): ")
+        for w in index.warnings
     )
 
 

@@ -347,8 +347,8 @@ def test_into_a_dir_that_is_a_link_is_refused(tmp_path: Path, fake_python: Path)
     for into, link in (("step1", dump / "step1"), ("rank2/step0", dump / "rank2")):
         outcome = run_fail(shell, f"tf_dump --into {into} --python {fake_python}")
         assert outcome.error == (
-            f"tf_dump: {link} is a symbolic link; a harvest is never written through one (the "
-            "shell does not read a rank or step dir that is one either): remove it, or give "
+            f"tf_dump: {link} is a symbolic link; a harvest is never written through one (where "
+            "it points may be tf/dump itself, or another workspace's): remove it, or give "
             "--into another dir"
         )
     assert not npy_files(dump) and not (tmp_path / "step0").exists()
