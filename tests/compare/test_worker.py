@@ -565,3 +565,21 @@ def test_nan_cut_off_fails_a_row_under_any_rule_with_a_limit() -> None:
     (crossing,) = mae_only.crossings(row)
     assert crossing.metric == "MaxAbsoluteError"
     assert not ThresholdRule({}).crossings(row)  # nothing judged: nothing fails
+
+
+def test_nan_in_batch_samples_cut_off_is_said_not_judged(tmp_path):
+    """QA (design): a device compiled for a larger batch (dynamic batch gears) pads the extra
+    samples with anything; NaN there is no fault of the samples compared."""
+    device = np.arange(24, dtype=np.float16).reshape(4, 6) + 1
+    device[3, :] = np.nan  # the padded fourth sample
+    bench = device[:3].astype(np.float32)
+    dump = tmp_path / "MatMul.net_relu.1.1.1700000000000000"
+    write_dump(dump, "net/relu", outputs=[TensorSpec(device, format=DumpFormat.ND)])
+    benchmark = write_benchmark(tmp_path, "relu:0", bench, TS)
+    row_map = MappingRow("relu", str(benchmark), origin_format="ND", origin_shape=(3, 6))
+    (row,) = compare_file(_task(dump, [row_map]), CompareOptions()).rows
+    assert row.reason == (
+        "device shape [4,6] cut to the benchmark's [3,6] (6 elements not compared; 6 NaN, "
+        "0 inf in the batch samples cut off, not judged)"
+    )
+    assert not ThresholdRule.default().fails(row)
