@@ -85,6 +85,20 @@ def render_rank_divergence(console: Console, result: RankDivergenceResult) -> No
                 style="green",
             )
         )
+        # QA: beside "matches", vcs counted its rows failing: the same NaN/inf on both ranks
+        for pair, run in result.compares:
+            failing = run.tally.failing
+            if pair.rank in agreeing and failing:
+                n = len(failing)
+                console.print(
+                    Text(
+                        f"rank {pair.rank}: {n} output{'s' if n != 1 else ''} "
+                        f"{'fail' if n != 1 else 'fails'} the thresholds against rank "
+                        f"{result.against} all the same: both hold the same NaN/inf (first: "
+                        f"{failing[0].op_name})",
+                        style="yellow",
+                    )
+                )
     nothing = result.compared_nothing
     if nothing:
         who = "rank {} has" if len(nothing) == 1 else "ranks {} have"

@@ -428,3 +428,22 @@ def test_across_ranks_needs_the_max_abs_error_it_tells_divergence_by(three_ranks
         "add mae to --alg"
     )
     assert run_ok(shell, "vc --across ranks --alg red,mae").divergence
+
+
+def test_a_rank_that_matches_with_the_same_nan_inf_says_why_its_rows_fail(tiny_demo):
+    """QA: a rank of the reference's very bytes, inf at l2_loss/Sum on both: "rank 1 matches
+    rank 0 on every compared output", while vcs counted its rows failing. Both are true; the
+    view now says so."""
+    root, manifest = tiny_demo
+    _add_ranks(root, manifest, ["1"])
+    result = run_ok(open_shell(root), "vc --across ranks")
+    assert result.agreeing == ["1"]
+    ((pair, run),) = [(p, r) for p, r in result.compares if p.rank == "1"]
+    assert run.tally.failing  # the same inf on both ranks fails the rule
+    text = _render(result)
+    n = len(run.tally.failing)
+    assert (
+        f"rank 1: {n} output{'s' if n != 1 else ''} {'fail' if n != 1 else 'fails'} the "
+        "thresholds against rank 0 all the same: both hold the same NaN/inf (first: "
+        f"{run.tally.failing[0].op_name})"
+    ) in " ".join(text.split())
