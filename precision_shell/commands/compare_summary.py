@@ -318,10 +318,6 @@ def _summary_of(csv_path: Path) -> RunSummary | None:
         return None
 
 
-# Compares judged by their own tool's rule, which their summary.json records.
-RECORDED_RULE_MODES = frozenset({"megengine", "sigmastar"})
-
-
 def summary_of(
     ctx: ShellContext,
     table: ResultTable | ResultColumns,
@@ -335,7 +331,7 @@ def summary_of(
     summary recorded, that tool's own); `-c` and `--metric` override single limits. `pick`:
     the state of the table's run when its reader has it (its journal is read once)."""
     rule = ThresholdRule.from_settings(ctx.settings)
-    if summary is not None and summary.primary.mode in RECORDED_RULE_MODES:
+    if summary is not None and summary.own_tool_rule:
         rule = summary.rule
     try:
         if cosine is not None:

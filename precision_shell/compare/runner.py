@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from precision_shell.compare.metrics.cells import METRIC_COLUMNS
 from precision_shell.compare.pipeline.dask_backend import DaskPool, DaskTarget, open_pool
 from precision_shell.compare.pipeline.execute import (
     CompareRun,
@@ -52,6 +53,7 @@ from precision_shell.compare.results.summary import SUMMARY_NAME, RunSummary
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.resume import JournalSlot, partial_run_dir, saved_request
 from precision_shell.compare.statistics.run import (
+    STATISTICS_MODE,
     StatisticsCompare,
     StatisticsCompareResult,
     execute_statistics_plan,
@@ -226,7 +228,9 @@ def _write_summary(
     """summary.json, with what each (rank, step) read recorded for its readers' stale line
     and the metrics computed (`--alg`) for the rule its readers judge by."""
     algorithms = request.options.algorithms
-    summary.metrics = list(algorithms) if algorithms is not None else None
+    if summary.primary.mode != STATISTICS_MODE:  # its columns are not metrics of ours
+        # every one when not --alg: a summary without `metrics` is one from before them
+        summary.metrics = list(algorithms if algorithms is not None else METRIC_COLUMNS)
     record_listings(ws, summary)
     summary.write(out_dir / SUMMARY_NAME)
 

@@ -62,7 +62,7 @@ MAX_CARRIED_ROWS = 15_000  # rows the big page's table carries at most (~10 MB o
 ENV_FULL_TABLE = "PRECISION_SHELL_REPORT_FULL_TABLE"  # "1": every row on the page, any size
 
 # Compares of two foreign dumps: judged by their own tool's rule, which summary.json records
-# (as commands/compare_summary.py RECORDED_RULE_MODES); the page's name for each.
+# (`RunSummary.own_tool_rule`); the page's name for each.
 FOREIGN_MODES = {MEGENGINE: "MegEngine", SIGMASTAR: "SigmaStar"}
 _LOG_SCALE = frozenset({"MegEngineRelativeError"})  # errors spanning decades
 

@@ -314,8 +314,11 @@ def test_alg_judges_by_the_limits_of_the_metrics_computed_only(vc_run):
     assert "no output fails" not in text
     assert "give --metric NAME:LIMIT" in run_fail(shell, "vcs").error
     assert run_ok(shell, "vcs --metric mae:0.5").rule.describe() == "MaxAbsoluteError > 0.5 fails"
-    # a full compare after it judges by every limit again
-    assert "RelativeEuclideanDistance" in run_ok(shell, "vc").rule.describe()
+    # a full compare after it judges by every limit again, and says it computed every metric
+    # (a summary without `metrics` is one from before them: judged by what its CSV holds)
+    full = run_ok(shell, "vc")
+    assert "RelativeEuclideanDistance" in full.rule.describe()
+    assert json.loads(full.summary_path.read_text())["metrics"] == METRICS
 
 
 def test_lt_rt_with_two_dump_dirs_compares_device_vs_device_without_a_graph(vc_run):

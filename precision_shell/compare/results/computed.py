@@ -23,5 +23,7 @@ def computed_metrics(summary: RunSummary | None, table: _Table) -> list[str] | N
     RelativeEuclideanDistance > 0.05"); None: every one."""
     if summary is not None and summary.metrics is not None:
         return summary.metrics
+    if summary is not None and summary.own_tool_rule:
+        return None  # MegEngine's partial-var column is empty but for vars printed in part
     held = table.computed_metrics()
     return held if held and len(held) < len(table.metric_columns) else None

@@ -20,6 +20,7 @@ from precision_shell.compare.results.tally import CompareTally, row_json
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import FormatError
 from precision_shell.file_name_text import json_text
+from precision_shell.foreign.dumps import MEGENGINE, SIGMASTAR
 from precision_shell.formats.bounded_read import read_bounded_text
 from precision_shell.workspace.output_files import replace_output
 
@@ -27,6 +28,10 @@ SUMMARY_NAME = "summary.json"
 # Read back from a result dir anyone may have put there: a run of 32 slices of 100k ops writes
 # tens of MB; a larger file (a link to /dev/zero, a sparse file) is refused, not read.
 MAX_SUMMARY_BYTES = 1 << 30
+
+
+# compares judged by their own tool's rule, which their summary.json records
+RECORDED_RULE_MODES = frozenset({MEGENGINE, SIGMASTAR})
 
 
 def _int(value: Any, default: int = 0) -> int:
@@ -277,6 +282,12 @@ class RunSummary:
     @property
     def partial(self) -> bool:
         return self.primary.interrupted
+
+    @property
+    def own_tool_rule(self) -> bool:
+        """A MegEngine or SigmaStar compare: judged by that tool's rule, which `rule` records
+        (its metrics are its own; columns a row leaves empty are that tool's way)."""
+        return self.primary.mode in RECORDED_RULE_MODES
 
     def cut_text(self) -> str | None:
         """Which compare of the run was cut short (Ctrl-C, a lost worker), and how far it got:
