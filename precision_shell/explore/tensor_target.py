@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -271,6 +272,9 @@ def _workspace_handles(
     handle = _benchmark_of_op(ws, name, kind, index, rank, step)
     if handle is not None:
         return [handle]
+    decoded = _decoded_named(ws, name)
+    if decoded is not None:
+        return _file_handles(decoded, kind, index, ws)
     raise PrecisionError(
         f"{name}: not a file, not a dump or .npy file name in the workspace, not an op name, "
         "and not a benchmark tensor name"
@@ -333,3 +337,17 @@ def _benchmark_of_op(
     return TensorHandle(
         f"{ws.benchmark_name(benchmark)} (benchmark of {op}:{slot})", benchmark.path
     )
+
+
+def _decoded_named(ws: Workspace, name: str) -> str | None:
+    """A `.npy` `dc` wrote into temp/decode/ by the name it printed (QA: `pt` of a name `dc`
+    had just printed was "not a file"); never a name with a dir part, never through a link."""
+    if not name.endswith(".npy") or os.path.basename(name) != name:
+        return None
+    path = ws.layout.root / ws.layout.temp_dir.name / "decode" / name
+    try:
+        if stat.S_ISREG(os.lstat(path).st_mode):
+            return str(path)
+    except OSError:
+        pass
+    return None

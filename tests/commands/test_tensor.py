@@ -279,6 +279,11 @@ def test_dc_writes_every_tensor_of_the_op_as_npy_under_temp_decode(demo):
         assert got.dtype == want.dtype and shape == want.shape
         np.testing.assert_array_equal(got, want)
         assert Path(npy).name == f"{path.name}.{kind}.{index}.{layout}.npy"
+    # QA: pt of the name dc printed was "not a file" unless given the whole path
+    _, npy, _, _ = result.files[-1]
+    shown = run_ok(shell, f"pt {Path(npy).name}")
+    (item,) = shown.items
+    assert item.path == npy and item.stats.count == np.load(npy).size
 
 
 def test_dc_f_nchw_converts_activations_and_the_hwcn_filter(demo):
