@@ -112,6 +112,25 @@ def _into_dir(root: Path, into: str | None, command_name: str) -> Path:
     return no_links_below(top, top / into.strip("/"), command_name)
 
 
+def _last_whole_run(tf_debug: Path, last: list[Path]) -> tuple[list[Path], list[str]]:
+    """The default run: the last that finished (a TF1 input loop ends on OutOfRangeError, a
+    run cut short: neither is a step to compare), with a note of the later ones passed
+    over; the last run itself when none finished (it then fails as it is)."""
+    runs = list_run_dirs(tf_debug)
+    passed: list[str] = []
+    for run in reversed(runs):
+        why = run_failure(run)
+        if why is None:
+            if not passed:
+                return [run], []
+            return [run], [
+                f"harvested {run.name}, the last run that finished; passed over "
+                f"{', '.join(passed)} (--run N takes one)"
+            ]
+        passed.append(f"{run.name}: {why}")
+    return last, []
+
+
 def _wrapped_live(log: Path) -> bool:
     """The script's output ends as tfdbg's live CLI does without a terminal to read."""
     try:
@@ -286,6 +305,9 @@ def tf_dump_command(ctx: ShellContext, args: argparse.Namespace) -> HarvestBatch
             "precision_shell.tf_config.sess_dump(sess) and run the script (or give CMD)"
         )
     runs = select_runs(tf_debug, args.run, args.all_runs)
+    if args.run is None and not args.all_runs:
+        runs, skipped = _last_whole_run(tf_debug, runs)
+        notes += skipped
     have_tf = tensorflow_available()
     if not have_tf and args.python is None:
         raise PrecisionError(

@@ -376,3 +376,19 @@ def test_a_run_a_stopped_script_left_is_no_whole_harvest(tmp_path: Path, fake_py
         "the debugged run failed (the run did not finish: the script was stopped or killed as "
         "it dumped, or runs still (.run_in_progress is left)); "
     )
+
+
+def test_the_default_run_is_the_last_that_finished(tmp_path: Path, fake_python: Path) -> None:
+    """A TF1 input loop ends on OutOfRangeError: its last run raised, and `sess_dump` marks
+    it; plain tf_dump harvests the last run that finished, and says which it passed over."""
+    tf_debug = tmp_path / "precision_data" / "tf" / "tf_debug"
+    make_fake_run_dir(tf_debug / "run_5_0")
+    make_fake_run_dir(tf_debug / "run_9_1")
+    (tf_debug / "run_9_1.failed").write_text("OutOfRangeError: End of sequence\n")
+    batch = run_ok(open_shell(tmp_path), f"tf_dump --python {fake_python}")
+    [report] = batch.reports
+    assert report.source.endswith("run_5_0") and report.error_message is None
+    assert batch.notes[-1] == (
+        "harvested run_5_0, the last run that finished; passed over run_9_1: the run raised "
+        "OutOfRangeError: End of sequence (run_9_1.failed) (--run N takes one)"
+    )
