@@ -33,6 +33,7 @@ from precision_shell.foreign.explore import (
     decode,
     summarize,
 )
+from precision_shell.formats.benchmark import real_part
 from precision_shell.formats.layouts import (
     LayoutError,
     format_code,
@@ -254,7 +255,8 @@ def cp_command(
     where = {"rank": args.rank, "step": args.step}
     left = _single(resolve_tensors(ws, left_name, default_output=True, **where), left_name)
     right = _single(resolve_tensors(ws, right_name, default_output=True, **where), right_name)
-    lv, rv = left.load_converted(), right.load_converted()
+    lv = real_part(left.path, left.load_converted(), "cp compares real tensors")
+    rv = real_part(right.path, right.load_converted(), "cp compares real tensors")
     left_stats, right_stats = compute_stats(lv, left.path), compute_stats(rv, right.path)
     default_rtol, default_atol = default_tolerances(lv.dtype, rv.dtype)
     atol = default_atol if args.atol is None else args.atol

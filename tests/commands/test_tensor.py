@@ -668,3 +668,19 @@ def test_vc_and_cp_convert_by_one_rule_when_graph_and_dump_disagree(tmp_path):
     assert row.reason == "" and row.shape == "[2,5,3,20]"
     assert float(row.texts[MAX_ABS]) == pytest.approx(rep.max_abs_error, abs=1e-6)
     assert float(row.texts[COSINE]) == pytest.approx(rep.cosine, abs=1e-6)
+
+
+def test_cp_refuses_a_complex_tensor_with_an_imaginary_part(demo, tmp_path):
+    """QA: cp said "allclose: yes, cosine 1.000000" of real part + 5j against the real part."""
+    _, _, shell = demo
+    real = np.linspace(-1, 1, 6, dtype=np.float32)
+    dump = tmp_path / "Mul.cplx.1.1.1700000000000000"
+    write_dump(
+        dump, "cplx", outputs=[TensorSpec((real + 5j).astype(np.complex64), format=DumpFormat.ND)]
+    )
+    bench = write_benchmark(tmp_path, "cplx:0", real, 1700000000000001)
+    error = run_fail(shell, f"cp {dump}:output:0 {bench}").error
+    assert error == (
+        f"{dump}: complex64 values with a non-zero imaginary part; compares are of real tensors "
+        "(cp compares real tensors)"
+    )

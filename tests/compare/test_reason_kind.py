@@ -25,7 +25,7 @@ from precision_shell.compare.results.tally import reason_kind
         (
             "/b/x.0.1.npy: complex64 values with a non-zero imaginary part; compares are of "
             "real tensors (save the real part or the magnitude as the benchmark)",
-            "complex benchmark",
+            "complex values",
         ),
         (
             "benchmark: /b/x.0.1.npy: a structured dtype with fields re, im ([('re', '<f4'), "

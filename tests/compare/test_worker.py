@@ -583,3 +583,26 @@ def test_nan_in_batch_samples_cut_off_is_said_not_judged(tmp_path):
         "0 inf in the batch samples cut off, not judged)"
     )
     assert not ThresholdRule.default().fails(row)
+
+
+def test_a_complex_device_tensor_with_an_imaginary_part_is_not_compared(tmp_path):
+    """QA: a device tensor of real part + 5j was compared on its real part (cosine 1.000000,
+    "no output fails"), numpy's ComplexWarning the only sign."""
+    real = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    device = (real + 5j).astype(np.complex64)
+    dump = tmp_path / "MatMul.net_relu.1.1.1700000000000000"
+    write_dump(dump, "net/relu", outputs=[TensorSpec(device, format=DumpFormat.ND)])
+    benchmark = write_benchmark(tmp_path, "relu:0", real, TS)
+    row_map = MappingRow("relu", str(benchmark), origin_format="ND", origin_shape=(3, 4))
+    (row,) = compare_file(_task(dump, [row_map]), CompareOptions()).rows
+    assert not row.compared
+    assert row.reason == (
+        f"{dump}: complex64 values with a non-zero imaginary part; compares are of real "
+        "tensors (output 0: not compared)"
+    )
+    # no imaginary part: its real part, compared
+    write_dump(
+        dump, "net/relu", outputs=[TensorSpec(real.astype(np.complex64), format=DumpFormat.ND)]
+    )
+    (row,) = compare_file(_task(dump, [row_map]), CompareOptions()).rows
+    assert row.compared and row.metrics["CosineSimilarity"] == pytest.approx(1.0)

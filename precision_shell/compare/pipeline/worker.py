@@ -21,7 +21,7 @@ from precision_shell.compare.pipeline.recent import RecentByPath
 from precision_shell.compare.results.schema import CUT_TO_BENCHMARK, ResultRow
 from precision_shell.compare.results.thresholds import SLICED_NONFINITE_MARK
 from precision_shell.errors import PrecisionError
-from precision_shell.formats.benchmark import load_benchmark
+from precision_shell.formats.benchmark import load_benchmark, real_part
 from precision_shell.formats.benchmark_layout import own_elements, to_benchmark_layout
 from precision_shell.formats.dtypes import dtype_name
 from precision_shell.formats.layouts import LayoutError, format_name, is_plain_format
@@ -454,7 +454,11 @@ def _compare_tensor(
             return _row(task, meta.kind, meta.index, mapping, reason=str(exc), **common)
         return _row(task, meta.kind, meta.index, mapping, **common)
     try:
-        raw = read_tensor(header, meta.kind, meta.index)
+        raw = real_part(
+            task.device_file,
+            read_tensor(header, meta.kind, meta.index),
+            f"{meta.label}: not compared",
+        )
     except PrecisionError as exc:
         return _row(task, meta.kind, meta.index, mapping, reason=str(exc), **common)
     if mapping.benchmark_path is None:

@@ -26,7 +26,7 @@ _REASON_KINDS = (
     ("not an NPU dump", "not an NPU dump"),
     ("cannot convert", "cannot convert"),
     ("op not dumped", "op not dumped"),
-    ("non-zero imaginary part", "complex benchmark"),
+    ("non-zero imaginary part", "complex values"),
     ("a structured dtype", "structured benchmark dtype"),
 )
 _KIND_CHARS = 80  # an unknown reason longer than this is cut at a word, marked "..."
