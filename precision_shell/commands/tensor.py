@@ -148,6 +148,8 @@ def pt_command(
         stats = compute_stats(values, h.path)
         layout, stored = _layouts(h, values, note)
         flat = np.asarray(values).reshape(-1)
+        if flat.dtype.kind == "c":  # QA: stats of |z| beside a preview of the real parts
+            flat = np.abs(flat)
         preview = [float(v) for v in flat[:preview_n].astype(np.float64)]
         # one file per tensor: a repeated pt replaces its own earlier file
         text_path = out_dir / f"{safe_file_stem(_titled(h))}.txt"
@@ -157,6 +159,11 @@ def pt_command(
             "shape": str(list(stats.shape)),
             "dtype": stats.dtype,
             "layout": layout,
+            **(
+                {"complex": "statistics and preview of |z|; each line: real, imaginary part"}
+                if np.asarray(values).dtype.kind == "c"
+                else {}
+            ),
         }
         if stored:
             header["stored as"] = stored

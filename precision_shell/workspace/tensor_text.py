@@ -37,6 +37,10 @@ def write_tensor_text(path: Path, values: np.ndarray, header: dict[str, str]) ->
 
 def _write_text(fh: IO[str], values: np.ndarray, header: str) -> None:
     flat = np.asarray(values).reshape(-1)
+    if flat.dtype.kind == "c":  # real and imaginary part of each element, one line each (QA)
+        parts = np.column_stack((flat.real, flat.imag))
+        np.savetxt(fh, parts, header=header, fmt=_round_trip_format(parts.dtype))
+        return
     if flat.dtype.kind not in "biuf":
         flat = flat.astype(np.float64)
     np.savetxt(fh, flat, header=header, fmt=_round_trip_format(flat.dtype))

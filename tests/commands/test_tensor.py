@@ -684,3 +684,17 @@ def test_cp_refuses_a_complex_tensor_with_an_imaginary_part(demo, tmp_path):
         f"{dump}: complex64 values with a non-zero imaginary part; compares are of real tensors "
         "(cp compares real tensors)"
     )
+
+
+def test_pt_of_a_complex_tensor_keeps_both_parts(demo, tmp_path):
+    """QA: pt's statistics were of |z| beside a preview and a text of the real parts only."""
+    _, _, shell = demo
+    values = (np.arange(4, dtype=np.float32) + 1j * np.array([0, 1, 2, 3])).astype(np.complex64)
+    dump = tmp_path / "Mul.cplx.1.1.1700000000000000"
+    write_dump(dump, "cplx", outputs=[TensorSpec(values, format=DumpFormat.ND)])
+    (item,) = run_ok(shell, f"pt {dump}:output:0").items
+    np.testing.assert_allclose(item.preview, np.abs(values), rtol=1e-6)
+    text = Path(item.text_file).read_text()
+    assert "# complex: statistics and preview of |z|; each line: real, imaginary part" in text
+    parts = np.loadtxt(item.text_file)
+    np.testing.assert_array_equal(parts[:, 0] + 1j * parts[:, 1], values)
