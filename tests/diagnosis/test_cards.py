@@ -207,3 +207,17 @@ def test_every_card_failing_at_an_op_the_replay_clears_is_drift_not_a_suspect_op
         "on every card: all 2 cards fail here at step 0: the op's, or drift every card has, "
         "not one card"
     )
+
+
+def test_an_op_losing_10_db_that_its_replay_clears_on_cards_that_pass_is_said_so():
+    """QA: a clean 4-card workspace (no output failing) named a softmax losing 10.6 dB and said
+    "all 4 cards fail here at step 0: suspect the op", while its replay cleared it."""
+    loud = {**HEALTHY, "b": 0.99, "d": 0.99}  # within the thresholds, 10 dB or more lost at b
+    cards = [_card("0", loud), _card("1", loud)]
+    chosen = first_card(cards)
+    assert chosen is cards[0] and chosen.cause.op == "b" and chosen.cause.drop_db >= 10
+    exact = replace(chosen.cause, replay=_output(EXACT))
+    assert card_scope(COSINE_ONLY, exact, chosen, cards).verdict == (
+        "on every card: all 2 cards go furthest from the benchmark here (no output crosses the "
+        "thresholds) at step 0; the replay clears the op: drift every card shares, not one card"
+    )
