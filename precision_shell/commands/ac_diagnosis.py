@@ -349,7 +349,13 @@ def diagnose_compare(
         ) -> list[CardDiagnosis] | None:
             """The cards in `named` (but the one shown) replayed in full, each by itself, as
             its own `ac -c --rank R --step S` would; None when none is to be."""
-            spent = check.slice_replays.elapsed_s if check.slice_replays is not None else 0.0
+            # one budget for every replay of the command (QA: each named card was given what
+            # the slice pass left, together well past --replay-budget)
+            if check.slice_replays is not None:
+                spent = check.slice_replays.elapsed_s
+            else:
+                done = diagnosis.replays  # the shown card's, replayed by then
+                spent = done.elapsed_s if done is not None else 0.0
             redone = list(now)
             for n, card in enumerate(now):
                 if card is shown or (card.entry.rank, card.entry.step) not in named:
@@ -362,6 +368,7 @@ def diagnose_compare(
                     hits,
                     replayer_for(n, spent),
                 )
+                spent += own.replays.elapsed_s if own.replays is not None else 0.0
                 redone[n] = replace(card, diagnosis=own)
             return redone if redone != now else None
 
