@@ -141,7 +141,7 @@ def test_ac_c_says_the_network_matches_only_for_the_dumps_it_compared(healthy_tw
     assert finding.advice.endswith(
         "the network itself matches the benchmark. Look at what lies outside the dumped graph: "
         "data pipeline, post-processing, loss and optimizer settings, or later training steps. "
-        "This holds for the dumps compared only: rank 0 step 1 was not compared (ac -c --rank "
+        "This holds for the dumps compared only; not compared: rank 0 step 1 (ac -c --rank "
         "all --step all compares every one)."
     )
     assert finding.evidence["not_compared"] == [{"rank": "0", "step": "1"}]
@@ -238,8 +238,8 @@ def test_the_advisor_names_the_dumps_left_out_in_one_sentence():
     scope = SliceCheck(("0", "0"), (("1", "0"),), (), (), left_out)
     (finding,) = advise(None, [], {}, [], rule, (), scope)  # type: ignore[arg-type]
     assert finding.advice.endswith(
-        "later training steps. This holds for the dumps compared only: ranks 0, 1 steps 1, 2 "
-        "were not compared (ac -c --rank all --step all compares every one)."
+        "later training steps. This holds for the dumps compared only; not compared: ranks 0, "
+        "1 steps 1, 2 (ac -c --rank all --step all compares every one)."
     )
 
 
