@@ -186,9 +186,14 @@ def _layouts(h: TensorHandle, values: np.ndarray, note: str | None) -> tuple[str
     if h.meta is None:
         return "npy", ""
     device = h.meta.format_name
-    if note is not None or tuple(values.shape) == tuple(h.meta.shape) and (is_plain_format(device)):
+    if note is not None:
         return device, ""
-    return h.origin_format() or device, f"{device} {list(h.meta.shape)}"
+    origin = h.origin_format()
+    # QA: NHWC [2,3,3,3] turned to NCHW [2,3,3,3] kept the label NHWC (same shape)
+    transposed = origin is not None and origin != device
+    if not transposed and tuple(values.shape) == tuple(h.meta.shape) and is_plain_format(device):
+        return device, ""
+    return origin or device, f"{device} {list(h.meta.shape)}"
 
 
 @command("cp")

@@ -130,9 +130,10 @@ def dump_tensor_rows(ws: Workspace, ref: DumpFileRef) -> list[TensorRow]:
         try:
             # in the benchmark layout, as pt/cp/vc see it: a C0 pad is not data
             stats = tensor_stats_in_benchmark_layout(ws, handle)
-            if stats.shape != tuple(meta.shape):  # the shape and layout the stats are of
-                origin = handle.origin_format() or "original"
-                layout = f"{meta.format_name}→{origin}"
+            origin = handle.origin_format()
+            moved = origin is not None and origin != meta.format_name  # a same-shape transpose
+            if stats.shape != tuple(meta.shape) or moved:  # the shape and layout stats are of
+                layout = f"{meta.format_name}→{origin or 'original'}"
                 common = (label, ref.file_name, stats.shape, meta.dtype_name, layout)
             rows.append(TensorRow(*common, stats))
         except PrecisionError as exc:

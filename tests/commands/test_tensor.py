@@ -698,3 +698,21 @@ def test_pt_of_a_complex_tensor_keeps_both_parts(demo, tmp_path):
     assert "# complex: statistics and preview of |z|; each line: real, imaginary part" in text
     parts = np.loadtxt(item.text_file)
     np.testing.assert_array_equal(parts[:, 0] + 1j * parts[:, 1], values)
+
+
+def test_a_transpose_that_keeps_the_shape_is_labelled_with_the_layout_shown(demo, tmp_path):
+    """QA: NHWC [2,3,3,3] from an NCHW origin was shown transposed to NCHW, labelled NHWC."""
+    _, _, shell = demo
+    nchw = np.arange(54, dtype=np.float32).reshape(2, 3, 3, 3)
+    spec = TensorSpec(
+        nchw.transpose(0, 2, 3, 1).copy(),
+        format=DumpFormat.NHWC,
+        original_shape=(2, 3, 3, 3),
+        original_op=("x", 0),
+        original_format=DumpFormat.NCHW,
+    )
+    dump = tmp_path / "Conv2D.x.1.1.1700000000000000"
+    write_dump(dump, "x", outputs=[spec])
+    (item,) = run_ok(shell, f"pt {dump}:output:0").items
+    assert (item.layout, item.stored) == ("NCHW", "NHWC [2, 3, 3, 3]")
+    np.testing.assert_array_equal(np.loadtxt(item.text_file), nchw.reshape(-1))
