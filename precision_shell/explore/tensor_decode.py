@@ -60,6 +60,9 @@ def decode_tensors(
                 except LayoutError as exc:
                     notes.append(f"{label}: kept {layout}: {exc}")
             path = out_dir / f"{stem}.{safe_file_stem(layout, 40)}.npy"
+            values, widened = npy_writable(values)
+            if widened:
+                notes.append(f"{label}: {widened}")
             _write(path, np.ascontiguousarray(values), user_dir)
             written.append(DecodedTensor(label, str(path), tuple(values.shape), layout))
     except BaseException:
@@ -68,6 +71,21 @@ def decode_tensors(
                 Path(item.path).unlink(missing_ok=True)
         raise
     return written, notes
+
+
+def npy_writable(values: np.ndarray) -> tuple[np.ndarray, str | None]:
+    """`values`, or float32 copies of a dtype a `.npy` cannot name (bfloat16 and the float8s:
+    numpy would write raw void bytes, or a descr no reader takes: QA) with the note saying so;
+    float32 holds each of their values exactly."""
+    try:
+        readable = np.dtype(values.dtype.str) == values.dtype
+    except TypeError:
+        readable = False
+    if readable:
+        return values, None
+    return values.astype(
+        np.float32
+    ), f"{values.dtype.name} saved as float32 (exact: .npy has no {values.dtype.name})"
 
 
 def _write(path: Path, data: np.ndarray, user_dir: bool) -> None:

@@ -716,3 +716,19 @@ def test_a_transpose_that_keeps_the_shape_is_labelled_with_the_layout_shown(demo
     (item,) = run_ok(shell, f"pt {dump}:output:0").items
     assert (item.layout, item.stored) == ("NCHW", "NHWC [2, 3, 3, 3]")
     np.testing.assert_array_equal(np.loadtxt(item.text_file), nchw.reshape(-1))
+
+
+def test_dc_of_bfloat16_writes_a_npy_numpy_reads(demo, tmp_path):
+    """QA: dc wrote bf16 as `|V2` and float8_e5m2 as `<f1`, .npy files nothing could read."""
+    import ml_dtypes
+
+    _, _, shell = demo
+    values = np.array([1.5, -2.25, 3.0e-3, 65280.0], dtype=ml_dtypes.bfloat16)
+    dump = tmp_path / "Mul.bf.1.1.1700000000000000"
+    write_dump(dump, "bf", outputs=[TensorSpec(values, format=DumpFormat.ND)])
+    result = run_ok(shell, f"dc {dump} -o {tmp_path / 'out'}")
+    (_, npy, _, _) = result.files[0]
+    got = np.load(npy, allow_pickle=False)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, values.astype(np.float32))
+    assert any("bfloat16 saved as float32" in n for n in result.notes)
