@@ -333,20 +333,20 @@ def summary_of(
     rule = ThresholdRule.from_settings(ctx.settings)
     if summary is not None and summary.own_tool_rule:
         rule = summary.rule
+    asked = [COSINE] if cosine is not None else []  # the metrics the user limited
     try:
         if cosine is not None:
             rule = rule.with_limit(COSINE, cosine)
         for text in metrics:
-            rule = rule.with_limit(*parse_limit(text, table.metric_columns))
+            column, value = parse_limit(text, table.metric_columns)
+            asked.append(column)
+            rule = rule.with_limit(column, value)
     except UsageError:
         raise  # says vcs: already
     except PrecisionError as exc:
         raise UsageError(f"vcs: {exc}") from None
     computed = computed_metrics(summary, table)
     if computed is not None:  # vc --alg: a limit on a metric not computed checks nothing
-        asked = ([COSINE] if cosine is not None else []) + [
-            parse_limit(text, table.metric_columns)[0] for text in metrics
-        ]
         missing = [m for m in asked if m not in computed]
         if missing:
             raise UsageError(

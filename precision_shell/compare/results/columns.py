@@ -389,7 +389,7 @@ class ResultColumns:
                 crossed = values < limit if metric in HIGHER_IS_BETTER else values > limit
             out |= self.nonfinite[metric] | crossed
         reason = self.layout.col.get("CompareFailReason")
-        if reason is not None and rule.zero_benchmark_limit() is not None:
+        if reason is not None and rule.failing_reason_limit() is not None:
             out |= self._failing_reasons(self.cells[reason])
         return out
 

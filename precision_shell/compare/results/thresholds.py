@@ -173,13 +173,13 @@ class ThresholdRule:
             if (value < limit) if metric in HIGHER_IS_BETTER else (value > limit):
                 found.append(Crossing(metric, limit, text))
         if not found and reason_fails(row.reason):
-            limit_of = self.zero_benchmark_limit()
+            limit_of = self.failing_reason_limit()
             if limit_of is not None:
                 text = ZERO_BENCHMARK_TEXT if zero_benchmark(row) else SLICED_NONFINITE_TEXT
                 found.append(Crossing(limit_of[0], limit_of[1], text))
         return found
 
-    def zero_benchmark_limit(self) -> tuple[str, float] | None:
+    def failing_reason_limit(self) -> tuple[str, float] | None:
         """The limit a tensor whose reason fails it (`reason_fails`: its benchmark all zero,
         NaN/inf cut off) crosses: the cosine's, else the relative distance's, else the rule's
         first (QA: under `--metric mae:0.01` alone NaN cut off a tensor passed); None when the
