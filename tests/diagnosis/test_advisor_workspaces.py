@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 import precision_shell.commands  # noqa: F401  (registers the commands)
@@ -58,6 +60,11 @@ def findings(tmp_path_factory):
         root = tmp_path_factory.mktemp(name)
         build_case(BY_NAME[name], root)
         found[name] = diagnose_workspace(root).findings
+        if name == "fp16_overflow-conv-bn2":  # by value alone: no Opdebug files
+            shutil.rmtree(root / "precision_data" / "overflow")
+            for mode in ("default", "none"):
+                command = "ac -c" if mode == "default" else "ac -c --replay none"
+                found[f"{name}-by-value-{mode}"] = diagnose_workspace(root, command).findings
     for name, spec in (
         ("healthy", HEALTHY),
         ("drifting", DRIFTING),
@@ -79,6 +86,21 @@ def kinds(found, name: str) -> list[str]:  # noqa: ANN001
 def test_fp16_overflow_is_reported_at_the_overflowing_op_only_when_there_is_one(findings):
     overflow = [f for f in findings["fp16_overflow-conv-bn2"] if f.detection == FP16_OVERFLOW]
     assert overflow and overflow[0].op == BY_NAME["fp16_overflow-conv-bn2"].expected_device_op
+    # by value (no Opdebug file): replayed, the exact values overflow, so the advice is the
+    # remedy; not replayed, the kernel may have made the inf itself, and it says so
+    by_value = {
+        mode: [
+            f
+            for f in findings[f"fp16_overflow-conv-bn2-by-value-{mode}"]
+            if f.detection == FP16_OVERFLOW
+        ]
+        for mode in ("default", "none")
+    }
+    (known,), (unknown,) = by_value["default"], by_value["none"]
+    assert known.op == unknown.op == overflow[0].op
+    assert known.evidence["replayed"] and "Not replayed" not in known.advice
+    assert not unknown.evidence["replayed"]
+    assert "Not replayed" in unknown.advice and "--replay all" in unknown.advice
     assert FP16_OVERFLOW not in kinds(findings, "wrong_constant-matmul")
     assert FP16_OVERFLOW not in kinds(findings, "healthy")
 

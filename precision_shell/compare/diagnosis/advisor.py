@@ -290,6 +290,7 @@ def _fp16_findings(
                     {"source": "Opdebug", "status": list(hit.texts)},
                 )
             )
+    replayed = _replayed(causes)
     for row in rows:
         ev = evidence.get(row.op_name)
         inherited = ev is not None and any(q.nonfinite for q in ev.inputs.values())
@@ -306,12 +307,35 @@ def _fp16_findings(
                     FP16_OVERFLOW,
                     row.op_name,
                     row.index,
-                    "This float16 output reaches the float16 limit (max |x| >= 65504): values are "
-                    "saturated or inf. Run this op in float32 or rescale its inputs.",
-                    {"source": "value", "tensor": row.tensor_index},
+                    _fp16_value_advice((row.op_name, row.slot) in replayed),
+                    {
+                        "source": "value",
+                        "tensor": row.tensor_index,
+                        "replayed": (row.op_name, row.slot) in replayed,
+                    },
                 )
             )
     return found
+
+
+def _replayed(causes: Sequence[RootCause]) -> set[tuple[str, int]]:
+    """(op, output slot) a replay measured: its exact values are known."""
+    return {(c.op, c.replay.slot) for c in causes if c.replay is not None}
+
+
+def _fp16_value_advice(replayed: bool) -> str:
+    """A float16 output at the limit: an overflow when its exact values are beyond the range
+    (the replay measured them and found no kernel fault); unreplayed, the kernel may have made
+    the inf/NaN itself (an exact value in range), which only a replay tells apart (QA: an
+    injected NaN birth was advised as an overflow under `--replay none`)."""
+    head = "This float16 output reaches the float16 limit (max |x| >= 65504): values are saturated or inf."
+    if replayed:
+        return f"{head} Run this op in float32 or rescale its inputs."
+    return (
+        f"{head} Not replayed, so whether its exact values exceed the range (an overflow: run "
+        "it in float32 or rescale its inputs) or its kernel made them (a kernel fault) is not "
+        "known: `ac -c --replay all` tells them apart."
+    )
 
 
 def advise(
