@@ -14,10 +14,12 @@ from precision_shell.commands.ac_diagnosis import RootCausePanel
 from precision_shell.commands.autocheck import AutoCheck
 from precision_shell.compare.diagnosis.advisor import GLOBAL_CONSISTENCY, Finding
 from precision_shell.compare.diagnosis.replay_evidence import (
+    finds_no_fault,
     proves_constants_differ,
     proves_wrong,
     replay_clears,
     replay_reading,
+    root_cause_title,
 )
 from precision_shell.compare.diagnosis.root_cause import INPUT_EVIDENCE, RootCause
 from precision_shell.compare.rank_divergence import rank_list_text
@@ -309,7 +311,11 @@ def render_root_cause(console: Console, panel: RootCausePanel) -> None:
         parts.append(Text.assemble((f"{f.detection}: ", "bold yellow"), f.advice))
     parts.append(Text("next: " + "   ".join(panel.next_commands), style="cyan"))
     console.print(
-        Panel(Group(*parts), title=Text("Root cause", style="bold red"), title_align="left")
+        Panel(
+            Group(*parts),
+            title=Text(root_cause_title(finds_no_fault(c)), style="bold red"),
+            title_align="left",
+        )
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from precision_shell.compare.diagnosis.replay_evidence import root_cause_title
 from precision_shell.compare.diagnosis.root_cause import INPUT_EVIDENCE
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.replay.session import finite_only_text
@@ -238,9 +239,14 @@ def root_cause_section(data: ReportData, picture: SubgraphPicture | None) -> str
         parts.append(f"<h3>Other candidates</h3><ul>{items}</ul>")
     parts.append(_subgraph(picture))
     return (
-        f'<section id="root-cause"><h2>Root cause</h2><div class="panel">{"".join(parts)}</div>'
-        "</section>"
+        f'<section id="root-cause"><h2>{esc(root_cause_title(_finds_no_fault(cause)))}</h2>'
+        f'<div class="panel">{"".join(parts)}</div></section>'
     )
+
+
+def _finds_no_fault(cause: dict[str, Any]) -> bool:
+    replay = cause.get("replay")
+    return isinstance(replay, dict) and replay.get("finds_no_fault") is True
 
 
 def advisor_section(data: ReportData) -> str:

@@ -194,6 +194,10 @@ def test_root_cause_panel_advisor_and_dot_subgraph(ac_report) -> None:
     summary = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
     cause = summary["diagnosis"]["root_causes"][0]
     assert cause["op"] == ROOT and cause["replay"]["constants_differ"] is True
+    # a fault the replay proves keeps the plain heading, on the page and in the terminal
+    assert cause["replay"]["finds_no_fault"] is False
+    assert re.search(r'<section id="root-cause"><h2>Root cause</h2>', html)
+    assert "─ Root cause ─" in render(check)
     assert "Evidencereplay from the device's own inputs" in text
     assert (
         "Replay saysthe kernel computes what it is given (0.49 ULP own error), but from the "

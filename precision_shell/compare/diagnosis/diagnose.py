@@ -10,6 +10,7 @@ from typing import Any
 from precision_shell.compare.diagnosis.advisor import Finding, OverflowHit, SliceCheck, advise
 from precision_shell.compare.diagnosis.replay_evidence import (
     ReplayPass,
+    finds_no_fault,
     replay_reading,
     rerank,
 )
@@ -82,6 +83,7 @@ def cause_json(cause: RootCause) -> dict[str, Any]:
             "constants_differ": out.constants_differ,
             "verdict": replay_reading(cause),
             "overflow": out.overflow,
+            "finds_no_fault": finds_no_fault(cause),
         }
     else:
         # a network input that differs is read off the compare directly, no estimate

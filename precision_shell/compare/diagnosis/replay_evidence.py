@@ -418,6 +418,23 @@ def replay_clears(cause: RootCause) -> bool:
     return added is not None and added < OUTLIER_DROP
 
 
+def finds_no_fault(cause: RootCause) -> bool:
+    """The replay ran at the op, every data input measured, and proves no fault there (an
+    exact kernel that inherits or amplifies its inputs' deviation): the op the diagnosis
+    shows is where the deviation shows, not a fault (QA: a clean workspace's softmax headed
+    "Root cause")."""
+    return cause.replay is not None and not proves_fault(cause.replay) and not cause.unknown_inputs
+
+
+def root_cause_title(no_fault: bool) -> str:
+    """The root-cause panel's heading, the terminal's and the report's."""
+    return (
+        "Root cause: none proven (the replay finds no fault at this op)"
+        if no_fault
+        else "Root cause"
+    )
+
+
 def replay_reading(cause: RootCause) -> str | None:
     """What the replay says about `cause` in one sentence, None when none ran.
 
