@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from precision_shell.commands.compare_summary import summary_of
 from precision_shell.compare.diagnosis.advisor import (
@@ -82,11 +82,31 @@ class RootCausePanel:
     rows: list[ResultRow]  # its input and output compare rows
     findings: list[Finding]
     next_commands: list[str]
+    lines: PanelLines = field(default_factory=lambda: PanelLines())
+
+
+@dataclass(frozen=True)
+class PanelLines:
+    """What the root-cause panel says beside the op when several cards or steps were dumped;
+    summary.json keeps it (`DiagnosisRecord.lines`) so the report says the same."""
+
     where: str | None = None  # "rank 3 step 0" when several ranks/steps were diagnosed
+    where_why: str = FIRST_CARD  # why `where`
     cards: str | None = None  # one card only, or every card (the other ranks of that step)
     card_notes: list[str] = field(default_factory=list)  # the cards that differ, and how
-    where_why: str = FIRST_CARD  # why `where`
     other_steps: list[str] = field(default_factory=list)  # other steps' faults of their own
+
+    def to_json(self) -> dict[str, Any] | None:
+        payload: dict[str, Any] = {}
+        if self.where is not None:
+            payload["where"] = f"{self.where} ({self.where_why})"
+        if self.cards is not None:
+            payload["cards"] = self.cards
+        if self.card_notes:
+            payload["card_notes"] = list(self.card_notes)
+        if self.other_steps:
+            payload["other_steps"] = list(self.other_steps)
+        return payload or None
 
 
 def _next_commands(
@@ -441,12 +461,21 @@ def diagnose_compare(
         record.rank, record.step = entry.rank, entry.step
         for cause_json in record.root_causes:
             cause_json["rank"], cause_json["step"] = entry.rank, entry.step
+    # the (rank, step) shown, named (and in the next commands) when the run has others
+    named = entry if entry is not None and (several or left_out) else None
+    lines = PanelLines(
+        named.label if named is not None else None,
+        moved if several else ONE_SELECTED,
+        scope.verdict if scope is not None else None,
+        scope.notes if scope is not None else [],
+        later.notes if later is not None else [],
+    )
+    if diagnosis.causes:
+        record.lines = lines.to_json()
     compare.summary.diagnosis = record
     compare.summary.write(compare.summary_path)
     check.diagnosis = diagnosis
     check.summary = summary_of(ctx, table, None, [], limit, compare.summary)
-    # the (rank, step) shown, named (and in the next commands) when the run has others
-    named = entry if entry is not None and (several or left_out) else None
     if diagnosis.causes:
         cause = diagnosis.causes[0]
         rows = [r for r in table.rows if r.op_name == cause.op]
@@ -462,9 +491,5 @@ def diagnose_compare(
             rows,
             readings,
             _next_commands(ctx, cause, rows, named),
-            where=named.label if named is not None else None,
-            where_why=moved if several else ONE_SELECTED,
-            cards=scope.verdict if scope is not None else None,
-            card_notes=scope.notes if scope is not None else [],
-            other_steps=later.notes if later is not None else [],
+            lines,
         )

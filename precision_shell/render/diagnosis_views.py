@@ -260,13 +260,14 @@ def render_root_cause(console: Console, panel: RootCausePanel) -> None:
     head.add_column(style="bold")
     head.add_column()
     head.add_row("op", Text(c.op))
-    if panel.where is not None:
-        head.add_row("where", Text(f"{panel.where} ({panel.where_why})"))
-    if panel.cards is not None:
-        head.add_row("cards", Text(panel.cards, style="bold yellow"))
-    for note in panel.card_notes:
+    lines = panel.lines
+    if lines.where is not None:
+        head.add_row("where", Text(f"{lines.where} ({lines.where_why})"))
+    if lines.cards is not None:
+        head.add_row("cards", Text(lines.cards, style="bold yellow"))
+    for note in lines.card_notes:
         head.add_row("", Text(note, style="yellow"))
-    for n, note in enumerate(panel.other_steps):
+    for n, note in enumerate(lines.other_steps):
         head.add_row("other steps" if n == 0 else "", Text(note, style="yellow"))
     head.add_row("type", c.type)
     head.add_row("index", str(c.index) if c.index is not None else "-")

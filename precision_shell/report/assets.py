@@ -17,6 +17,7 @@ h2 { font-size: 17px; margin: 28px 0 8px; border-bottom: 1px solid #e0e0e0; padd
 dl.facts { display: grid; grid-template-columns: max-content auto; gap: 2px 16px; margin: 8px 0; }
 dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; word-break: break-all; }
 .muted { color: #757575; } .bad { color: #c62828; font-weight: 600; } .good { color: #2e7d32; }
+.warn { color: #8d6e00; font-weight: 600; }
 .note { background: #fff8e1; border-left: 4px solid #ffb300; padding: 6px 10px; }
 .panel { border: 1px solid #e0e0e0; border-left: 4px solid #b00020; padding: 8px 14px;
   border-radius: 4px; }

@@ -213,6 +213,7 @@ def root_cause_section(data: ReportData, picture: SubgraphPicture | None) -> str
     facts = facts_html(
         [
             ("Op", f'<span class="bad">{esc(op)}</span>'),
+            *_card_facts(data),
             ("Type", esc(cause.get("type", ""))),
             ("Index", esc(cause.get("index", "-"))),
             ("Why", esc(cause.get("reason", ""))),
@@ -242,6 +243,24 @@ def root_cause_section(data: ReportData, picture: SubgraphPicture | None) -> str
         f'<section id="root-cause"><h2>{esc(root_cause_title(_finds_no_fault(cause)))}</h2>'
         f'<div class="panel">{"".join(parts)}</div></section>'
     )
+
+
+def _card_facts(data: ReportData) -> list[tuple[str, str]]:
+    """Where / Cards / Other steps: what the terminal's panel said beside the op when several
+    cards or steps were dumped (summary.json `diagnosis.lines`)."""
+    diagnosis = data.summary.diagnosis if data.summary is not None else None
+    lines = diagnosis.lines if diagnosis is not None else None
+    if not lines:
+        return []
+    facts: list[tuple[str, str]] = []
+    if "where" in lines:
+        facts.append(("Where", esc(lines["where"])))
+    if "cards" in lines:
+        notes = "".join(f"<br>{esc(n)}" for n in lines.get("card_notes", []))
+        facts.append(("Cards", f'<span class="warn">{esc(lines["cards"])}</span>{notes}'))
+    if lines.get("other_steps"):
+        facts.append(("Other steps", "<br>".join(esc(n) for n in lines["other_steps"])))
+    return facts
 
 
 def _finds_no_fault(cause: dict[str, Any]) -> bool:

@@ -5,6 +5,7 @@ NaN/inf first appears (no benchmark)."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import shutil
@@ -106,8 +107,8 @@ def test_ac_c_names_the_earliest_fault_across_cards_and_each_other_cards_own(tmp
     check = run_ok(open_shell(root), "ac -c")
     assert (check.nonfinite[0].first.rank, check.nonfinite[0].first.op) == ("2", CONV1)
     panel = check.root_cause
-    assert (panel.cause.op, panel.where) == (CONV1, "rank 2 step 0")
-    assert panel.cards == (
+    assert (panel.cause.op, panel.lines.where) == (CONV1, "rank 2 step 0")
+    assert panel.lines.cards == (
         "rank 2 only: the other 2 cards match the benchmark here: "
         "suspect that card or its input data"
     )
@@ -117,7 +118,7 @@ def test_ac_c_names_the_earliest_fault_across_cards_and_each_other_cards_own(tmp
     assert (other["rank"], other["step"], other["op"]) == ("1", "0", DENSE)
     assert other["reason"] == "NaN/inf born here: finite data inputs, non-finite output"
     dense_index = other["index"]
-    assert panel.card_notes == [
+    assert panel.lines.card_notes == [
         f"rank 1: matches the benchmark here; its own root cause is {DENSE} (index "
         f"{dense_index}): NaN/inf born here: finite data inputs, non-finite output; its kernel "
         "is proven wrong by the replay (ac -c --rank 1 --step 0)"  # replayed as --rank 1 does
@@ -135,12 +136,12 @@ def test_ac_c_does_not_call_a_fault_every_cards_when_one_card_has_its_own(tmp_pa
     shutil.rmtree(root / "precision_data/npu/debug_1")
     check = run_ok(open_shell(root), "ac -c")
     panel = check.root_cause
-    assert (panel.cause.op, panel.where) == (CONV2, "rank 0 step 0")
-    assert panel.cards == (
+    assert (panel.cause.op, panel.lines.where) == (CONV2, "rank 0 step 0")
+    assert panel.lines.cards == (
         "on every card: all 2 cards fail here at step 0, but they disagree (below): "
         "suspect the op, and each card named below"
     )
-    (note,) = panel.card_notes
+    (note,) = panel.lines.card_notes
     # rank 1's own root cause is conv2 too (its first fault); its NaN at the dense layer,
     # after it, is its own, and said so
     assert note.startswith(
@@ -202,8 +203,8 @@ def test_ac_c_names_the_first_rank_with_a_root_cause_and_says_it_is_that_card_on
     panel = check.root_cause
     assert panel is not None
     assert panel.cause.op == CONV2
-    assert panel.where == "rank 1 step 0"
-    assert panel.cards == (
+    assert panel.lines.where == "rank 1 step 0"
+    assert panel.lines.cards == (
         "rank 1 only: the other card matches the benchmark here: "
         "suspect that card or its input data"
     )
@@ -240,8 +241,8 @@ def test_ac_c_on_identical_cards_says_every_card(tiny_demo):
     shell = open_shell(root)
     check = run_ok(shell, "ac -c")
     assert check.root_cause is not None
-    assert check.root_cause.where == "rank 0 step 0"
-    assert check.root_cause.cards == (
+    assert check.root_cause.lines.where == "rank 0 step 0"
+    assert check.root_cause.lines.cards == (
         "on every card: all 2 cards fail here at step 0: suspect the op, not one card"
     )
     saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
@@ -252,9 +253,9 @@ def test_ac_c_on_identical_cards_says_every_card(tiny_demo):
     only = run_ok(shell, "ac -c --rank 1")
     # one slice compared, of a run with others: named, and so are the hints (QA: they read
     # rank 0 step 0 when followed)
-    assert only.root_cause.where == "rank 1 step 0"
-    assert only.root_cause.where_why == ONE_SELECTED
-    assert only.root_cause.cards is None  # nothing to compare it with
+    assert only.root_cause.lines.where == "rank 1 step 0"
+    assert only.root_cause.lines.where_why == ONE_SELECTED
+    assert only.root_cause.lines.cards is None  # nothing to compare it with
     assert all("--rank 1 --step 0" in hint for hint in only.root_cause.next_commands)
     assert [r["rank"] for r in only.compare.summary.results] == ["1"]
     assert only.compare.summary.diagnosis.root_causes[0]["rank"] == "1"
@@ -272,7 +273,7 @@ def test_ac_c_hints_and_ni_read_the_rank_and_step_of_the_root_cause(healthy_pris
     shell = open_shell(root)
     check = run_ok(shell, "ac -c")
     panel = check.root_cause
-    assert (panel.cause.op, panel.where) == (CONV2, f"rank {rank} step {step}")
+    assert (panel.cause.op, panel.lines.where) == (CONV2, f"rank {rank} step {step}")
     (row,) = [r for r in panel.rows if r.kind == "output"]
     assert row.metrics[COSINE] < -0.9
     bench = benchmark_path(root, "relu2/Relu").name
@@ -386,6 +387,20 @@ def test_report_has_the_rank_step_table_and_reports_the_slice_asked_for(
         " (this page)</td>" in page
     )
     assert "<dt>Rank and step</dt><dd>rank 1 step 0</dd>" in page
+    # the root-cause section says what the terminal's panel said beside the op
+    lines = check.root_cause.lines
+    assert lines.where == "rank 1 step 0" and lines.cards is not None
+    assert saved["diagnosis"]["lines"] == {
+        "where": f"rank 1 step 0 ({lines.where_why})",
+        "cards": lines.cards,
+        **({"card_notes": lines.card_notes} if lines.card_notes else {}),
+    }
+    assert f"<dt>Where</dt><dd>rank 1 step 0 ({html.escape(lines.where_why)})</dd>" in page
+    assert f'<dt>Cards</dt><dd><span class="warn">{html.escape(lines.cards)}</span>' in page
+    assert (
+        run_ok(shell, "report --rank 1").path.read_text(encoding="utf-8").count("<dt>Cards</dt>")
+        == 1
+    )
     primary = run_ok(shell, "report")
     assert (primary.slice_label, primary.ranks_compared) == ("rank 0 step 0", 2)
     assert primary.root_cause is None
@@ -440,7 +455,7 @@ def test_the_report_of_each_rank_says_only_what_holds_for_that_rank(one_fault_pr
     _poison(next(nan_dir.glob("Conv2D.conv1_*")), 0)
     shell = open_shell(root)
     check = run_ok(shell, "ac -c")
-    assert check.root_cause is not None and check.root_cause.where == "rank 2 step 0"
+    assert check.root_cause is not None and check.root_cause.lines.where == "rank 2 step 0"
     saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
     diagnosis = saved["diagnosis"]
     assert (diagnosis["rank"], diagnosis["step"]) == ("2", "0")

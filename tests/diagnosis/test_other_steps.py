@@ -37,8 +37,8 @@ def test_a_later_steps_own_fault_is_named_beside_the_first_root_cause(tmp_path):
     shell = open_shell(root)
     check = run_ok(shell, "ac -c --step all")
     panel = check.root_cause
-    assert (panel.cause.op, panel.where) == (DENSE, f"rank {rank} step 0")
-    (note,) = panel.other_steps
+    assert (panel.cause.op, panel.lines.where) == (DENSE, f"rank {rank} step 0")
+    (note,) = panel.lines.other_steps
     assert note.startswith(
         f"rank {rank} step 1: a fault of its own at {CONV2} (index 4), 10 outputs failing: "
     )
@@ -47,6 +47,6 @@ def test_a_later_steps_own_fault_is_named_beside_the_first_root_cause(tmp_path):
     summary = json.loads(check.compare.summary_path.read_text())["diagnosis"]
     assert [(c["rank"], c["step"], c["op"]) for c in summary["other_cards"]] == [(rank, "1", CONV2)]
     # dense/MatMul is the same fault on step 1: not named again
-    assert all(DENSE not in n for n in panel.other_steps)
+    assert all(DENSE not in n for n in panel.lines.other_steps)
     # the shown cause is proven: no "benign single-point deviation" beside it
     assert "single-point deviation" not in [f.detection for f in panel.findings]

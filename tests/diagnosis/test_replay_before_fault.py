@@ -61,12 +61,15 @@ def test_the_default_replays_the_ops_before_a_proven_fault_and_names_the_first(
     two_faults, monkeypatch
 ):
     every = run_ok(two_faults, "ac -c --rank all --step 1 --replay all")
-    assert (every.root_cause.cause.op, every.root_cause.where) == (KERNEL_ERROR, "rank 1 step 1")
+    assert (every.root_cause.cause.op, every.root_cause.lines.where) == (
+        KERNEL_ERROR,
+        "rank 1 step 1",
+    )
     calls = _replayed_ops(monkeypatch)
     check = run_ok(two_faults, "ac -c --rank all --step 1")
     panel = check.root_cause
     # the earlier fault, as --replay all names it; the later one stays a finding
-    assert (panel.cause.op, panel.where) == (KERNEL_ERROR, "rank 1 step 1")
+    assert (panel.cause.op, panel.lines.where) == (KERNEL_ERROR, "rank 1 step 1")
     assert (
         panel.cause.reason
         == "replay from the device's own inputs: own error 23 ULP: the kernel itself is wrong"
@@ -157,7 +160,7 @@ def test_going_on_from_a_slice_that_proves_nothing_says_where_it_looked_before_a
     before it."""
     check = run_ok(two_faults, "ac -c --rank all --step all")
     panel = check.root_cause
-    assert (panel.cause.op, panel.where) == (KERNEL_ERROR, "rank 1 step 1")
+    assert (panel.cause.op, panel.lines.where) == (KERNEL_ERROR, "rank 1 step 1")
     done = check.slice_replays
     assert [(p.where, p.widened) for p in done.passes] == [
         ("rank 0 step 0", True),

@@ -44,8 +44,8 @@ def test_an_earlier_kernel_error_on_another_card_is_shown(cards_pristine, tmp_pa
     shell = private_shell(cards_pristine, tmp_path)
     check = run_ok(shell, "ac -c --rank all --step all")
     panel = check.root_cause
-    assert (panel.cause.op, panel.where) == (KERNEL, "rank 1 step 0")
-    assert panel.where_why == MOVED.format("rank 0 step 0") + FILTER
+    assert (panel.cause.op, panel.lines.where) == (KERNEL, "rank 1 step 0")
+    assert panel.lines.where_why == MOVED.format("rank 0 step 0") + FILTER
     done = check.slice_replays
     assert (done.mode, done.fault, done.slices) == ("candidates_before_fault", FILTER, 4)
     assert [p.where for p in done.passes] == [
@@ -80,20 +80,23 @@ def test_an_earlier_kernel_error_on_another_card_is_shown(cards_pristine, tmp_pa
     assert [s["slice"] for s in replay["slices"]] == [p.where for p in done.passes]
     assert (replay["slice"], replay["kernel_wrong"]) == ("rank 1 step 0", [KERNEL])
     # rank 0's own fault stays named beside it
-    assert [n.split(":")[0] for n in panel.card_notes] == ["rank 0"]
-    assert FILTER in panel.card_notes[0]
+    assert [n.split(":")[0] for n in panel.lines.card_notes] == ["rank 0"]
+    assert FILTER in panel.lines.card_notes[0]
 
 
 def test_an_earlier_step_is_replayed_and_its_kernel_error_shown(steps_pristine, tmp_path):
     shell = private_shell(steps_pristine, tmp_path)
     estimate = run_ok(shell, "ac -c --rank all --step all --replay none")
     # step 0 fails no threshold: the compare's first root cause is step 1's filter
-    assert (estimate.root_cause.cause.op, estimate.root_cause.where) == (FILTER, "rank 0 step 1")
+    assert (estimate.root_cause.cause.op, estimate.root_cause.lines.where) == (
+        FILTER,
+        "rank 0 step 1",
+    )
     check = run_ok(shell, "ac -c --rank all --step all")
     panel = check.root_cause
-    assert (panel.cause.op, panel.where) == (KERNEL, "rank 1 step 0")
-    assert panel.where_why == MOVED.format("rank 0 step 1") + FILTER
-    assert panel.other_steps[0].startswith(f"rank 0 step 1: a fault of its own at {FILTER} ")
+    assert (panel.cause.op, panel.lines.where) == (KERNEL, "rank 1 step 0")
+    assert panel.lines.where_why == MOVED.format("rank 0 step 1") + FILTER
+    assert panel.lines.other_steps[0].startswith(f"rank 0 step 1: a fault of its own at {FILTER} ")
     done = check.slice_replays
     assert (done.mode, done.same_step, done.earlier_steps) == ("candidates_before_fault", 1, 2)
     assert [p.where for p in done.passes] == [

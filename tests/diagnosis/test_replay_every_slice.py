@@ -46,7 +46,10 @@ def two_cards(two_cards_pristine, tmp_path):
 
 def test_replay_all_replays_every_card_and_shows_the_kernel_proven_wrong(two_cards):
     estimate = run_ok(two_cards, "ac -c --replay none")
-    assert (estimate.root_cause.cause.op, estimate.root_cause.where) == (CONV2, "rank 0 step 0")
+    assert (estimate.root_cause.cause.op, estimate.root_cause.lines.where) == (
+        CONV2,
+        "rank 0 step 0",
+    )
     # one root-cause panel (without a replay it was followed by an empty "nothing found" one)
     assert rendered(estimate).count("Root cause") == 1
 
@@ -55,18 +58,18 @@ def test_replay_all_replays_every_card_and_shows_the_kernel_proven_wrong(two_car
     assert [p.where for p in done.passes] == ["rank 0 step 0", "rank 1 step 0"]
     assert done.wrong == [("rank 1 step 0", CONV1)] and not done.unfinished
     panel = check.root_cause
-    assert (panel.cause.op, panel.where) == (CONV1, "rank 1 step 0")
+    assert (panel.cause.op, panel.lines.where) == (CONV1, "rank 1 step 0")
     # rank 0's wrong weight is proven too (its constants differ), but conv1 runs before conv2
-    assert panel.where_why == (
+    assert panel.lines.where_why == (
         "its kernel is proven wrong by the replay, and it goes wrong before rank 0 step 0's "
         f"proven fault at {CONV2}"
     )
     assert panel.next_commands[0] == f"ni {CONV1} -s 2 --rank 1 --step 0"
     # the other card is read by its replayed cause, with what the replay proves of it: the
     # wrong weight rank 1 has too (its second cause), not a fault of rank 0's own
-    assert panel.cards.startswith("rank 1 only: the other card matches the benchmark here")
+    assert panel.lines.cards.startswith("rank 1 only: the other card matches the benchmark here")
     assert CONV2 in [c.op for c in check.diagnosis.causes]
-    assert panel.card_notes == [
+    assert panel.lines.card_notes == [
         f"rank 0: matches the benchmark here and goes wrong first beyond it, at {CONV2} (index "
         "4), as this card does: the replay proves its constants differ from the benchmark's "
         "(ac -c --rank 0 --step 0)"
@@ -109,16 +112,16 @@ def test_the_other_cards_are_read_by_their_replayed_cause(two_cards_pristine, tm
     # the estimate alone: ranks 1 and 2 are read by their first fault before conv2, conv1's
     # loss of its own (QA Q13: their estimate's first was named, whatever ran before)
     assert estimate.root_cause.cause.op == CONV2
-    assert [n.split(": ")[0:2] for n in estimate.root_cause.card_notes] == [
+    assert [n.split(": ")[0:2] for n in estimate.root_cause.lines.card_notes] == [
         ["rank 1", f"first goes wrong at {CONV1} (index 2)"],
         ["rank 2", f"first goes wrong at {CONV1} (index 2)"],
     ]
     panel = run_ok(shell, "ac -c --replay all").root_cause
-    assert (panel.cause.op, panel.where) == (CONV1, "rank 1 step 0")
-    assert panel.cards == (
+    assert (panel.cause.op, panel.lines.where) == (CONV1, "rank 1 step 0")
+    assert panel.lines.cards == (
         "ranks 1, 2 fail here; rank 0 matches the benchmark: suspect those cards or their input data"
     )
-    assert [n.split(":")[0] for n in panel.card_notes] == ["rank 0"]
+    assert [n.split(":")[0] for n in panel.lines.card_notes] == ["rank 0"]
 
 
 def test_the_default_goes_on_to_the_other_card_before_a_proven_fault(two_cards):
@@ -126,7 +129,7 @@ def test_the_default_goes_on_to_the_other_card_before_a_proven_fault(two_cards):
     replayed too); rank 1's candidates before conv2 then prove its conv1 kernel wrong, as
     --replay all does (before, the default replayed rank 0 only and named conv2)."""
     check = run_ok(two_cards, "ac -c")
-    assert (check.root_cause.cause.op, check.root_cause.where) == (CONV1, "rank 1 step 0")
+    assert (check.root_cause.cause.op, check.root_cause.lines.where) == (CONV1, "rank 1 step 0")
     done = check.slice_replays
     assert [(p.where, p.before) for p in done.passes] == [
         ("rank 0 step 0", CONV2),
@@ -149,7 +152,7 @@ def test_the_default_goes_on_to_the_other_card_before_a_proven_fault(two_cards):
 
 def test_the_budget_names_the_cards_it_left(two_cards):
     check = run_ok(two_cards, "ac -c --replay all --replay-budget 0.0001")
-    assert check.root_cause.where == "rank 0 step 0"
+    assert check.root_cause.lines.where == "rank 0 step 0"
     line = next(ln for ln in rendered(check, 400).splitlines() if ln.startswith("replay ("))
     assert "0 kernels wrong among them" in line
     assert line.endswith(

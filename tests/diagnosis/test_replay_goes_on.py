@@ -40,14 +40,14 @@ def cards(cards_pristine, tmp_path):
 
 def test_the_default_goes_on_until_a_step_with_a_proven_fault(cards):
     estimate = run_ok(cards, "ac -c --rank all --step all --replay none")
-    assert (estimate.root_cause.cause.op, estimate.root_cause.where) == (
+    assert (estimate.root_cause.cause.op, estimate.root_cause.lines.where) == (
         DRIFT_FIRST,
         "rank 0 step 0",
     )
     check = run_ok(cards, "ac -c --rank all --step all")
     panel = check.root_cause
-    assert (panel.cause.op, panel.where) == (FAULTY, "rank 1 step 1")
-    assert panel.where_why == (
+    assert (panel.cause.op, panel.lines.where) == (FAULTY, "rank 1 step 1")
+    assert panel.lines.where_why == (
         "the replay proves its constants differ from the benchmark's; rank 0 step 0, the "
         "compare's first root cause (the first step, then the earliest op across its cards), has "
         "no fault its replay proves"
@@ -88,7 +88,10 @@ def test_the_default_goes_on_until_a_step_with_a_proven_fault(cards):
 
 def test_drift_on_every_slice_replays_them_all_and_proves_nothing(cards):
     check = run_ok(cards, "ac -c --rank 0 --step all")
-    assert (check.root_cause.cause.op, check.root_cause.where) == (DRIFT_FIRST, "rank 0 step 0")
+    assert (check.root_cause.cause.op, check.root_cause.lines.where) == (
+        DRIFT_FIRST,
+        "rank 0 step 0",
+    )
     done = check.slice_replays
     assert [p.where for p in done.passes] == ["rank 0 step 0", "rank 0 step 1", "rank 0 step 2"]
     assert done.left == [] and done.wrong == [] and done.differing == []

@@ -32,17 +32,17 @@ def drift_cards(tmp_path_factory):
 def test_drift_every_card_shares_is_one_line_not_each_cards_own_root_cause(drift_cards):
     _, check = drift_cards
     panel = check.root_cause
-    assert (panel.cause.op, panel.where) == (FAULTY, "rank 2 step 1")
+    assert (panel.cause.op, panel.lines.where) == (FAULTY, "rank 2 step 1")
     assert DRIFT_FIRST in [c.op for c in check.diagnosis.causes]  # the chosen card's too
-    assert panel.cards == (
+    assert panel.lines.cards == (
         "rank 2 only: the other 2 cards match the benchmark here: suspect that card or its "
         "input data"
     )
-    assert panel.card_notes == [
+    assert panel.lines.card_notes == [
         "ranks 0, 1: match the benchmark here and go wrong first beyond it, at "
         f"{DRIFT_FIRST} (index 92), as this card does: drift, no fault of their own"
     ]
-    assert panel.other_steps == []  # step 0 is drift alone too
+    assert panel.lines.other_steps == []  # step 0 is drift alone too
     text = rendered(check, 400)
     assert "its own root cause" not in text
     assert "ranks 0, 1: match the benchmark here and go wrong first beyond it, at" in text
@@ -75,10 +75,10 @@ def test_cards_failing_a_strict_threshold_by_drift_do_not_share_a_proven_fault(
     context = ShellContext(root, Settings.load(user_file=strict), use_cache=False)
     check = run_ok(Dispatcher(context), "ac -c --rank all --step all")
     panel = check.root_cause
-    assert (panel.cause.op, panel.where) == (FAULTY, "rank 2 step 1")
+    assert (panel.cause.op, panel.lines.where) == (FAULTY, "rank 2 step 1")
     ok = [r for r in check.compare.summary.results if (r["rank"], r["step"]) == ("0", "1")]
     assert ok and ok[0]["failed"] > 0  # the drift-only cards do fail the strict thresholds
-    assert panel.cards == (
+    assert panel.lines.cards == (
         "rank 2 only: its replay proves the fault here; ranks 0, 1 fail the thresholds here "
         "too, but their replay clears the op (drift): suspect that card or its input data"
     )

@@ -208,6 +208,10 @@ class DiagnosisRecord:
     # another op than the root cause's, and each card of another step with a fault of its own
     # (cards.other_step_faults) ({rank, step, op, ...} as a root cause); None: none or one card
     other_cards: list[dict[str, Any]] | None = None
+    # what the root-cause panel says beside the op when several cards or steps were dumped, as
+    # the terminal printed it (`ac -c`'s `where`, `cards`, their notes, `other steps`), so the
+    # report says the same: {"where": str, "cards": str, "card_notes": [str], "other_steps": [str]}
+    lines: dict[str, Any] | None = None
 
     @property
     def root_cause(self) -> str | None:
@@ -226,6 +230,8 @@ class DiagnosisRecord:
             payload["rank"], payload["step"] = self.rank, self.step
         if self.other_cards is not None:
             payload["other_cards"] = self.other_cards
+        if self.lines:
+            payload["lines"] = self.lines
         return payload
 
     @classmethod
@@ -242,7 +248,23 @@ class DiagnosisRecord:
             str(rank) if where else None,
             str(step) if where else None,
             _dicts(payload["other_cards"]) if "other_cards" in payload else None,
+            _lines(payload.get("lines")),
         )
+
+
+def _lines(value: Any) -> dict[str, Any] | None:
+    """A record's `lines` as texts only (a crafted summary's other values are dropped)."""
+    if not isinstance(value, dict):
+        return None
+    lines: dict[str, Any] = {}
+    for key in ("where", "cards"):
+        if isinstance(value.get(key), str):
+            lines[key] = value[key]
+    for key in ("card_notes", "other_steps"):
+        texts = value.get(key)
+        if isinstance(texts, list):
+            lines[key] = [t for t in texts if isinstance(t, str)]
+    return lines or None
 
 
 @dataclass
