@@ -33,9 +33,9 @@ from precision_shell.compare.results.slice_results import (
     RankStepTable,
     compared_run,
     dumped_slices,
-    entry_for_csv,
     rank_step_table,
     recount,
+    shown_slice_label,
     unmatched_text,
 )
 from precision_shell.compare.results.summary import RunSummary, summary_beside
@@ -372,9 +372,7 @@ def summary_of(
     # a killed run has no summary: its journal knows its ranks and steps
     ranks = _rank_table(ctx, summary, table.path, state)
     result.ranks = None if ranks is None else _recount(ctx, ranks, table, rule, state)
-    shown = entry_for_csv(state.slices(summary).results, table.path)
-    if result.ranks is not None and shown is not None:
-        result.slice_label = shown.label
+    result.slice_label = shown_slice_label(state.slices(summary), summary, table.path)
     if summary is not None:
         result.diagnosed = summary.diagnosis is not None
         elsewhere = diagnosis_elsewhere(summary, table.path)

@@ -214,6 +214,17 @@ def collect_node_info(
     op = graph.op(rec.name)
     assert op is not None
     ports = _ports(graph, rec, op)
+    latest, missing = _latest_compare(ctx, run, rank, step)
+    if (
+        rank is None
+        and step is None
+        and latest is not None
+        and latest.entry is not None
+        and any(s.rank == latest.entry.rank and s.step == latest.entry.step for s in run.slices)
+    ):
+        # the dump shown is of the (rank, step) whose compare rows are shown beside it (QA:
+        # after `vc --rank 2 --step 10`, rank 0 step 0's dump sat over rank 2's rows)
+        rank, step = latest.entry.rank, latest.entry.step
     files, dump_rows = _dump_rows(ctx, run, rec, rank, step)
     n_out = sum(1 for p in ports if p.kind == "output")
     here = run.slice(rank, step) if run.slices else None
@@ -244,7 +255,7 @@ def collect_node_info(
                 info.statistics = read_statistics_file(stats_refs[-1].path)
             except PrecisionError as exc:
                 info.statistics_error = str(exc)
-    latest = _latest_compare(ctx, run, rank, step, info)
+    info.compare_missing = missing
     if latest is not None:
         info.compare_rows = latest.rows_by_op.get(rec.name, [])
         info.compare_file = str(latest.csv_path)
@@ -309,22 +320,21 @@ def _coloured_slice(
 
 
 def _latest_compare(
-    ctx: ShellContext, run: RunIndex, rank: str | None, step: str | None, info: NodeInfo
-) -> LatestCompare | None:
-    """The newest compare's rows of the (rank, step) shown when `--rank/--step` picked one (a
-    line in `info` when it did not compare that one); else its primary CSV's, as before."""
+    ctx: ShellContext, run: RunIndex, rank: str | None, step: str | None
+) -> tuple[LatestCompare | None, str | None]:
+    """The newest compare's rows of the (rank, step) shown when `--rank/--step` picked one
+    (else a line saying it did not compare that one); else its primary CSV's, as before."""
     ws = ctx.workspace
     if run is not ws.runs[0]:
-        return None  # compares are of the first run
+        return None, None  # compares are of the first run
     if rank is None and step is None:
         found = latest_compare(ws)
     else:
         shown = run.slice(rank, step)
         found = latest_compare(ws, shown.rank, shown.step)
     if found is None or isinstance(found, LatestCompare):
-        return found
-    info.compare_missing = found.message
-    return None
+        return found, None
+    return None, found.message
 
 
 def _attrs(attrs: dict[str, Any], wanted: bool | str) -> dict[str, Any] | None:

@@ -353,9 +353,11 @@ def render_compare_summary(console: Console, result: CompareSummary) -> None:
             f"the op table below: {result.slice_label or 'the primary compare'}",
             result.rule,
         )
+    # one (rank, step) of a run that has others, without the table: whose rows these are
+    of = f" ({result.slice_label})" if result.ranks is None and result.slice_label else ""
     console.print(
         Text(
-            f"{result.path}: {result.failing_total} of {result.compared_ops} ops fail "
+            f"{result.path}{of}: {result.failing_total} of {result.compared_ops} ops fail "
             f"({result.rule.describe(result.columns)})"
         )
     )

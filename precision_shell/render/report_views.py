@@ -49,6 +49,8 @@ def _table_line(report: ReportWritten) -> str:
     """Whose compare the page is, and what its rank x step table holds: the ranks and steps
     a run cut short never began are counted apart from the compares."""
     compared, never = report.ranks_compared, report.ranks_not_begun
+    if not compared and not never:  # one (rank, step) compared, the run's others left out
+        return f"the compare of {report.slice_label} only (vc --rank all --step all compares every one)"
     held = f"all {compared} rank/step compares"
     if never:
         held = (

@@ -42,10 +42,10 @@ from precision_shell.compare.results.run_state import INTERRUPTED, ResultPick
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.slice_results import (
     RankStepTable,
-    entry_for_csv,
     failing_outputs,
     rank_step_table,
     recount,
+    shown_slice_label,
 )
 from precision_shell.compare.results.summary import RunSummary, summary_beside
 from precision_shell.compare.results.tally import reason_kind
@@ -280,7 +280,6 @@ def gather_report(
     diagnosis = summary.diagnosis if summary is not None else None
     causes = diagnosis.root_causes if diagnosis is not None else []
     slices = state.slices(summary)
-    shown = entry_for_csv(slices.results, csv_path)
     ranks = rank_step_table(slices, csv_path, dumped)
     if ranks is not None and not ranks.counted:  # a killed run's: counted from its CSVs
         ranks = recount(ranks, rule, csv_path, lambda path: _slice_columns(path, cache_dir, state))
@@ -340,7 +339,7 @@ def gather_report(
         advice=diagnosis.advice if diagnosis is not None else [],
         warnings=list(table.warnings),
         ranks=ranks,
-        slice_label=shown.label if ranks is not None and shown is not None else None,
+        slice_label=shown_slice_label(slices, summary, csv_path),
         elsewhere=elsewhere,
         first_failing_op=failing_outputs(table, rule)[1],
         failed_by_reason=dict(sorted(reasons.items(), key=lambda kv: -kv[1])),

@@ -670,3 +670,30 @@ def test_a_rank_or_step_dumped_after_the_compare_is_said_so(healthy_pristine, tm
     page = run_ok(shell, "report").path.read_text(encoding="utf-8")
     assert '<td>rank 2</td><td class="muted">dumped after this compare</td>' in page
     assert f"Step {latest} not in the table: dumped after this compare." in page
+
+
+def test_one_rank_compared_of_several_is_labelled_and_ni_reads_its_dump(
+    one_fault_pristine, tmp_path
+):
+    """After `vc --rank 1 --step 0` (the run has rank 0 too): `ni OP` shows rank 1's dump
+    beside rank 1's rows, and `vcs`/`report` say whose rows they show (QA: rank 0's
+    statistics sat over rank 1's rows, and nothing named rank 1)."""
+    root = _copy(one_fault_pristine, tmp_path)
+    _healthy_rank0_faulty_rank1(root)
+    shell = open_shell(root)
+    run_ok(shell, "vc --rank 1 --step 0")
+    (info,) = run_ok(shell, f"ni {CONV2}").nodes
+    assert info.dump_slice == "rank 1 step 0" and info.compare_slice == "rank 1 step 0"
+    (faulty,) = run_ok(shell, f"ni {CONV2} --rank 1 --step 0").nodes
+    assert [r.stats for r in info.dump_tensors] == [r.stats for r in faulty.dump_tensors]
+    assert info.compare_rows == faulty.compare_rows and info.compare_rows
+    (healthy,) = run_ok(shell, f"ni {CONV2} --rank 0 --step 0").nodes
+    assert [r.stats for r in healthy.dump_tensors] != [r.stats for r in info.dump_tensors]
+    assert not healthy.compare_rows and "did not compare rank 0 step 0" in healthy.compare_missing
+    summary = run_ok(shell, "vcs")
+    assert summary.slice_label == "rank 1 step 0" and summary.ranks is None
+    assert f"{summary.path} (rank 1 step 0): " in render(summary)
+    page = run_ok(shell, "report")
+    text = page.path.read_text(encoding="utf-8")
+    assert "<h1>Accuracy report: rank 1 step 0</h1>" in text
+    assert "the compare of rank 1 step 0 only" in rendered(page)

@@ -104,8 +104,12 @@ class LatestCompare:
 
     @property
     def slice_label(self) -> str:
-        """Whose rows these are (`rank 2 step 0`) when the compare holds several; else empty."""
-        return self.entry.label if self.several and self.entry is not None else ""
+        """Whose rows these are (`rank 2 step 0`) when the compare holds several or left others
+        of its run out (`vc --rank 2 --step 10`); else empty."""
+        if self.entry is None:
+            return ""
+        left_out = self.summary is not None and bool(self.summary.not_selected)
+        return self.entry.label if self.several or left_out else ""
 
     @property
     def root_cause_slice(self) -> str:

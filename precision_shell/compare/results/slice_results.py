@@ -437,3 +437,15 @@ def unmatched_text(summary: RunSummary | None, csv_path: Path) -> str | None:
         return None
     files = "1 dump file was" if count == 1 else f"{count} dump files were"
     return f"{files} not matched to the graph: their ops have no rows here (e.g. {first})"
+
+
+def shown_slice_label(slices: RunSlices, summary: RunSummary | None, csv_path: Path) -> str | None:
+    """`rank 2 step 10`: the (rank, step) whose rows `csv_path` holds, when its run has
+    others: compared beside it, or left out by `--rank/--step` (QA: after `vc --rank 2 --step
+    10`, `vcs`, `report` and `ni` showed its rows unlabelled); None when it is the only one."""
+    shown = entry_for_csv(slices.results, csv_path)
+    if shown is None:
+        return None
+    several = len(slices.results) + len(slices.not_begun) > 1
+    left_out = summary is not None and bool(summary.not_selected)
+    return shown.label if several or left_out else None
