@@ -21,7 +21,7 @@ from precision_shell.compare.results.columns import (
 from precision_shell.compare.results.columns_cache import CACHE_DIR
 from precision_shell.compare.results.computed import computed_metrics
 from precision_shell.compare.results.diagnosed_slice import diagnosis_elsewhere
-from precision_shell.compare.results.input_changes import stale_compare_line
+from precision_shell.compare.results.input_changes import stale_compare_line, stale_slices_line
 from precision_shell.compare.results.run_state import (
     INTERRUPTED,
     ResultPick,
@@ -291,9 +291,11 @@ def _notes(
 ) -> list[str]:
     """What vcs says of the compare before its rows: inputs changed since, how it was picked."""
     stale = stale_line(ctx, summary, csv_path)
+    others = _stale_slices(ctx, summary, csv_path)
     unmatched = unmatched_text(summary, csv_path)
     return (
         ([stale] if stale is not None else [])
+        + ([others] if others is not None else [])
         + pick.notes("vcs")
         + ([unmatched] if unmatched is not None else [])
     )
@@ -308,6 +310,15 @@ def stale_line(
     except PrecisionError:  # a foreign compare opened by itself
         return None
     return stale_compare_line(ws, summary, csv_path, files)
+
+
+def _stale_slices(ctx: ShellContext, summary: RunSummary | None, csv_path: Path) -> str | None:
+    """`stale_slices_line` for a reader: None for a compare outside any workspace."""
+    try:
+        ws = ctx.workspace
+    except PrecisionError:
+        return None
+    return stale_slices_line(ws, summary, csv_path)
 
 
 def _summary_of(csv_path: Path) -> RunSummary | None:

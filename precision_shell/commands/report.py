@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 
 from precision_shell.commands.compare_summary import named_result
-from precision_shell.compare.results.input_changes import stale_compare_line
+from precision_shell.compare.results.input_changes import stale_compare_line, stale_slices_line
 from precision_shell.compare.results.run_state import pick_result_csv
 from precision_shell.compare.results.schema import is_statistics_csv
 from precision_shell.compare.results.slice_choice import slice_csv
@@ -87,8 +87,11 @@ def report_command(ctx: ShellContext, args: argparse.Namespace) -> ReportWritten
     else:
         ws = ctx.workspace
     stale = stale_compare_line(ws, summary, csv_path) if ws is not None else None
+    others = stale_slices_line(ws, summary, csv_path) if ws is not None else None
     written = write_report(ws, rule, csv_path, args.output, args.depth, pick, stale)
     written.notes[:0] = pick.notes("report")
+    if others is not None:
+        written.notes.insert(0, others)
     if stale is not None:
         written.notes.insert(0, stale)
     return written

@@ -697,3 +697,34 @@ def test_one_rank_compared_of_several_is_labelled_and_ni_reads_its_dump(
     text = page.path.read_text(encoding="utf-8")
     assert "<h1>Accuracy report: rank 1 step 0</h1>" in text
     assert "the compare of rank 1 step 0 only" in rendered(page)
+
+
+def test_a_card_redumped_after_the_compare_is_said_stale_under_the_table(
+    one_fault_pristine, tmp_path
+):
+    """`vc --rank all --step all`, then one card's dump file is replaced: plain `vcs` and
+    `report` (which show the other card's rows) say that card's cell may be stale (QA: its
+    old count was shown as current)."""
+    root = _copy(one_fault_pristine, tmp_path)
+    _healthy_rank0_faulty_rank1(root)
+    shell = open_shell(root)
+    run_ok(shell, "vc --rank all --step all")
+    before = run_ok(shell, "vcs")
+    assert before.ranks is not None and not any("stale" in n for n in before.notes)
+    other = "1" if before.slice_label == "rank 0 step 0" else "0"
+    step_dir = _step_dir(root).parents[3] / other
+    dump = next(p for p in step_dir.rglob("*") if p.is_file())
+    fresh = dump.with_name(dump.name + ".new")
+    fresh.write_bytes(dump.read_bytes())
+    os.replace(fresh, dump)  # a re-dump: a new file of that name
+    after = run_ok(shell, "vcs")
+    line = (
+        f"rank {other} step 0: its files changed since the compare "
+        f"{after.path.parent} ran: its cell in the table may be stale (vc --rank {other} "
+        f"--step 0 compares it again)"
+    )
+    assert line in after.notes
+    assert line in run_ok(shell, "report").notes
+    # the card shown itself: its own stale line, not this one
+    shown = run_ok(shell, f"vcs --rank {other} --step 0")
+    assert line not in shown.notes and any("predate" in n for n in shown.notes)

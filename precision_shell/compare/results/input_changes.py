@@ -410,3 +410,51 @@ def stale_compare_line(
         base = found or InputChanges(summary.path.parent, [], [])
         found = replace(base, moved=moved, new_slices=new)
     return found.text() if found is not None else None
+
+
+OTHER_DIRS_MAX = 64  # dirs of the other (rank, step)s a reader checks, at most STAT_MAX each
+
+
+def stale_slices_line(ws: Workspace, summary: RunSummary | None, csv_path: Path) -> str | None:
+    """The line under a rank x step table when the files of (rank, step)s other than the one
+    shown changed since the compare ran: their cells count rows of files as they were (QA: a
+    card's dump rewritten after `vc --rank all --step all`, and plain `vcs` showed its old
+    cell as current). Their dump dirs are checked, up to OTHER_DIRS_MAX (the benchmark dir
+    the shown one shares is `stale_compare_line`'s); None when none changed or there is no
+    table."""
+    if summary is None or summary.started_ns is None or summary.path is None:
+        return None
+    results = slice_results(summary)
+    if len(results) < 2:
+        return None
+    shown = entry_for_csv(results, csv_path)
+    done: set[str] = set(slice_dirs(ws, summary, shown)) if shown is not None else set()
+    changed: list[SliceResult] = []
+    unchecked = 0
+    for entry in results:
+        if entry is shown:
+            continue
+        dirs = [d for d in slice_dirs(ws, summary, entry) if d not in done]
+        if len(done) + len(dirs) > OTHER_DIRS_MAX:
+            unchecked += 1
+            continue
+        done.update(dirs)
+        listings = None
+        if entry.listings is not None:
+            listings = {os.path.join(ws.root, k): v for k, v in entry.listings}
+            listings = {d: v for d, v in listings.items() if d in dirs}
+        if dirs and input_changes(summary, dirs, (), listings or None) is not None:
+            changed.append(entry)
+    if not changed:
+        return None
+    one = changed[0]
+    again = f"vc --rank {one.rank} --step {one.step}" if len(changed) == 1 else "vc again"
+    which = some_of([e.label for e in changed], shown=4)
+    line = (
+        f"{which}: {'its' if len(changed) == 1 else 'their'} files changed since the compare "
+        f"{summary.path.parent} ran: {'its cell' if len(changed) == 1 else 'their cells'} in "
+        f"the table may be stale ({again} compares {'it' if len(changed) == 1 else 'them'} again)"
+    )
+    if unchecked:
+        line += f"; {unchecked} other ranks and steps not checked"
+    return line
