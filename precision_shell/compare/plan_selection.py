@@ -205,6 +205,23 @@ def selected_slices(run: RunIndex, rank: str | None, step: str | None) -> list[D
     return chosen
 
 
+def undumped_records(run: RunIndex, rank: str | None, step: str | None) -> list[dict[str, Any]]:
+    """A step given with every rank: the ranks that did not dump it, as summary.json
+    `nothing_to_compare` entries (QA: `vc --step 2` left out a card that crashed after step
+    1 without a word); [] otherwise."""
+    if rank not in (None, "all") or step in (None, "all"):
+        return []
+    ranks = run.ranks()
+    having = [r for r in ranks if step in run.steps(r)]
+    if not having:
+        return []  # no rank dumped it: selected_slices' error says so
+    return [
+        {"rank": r, "step": step, "reason": f"rank {r} dumped no step {step}", "dumped": False}
+        for r in ranks
+        if r not in having
+    ]
+
+
 def not_selected(run: RunIndex, chosen: Iterable[DumpSlice | None]) -> list[dict[str, Any]]:
     """The (rank, step) dump dirs of `run` a compare left out (`{rank, step}`, by rank then
     step): the steps after each rank's first, by default."""

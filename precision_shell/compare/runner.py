@@ -38,6 +38,7 @@ from precision_shell.compare.plan_selection import (
     slice_graph,
     slice_plans,
     statistics_pair_plan,
+    undumped_records,
 )
 from precision_shell.compare.rank_divergence import (
     RankDivergenceResult,
@@ -217,6 +218,9 @@ def run_statistics(
     if plans[0][0] is not None:
         summary.not_selected = not_selected(ws.run(request.run), compares_to_run.selected())
         summary.nothing_to_compare = [e.record() for e in compares_to_run.empty]
+        summary.nothing_to_compare += undumped_records(
+            ws.run(request.run), request.rank, request.step
+        )
     _write_summary(ws, summary, out_dir, request)
     warnings = [w for _, plan, _ in plans for w in plan.index_warnings]
     return StatisticsCompareResult(out_dir, summary, compares, index_warnings=warnings)
@@ -301,7 +305,12 @@ def _run(
         not_selected=not_selected(selection.run, selection.selected())
         if selection.run is not None and slices[0][0] is not None
         else [],
-        nothing_to_compare=[e.record() for e in selection.empty],
+        nothing_to_compare=[e.record() for e in selection.empty]
+        + (
+            undumped_records(selection.run, request.rank, request.step)
+            if selection.run is not None
+            else []
+        ),
         not_begun=[not_begun_record(where, plan) for where, plan in slices[len(done) :] if where],
         started_ns=started,
     )

@@ -177,9 +177,14 @@ def render_selection_lines(
     compare, the ones a cut-short run never began, and the ones the selection left out."""
     if ranks is not None:
         left_out = {(str(e.get("rank")), str(e.get("step"))) for e in summary.not_selected}
-        dumped = frozenset({(r.rank, r.step) for r in ranks.results} | left_out | ranks.empty)
+        dirs = ranks.empty - ranks.undumped
+        dumped = frozenset({(r.rank, r.step) for r in ranks.results} | left_out | dirs)
         grid = RankStepTable(
-            ranks.results, dumped=dumped, empty=ranks.empty, not_begun=ranks.not_begun
+            ranks.results,
+            dumped=dumped,
+            empty=ranks.empty,
+            not_begun=ranks.not_begun,
+            undumped=ranks.undumped,
         )
         console.print(rank_step_grid(grid))
         console.print(rank_step_verdict(ranks, judged))
@@ -218,6 +223,19 @@ def rank_step_verdict(ranks: RankStepTable, judged: Judged) -> Text:
 def _nothing_to_compare_line(console: Console, empty: list[dict[str, Any]]) -> None:
     """The dump dirs selected that held nothing to compare, each with why: not the ones the
     selection left out (`_not_selected_line`), which another --rank/--step would compare."""
+    if not empty:
+        return
+    undumped = [
+        f"rank {e.get('rank')} step {e.get('step')}" for e in empty if e.get("dumped") is False
+    ]
+    if undumped:  # a step given with every rank that some rank never dumped
+        console.print(
+            Text(
+                f"not dumped: {some_of(undumped, shown=6)} (selected by --step, not compared)",
+                style="yellow",
+            )
+        )
+    empty = [e for e in empty if e.get("dumped") is not False]
     if not empty:
         return
     names = "; ".join(

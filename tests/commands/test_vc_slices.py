@@ -288,3 +288,35 @@ def test_no_match_is_claimed_for_tensors_whose_benchmark_is_missing(healthy_two_
     (step1,) = [e for e in saved["results"] if e["step"] == "1"]
     reasons = {row.reason for row in read_result_csv(step1["csv"]).rows if not row.compared}
     assert "benchmark relu2_Relu.0.*.npy not found in tf/dump/step1/" in reasons
+
+
+def test_a_step_a_card_did_not_dump_is_said_not_dumped(tiny_demo):
+    """Rank 0 dumped steps 0 and 1, rank 1 step 0 only (it crashed after it): `vc --step 1`
+    compares rank 0 and says rank 1 has no step 1 (QA: rank 1 was dropped without a word)."""
+    root, _ = tiny_demo
+    step = _step_dir(root)
+    _add(root, "device")  # rank 1 step 0
+    _link_copy(step, step.parent / "1")  # rank 0 step 1
+    shell = open_shell(root)
+    check = run_ok(shell, "vc --step 1")
+    summary = check.summary
+    assert [(r["rank"], r["step"]) for r in summary.results] == [("0", "1")]
+    assert summary.nothing_to_compare == [
+        {"rank": "1", "step": "1", "reason": "rank 1 dumped no step 1", "dumped": False}
+    ]
+    text = render(check)
+    assert "not dumped: rank 1 step 1 (selected by --step, not compared)" in text
+    assert "nothing to compare in" not in text
+    assert run_ok(shell, "vcs").slice_label == "rank 0 step 1"
+    # beside a second card compared, the rank x step table has a `not dumped` cell
+    _link_copy(step.parents[2].parent / "1" / step.relative_to(step.parents[2]), _rank2_of(step))
+    run_ok(open_shell(root), "vc --step 1")
+    table = run_ok(open_shell(root), "vcs").ranks
+    assert table is not None and table.ranks == ["0", "1", "2"]
+    assert table.missing("1", "1") == "not dumped" and table.cell("2", "1") is not None
+
+
+def _rank2_of(step: Path) -> Path:
+    """`step`'s dir as rank 2 step 1: <ts>/2/<graph>/<model>/1."""
+    device = step.parents[2]
+    return device.parent / "2" / step.relative_to(device).parent / "1"

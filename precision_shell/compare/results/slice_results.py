@@ -120,12 +120,16 @@ class RankStepTable:
     # every (rank, step) dump dir there was when the compare ran (compared, selected or left
     # out: `RunSlices.known`); None: not known (a killed run's journal, `vc --across ranks`)
     known: frozenset[tuple[str, str]] | None = None
+    # of `empty`, those selected (a step given with every rank) that the rank never dumped
+    undumped: frozenset[tuple[str, str]] = frozenset()
 
     def missing(self, rank: str, step: str) -> str | None:
         """Why (rank, step) has no entry: `NOTHING_TO_COMPARE` (selected, no dump of its
         graph), `NOT_BEGUN` (selected, the run cut short before it), `NOT_DUMPED`,
         `DUMPED_AFTER` (no such dump dir when the compare ran), `NOT_COMPARED` (dumped, outside
         the vc's --rank/--step), or None when the dumps are not known."""
+        if (rank, step) in self.undumped:
+            return NOT_DUMPED
         if (rank, step) in self.empty:
             return NOTHING_TO_COMPARE
         if (rank, step) in self.not_begun:
@@ -235,6 +239,7 @@ class RunSlices:
     rule: ThresholdRule | None = None
     counted: bool = True
     known: frozenset[tuple[str, str]] | None = None  # see RankStepTable.known
+    undumped: frozenset[tuple[str, str]] = frozenset()  # see RankStepTable.undumped
 
     def run_text(self) -> str | None:
         """`partial: 2,410 of 4,320 files in 32 ranks and steps`: how far a cut-short run of
@@ -279,8 +284,16 @@ def run_slices(summary: RunSummary | None) -> RunSlices:
     if not any(r.against is not None for r in results):  # across ranks lists no other step
         left_out = {(str(e.get("rank")), str(e.get("step"))) for e in summary.not_selected}
         compared = {(r.rank, r.step) for r in results}
-        known = frozenset(compared | left_out | empty_slices(summary) | set(not_begun))
-    return RunSlices(results, empty_slices(summary), not_begun, summary.rule, known=known)
+        dirs = empty_slices(summary) - undumped_slices(summary)
+        known = frozenset(compared | left_out | dirs | set(not_begun))
+    return RunSlices(
+        results,
+        empty_slices(summary),
+        not_begun,
+        summary.rule,
+        known=known,
+        undumped=undumped_slices(summary),
+    )
 
 
 def slice_results(summary: RunSummary | None) -> list[SliceResult]:
@@ -311,12 +324,23 @@ def rank_step_table(
         not_begun=frozenset(slices.not_begun),
         counted=slices.counted,
         known=slices.known,
+        undumped=slices.undumped,
     )
 
 
 def empty_slices(summary: RunSummary) -> frozenset[tuple[str, str]]:
     """The (rank, step)s a compare selected that had nothing to compare."""
     return frozenset((str(e.get("rank")), str(e.get("step"))) for e in summary.nothing_to_compare)
+
+
+def undumped_slices(summary: RunSummary) -> frozenset[tuple[str, str]]:
+    """Of `empty_slices`, those with no dump dir at all (a step given with every rank that a
+    rank did not dump: `dumped` false in `nothing_to_compare`)."""
+    return frozenset(
+        (str(e.get("rank")), str(e.get("step")))
+        for e in summary.nothing_to_compare
+        if e.get("dumped") is False
+    )
 
 
 def _listings(recorded: Any) -> tuple[tuple[str, str], ...] | None:
