@@ -23,7 +23,12 @@ from pathlib import Path
 from precision_shell.compare.pipeline.journal import JOURNAL_NAME
 from precision_shell.compare.pipeline.journal_state import JournalState, journal_state
 from precision_shell.compare.results.journaled_prefix import records_past, whole_lines_length
-from precision_shell.compare.results.schema import find_result_csv, result_csv_in, result_subdirs
+from precision_shell.compare.results.schema import (
+    find_result_csv,
+    future_result_dirs,
+    result_csv_in,
+    result_subdirs,
+)
 from precision_shell.compare.results.slice_results import (
     RunSlices,
     SliceResult,
@@ -32,6 +37,7 @@ from precision_shell.compare.results.slice_results import (
 )
 from precision_shell.compare.results.summary import SUMMARY_NAME, RunSummary, read_summary
 from precision_shell.errors import PrecisionError
+from precision_shell.listing_text import some_of
 
 INTERRUPTED = "the compare was interrupted"
 
@@ -199,6 +205,7 @@ class ResultPick:
     csv_path: Path
     unfinished: UnfinishedRun | None = None  # the CSV's own run is unfinished
     skipped: list[UnfinishedRun] = field(default_factory=list)
+    future: list[Path] = field(default_factory=list)  # result dirs dated in the future, passed over
 
     @classmethod
     def at(cls, csv_path: Path) -> ResultPick:
@@ -212,7 +219,14 @@ class ResultPick:
         return ResultPick.at(csv_path)
 
     def notes(self, command: str) -> list[str]:
-        return [run.skipped_line(command) for run in self.skipped]
+        lines = [run.skipped_line(command) for run in self.skipped]
+        if self.future:
+            names = some_of([d.name for d in self.future], shown=3)
+            lines.append(
+                f"passed over {names} in {self.future[0].parent}: dated after now (a clock or "
+                f"time zone ahead, or not vc's); {command} -f DIR reads one"
+            )
+        return lines
 
     def journaled_length(self, csv_path: Path) -> int | None:
         """How much of `csv_path` (a CSV of this run) its readers read: the bytes its journal
@@ -244,6 +258,7 @@ def pick_result_csv(target: Path, statistics: bool = False) -> ResultPick:
     """`find_result_csv`, where the newest result of a dir of result dirs is the newest
     finished one; with none finished, the newest unfinished one."""
     if target.is_dir() and result_csv_in(target, statistics) is None:
+        future = future_result_dirs(target)
         passed: list[tuple[Path, UnfinishedRun]] = []
         for sub in result_subdirs(target):
             found = result_csv_in(sub, statistics)
@@ -251,8 +266,14 @@ def pick_result_csv(target: Path, statistics: bool = False) -> ResultPick:
                 continue
             unfinished = unfinished_run(sub)
             if unfinished is None:
-                return ResultPick(found, None, [run for _, run in passed])
+                return ResultPick(found, None, [run for _, run in passed], future)
             passed.append((found, unfinished))
         if passed:
-            return ResultPick(passed[0][0], passed[0][1])
+            return ResultPick(passed[0][0], passed[0][1], future=future)
+        if future:
+            names = some_of([d.name for d in future], shown=3)
+            raise PrecisionError(
+                f"{target}: no result dir but {names}, dated after now (a clock or time zone "
+                "ahead, or not vc's): run vc, or give one with -f"
+            )
     return ResultPick.at(find_result_csv(target, statistics))

@@ -10,9 +10,11 @@ consumer (summary, `vcs`, diagnosis, report, `ni`) reads the same numbers.
 from __future__ import annotations
 
 import csv
+import datetime as _dt
 import io
 import math
 import re
+import time as _time
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -384,10 +386,38 @@ def result_csv_in(directory: Path, statistics: bool = False) -> Path | None:
     return max(primary, key=lambda p: (p.stat().st_mtime_ns, p.name))
 
 
+# a result dir dated later than this after the clock now was not written by a vc of this
+# machine as it is: a clock or a time zone ahead, or a crafted name. Taken as the newest, it
+# would hide every compare run since (QA: `29991231235959/` shadowed the vc just run).
+FUTURE_SLACK_S = 600
+
+
 def result_subdirs(target: Path) -> list[Path]:
-    """The timestamped result dirs under `target` (`temp/vector_compare/`), newest first."""
-    subdirs = (d for d in target.iterdir() if d.is_dir() and d.name[:14].isdigit())
+    """The timestamped result dirs under `target` (`temp/vector_compare/`), newest first;
+    those dated in the future (`future_result_dirs`) left out."""
+    subdirs = (
+        d for d in target.iterdir() if d.is_dir() and d.name[:14].isdigit() and not _future(d)
+    )
     return sorted(subdirs, key=_stamp_order, reverse=True)
+
+
+def future_result_dirs(target: Path) -> list[Path]:
+    """The result dirs under `target` whose name is no date, or one more than FUTURE_SLACK_S
+    after now (local time, as vc names them): never taken as the newest."""
+    try:
+        return sorted(
+            d for d in target.iterdir() if d.is_dir() and d.name[:14].isdigit() and _future(d)
+        )
+    except OSError:
+        return []
+
+
+def _future(directory: Path) -> bool:
+    try:
+        stamp = _dt.datetime.strptime(directory.name[:14], "%Y%m%d%H%M%S")
+    except ValueError:
+        return True  # 20261399... is no date vc writes
+    return stamp.timestamp() > _time.time() + FUTURE_SLACK_S
 
 
 def _stamp_order(directory: Path) -> tuple[str, int, str]:

@@ -1,0 +1,45 @@
+"""A result dir dated in the future (a crafted name, or a clock ahead) is never taken as the
+newest compare: it would hide every compare run since (QA: `29991231235959/`, its CSV edited
+to all-pass, was shown by `vcs`, `report` and `ni` right after a `vc` that found 6 fails)."""
+
+from __future__ import annotations
+
+import shutil
+
+from tests.commands.shell_fixture import CONV2, open_shell, run_fail, run_ok
+
+
+def _plant(root, name: str, source) -> None:  # noqa: ANN001
+    planted = root / "precision_data" / "temp" / "vector_compare" / name
+    shutil.copytree(source, planted)
+    for csv in planted.glob("result_*.csv"):  # every row passes: cosine 1
+        csv.rename(planted / f"result_{name[:14]}.csv")
+
+
+def test_a_future_result_dir_is_passed_over_and_said(tiny_demo) -> None:  # noqa: ANN001
+    root, _ = tiny_demo
+    shell = open_shell(root)
+    first = run_ok(shell, "vc")
+    for name in ("29991231235959", "99999999999999"):
+        _plant(root, name, first.summary_path.parent)
+    again = run_ok(shell, "vc")
+    shown = run_ok(shell, "vcs")
+    assert shown.path == again.primary.csv_path
+    note = next(n for n in shown.notes if n.startswith("passed over"))
+    assert "29991231235959, 99999999999999" in note and "vcs -f DIR reads one" in note
+    assert run_ok(shell, "report").csv_path == again.primary.csv_path
+    (info,) = run_ok(shell, f"ni {CONV2}").nodes
+    assert info.compare_file == str(again.primary.csv_path)
+    # read on purpose: -f takes it
+    planted = root / "precision_data/temp/vector_compare/29991231235959"
+    assert run_ok(shell, f"vcs -f {planted}").path.parent == planted
+
+
+def test_only_future_result_dirs_is_an_error_that_says_so(tiny_demo) -> None:  # noqa: ANN001
+    root, _ = tiny_demo
+    shell = open_shell(root)
+    made = run_ok(shell, "vc").summary_path.parent
+    _plant(root, "29991231235959", made)
+    shutil.rmtree(made)
+    error = run_fail(shell, "vcs").error
+    assert "29991231235959, dated after now" in error and "run vc" in error
