@@ -24,7 +24,7 @@ from precision_shell.compare.results.slice_results import (
     run_slices,
 )
 from precision_shell.compare.results.summary import RunSummary, not_begun_text
-from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.compare.results.thresholds import NOT_JUDGED, ThresholdRule
 from precision_shell.listing_text import in_workspace, some_of
 from precision_shell.render.columns import facts_table, number_column, path_text, text_column
 from precision_shell.render.output import renders
@@ -49,7 +49,7 @@ def _run_table(title: str, run: CompareRun, judged: bool = True) -> Table:
         "outputs failing the thresholds",
         Text(str(len(t.failing)), style="red" if t.failing else "green")
         if judged
-        else Text("not judged (no metric computed has a limit)", style="yellow"),
+        else Text(NOT_JUDGED, style="yellow"),
     )
     if t.constant_inputs:
         table.add_row("not compared", Text(f"{t.constant_inputs} x constant input (no benchmark)"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
+from precision_shell.compare.results.thresholds import NOT_JUDGED
 from precision_shell.render.output import renders
 from precision_shell.report.writer import ReportWritten
 
@@ -22,10 +23,8 @@ def report_line(report: ReportWritten) -> Text:
 @renders(ReportWritten)
 def render_report(console: Console, report: ReportWritten) -> None:
     console.print(report_line(report), soft_wrap=True)
-    facts = (
-        f"{report.rows} table rows, {report.points} outputs plotted, "
-        f"{report.failing_outputs} failing the thresholds; "
-    )
+    verdict = f"{report.failing_outputs} failing the thresholds" if report.judged else NOT_JUDGED
+    facts = f"{report.rows} table rows, {report.points} outputs plotted, {verdict}; "
     if report.root_cause:
         facts += f"root cause {report.root_cause}, {_EMBEDDED[report.subgraph]}"
     elif report.elsewhere:

@@ -119,6 +119,11 @@ class ReportData:
         return foreign_family(self.summary)
 
     @property
+    def judged(self) -> bool:
+        """Some metric the compare computed has a limit (`vc --alg mae`: none, not judged)."""
+        return bool(self.rule.active(self.metric_columns))
+
+    @property
     def point_count(self) -> int:
         return len(self.big.points) if self.big is not None else len(self.points)
 

@@ -16,6 +16,7 @@ from html import escape
 
 from precision_shell.compare.results.schema import HIGHER_IS_BETTER, ResultRow
 from precision_shell.compare.results.slice_results import NOT_COMPARED, NOT_COMPARED_MEANS
+from precision_shell.compare.results.thresholds import NOT_JUDGED
 from precision_shell.report.assets import SCRIPT, STYLE
 from precision_shell.report.big_plot import big_plot
 from precision_shell.report.cause_section import (
@@ -51,7 +52,10 @@ def _header(data: ReportData, generated: str) -> str:
         ("Tensors compared", esc(f"{data.compared} of {data.total_rows} rows")),
         ("Not compared", esc(f"{data.constant_inputs} constant inputs (no benchmark by design)")),
         ("Could not be compared", esc(f"{data.failed}" + (f" ({why})" if why else ""))),
-        ("Thresholds", esc(data.rule.describe() + _rule_origin(data))),
+        (
+            "Thresholds",
+            esc((data.rule.describe() if data.judged else NOT_JUDGED) + _rule_origin(data)),
+        ),
     ]
     if data.foreign and data.summary is not None:
         left, right = data.summary.primary.left, data.summary.primary.right

@@ -58,6 +58,7 @@ class ReportWritten:
     slice_label: str | None = None  # "rank 1 step 0" when the run compared several
     ranks_compared: int = 0  # (rank, step) compares in the page's rank x step table
     ranks_not_begun: int = 0  # (rank, step)s selected that a run cut short never began
+    judged: bool = True  # False: no metric the compare computed has a limit
     # why there is no root cause when the diagnosis is of another compare (as the page says)
     elsewhere: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -235,6 +236,7 @@ def write_report(
         rows=len(data.rows),
         points=data.point_count,
         failing_outputs=data.failing_points,
+        judged=data.judged,
         root_cause=data.root_cause,
         diagnosed=data.diagnosed,
         partial=data.partial,

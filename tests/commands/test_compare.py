@@ -313,6 +313,11 @@ def test_alg_judges_by_the_limits_of_the_metrics_computed_only(vc_run):
     assert "no output judged: the thresholds limit none of the metrics computed " in text
     assert "no output fails" not in text
     assert "give --metric NAME:LIMIT" in run_fail(shell, "vcs").error
+    # the report says so too, not "0 failing the thresholds" (QA Q23 #3)
+    page = run_ok(shell, "report")
+    assert not page.judged and "not judged (no metric computed has a limit)" in rendered(page)
+    assert "failing the thresholds" not in rendered(page)
+    assert "<dd>not judged (no metric computed has a limit)" in page.path.read_text()
     assert run_ok(shell, "vcs --metric mae:0.5").rule.describe() == "MaxAbsoluteError > 0.5 fails"
     # a full compare after it judges by every limit again, and says it computed every metric
     # (a summary without `metrics` is one from before them: judged by what its CSV holds)
@@ -460,3 +465,36 @@ def test_an_alg_compare_without_metrics_in_its_summary_is_judged_by_what_its_csv
     page = run_ok(shell, f"report -f {result.out_dir}").path.read_text()
     assert "CosineSimilarity &lt; 0.98 fails" in page
     assert "RelativeEuclideanDistance &gt; 0.05" not in page
+
+
+@pytest.mark.parametrize(
+    "thresholds",
+    [
+        {"cosine": float("nan"), "relative_euclidean_distance": 0.05},
+        {"cosine": 2.0},
+        {"relative_euclidean_distance": -1},
+        {"cosine": "nan", "relative_euclidean_distance": "inf"},
+    ],
+)
+def test_a_summary_with_limits_vc_never_writes_is_judged_by_the_default_rule(vc_run, thresholds):
+    """QA Q23 #2: a crafted summary.json limit (NaN, out of range, a string) made `report`
+    say "0 failing the thresholds" over a compare with failing outputs."""
+    _, _, shell, _, _, _ = vc_run
+    result = run_ok(shell, "vc")
+    failing = run_ok(shell, "report").failing_outputs
+    assert failing > 0
+    summary = json.loads(result.summary_path.read_text())
+    summary["thresholds"] = thresholds
+    result.summary_path.write_text(json.dumps(summary))
+    page = run_ok(shell, "report")
+    assert page.failing_outputs == failing and page.judged
+    assert run_ok(shell, "vcs").rule.describe() == page_rule(page)
+
+
+def page_rule(page) -> str:  # noqa: ANN001
+    text = page.path.read_text()
+    return (
+        "CosineSimilarity < 0.98 or RelativeEuclideanDistance > 0.05 fails"
+        if ("CosineSimilarity &lt; 0.98 or RelativeEuclideanDistance &gt; 0.05 fails" in text)
+        else "?"
+    )

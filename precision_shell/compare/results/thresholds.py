@@ -80,6 +80,10 @@ class Crossing:
         return f"{self.metric} {self.text} {cmp} {self.limit:g}"
 
 
+# what a compare whose computed metrics have no limit (`vc --alg mae`) says instead of a count
+NOT_JUDGED = "not judged (no metric computed has a limit)"
+
+
 def _checked(metric: str, value: float) -> float:
     if math.isnan(value):
         raise PrecisionError(f"threshold of {metric} is not a number")
@@ -119,9 +123,14 @@ class ThresholdRule:
         for key, value in settings.items():
             column = SETTING_COLUMNS.get(key, key)
             if isinstance(value, int | float) and not isinstance(value, bool):
-                limits[column] = float(value)
+                try:  # a NaN or out-of-range limit judges nothing (QA: a crafted summary)
+                    limits[column] = _checked(column, float(value))
+                except PrecisionError:
+                    return None
             elif value is None:
                 limits[column] = math.inf
+            else:
+                return None  # "nan", "inf": no limit vc writes
         # `{}`: a compare that computed no metric with a limit (vc --alg mae)
         return cls(limits) if limits or not settings else None
 
