@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TextIO, cast
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions
+from rich.segment import Segment
 from rich.text import Text
 
 from precision_shell.file_name_text import shown
@@ -99,13 +101,37 @@ def plain_width(default: int = 120) -> int:
     return columns if columns > 0 else default
 
 
+# C0 controls but tab and newline, DEL and the C1 controls: a file name holding one (ESC
+# starts a terminal sequence) would recolour, move or erase what we print (QA: a dump named
+# `conv1_\x1b[31m...`); shown as `\xNN`, as `ls -b` does
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
+
+
+class _DataConsole(Console):
+    """A console whose text never carries a control character of the data it shows: rich's
+    own styles are separate control-free segments, so only the data's are escaped."""
+
+    def render(self, renderable: Any, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control is None and _CONTROL.search(segment.text):
+                yield Segment(_CONTROL.sub(_escaped, segment.text), segment.style)
+            else:
+                yield segment
+
+
 def make_console(
     color: bool, stderr: bool = False, width: int | None = None, file: TextIO | None = None
 ) -> Console:
     stream = ShownText(file or (sys.stderr if stderr else sys.stdout))
     if color:
-        return Console(file=cast(TextIO, stream), highlight=False, width=width, force_terminal=True)
-    return Console(
+        return _DataConsole(
+            file=cast(TextIO, stream), highlight=False, width=width, force_terminal=True
+        )
+    return _DataConsole(
         # rich only writes and flushes `file`; its IO[str] annotation is narrower than that.
         file=cast(TextIO, TrailingSpaceStripper(cast(TextIO, stream))),
         highlight=False,
