@@ -124,7 +124,25 @@ def _labels_and_stems(handles: Sequence[TensorHandle]) -> tuple[list[str], list[
                 sub = os.path.relpath(os.path.dirname(os.path.abspath(h.path)), common)
                 stems[k] = (stem[0], f"{stem[1]}.{safe_file_stem(sub, 80)}", stem[2])
                 labels[k] = f"{labels[k]} ({sub})"
-    return labels, [_joined(*stem) for stem in stems]
+    return labels, _distinct([_joined(*stem) for stem in stems])
+
+
+def _distinct(names: list[str]) -> list[str]:
+    """`names` with the later of any two that made-safe names made equal (`a b` and `a_b`
+    both become `a_b`: QA, the second file written over the first) numbered `~2`, `~3`..."""
+    seen: set[str] = set(names)
+    taken: set[str] = set()
+    out = []
+    for name in names:
+        if name in taken:
+            n = 2
+            while f"{name}~{n}" in seen:
+                n += 1
+            name = f"{name}~{n}"
+            seen.add(name)
+        taken.add(name)
+        out.append(name)
+    return out
 
 
 def _joined(base: str, tag: str, slot: str) -> str:

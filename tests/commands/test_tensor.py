@@ -732,3 +732,25 @@ def test_dc_of_bfloat16_writes_a_npy_numpy_reads(demo, tmp_path):
     assert got.dtype == np.float32
     np.testing.assert_array_equal(got, values.astype(np.float32))
     assert any("bfloat16 saved as float32" in n for n in result.notes)
+
+
+def test_dc_of_two_names_made_safe_alike_writes_both(demo, tmp_path):
+    """`convX a` and `convX_a` both make `convX_a` safe: the second is numbered, never
+    written over the first (QA Q23 #4: dc printed both, the file held only the second)."""
+    root, manifest, shell = demo
+    src = tmp_path / "dumps"
+    src.mkdir()
+    a = shutil.copy(dump_path(root, manifest, CONV1), src / "Conv2D.convX a.5.1.1700000000000000")
+    b = shutil.copy(dump_path(root, manifest, CONV2), src / "Conv2D.convX_a.5.1.1700000000000000")
+    out = tmp_path / "out"
+    files = run_ok(shell, f"dc {src} -o {out}").files
+    paths = [npy for _, npy, _, _ in files]
+    assert len(set(paths)) == len(paths) and all(Path(p).is_file() for p in paths)
+    checked = 0
+    for source in (a, b):
+        for label, npy, _, _ in files:
+            if label.startswith(Path(source).name + " output 0"):
+                np.testing.assert_array_equal(np.load(npy), decoded(Path(source), "output", 0))
+                checked += 1
+    assert checked == 2
+    assert any("~2" in Path(p).name for p in paths)
