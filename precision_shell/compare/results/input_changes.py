@@ -12,7 +12,9 @@ stays cheap on big results: the dirs of the (rank, step) shown (the dump dirs an
 dir it was compared with), whose files are stat'ed one by one only when a dir holds at most
 `STAT_MAX` entries, the graph it read, and the files of the op shown (`ni`), always. A file
 rewritten in place in a bigger dir is only seen when it is shown. A compare of one (rank, step)
-(no rank x step table) also says which dump dirs of its run came in since.
+(no rank x step table) also says which dump dirs of its run came in since; under a rank x step
+table, the dump dirs of the other (rank, step)s are checked too, up to OTHER_DIRS_MAX of them
+(`stale_slices_line`: their cells may be stale).
 
 `vc --resume` checks more (pipeline/journal.py `plan_fingerprint`: every task's files, size and
 mtime) but must plan the compare again to do so; a reader only looks.
