@@ -4,6 +4,7 @@ MegEngine / SigmaStar dumps, which have no such dirs (`no_rank_step`, the one ch
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -45,3 +46,27 @@ def foreign_dumps(
     if ctx.foreign_path is not None:
         no_rank_step(command, args)
     return ctx.foreign
+
+
+def slice_of_path(ctx: ShellContext, command: str, name: str, args: argparse.Namespace) -> None:
+    """A dump file given by path names its own (rank, step): set `args.rank`/`args.step` to
+    that dump dir's (QA: `ni PATH`/`replay PATH` of rank 2 step 5's file read rank 0 step
+    0's file of that name). A `--rank/--step` that names another is a UsageError; a name
+    that is no file of a run's dump dir is left alone."""
+    if os.sep not in name or not os.path.isfile(name):
+        return
+    for run in ctx.workspace.runs:
+        found = run.file_at(name)
+        if found is None:
+            continue
+        where = found[0]
+        if len(run.slices) < 2:
+            return
+        for flag, own in (("rank", where.rank), ("step", where.step)):
+            given = getattr(args, flag, None)
+            if given not in (None, own):
+                raise UsageError(
+                    f"{command}: {name} is a dump file of {where.label}, not --{flag} {given}"
+                )
+        args.rank, args.step = where.rank, where.step
+        return

@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, field
 
-from precision_shell.commands.dump_slice_args import foreign_dumps, rank_step_arguments
+from precision_shell.commands.dump_slice_args import (
+    foreign_dumps,
+    rank_step_arguments,
+    slice_of_path,
+)
 from precision_shell.errors import PrecisionError
 from precision_shell.explore.node_info import NodeInfo, collect_node_info
 from precision_shell.explore.op_lookup import lookup_ops
@@ -241,6 +245,7 @@ def ni_command(ctx: ShellContext, args: argparse.Namespace) -> NodeInfoResult | 
         raise UsageError("ni: -s DEPTH must be between 0 and 20")
     ws = ctx.workspace
     check_graph_filter(ws, args.graph)
+    slice_of_path(ctx, "ni", name, args)
     result = NodeInfoResult(query=name)
     runs = ws.runs if args.run in (None, "all") else [ws.run(args.run)]
     lookup = lookup_ops(runs, name, ws.root, args.graph)

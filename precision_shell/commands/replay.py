@@ -6,7 +6,7 @@ import argparse
 import json
 from dataclasses import dataclass
 
-from precision_shell.commands.dump_slice_args import rank_step_arguments
+from precision_shell.commands.dump_slice_args import rank_step_arguments, slice_of_path
 from precision_shell.replay.session import ReplayReport, replay_op_in_workspace
 from precision_shell.shell.context import ShellContext
 from precision_shell.shell.registry import argument, command
@@ -50,6 +50,7 @@ def replay_command(ctx: ShellContext, args: argparse.Namespace) -> ReplayReport 
     "isolated_allowed", "isolated_note", "constants_differ", "verdict"}]};
     NaN and inf are the strings "nan", "inf", "-inf".
     """
+    slice_of_path(ctx, "replay", args.op, args)
     report = replay_op_in_workspace(ctx.workspace, None, args.op, args.rank, args.step)
     if args.json:
         return JsonText(json.dumps(report.to_json(), allow_nan=False))

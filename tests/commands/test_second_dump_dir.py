@@ -247,3 +247,22 @@ def test_pt_cp_dc_read_a_dump_file_name_in_the_rank_given_and_say_which(tiny_dem
         f"use --rank {rank} --step {step}"
     )
     assert run_ok(shell, f"pt {only.name} --rank {rank}").items[0].path == str(only)
+
+
+def test_a_dump_file_given_by_path_is_read_in_its_own_rank_and_step(tiny_demo):
+    """`ni PATH` and `replay PATH` of rank 1's file read rank 1's (QA Q21 #3: they read the
+    default rank's file of that name); a --rank naming another card is refused."""
+    root, _ = tiny_demo
+    rank, step = _add(root, "device")
+    shell = open_shell(root)
+    path = next(
+        p
+        for p in _step_dir(root).parents[2].parent.joinpath(rank).rglob("*")
+        if CONV2.split("/")[0] in p.name
+    )
+    (info,) = run_ok(shell, f"ni {path}").nodes
+    assert info.dump_slice == f"rank {rank} step {step}"
+    report = run_ok(shell, f"replay {path}")
+    assert (report.rank, report.step) == (rank, step)
+    error = run_fail(shell, f"replay {path} --rank 0").error
+    assert error == f"replay: {path} is a dump file of rank {rank} step {step}, not --rank 0"
