@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from precision_shell.errors import FormatError
+from precision_shell.file_name_text import TEXT_ERRORS
 from precision_shell.formats.bounded_read import read_bounded_text
 from precision_shell.formats.dir_entries import list_dir, odd_entry_warnings
 from precision_shell.formats.dump_names import MAX_MAPPING_BYTES
@@ -282,7 +283,7 @@ def read_mapping_csv(path: Path) -> tuple[dict[str, str], list[str]]:
     mapping: dict[str, str] = {}
     warnings: list[str] = []
     try:
-        text = read_bounded_text(path, MAX_MAPPING_BYTES)
+        text = read_bounded_text(path, MAX_MAPPING_BYTES, errors=TEXT_ERRORS)
         for line_number, row in enumerate(csv.reader(io.StringIO(text, newline="")), start=1):
             if not row or not "".join(row).strip():
                 continue

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from precision_shell.errors import FormatError
+from precision_shell.file_name_text import TEXT_ERRORS
 from precision_shell.formats.bounded_read import read_bounded_text
 
 MAPPING_FILE_NAME = "mapping.csv"
@@ -135,7 +136,7 @@ def read_mapping_csv(directory: Path) -> tuple[dict[str, str], list[str]]:
     mapping: dict[str, str] = {}
     warnings: list[str] = []
     try:
-        text = read_bounded_text(path, MAX_MAPPING_BYTES)
+        text = read_bounded_text(path, MAX_MAPPING_BYTES, errors=TEXT_ERRORS)
         rows = _numbered_rows(io.StringIO(text, newline=""))
     except FileNotFoundError:
         return {}, []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -171,4 +172,21 @@ def test_mapping_csv_that_is_not_text(tmp_path: Path) -> None:
     (tmp_path / "mapping.csv").write_bytes(b"\xff\xfe\x00bad")
     mapping, warnings = read_mapping_csv(tmp_path)
     assert mapping == {}
-    assert len(warnings) == 1 and "mapping.csv: cannot read" in warnings[0]
+    assert len(warnings) == 1 and "mapping.csv" in warnings[0]
+
+
+def test_a_mapping_csv_row_that_is_not_utf8_keeps_its_bytes_and_the_other_rows(
+    tmp_path: Path,
+) -> None:
+    """QA Q23 #7: one such row made the whole file unreadable and every name in it unresolved;
+    its name is the str Python gives a file name of those bytes (surrogateescape)."""
+    (tmp_path / "mapping.csv").write_bytes(
+        f"1001,Add.a.1.{TS}\n1002,Add.caf\xe9.2.{TS}\n".encode().replace(b"\xc3\xa9", b"\xe9")
+    )
+    mapping, warnings = read_mapping_csv(tmp_path)
+    assert warnings == []
+    assert mapping == {
+        "1001": f"Add.a.1.{TS}",
+        "1002": f"Add.caf\udce9.2.{TS}",
+    }
+    assert os.fsencode(mapping["1002"]) == f"Add.caf\xe9.2.{TS}".encode("latin-1")
