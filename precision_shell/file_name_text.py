@@ -12,7 +12,8 @@ policy, chosen by what must read the text back:
 - JSON (summary.json, the vc journal's lines): `json_text` escapes a lone surrogate as
   `\\udcXX`, so the file is valid JSON and valid UTF-8, and `json.loads` gives the same str;
 - the report page and the terminal: `shown` writes the byte as `\\xNN` (what `ls -b` prints):
-  neither can show a byte that is not UTF-8, and a strict UTF-8 stdout fails on it.
+  neither can show a byte that is not UTF-8, and a strict UTF-8 stdout fails on it; a
+  console also shows the control characters of the text it prints so (`controls_shown`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,19 @@ def shown(text: str) -> str:
     """`text` with each byte that was not UTF-8 as `\\xNN` (any other lone surrogate as
     `\\uXXXX`), for a page or terminal that can show only real characters."""
     return _LONE_SURROGATE.sub(_shown_char, text)
+
+
+# C0 controls but tab and newline, DEL and the C1 controls: a file name holding one (ESC
+# starts a terminal sequence) would recolour, move or erase what a terminal shows (QA: a dump
+# named `conv1_\x1b[31m...`)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def controls_shown(text: str) -> str:
+    """`text` with each control character (`_CONTROL`) as `\\xNN`, as `ls -b` shows it: for
+    the data a console prints, whose own styles are escape sequences `shown` cannot tell
+    apart from a name's."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _shown_char(match: re.Match[str]) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import glob
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -290,35 +289,23 @@ def _notes(
     ctx: ShellContext, summary: RunSummary | None, csv_path: Path, pick: ResultPick
 ) -> list[str]:
     """What vcs says of the compare before its rows: inputs changed since, how it was picked."""
-    stale = stale_line(ctx, summary, csv_path)
-    others = _stale_slices(ctx, summary, csv_path)
     unmatched = unmatched_text(summary, csv_path)
     return (
-        ([stale] if stale is not None else [])
-        + ([others] if others is not None else [])
+        _stale_lines(ctx, summary, csv_path)
         + pick.notes("vcs")
         + ([unmatched] if unmatched is not None else [])
     )
 
 
-def stale_line(
-    ctx: ShellContext, summary: RunSummary | None, csv_path: Path, files: Iterable[str] = ()
-) -> str | None:
-    """`stale_compare_line` for a reader: None for a compare outside any workspace."""
+def _stale_lines(ctx: ShellContext, summary: RunSummary | None, csv_path: Path) -> list[str]:
+    """`stale_compare_line` and, under a rank x step table, `stale_slices_line` for a reader;
+    none for a compare outside any workspace."""
     try:
         ws = ctx.workspace
     except PrecisionError:  # a foreign compare opened by itself
-        return None
-    return stale_compare_line(ws, summary, csv_path, files)
-
-
-def _stale_slices(ctx: ShellContext, summary: RunSummary | None, csv_path: Path) -> str | None:
-    """`stale_slices_line` for a reader: None for a compare outside any workspace."""
-    try:
-        ws = ctx.workspace
-    except PrecisionError:
-        return None
-    return stale_slices_line(ws, summary, csv_path)
+        return []
+    lines = (stale_compare_line(ws, summary, csv_path), stale_slices_line(ws, summary, csv_path))
+    return [line for line in lines if line is not None]
 
 
 def _summary_of(csv_path: Path) -> RunSummary | None:

@@ -20,6 +20,7 @@ from precision_shell.compare.results.slice_results import (
     NOT_COMPARED_MEANS,
     RankStepTable,
     entry_for_csv,
+    is_undumped,
     rank_step_table,
     run_slices,
 )
@@ -225,9 +226,7 @@ def _nothing_to_compare_line(console: Console, empty: list[dict[str, Any]]) -> N
     selection left out (`_not_selected_line`), which another --rank/--step would compare."""
     if not empty:
         return
-    undumped = [
-        f"rank {e.get('rank')} step {e.get('step')}" for e in empty if e.get("dumped") is False
-    ]
+    undumped = [f"rank {e.get('rank')} step {e.get('step')}" for e in empty if is_undumped(e)]
     if undumped:  # a step given with every rank that some rank never dumped
         console.print(
             Text(
@@ -235,7 +234,7 @@ def _nothing_to_compare_line(console: Console, empty: list[dict[str, Any]]) -> N
                 style="yellow",
             )
         )
-    empty = [e for e in empty if e.get("dumped") is not False]
+    empty = [e for e in empty if not is_undumped(e)]
     if not empty:
         return
     names = "; ".join(

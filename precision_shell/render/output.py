@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO, cast
@@ -17,7 +16,7 @@ from rich.console import Console, ConsoleOptions
 from rich.segment import Segment
 from rich.text import Text
 
-from precision_shell.file_name_text import shown
+from precision_shell.file_name_text import controls_shown, shown
 from precision_shell.shell.dispatcher import HelpText, Outcome, write_traceback_log
 
 PROMPT = "PrecisionTool > "
@@ -101,24 +100,15 @@ def plain_width(default: int = 120) -> int:
     return columns if columns > 0 else default
 
 
-# C0 controls but tab and newline, DEL and the C1 controls: a file name holding one (ESC
-# starts a terminal sequence) would recolour, move or erase what we print (QA: a dump named
-# `conv1_\x1b[31m...`); shown as `\xNN`, as `ls -b` does
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def _escaped(match: re.Match[str]) -> str:
-    return f"\\x{ord(match.group()):02x}"
-
-
 class _DataConsole(Console):
     """A console whose text never carries a control character of the data it shows: rich's
     own styles are separate control-free segments, so only the data's are escaped."""
 
     def render(self, renderable: Any, options: ConsoleOptions | None = None) -> Iterable[Segment]:
         for segment in super().render(renderable, options):
-            if segment.control is None and _CONTROL.search(segment.text):
-                yield Segment(_CONTROL.sub(_escaped, segment.text), segment.style)
+            if segment.control is None:
+                text = controls_shown(segment.text)
+                yield segment if text == segment.text else Segment(text, segment.style)
             else:
                 yield segment
 

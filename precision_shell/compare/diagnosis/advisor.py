@@ -302,17 +302,14 @@ def _fp16_findings(
             and (row.op_name, row.slot) not in kernel_made
         ):
             seen.add(row.op_name)
+            measured = (row.op_name, row.slot) in replayed
             found.append(
                 Finding(
                     FP16_OVERFLOW,
                     row.op_name,
                     row.index,
-                    _fp16_value_advice((row.op_name, row.slot) in replayed),
-                    {
-                        "source": "value",
-                        "tensor": row.tensor_index,
-                        "replayed": (row.op_name, row.slot) in replayed,
-                    },
+                    _fp16_value_advice(measured),
+                    {"source": "value", "tensor": row.tensor_index, "replayed": measured},
                 )
             )
     return found

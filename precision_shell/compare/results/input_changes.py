@@ -391,9 +391,7 @@ def stale_compare_line(
     if entry is not None and entry.right is not None:  # a workspace moved since: its dir now
         entry = replace(entry, right=rebased(ws, summary, entry.right))
     dirs = slice_dirs(ws, summary, entry) if entry is not None else _given_dirs(summary, csv_path)
-    listings = None
-    if entry is not None and entry.listings is not None:  # by path in the workspace: its dirs now
-        listings = {os.path.join(ws.root, k): v for k, v in entry.listings}
+    listings = _listings_now(ws, entry) if entry is not None else None
     moved = benchmark_moved(ws, entry, summary.started_ns) if entry is not None else None
     if moved is not None and entry is not None and entry.right is not None:
         compared = os.path.normpath(entry.right)
@@ -412,6 +410,14 @@ def stale_compare_line(
         base = found or InputChanges(summary.path.parent, [], [])
         found = replace(base, moved=moved, new_slices=new)
     return found.text() if found is not None else None
+
+
+def _listings_now(ws: Workspace, entry: SliceResult) -> dict[str, str] | None:
+    """`entry`'s recorded dir listings keyed by the dirs' paths now (recorded by path in the
+    workspace, which may have moved since); None when it recorded none."""
+    if entry.listings is None:
+        return None
+    return {os.path.join(ws.root, k): v for k, v in entry.listings}
 
 
 OTHER_DIRS_MAX = 64  # dirs of the other (rank, step)s a reader checks, at most STAT_MAX each
@@ -441,9 +447,8 @@ def stale_slices_line(ws: Workspace, summary: RunSummary | None, csv_path: Path)
             unchecked += 1
             continue
         done.update(dirs)
-        listings = None
-        if entry.listings is not None:
-            listings = {os.path.join(ws.root, k): v for k, v in entry.listings}
+        listings = _listings_now(ws, entry)
+        if listings is not None:
             listings = {d: v for d, v in listings.items() if d in dirs}
         if dirs and input_changes(summary, dirs, (), listings or None) is not None:
             changed.append(entry)

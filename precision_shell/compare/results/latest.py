@@ -24,6 +24,7 @@ from precision_shell.compare.results.slice_results import (
     SliceResult,
     entry_csv,
     entry_for_csv,
+    shown_slice_label,
 )
 from precision_shell.compare.results.summary import RunSummary, summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
@@ -72,7 +73,9 @@ class LatestCompare:
     rows_by_op: Mapping[str, list[ResultRow]]
     summary: RunSummary | None
     entry: SliceResult | None = None  # the (rank, step) compare of this CSV, when listed
-    several: bool = False  # the compare holds more than one (rank, step)
+    # whose rows these are (`rank 2 step 0`) when its run has other (rank, step)s, compared
+    # or left out (`slice_results.shown_slice_label`); else empty
+    slice_label: str = ""
     # its rows are partial (a vc interrupted, still running, killed or crashed), newer such
     # runs skipped
     notes: list[str] = field(default_factory=list)
@@ -101,15 +104,6 @@ class LatestCompare:
         if self.summary is None or self.summary.diagnosis is None:
             return None
         return self.summary.diagnosis.root_cause
-
-    @property
-    def slice_label(self) -> str:
-        """Whose rows these are (`rank 2 step 0`) when the compare holds several or left others
-        of its run out (`vc --rank 2 --step 10`); else empty."""
-        if self.entry is None:
-            return ""
-        left_out = self.summary is not None and bool(self.summary.not_selected)
-        return self.entry.label if self.several or left_out else ""
 
     @property
     def root_cause_slice(self) -> str:
@@ -209,8 +203,8 @@ def latest_compare(
         path = default_csv(slices, path)
     upto = pick.journaled_length(path)  # an unfinished run's: its journaled rows only
     entry = entry_for_csv(results, path)
-    several = len(results) + len(slices.not_begun) > 1
-    found = _load(ws, path, upto, summary, entry, several)
+    label = shown_slice_label(slices, summary, path) or ""
+    found = _load(ws, path, upto, summary, entry, label)
     if found is not None and unreadable is not None:
         found.notes.append(f"{unreadable}: its rows are read alone, without the compare's record")
     if found is not None:
@@ -266,7 +260,7 @@ def _load(
     upto: int | None,
     summary: RunSummary | None,
     entry: SliceResult | None,
-    several: bool,
+    label: str,
 ) -> LatestCompare | None:
     try:
         st = path.stat()
@@ -281,4 +275,4 @@ def _load(
         rows = ColumnRowsByOp(columns)
         _CACHE[str(path)] = (key, rows)
     # the summary is read each time: `ac -c` records its diagnosis after the compare
-    return LatestCompare(path, rows, summary, entry, several)
+    return LatestCompare(path, rows, summary, entry, label)

@@ -24,10 +24,9 @@ from precision_shell.compare.pipeline.journal import JOURNAL_NAME
 from precision_shell.compare.pipeline.journal_state import JournalState, journal_state
 from precision_shell.compare.results.journaled_prefix import records_past, whole_lines_length
 from precision_shell.compare.results.schema import (
+    dated_result_dirs,
     find_result_csv,
-    future_result_dirs,
     result_csv_in,
-    result_subdirs,
 )
 from precision_shell.compare.results.slice_results import (
     RunSlices,
@@ -40,6 +39,8 @@ from precision_shell.errors import PrecisionError
 from precision_shell.listing_text import some_of
 
 INTERRUPTED = "the compare was interrupted"
+# why `dated_result_dirs` passes a result dir over
+FUTURE_WHY = "dated after now (a clock or time zone ahead, or not vc's)"
 
 
 @dataclass(frozen=True)
@@ -223,8 +224,8 @@ class ResultPick:
         if self.future:
             names = some_of([d.name for d in self.future], shown=3)
             lines.append(
-                f"passed over {names} in {self.future[0].parent}: dated after now (a clock or "
-                f"time zone ahead, or not vc's); {command} -f DIR reads one"
+                f"passed over {names} in {self.future[0].parent}: {FUTURE_WHY}; {command} -f "
+                "DIR reads one"
             )
         return lines
 
@@ -258,9 +259,9 @@ def pick_result_csv(target: Path, statistics: bool = False) -> ResultPick:
     """`find_result_csv`, where the newest result of a dir of result dirs is the newest
     finished one; with none finished, the newest unfinished one."""
     if target.is_dir() and result_csv_in(target, statistics) is None:
-        future = future_result_dirs(target)
+        subdirs, future = dated_result_dirs(target)
         passed: list[tuple[Path, UnfinishedRun]] = []
-        for sub in result_subdirs(target):
+        for sub in subdirs:
             found = result_csv_in(sub, statistics)
             if found is None:
                 continue
@@ -273,7 +274,6 @@ def pick_result_csv(target: Path, statistics: bool = False) -> ResultPick:
         if future:
             names = some_of([d.name for d in future], shown=3)
             raise PrecisionError(
-                f"{target}: no result dir but {names}, dated after now (a clock or time zone "
-                "ahead, or not vc's): run vc, or give one with -f"
+                f"{target}: no result dir but {names}, {FUTURE_WHY}: run vc, or give one with -f"
             )
     return ResultPick.at(find_result_csv(target, statistics))

@@ -394,22 +394,20 @@ FUTURE_SLACK_S = 600
 
 def result_subdirs(target: Path) -> list[Path]:
     """The timestamped result dirs under `target` (`temp/vector_compare/`), newest first;
-    those dated in the future (`future_result_dirs`) left out."""
-    subdirs = (
-        d for d in target.iterdir() if d.is_dir() and d.name[:14].isdigit() and not _future(d)
-    )
-    return sorted(subdirs, key=_stamp_order, reverse=True)
+    those dated in the future (`dated_result_dirs`) left out."""
+    return dated_result_dirs(target)[0]
 
 
-def future_result_dirs(target: Path) -> list[Path]:
-    """The result dirs under `target` whose name is no date, or one more than FUTURE_SLACK_S
-    after now (local time, as vc names them): never taken as the newest."""
-    try:
-        return sorted(
-            d for d in target.iterdir() if d.is_dir() and d.name[:14].isdigit() and _future(d)
-        )
-    except OSError:
-        return []
+def dated_result_dirs(target: Path) -> tuple[list[Path], list[Path]]:
+    """The timestamped result dirs under `target`: (those dated up to now, newest first; those
+    whose name is no date, or one more than FUTURE_SLACK_S after now (local time, as vc names
+    them), by name: never taken as the newest)."""
+    now: list[Path] = []
+    future: list[Path] = []
+    for d in target.iterdir():
+        if d.is_dir() and d.name[:14].isdigit():
+            (future if _future(d) else now).append(d)
+    return sorted(now, key=_stamp_order, reverse=True), sorted(future)
 
 
 def _future(directory: Path) -> bool:

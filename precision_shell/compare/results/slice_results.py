@@ -280,20 +280,13 @@ def run_slices(summary: RunSummary | None) -> RunSlices:
         for e in summary.not_begun
     }
     results = slice_results(summary)
+    empty, undumped = empty_slices(summary), undumped_slices(summary)
     known = None
     if not any(r.against is not None for r in results):  # across ranks lists no other step
         left_out = {(str(e.get("rank")), str(e.get("step"))) for e in summary.not_selected}
         compared = {(r.rank, r.step) for r in results}
-        dirs = empty_slices(summary) - undumped_slices(summary)
-        known = frozenset(compared | left_out | dirs | set(not_begun))
-    return RunSlices(
-        results,
-        empty_slices(summary),
-        not_begun,
-        summary.rule,
-        known=known,
-        undumped=undumped_slices(summary),
-    )
+        known = frozenset(compared | left_out | (empty - undumped) | set(not_begun))
+    return RunSlices(results, empty, not_begun, summary.rule, known=known, undumped=undumped)
 
 
 def slice_results(summary: RunSummary | None) -> list[SliceResult]:
@@ -339,8 +332,13 @@ def undumped_slices(summary: RunSummary) -> frozenset[tuple[str, str]]:
     return frozenset(
         (str(e.get("rank")), str(e.get("step")))
         for e in summary.nothing_to_compare
-        if e.get("dumped") is False
+        if is_undumped(e)
     )
+
+
+def is_undumped(record: dict[str, Any]) -> bool:
+    """A `nothing_to_compare` entry of a (rank, step) never dumped (`dumped: false`)."""
+    return record.get("dumped") is False
 
 
 def _listings(recorded: Any) -> tuple[tuple[str, str], ...] | None:
