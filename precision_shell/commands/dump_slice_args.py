@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from precision_shell.shell.registry import UsageError, argument
+from precision_shell.workspace.path_slice import conflicting_flag, dump_slice_at
 
 if TYPE_CHECKING:
     from precision_shell.foreign.workspace import ForeignWorkspace
@@ -55,18 +56,10 @@ def slice_of_path(ctx: ShellContext, command: str, name: str, args: argparse.Nam
     that is no file of a run's dump dir is left alone."""
     if os.sep not in name or not os.path.isfile(name):
         return
-    for run in ctx.workspace.runs:
-        found = run.file_at(name)
-        if found is None:
-            continue
-        where = found[0]
-        if len(run.slices) < 2:
-            return
-        for flag, own in (("rank", where.rank), ("step", where.step)):
-            given = getattr(args, flag, None)
-            if given not in (None, own):
-                raise UsageError(
-                    f"{command}: {name} is a dump file of {where.label}, not --{flag} {given}"
-                )
-        args.rank, args.step = where.rank, where.step
+    where = dump_slice_at(ctx.workspace, name)
+    if where is None:
         return
+    conflict = conflicting_flag(name, where, args.rank, args.step)
+    if conflict is not None:
+        raise UsageError(f"{command}: {conflict}")
+    args.rank, args.step = where.rank, where.step

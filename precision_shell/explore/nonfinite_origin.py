@@ -4,6 +4,7 @@ Per run, steps in order; in each step every rank's slice is read op by op in exe
 order (graph positions; ops the graph lacks after, by dump time) and stops at its first
 output holding NaN/inf. The earliest step with a hit answers; its op earliest in execution
 (then the lowest rank) is the origin, and the other ranks that hit in that step are listed.
+The later steps are not read, and said so (`--step` reads one).
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ class NonfiniteOrigin:
     pad_only: NonfiniteHit | None = None
     slices_read: int = 0
     files_read: int = 0
+    # the steps after `first`'s, not read: the search stops at the first step holding NaN/inf
+    unread_steps: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
 
@@ -166,7 +169,8 @@ def nonfinite_origin(
     by_step: dict[str, list[DumpSlice]] = {}
     for s in slices:
         by_step.setdefault(s.step, []).append(s)
-    for step_name in sorted(by_step, key=number_order):
+    steps = sorted(by_step, key=number_order)
+    for n, step_name in enumerate(steps):
         hits, pad_hits = [], []
         for where in sorted(by_step[step_name], key=lambda s: number_order(s.rank)):
             origin.slices_read += 1
@@ -180,6 +184,7 @@ def nonfinite_origin(
             origin.pad_only = min(pad_hits, key=_execution_order)
         if hits:
             origin.first, origin.also = hits[0], hits[1:]
+            origin.unread_steps = steps[n + 1 :]
             break
     return origin
 

@@ -27,6 +27,7 @@ from precision_shell.formats.layouts import LayoutError, is_plain_format
 from precision_shell.formats.npu_dump import DumpHeader, TensorMeta, read_dump_header, read_tensor
 from precision_shell.listing_text import in_workspace
 from precision_shell.workspace.index_cache import file_fingerprint
+from precision_shell.workspace.path_slice import conflicting_flag, dump_slice_at
 from precision_shell.workspace.tensor_stats import TensorStats
 from precision_shell.workspace.workspace import Workspace
 
@@ -228,6 +229,7 @@ def resolve_tensors(
         base, kind, index = m.group("base"), m.group("kind"), int(m.group("index"))
     path = find_user_file(base, root)  # the cwd, then precision_data/ and the dir holding it
     if path is not None:
+        _same_slice(ws, str(path), base, rank, step)
         handles = _file_handles(str(path), kind, index, ws)
     elif ws is None:
         raise PrecisionError(f"{base}: no such file")
@@ -237,6 +239,19 @@ def resolve_tensors(
         outputs = [h for h in handles if h.meta is not None and h.meta.kind == "output"]
         handles = outputs[:1] or handles[:1]
     return handles
+
+
+def _same_slice(
+    ws: Workspace | None, path: str, given: str, rank: str | None, step: str | None
+) -> None:
+    """A path is read as given: a `--rank`/`--step` beside it naming another dump dir is
+    an error rather than dropped without a word."""
+    if ws is None or (rank is None and step is None):
+        return
+    where = dump_slice_at(ws, path)
+    conflict = conflicting_flag(given, where, rank, step) if where is not None else None
+    if conflict is not None:
+        raise PrecisionError(conflict)
 
 
 def _workspace_handles(
@@ -304,10 +319,15 @@ def _benchmark_named(ws: Workspace, name: str, rank: str | None, step: str | Non
         if not scoped or benchmarks is own:
             return path
         where = " ".join(f"{k} {v}" for k, v in (("rank", rank), ("step", step)) if v is not None)
-        mine = f"in {in_workspace(str(own.directory))}/" if own else "anywhere"
+        mine = (
+            f"no benchmark of that name in {in_workspace(str(own.directory))}/, the benchmark "
+            f"dir of {where}"
+            if own
+            else f"{where} has no benchmark dir"
+        )
         raise PrecisionError(
-            f"{name}: no benchmark of that name {mine}, the benchmark dir of {where}; "
-            f"{in_workspace(path)} is another rank's or step's tensor: give that path to read it"
+            f"{name}: {mine}; {in_workspace(path)} is another rank's or step's tensor: give "
+            "that path to read it"
         )
     return None
 

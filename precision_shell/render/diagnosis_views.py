@@ -24,6 +24,7 @@ from precision_shell.compare.diagnosis.replay_evidence import (
 from precision_shell.compare.diagnosis.root_cause import INPUT_EVIDENCE, RootCause
 from precision_shell.compare.rank_divergence import rank_list_text
 from precision_shell.explore.nonfinite_origin import NonfiniteHit, NonfiniteOrigin
+from precision_shell.listing_text import some_of
 from precision_shell.render.compare_views import render_compare_summary, render_vector_compare
 from precision_shell.render.graph_views import tensor_table
 from precision_shell.render.output import renders
@@ -112,9 +113,25 @@ def _nonfinite(console: Console, check: AutoCheck) -> None:
     slices = sum(o.slices_read for o in check.nonfinite)
     parts.append(Text(f"{read} dump files read over {slices} rank/step dirs", style="dim"))
     for origin in check.nonfinite:
+        parts += [_unread_steps_line(origin, several)] if origin.unread_steps else []
+    for origin in check.nonfinite:
         for err in origin.errors[:5]:
             parts.append(Text(err, style="yellow"))
     console.print(Panel(Group(*parts), title="NaN/inf origin (device outputs)", title_align="left"))
+
+
+def _unread_steps_line(origin: NonfiniteOrigin, several_runs: bool) -> Text:
+    """`steps 10, 20 not read: the search stops at step 5, the first holding NaN/inf (ac
+    --step 10 reads that step)`: a later step may hold a NaN born at an earlier op of its own."""
+    prefix = f"{origin.run}: " if several_runs else ""
+    steps = origin.unread_steps
+    hit = origin.first
+    return Text(
+        f"{prefix}{'steps' if len(steps) > 1 else 'step'} {some_of(steps, 4)} not read: the "
+        f"search stops at step {hit.step if hit else '?'}, the first holding NaN/inf (ac --step "
+        f"{steps[0]} reads that step)",
+        style="yellow",
+    )
 
 
 def _places_text(places: list[tuple[str, str]]) -> str:

@@ -361,11 +361,17 @@ def test_ac_finds_the_rank_step_and_op_where_nan_first_appears(healthy_pristine,
     assert (hit.rank, hit.step, hit.op, hit.output, hit.nan, hit.inf) == ("1", "0", CONV2, 0, 1, 0)
     assert origin.also == []
     assert origin.slices_read == 2  # step 0's two ranks; step 1 not needed
-    assert f"first NaN/inf: rank 1 step 0 op {CONV2} (output 0)  1 NaN; Conv2D." in render(
-        run_ok(shell, "ac")
-    )
-    later = run_ok(shell, "ac --step 1").nonfinite[0].first
+    assert origin.unread_steps == ["1"]  # and said so: it holds a NaN born earlier
+    shown = render(run_ok(shell, "ac"))
+    assert f"first NaN/inf: rank 1 step 0 op {CONV2} (output 0)  1 NaN; Conv2D." in shown
+    assert (
+        "step 1 not read: the search stops at step 0, the first holding NaN/inf (ac --step 1 "
+        "reads that step)"
+    ) in " ".join(shown.split())
+    (later_origin,) = run_ok(shell, "ac --step 1").nonfinite
+    later = later_origin.first
     assert (later.rank, later.step, later.op) == ("0", "1", CONV1)
+    assert later_origin.unread_steps == []
     assert run_ok(shell, "ac --rank 0 --step 0").nonfinite[0].first is None
 
 

@@ -266,3 +266,9 @@ def test_a_dump_file_given_by_path_is_read_in_its_own_rank_and_step(tiny_demo):
     assert (report.rank, report.step) == (rank, step)
     error = run_fail(shell, f"replay {path} --rank 0").error
     assert error == f"replay: {path} is a dump file of rank {rank} step {step}, not --rank 0"
+    # pt / cp / dc read a path as given: a --rank naming another card is refused, not dropped
+    for command in (f"pt {path}", f"pt {path}:output:0", f"cp {path} {path}", f"dc {path}"):
+        assert run_fail(shell, f"{command} --rank 0").error == (
+            f"{path} is a dump file of rank {rank} step {step}, not --rank 0"
+        ), command
+    assert run_ok(shell, f"pt {path}:output:0 --rank {rank}").items[0].path == str(path)

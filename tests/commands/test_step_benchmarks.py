@@ -94,6 +94,18 @@ def test_a_step_without_a_benchmark_is_said_so_not_compared_with_another(two_ste
         "debug_0 rank 0 step 0: no benchmark tensor in tf/dump/rank0/step0/, step0/, rank0/ "
         "or tf/dump/ itself"
     )
+    # ni of step 0 says why the compare has no rows there (not "vc --step 0 compares it")
+    text = " ".join(rendered(run_ok(shell, f"ni {CONV2} --step 0")).replace("│", " ").split())
+    assert (
+        f"found nothing to compare in rank 0 step 0: no benchmark tensor in tf/dump/rank0/step0/,"
+        " step0/, rank0/ or tf/dump/ itself"
+    ) in text
+    assert "compares it" not in text
+    (step1_file,) = (_bench(two_steps) / "step1").glob(f"{RELU2}.0.*.npy")
+    assert run_fail(shell, f"pt {step1_file.name} --step 0").error == (
+        f"{step1_file.name}: step 0 has no benchmark dir; tf/dump/step1/{step1_file.name} is "
+        "another rank's or step's tensor: give that path to read it"
+    )
 
 
 def test_pt_and_cp_read_a_benchmark_name_in_the_steps_own_dir_or_say_where_it_is(two_steps):

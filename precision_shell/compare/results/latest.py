@@ -195,7 +195,7 @@ def latest_compare(
                 f"not known (vc --rank {rank} --step {step} compares it again)"
             )
         if wanted is None:
-            return SliceNotCompared(_not_compared(path, rank, step, slices))
+            return SliceNotCompared(_not_compared(path, rank, step, slices, summary))
         path = entry_csv(wanted, path)
         if not path.is_file():
             return SliceNotCompared(f"{path}: the CSV of {wanted.label} is missing")
@@ -234,7 +234,15 @@ class SliceNotCompared:
     message: str
 
 
-def _not_compared(primary: Path, rank: str, step: str, slices: RunSlices) -> str:
+def _not_compared(
+    primary: Path, rank: str, step: str, slices: RunSlices, summary: RunSummary | None
+) -> str:
+    if (rank, step) in slices.empty and (rank, step) not in slices.undumped:
+        why = _nothing_why(summary, rank, step)
+        return (
+            f"the latest compare ({primary.parent}) found nothing to compare in rank {rank} "
+            f"step {step}" + (f": {why}" if why else "")
+        )
     if (rank, step) in slices.not_begun:
         return (
             f"the latest compare ({primary.parent}) did not begin rank {rank} step {step}: it "
@@ -252,6 +260,15 @@ def _not_compared(primary: Path, rank: str, step: str, slices: RunSlices) -> str
         f"compared {there or 'no (rank, step): two dump dirs'} (vc --rank {rank} --step {step} "
         "compares it)"
     )
+
+
+def _nothing_why(summary: RunSummary | None, rank: str, step: str) -> str | None:
+    """The reason the compare recorded for having nothing to compare in (rank, step)."""
+    for entry in summary.nothing_to_compare if summary is not None else []:
+        if (str(entry.get("rank")), str(entry.get("step"))) == (rank, step):
+            why = entry.get("reason")
+            return why if isinstance(why, str) and why else None
+    return None
 
 
 def _load(
