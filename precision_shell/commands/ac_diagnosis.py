@@ -43,6 +43,7 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     replay_targets,
     replayable,
     stop_reason,
+    unjudged_before,
     untargeted,
 )
 from precision_shell.compare.diagnosis.root_cause import OpEvidence, RootCause
@@ -87,7 +88,8 @@ class RootCausePanel:
 
 @dataclass(frozen=True)
 class PanelLines:
-    """What the root-cause panel says beside the op when several cards or steps were dumped;
+    """What the root-cause panel says beside the op: where and on which cards when several
+    cards or steps were dumped, and the earlier candidates the replay could not judge;
     summary.json keeps it (`DiagnosisRecord.lines`) so the report says the same."""
 
     where: str | None = None  # "rank 3 step 0" when several ranks/steps were diagnosed
@@ -95,6 +97,8 @@ class PanelLines:
     cards: str | None = None  # one card only, or every card (the other ranks of that step)
     card_notes: list[str] = field(default_factory=list)  # the cards that differ, and how
     other_steps: list[str] = field(default_factory=list)  # other steps' faults of their own
+    # candidates before the proven fault shown that no replay judged (`unjudged_before`)
+    not_proven: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any] | None:
         payload: dict[str, Any] = {}
@@ -106,6 +110,8 @@ class PanelLines:
             payload["card_notes"] = list(self.card_notes)
         if self.other_steps:
             payload["other_steps"] = list(self.other_steps)
+        if self.not_proven:
+            payload["not_proven"] = list(self.not_proven)
         return payload or None
 
 
@@ -469,6 +475,7 @@ def diagnose_compare(
         scope.verdict if scope is not None else None,
         scope.notes if scope is not None else [],
         later.notes if later is not None else [],
+        unjudged_before(diagnosis.causes),
     )
     if diagnosis.causes:
         record.lines = lines.to_json()

@@ -275,7 +275,7 @@ def render_root_cause(console: Console, panel: RootCausePanel) -> None:
     c = panel.cause
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
-    head.add_column()
+    head.add_column(overflow="fold")  # a long path wraps, never cut to "…"
     head.add_row("op", Text(c.op))
     lines = panel.lines
     if lines.where is not None:
@@ -286,6 +286,8 @@ def render_root_cause(console: Console, panel: RootCausePanel) -> None:
         head.add_row("", Text(note, style="yellow"))
     for n, note in enumerate(lines.other_steps):
         head.add_row("other steps" if n == 0 else "", Text(note, style="yellow"))
+    for n, note in enumerate(lines.not_proven):
+        head.add_row("not proven" if n == 0 else "", Text(note, style="bold yellow"))
     head.add_row("type", c.type)
     head.add_row("index", str(c.index) if c.index is not None else "-")
     if panel.record is not None:

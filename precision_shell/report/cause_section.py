@@ -246,8 +246,8 @@ def root_cause_section(data: ReportData, picture: SubgraphPicture | None) -> str
 
 
 def _card_facts(data: ReportData) -> list[tuple[str, str]]:
-    """Where / Cards / Other steps: what the terminal's panel said beside the op when several
-    cards or steps were dumped (summary.json `diagnosis.lines`)."""
+    """Where / Cards / Other steps / Not proven: what the terminal's panel said beside the op
+    (summary.json `diagnosis.lines`)."""
     diagnosis = data.summary.diagnosis if data.summary is not None else None
     lines = diagnosis.lines if diagnosis is not None else None
     if not lines:
@@ -260,6 +260,9 @@ def _card_facts(data: ReportData) -> list[tuple[str, str]]:
         facts.append(("Cards", f'<span class="warn">{esc(lines["cards"])}</span>{notes}'))
     if lines.get("other_steps"):
         facts.append(("Other steps", "<br>".join(esc(n) for n in lines["other_steps"])))
+    if lines.get("not_proven"):
+        shown = "<br>".join(esc(n) for n in lines["not_proven"])
+        facts.append(("Not proven", f'<span class="warn">{shown}</span>'))
     return facts
 
 

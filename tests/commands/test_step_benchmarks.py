@@ -97,7 +97,7 @@ def test_a_step_without_a_benchmark_is_said_so_not_compared_with_another(two_ste
     # ni of step 0 says why the compare has no rows there (not "vc --step 0 compares it")
     text = " ".join(rendered(run_ok(shell, f"ni {CONV2} --step 0")).replace("│", " ").split())
     assert (
-        f"found nothing to compare in rank 0 step 0: no benchmark tensor in tf/dump/rank0/step0/,"
+        "found nothing to compare in rank 0 step 0: no benchmark tensor in tf/dump/rank0/step0/,"
         " step0/, rank0/ or tf/dump/ itself"
     ) in text
     assert "compares it" not in text

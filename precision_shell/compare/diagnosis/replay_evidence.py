@@ -196,6 +196,29 @@ def proves_fault(out: OutputReplay | None) -> bool:
     )
 
 
+def unjudged_before(causes: Sequence[RootCause]) -> list[str]:
+    """`conv2 runs before it (53.9 dB lost) and could not be replayed (...): it may be the
+    first fault`: the candidates that run before the fault the replay proved and shown
+    first, whose replay was tried and could not run (a truncated dump, the budget spent).
+    The proven fault heads the panel, but what ran before it is not cleared (QA Q23 #6)."""
+    if not causes or not proves_fault(causes[0].replay):
+        return []
+    first = causes[0]
+    return [
+        f"{c.op} runs before it ({_loss_text(c.drop_db)}) and could not be replayed "
+        f"({c.replay_skipped}): it may be the first fault"
+        for c in causes[1:]
+        if c.position < first.position and c.replay is None and c.replay_skipped is not None
+        if not c.input_differs
+    ]
+
+
+def _loss_text(drop_db: float) -> str:
+    if math.isnan(drop_db):
+        return "its loss not measured"
+    return "NaN/inf" if math.isinf(drop_db) else f"{drop_db:.1f} dB lost"
+
+
 def proof_text(out: OutputReplay | None) -> str | None:
     """What the replay proves of an op (`proves_fault`), as the panel and the card notes say
     it; None when it proves nothing."""

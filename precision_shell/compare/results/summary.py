@@ -260,7 +260,7 @@ def _lines(value: Any) -> dict[str, Any] | None:
     for key in ("where", "cards"):
         if isinstance(value.get(key), str):
             lines[key] = value[key]
-    for key in ("card_notes", "other_steps"):
+    for key in ("card_notes", "other_steps", "not_proven"):
         texts = value.get(key)
         if isinstance(texts, list):
             lines[key] = [t for t in texts if isinstance(t, str)]
