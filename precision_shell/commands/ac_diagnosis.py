@@ -245,22 +245,25 @@ def _replayer(
 
 
 def _replay_unfinished(
-    diagnosis: Diagnosis, slices: SliceReplays | None
+    diagnosis: Diagnosis, slices: SliceReplays | None, named: list[ReplayPass]
 ) -> tuple[list[str], str, bool] | None:
     """The slices the replay did not finish (their labels; none: the one compared), why
     (Ctrl-C or SIGTERM, or the budget) and whether it was stopped (not the budget); None when
-    it finished what it set out to replay."""
+    it finished what it set out to replay. `named`: the cards replayed by themselves."""
+    cut = [p for p in named if p.not_reached]
     if slices is not None:
-        where = [p.where or "" for p in slices.unfinished] + slices.not_begun
+        where = [p.where or "" for p in slices.unfinished + cut] + slices.not_begun
         if not where:
             return None
-        stopped = slices.interrupted
+        stopped = slices.interrupted or any(p.interrupted for p in cut)
         return where, stop_reason(stopped, slices.budget_s), stopped
     done = diagnosis.replays
-    if done is None or not done.not_reached:
+    passes = ([done] if done is not None and done.not_reached else []) + cut
+    if not passes:
         return None
-    where = [done.where] if done.where else []
-    return where, stop_reason(done.interrupted, done.budget_s), done.interrupted
+    where = [p.where for p in passes if p.where]
+    stopped = any(p.interrupted for p in passes)
+    return where, stop_reason(stopped, passes[0].budget_s), stopped
 
 
 def _goes_on(first: Diagnosis, chosen: CardDiagnosis, cards: list[CardDiagnosis]) -> bool:
@@ -395,6 +398,8 @@ def diagnose_compare(
                     replayer_for(n, spent),
                 )
                 spent += own.replays.elapsed_s if own.replays is not None else 0.0
+                if own.replays is not None:  # counted by the replay line (QA Q21 #4)
+                    check.named_replays.append(own.replays)
                 redone[n] = replace(card, diagnosis=own)
             return redone if redone != now else None
 
@@ -446,7 +451,9 @@ def diagnose_compare(
                 elsewhere = (scope.own_causes if scope is not None else []) + later.faults
         if scope is not None or elsewhere:
             diagnosis.other_cards = [(e.rank, e.step, c) for e, c in elsewhere]
-    unfinished = _replay_unfinished(diagnosis, check.slice_replays)
+    if check.slice_replays is not None and check.named_replays:
+        check.slice_replays.replayed_by_themselves([p.where or "" for p in check.named_replays])
+    unfinished = _replay_unfinished(diagnosis, check.slice_replays, check.named_replays)
     if unfinished is not None:
         diagnosis.findings = [with_replay_unfinished(f, *unfinished) for f in diagnosis.findings]
         check.replay_interrupted = unfinished[2]
@@ -463,6 +470,8 @@ def diagnose_compare(
             record.replay["slices_before_fault"] = done.fault
             record.replay["slices_left"] = done.left
             record.replay["slices_not_begun"] = done.not_begun
+    if check.named_replays and record.replay is not None:
+        record.replay["named_slices"] = [p.to_json() for p in check.named_replays]
     if entry is not None and len(run.slices) > 1:  # a run of one dump dir keeps the old keys
         record.rank, record.step = entry.rank, entry.step
         for cause_json in record.root_causes:

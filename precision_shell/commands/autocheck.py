@@ -32,6 +32,7 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     DEFAULT_BUDGET_S,
     DEFAULT_REPLAY_MODE,
     REPLAY_MODES,
+    ReplayPass,
 )
 from precision_shell.compare.diagnosis.slice_replays import (
     SliceReplays,
@@ -77,6 +78,9 @@ class AutoCheck:
     diagnosis_skipped: str | None = None  # why no diagnosis ran on this compare
     root_cause: RootCausePanel | None = None
     slice_replays: SliceReplays | None = None  # replays of several (rank, step) compares
+    # the other cards named with a fault of their own, each replayed by itself as `ac -c
+    # --rank R --step S` replays it (after the passes above)
+    named_replays: list[ReplayPass] = field(default_factory=list)
     replay_interrupted: bool = False  # Ctrl-C ended the diagnosis's replay (shown as it stood)
     # Ctrl-C or SIGTERM stopped the diagnosis outside a replay: none is shown or written
     diagnosis_interrupted: str | None = None
@@ -335,7 +339,7 @@ def ac_command(ctx: ShellContext, args: argparse.Namespace) -> AutoCheck | Forei
             check.diagnosis_interrupted = stop_name()
             check.diagnosis_skipped = f"interrupted ({check.diagnosis_interrupted})"
             check.diagnosis = check.root_cause = None
-            check.slice_replays = None
+            check.slice_replays, check.named_replays = None, []
             return check
         if check.summary is None:  # no diagnosis: the primary compare's failing ops
             check.summary = summary_of(ctx, table, None, [], args.limit or 0, check.compare.summary)

@@ -28,7 +28,11 @@ from precision_shell.listing_text import some_of
 from precision_shell.render.compare_views import render_compare_summary, render_vector_compare
 from precision_shell.render.graph_views import tensor_table
 from precision_shell.render.output import renders
-from precision_shell.render.replay_lines import replay_pass_line, slice_replays_line
+from precision_shell.render.replay_lines import (
+    named_replays_line,
+    replay_pass_line,
+    slice_replays_line,
+)
 from precision_shell.render.statistics_views import (
     render_statistics_compare,
     render_statistics_diagnosis,
@@ -409,6 +413,9 @@ def render_autocheck(console: Console, check: AutoCheck) -> None:
         if check.slice_replays is not None:
             console.print(Text(slice_replays_line(check.slice_replays), style="dim"))
         elif d.replays is not None:
-            console.print(Text(replay_pass_line(d.replays), style="dim"))
+            line = replay_pass_line(d.replays, alone=not check.named_replays)
+            console.print(Text(line, style="dim"))
+        if check.named_replays:
+            console.print(Text(named_replays_line(check.named_replays), style="dim"))
     if check.report_path is not None:
         console.print(Text.assemble(("report: ", "bold"), str(check.report_path)), soft_wrap=True)

@@ -9,12 +9,15 @@ from precision_shell.compare.diagnosis.slice_replays import CANDIDATES_BEFORE_FA
 from precision_shell.listing_text import some_of
 
 
-def replay_pass_line(done: ReplayPass) -> str:
+def replay_pass_line(done: ReplayPass, alone: bool = True) -> str:
     """`replay (candidates): 5 ops replayed in 0.02 s, 1 kernel wrong; 2 refused; ...`; a
-    pass over one slice of several compared says which, and how to replay another."""
+    pass over one slice of several compared says which, and how to replay another (`alone`:
+    no other card was replayed by itself, `named_replays_line`)."""
     wrong = done.wrong
     where = ""
-    if done.where is not None:
+    if done.where is not None and not alone:
+        where = f" of {done.where}"
+    elif done.where is not None:
         where = (
             f" of {done.where} only (ac -c --rank R --step S replays another; "
             "--replay all every compared slice)"
@@ -42,6 +45,29 @@ def replay_pass_line(done: ReplayPass) -> str:
             "not replayed (--replay all replays them)"
         )
     return "; ".join(parts)
+
+
+def named_replays_line(passes: list[ReplayPass]) -> str:
+    """`replayed by themselves too, as ac -c --rank R --step S replays one (a fault of their
+    own is named above): rank 0 step 0: 8 ops in 0.02 s, 0 kernels wrong, 1 op whose
+    constants differ (conv2)`: the other cards named with a fault of their own, whose proof
+    comes from these replays, not from the passes of the line before (QA Q21 #4)."""
+    shown = []
+    for p in passes:
+        text = f"{p.where}: {_ops(len(p.reports))} in {p.elapsed_s:.2f} s"
+        text += f", {len(p.wrong)} kernel{'s' if len(p.wrong) != 1 else ''} wrong"
+        if p.wrong:
+            text += f" ({some_of(p.wrong)})"
+        text += _differing_text(len(p.differing))
+        if p.differing:
+            text += f" ({some_of(p.differing)})"
+        if p.not_reached:
+            text += f", {p.not_reached} not reached ({stop_reason(p.interrupted, p.budget_s)})"
+        shown.append(text)
+    return (
+        "replayed by themselves too, as ac -c --rank R --step S replays one (a fault of their "
+        "own is named above): " + "; ".join(shown)
+    )
 
 
 def before_fault_text(done: ReplayPass) -> str:

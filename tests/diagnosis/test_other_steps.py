@@ -50,3 +50,22 @@ def test_a_later_steps_own_fault_is_named_beside_the_first_root_cause(tmp_path):
     assert all(DENSE not in n for n in panel.lines.other_steps)
     # the shown cause is proven: no "benign single-point deviation" beside it
     assert "single-point deviation" not in [f.detection for f in panel.findings]
+
+
+def test_the_later_step_named_is_counted_as_replayed_by_itself(tmp_path):
+    """QA Q21 #4: step 1's proof came from its own replay, while the replay line called it
+    "not replayed" and summary.json's replay passes had no trace of it."""
+    root, rank = _steps(tmp_path)
+    check = run_ok(open_shell(root), "ac -c --step all")
+    (named,) = check.named_replays
+    assert named.where == f"rank {rank} step 1" and CONV2 in named.differing
+    text = " ".join(rendered(check, 300).split())
+    assert f"of rank {rank} step 0: " in text and f"of rank {rank} step 0 only" not in text
+    assert (
+        "replayed by themselves too, as ac -c --rank R --step S replays one (a fault of their own "
+        f"is named above): rank {rank} step 1: {len(named.reports)} ops in "
+    ) in text
+    assert f"1 op whose constants differ from the benchmark's ({CONV2})" in text
+    replay = json.loads(check.compare.summary_path.read_text())["diagnosis"]["replay"]
+    (recorded,) = replay["named_slices"]
+    assert recorded["slice"] == f"rank {rank} step 1" and recorded["constants_differ"] == [CONV2]

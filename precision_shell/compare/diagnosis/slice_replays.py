@@ -85,6 +85,12 @@ class SliceReplays:
     not_begun: list[str] = field(default_factory=list)
     not_begun_why: str = ""
 
+    def replayed_by_themselves(self, wheres: Sequence[str]) -> None:
+        """The slices `wheres`, named with a fault of their own, were replayed by
+        themselves after these passes: no longer `left` nor `not_begun`."""
+        self.left = [w for w in self.left if w not in wheres]
+        self.not_begun = [w for w in self.not_begun if w not in wheres]
+
     @property
     def interrupted(self) -> bool:
         """Ctrl-C ended a pass (and kept any slice after it from its replay)."""
