@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from precision_shell.demo.builder import build_demo
-from precision_shell.demo.spec import LOCAL_ERROR, WRONG_CONSTANT, DemoSpec, Fault
+from precision_shell.demo.spec import CORRUPT_INPUT, LOCAL_ERROR, WRONG_CONSTANT, DemoSpec, Fault
 from tests.commands.shell_fixture import CONV2, open_shell, rendered, run_ok
 from tests.commands.test_second_dump_dir import _link_copy, _step_dir
 
@@ -69,3 +69,21 @@ def test_the_later_step_named_is_counted_as_replayed_by_itself(tmp_path):
     replay = json.loads(check.compare.summary_path.read_text())["diagnosis"]["replay"]
     (recorded,) = replay["named_slices"]
     assert recorded["slice"] == f"rank {rank} step 1" and recorded["constants_differ"] == [CONV2]
+
+
+def test_a_later_steps_own_fault_behind_the_fault_every_card_shares_is_named(tmp_path):
+    """QA Q21 #6: every card was fed the same wrong input; step 1 also has a wrong constant.
+    Step 1's estimate ranks the input first, the cause shown, and its own fault was named
+    nowhere."""
+    shared = Fault(CORRUPT_INPUT, "input", 0.1, variant="mean")
+    root = tmp_path / "ws"
+    build_demo(root, DemoSpec(size="tiny", faults=(shared,), second_run=False))
+    both = tmp_path / "both"
+    build_demo(both, DemoSpec(size="tiny", faults=(shared, WRONG), second_run=False))
+    step = _step_dir(root)
+    _link_copy(_step_dir(both), step.parent / "1")
+    rank = step.parents[2].name
+    check = run_ok(open_shell(root), "ac -c --step all --replay none")
+    assert check.root_cause.cause.op == "input"
+    (note,) = check.root_cause.lines.other_steps
+    assert note.startswith(f"rank {rank} step 1: a fault of its own at {CONV2} (index 4), ")

@@ -314,6 +314,13 @@ def _later_own(card: CardDiagnosis, cause: RootCause, faults: set[str]) -> RootC
     )
 
 
+def _first_own(card: CardDiagnosis, faults: set[str]) -> RootCause | None:
+    """The card's earliest fault of its own (one at an op where the card shown has none)
+    that its replay, if any ran, does not clear; None when it has none."""
+    own = [c for c in card.diagnosis.causes if fault_of_its_own(c, faults) and not replay_clears(c)]
+    return min(own, key=lambda c: c.position) if own else None
+
+
 def _own_cause(card: CardDiagnosis, cause: RootCause) -> RootCause | None:
     """A card's own root cause as read beside `cause` (another card's): its first, or, when
     that is not before `cause`, its earliest candidate before `cause` that is a fault its
@@ -500,6 +507,13 @@ def other_step_faults(
             continue
         if fault_of_its_own(own, faults):
             found.append((card.entry, own))
+            continue
+        # its first cause is one the card shown has too: a fault of its own behind it is
+        # still its own (QA Q21 #6: a constant wrong on one card of step 5 was named nowhere,
+        # its estimate ranking the network input every card was fed alike first)
+        behind = _first_own(card, faults) if own.op in faults else None
+        if behind is not None:
+            found.append((card.entry, behind))
     found.sort(key=lambda f: first_wrong_order(f[0].step, f[1].position, f[0].rank))
     notes = []
     for entry, own in found[:OTHER_STEPS_SHOWN]:
