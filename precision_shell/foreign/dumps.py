@@ -159,7 +159,13 @@ def open_foreign(path: str | Path) -> ForeignDump:
             )
         dumps = [sigma.read_sigmastar_dump(f) for f in files]
         flags = {d.is_float for d in dumps}
-        records = [t for d in dumps for t in d.tensors]
+        # layer order is each file's `op_out[i]` (the writers' running index), not the file
+        # names' order (QA Q25 #2: `conv2#...` sorted before `relu1#...` made conv2 the
+        # first failing layer); the model's inputs first
+        records = sorted(
+            (t for d in dumps for t in d.tensors),
+            key=lambda t: (not t.is_input, t.op_index, t.slot),
+        )
         return _sigmastar(str(path), kind, records, flags.pop() if len(flags) == 1 else None)
     dump = sigma.read_sigmastar_dump(path)
     return _sigmastar(str(path), kind, list(dump.tensors), dump.is_float)

@@ -32,6 +32,7 @@ from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
 from precision_shell.foreign.dumps import (
     MEGENGINE,
+    SIGMASTAR,
     ForeignDump,
     ForeignTensor,
     Printed,
@@ -54,7 +55,9 @@ from precision_shell.foreign.root_cause import (
     graph_causes,
     order_causes,
 )
+from precision_shell.foreign.sigma_reference import benchmark_is_left, rank_text, reference_rank
 from precision_shell.foreign.verdict import default_rule
+from precision_shell.formats import sigmastar_dump as sigma
 from precision_shell.workspace.layout import workspace_root_or_new
 from precision_shell.workspace.output_files import create_output_file, ensure_dir
 
@@ -317,17 +320,26 @@ def _input_dumps(
 
 
 def float_run_right(left: ForeignDump, right: ForeignDump) -> tuple[ForeignDump, ForeignDump, str]:
-    """The pair with SigmaStar's float run on the right: it is the benchmark (SigmaStarRMSE
-    divides by it), as when a workspace pair is opened. A left dump whose `isFloat: 1` faces
-    an `isFloat: 0` right is swapped, with the line that says so; two float or two quantized
-    runs, or a side without the line, stay as given."""
-    if left.is_float is not True or right.is_float is not False:
+    """The pair with SigmaStar's more original run on the right: it is the benchmark
+    (SigmaStarRMSE divides by it), as when a workspace pair is opened (`sigma_reference`: the
+    framework's run, then the float run, then the quantized one). A left run more original
+    than the right is swapped, with the line that says so; two of one kind, or a side that
+    cannot tell, stay as given."""
+    if left.family != SIGMASTAR:
+        return left, right, ""
+    ranks = [_reference_rank(d) for d in (left, right)]
+    if not benchmark_is_left(*ranks):
         return left, right, ""
     note = (
-        f"-lt {Path(left.path).name} is the float run (isFloat: 1), -rt {Path(right.path).name} "
-        "the quantized one (isFloat: 0): swapped, the float run is the benchmark (right)"
+        f"-lt {Path(left.path).name} is {rank_text(ranks[0])}, -rt {Path(right.path).name} "
+        f"{rank_text(ranks[1])}: swapped, the more original run is the benchmark (right)"
     )
     return right, left, note
+
+
+def _reference_rank(dump: ForeignDump) -> int | None:
+    per_tensor = dump.kind == sigma.KIND_DIR and dump.is_float is None
+    return reference_rank(Path(dump.path).name, dump.is_float, per_tensor)
 
 
 def run_foreign_compare(

@@ -6,8 +6,10 @@ What a path holds is recognised from contents, by the readers' own `detect` (nev
   SigmaStar DumpDebug file or a dir of per-tensor DumpDebug files: a single run;
 - a dir holding exactly two dumps of one family (two MegEngine run dirs, two SigmaStar files,
   two `--io-dump` texts...): a pair, left (device / sample) and right (benchmark):
-  - SigmaStar: the float run (`isFloat: 1`, or else a name that says tflite / onnx / caffe,
-    the float reference tools) is the right; when both or neither are float, name order;
+  - SigmaStar: the more original run is the right (`sigma_reference`): the framework's
+    (a tflite / onnx / caffe name, or per-tensor files), then the float run (`isFloat: 1`),
+    then the quantized one; two of one kind, name order. A dir of per-tensor files (no
+    `isFloat:` line) is one run, whatever their number;
   - MegEngine: name order: the first name (sorted) is the left, the second the right.
   `vc -lt A -rt B` (paths or run names) overrides the pair.
 
@@ -23,7 +25,6 @@ it holds a pair, else the dir holding the dump: never inside a dump dir.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,13 @@ from precision_shell.foreign.dumps import (
     detect_foreign,
     open_foreign,
 )
+from precision_shell.foreign.sigma_reference import (
+    FLOAT,
+    FRAMEWORK,
+    benchmark_is_left,
+    rank_text,
+    reference_rank,
+)
 from precision_shell.formats import megengine_dump as meg
 from precision_shell.formats import sigmastar_dump as sigma
 from precision_shell.workspace.layout import WORKSPACE_DIR_NAME
@@ -43,9 +51,9 @@ from precision_shell.workspace.output_files import ensure_dir
 
 FAMILY_TITLES = {MEGENGINE: "MegEngine io dumps", SIGMASTAR: "SigmaStar DumpDebug dumps"}
 _MAX_ENTRIES = 4096  # a dir with more entries than this is scanned this far only
-_FLOAT_NAME = re.compile(r"tflite|onnx|caffe|float", re.IGNORECASE)
 NAME_ORDER = "name order"
-FLOAT_IS_BENCHMARK = "the float run is the benchmark"
+FLOAT_IS_BENCHMARK = f"{rank_text(FLOAT)} is the benchmark"
+FRAMEWORK_IS_BENCHMARK = f"{rank_text(FRAMEWORK)} is the benchmark"
 
 
 @dataclass(frozen=True)
@@ -190,31 +198,41 @@ def _dump_in(entry: os.DirEntry) -> DumpEntry | None:
     return DumpEntry(entry.name, Path(entry.path), found[0], found[1])
 
 
-def _is_float_sigmastar(entry: DumpEntry) -> bool:
+def _float_line(path: str | Path) -> tuple[bool, bool | None]:
+    """(readable, its `isFloat:` line) of a SigmaStar file; the line None when absent."""
+    try:
+        return True, sigma.read_sigmastar_dump(path).is_float
+    except PrecisionError:
+        return False, None
+
+
+def _reference_rank(entry: DumpEntry) -> int | None:
+    """How original a SigmaStar run is (`sigma_reference`), from its first file's `isFloat:`
+    line, its name, and whether it is a per-tensor dir (files without the line)."""
     if entry.kind == sigma.KIND_DIR:
         files = [e for e in _entries(entry.path) if e.is_file(follow_symlinks=False)]
         paths = [Path(e.path) for e in files if sigma.detect(e.path) is not None]
     else:
         paths = [entry.path]
-    if not paths:
-        return False
-    try:
-        flags = {sigma.read_sigmastar_dump(p).is_float for p in paths[:1]}
-    except PrecisionError:
-        flags = {None}
-    if flags == {True}:
-        return True
-    if flags == {False}:
-        return False
-    return _FLOAT_NAME.search(entry.name) is not None
+    readable, is_float = _float_line(paths[0]) if paths else (False, None)
+    per_tensor = entry.kind == sigma.KIND_DIR and readable and is_float is None
+    return reference_rank(entry.name, is_float, per_tensor)
+
+
+def _per_tensor_files(dumps: list[DumpEntry]) -> bool:
+    """Every dump is a SigmaStar file without an `isFloat:` line: the per-tensor files of one
+    run (`dumpData/NHWC/`), not runs of their own (QA Q25 #9: a 2-layer run opened as a pair)."""
+    return all(d.kind != sigma.KIND_DIR and _float_line(d.path) == (True, None) for d in dumps)
 
 
 def _order_pair(family: str, pair: list[DumpEntry]) -> tuple[list[DumpEntry], str]:
     pair = sorted(pair, key=lambda e: e.name)
     if family == SIGMASTAR:
-        floats = [_is_float_sigmastar(e) for e in pair]
-        if floats[0] != floats[1]:
-            return (pair[::-1] if floats[0] else pair), FLOAT_IS_BENCHMARK
+        left, right = (_reference_rank(e) for e in pair)
+        if benchmark_is_left(left, right) or benchmark_is_left(right, left):
+            if benchmark_is_left(left, right):
+                pair, left, right = pair[::-1], right, left
+            return pair, f"{rank_text(right)} is the benchmark"
     return pair, NAME_ORDER
 
 
@@ -244,16 +262,14 @@ def foreign_layout(path: str | Path) -> ForeignLayout | None:
             "or compare two with vc -lt A -rt B"
         )
     family = families[0]
+    if family == SIGMASTAR and itself is not None and len(dumps) > 1 and _per_tensor_files(dumps):
+        entry = DumpEntry(given.resolve().name, given, family, sigma.KIND_DIR)
+        return ForeignLayout(given, given.resolve().parent, family, (entry,), "")
     if len(dumps) == 2:
         pair, rule = _order_pair(family, dumps)
         return ForeignLayout(given, given.resolve(), family, tuple(pair), rule)
     if len(dumps) == 1:
         return ForeignLayout(given, given.resolve(), family, tuple(dumps), "")
-    if family == SIGMASTAR and itself is not None and all(d.kind != sigma.KIND_DIR for d in dumps):
-        floats = {_is_float_sigmastar(d) for d in dumps}
-        if len(floats) == 1:  # per-tensor files of one run
-            entry = DumpEntry(given.resolve().name, given, family, sigma.KIND_DIR)
-            return ForeignLayout(given, given.resolve().parent, family, (entry,), "")
     names = ", ".join(d.name for d in dumps[:6]) + (", ..." if len(dumps) > 6 else "")
     raise PrecisionError(
         f"{given}: holds {len(dumps)} {FAMILY_TITLES[family]} ({names}); open a dir holding "

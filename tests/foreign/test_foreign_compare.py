@@ -214,9 +214,9 @@ def test_sigmastar_float_run_given_as_left_is_swapped_to_the_benchmark(
     fixed, real_path, q, real = write_sigmastar_pair(tmp_path)
     result = run_ok(shell, f"ac -c -lt {real_path} -rt {fixed}")
     line = (
-        "-lt onnx_NHWC_outtensor_dump.bin is the float run (isFloat: 1), "
-        "-rt sigma_outtensor_dump.bin the quantized one (isFloat: 0): swapped, the float run "
-        "is the benchmark (right)"
+        "-lt onnx_NHWC_outtensor_dump.bin is the framework's run (caffe / onnx / tflite), "
+        "-rt sigma_outtensor_dump.bin the quantized run (isFloat: 0): swapped, the more "
+        "original run is the benchmark (right)"
     )
     assert (result.left, result.right) == (str(fixed), str(real_path))
     rows = _rows_by_op(result)

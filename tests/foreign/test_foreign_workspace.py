@@ -22,7 +22,7 @@ from precision_shell.foreign.explore import (
 )
 from precision_shell.foreign.run import ForeignCompareResult
 from precision_shell.foreign.workspace import (
-    FLOAT_IS_BENCHMARK,
+    FRAMEWORK_IS_BENCHMARK,
     NAME_ORDER,
     foreign_layout,
     open_foreign_workspace,
@@ -120,8 +120,8 @@ def test_layouts_and_the_left_right_rule(meg_dir, sigma_dir, tmp_path: Path) -> 
     assert single is not None and len(single.entries) == 1 and single.root == meg.resolve()
     sigma, _, _ = sigma_dir
     layout = foreign_layout(sigma)
-    assert layout is not None and layout.rule == FLOAT_IS_BENCHMARK
-    assert [e.name for e in layout.entries] == [FIXED, FLOAT]  # the float one is the right
+    assert layout is not None and layout.rule == FRAMEWORK_IS_BENCHMARK
+    assert [e.name for e in layout.entries] == [FIXED, FLOAT]  # the onnx one is the right
     one = foreign_layout(sigma / FLOAT)
     assert one is not None and one.root == sigma.resolve()
     # not foreign: the Ascend path is untouched
