@@ -335,7 +335,7 @@ def compare_tensor(
         missing = right_run.name if rt is None else ws.left.name
         raise PrecisionError(f"cp: {label(tensor)} has no partner in {missing}: {why}")
     rule = rule or default_rule(ws.family)
-    row = _row(1, lt, rt, why, rule)
+    row = _row(1, lt, rt, why, rule, ws.family)
     metrics = {
         m: row.metrics[m] for m in FOREIGN_METRICS if row.texts.get(m, NOT_COMPUTED) != NOT_COMPUTED
     }

@@ -28,7 +28,7 @@ from precision_shell.compare.results.summary import (
     RunSummary,
 )
 from precision_shell.compare.results.tally import CompareTally
-from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.compare.results.thresholds import SHAPE_MISMATCH_MARK, ThresholdRule
 from precision_shell.errors import PrecisionError
 from precision_shell.foreign.dumps import (
     MEGENGINE,
@@ -136,11 +136,13 @@ def _label(t: ForeignTensor) -> str:
 
 
 def _pair_metrics(
-    left: ForeignTensor, right: ForeignTensor
+    left: ForeignTensor, right: ForeignTensor, family: str
 ) -> tuple[dict[str, float], str, str | None]:
     """The metrics of one pair and the row's reason, or ({}, why not compared); a pair that a
     text dump printed in part gives the bound and, third, the reason if the rule is not
-    crossed by it (then the row is not judged)."""
+    crossed by it (then the row is not judged). Shapes that differ over the same elements
+    are compared flat; MegEngine's compare fails them (`shape mismatch`), and so does the
+    row's reason (`SHAPE_MISMATCH_MARK`)."""
     if left.count != right.count:
         why = (
             f"element counts differ: {_shape(left.shape)} has {left.count}, "
@@ -158,8 +160,15 @@ def _pair_metrics(
     if a.size == 0:
         return {}, "empty tensor", None
     metrics = compute(a, b)
-    note = "" if left.shape == right.shape else "shapes differ, compared flat"
-    return metrics, note, None
+    if left.shape == right.shape:
+        return metrics, "", None
+    if family == MEGENGINE:  # QA Q25 #3: a reshape to the wrong shape passed, its user blamed
+        return (
+            metrics,
+            f"{SHAPE_MISMATCH_MARK}: {_shape(left.shape)} vs {_shape(right.shape)}",
+            None,
+        )
+    return metrics, "shapes differ, compared flat", None
 
 
 def _printed_of(t: ForeignTensor) -> Printed:
@@ -238,12 +247,13 @@ def _row(
     right: ForeignTensor | None,
     why: str,
     rule: ThresholdRule,
+    family: str,
 ) -> ResultRow:
     """One pair's row. A pair judged on part of its values keeps its bound only when `rule`
     fails it; otherwise it becomes a row not compared (not judged), never a passing one."""
     if left is None or right is None:
         return _result_row(index, left, right, {}, why)
-    metrics, reason, unjudged = _pair_metrics(left, right)
+    metrics, reason, unjudged = _pair_metrics(left, right, family)
     row = _result_row(index, left, right, metrics, reason)
     if unjudged is not None and not rule.fails(row):
         return _result_row(index, left, right, {}, unjudged)
@@ -306,7 +316,7 @@ def _input_dumps(
             own = _own_dump(key in left_rows, right_key in right_keys, own_row)
             dumped = lin[i]  # its title names the var's producer op and that op's inputs
             states[i] = InputDump(
-                _row(0, dumped, rin[i], "", rule),
+                _row(0, dumped, rin[i], "", rule, MEGENGINE),
                 dumped.op_name,
                 dumped.op_type,
                 dumped.slot,
@@ -368,7 +378,7 @@ def run_foreign_compare(
         writer = csv.writer(fh)
         writer.writerow(foreign_header())
         for index, (lt, rt, why) in enumerate(pairing.pairs, start=1):
-            row = _row(index, lt, rt, why, rule)
+            row = _row(index, lt, rt, why, rule, left.family)
             writer.writerow(_cells(row))
             rows.append(row)
             if lt is not None:

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from precision_shell.compare.metrics.cells import COSINE
 from precision_shell.compare.results.schema import ResultRow
+from precision_shell.compare.results.thresholds import reason_fails
 from precision_shell.foreign.explore import (
     Edge,
     ForeignDecoded,
@@ -61,9 +62,12 @@ def _error_cell(row: ResultRow, metric: str) -> str:
 def _failing(result: ForeignCompareResult) -> Table:
     metric = MEGENGINE_REL if result.family == "megengine" else SIGMASTAR_RMSE
     table = Table(title="failing outputs (execution order)", title_justify="left")
-    for header in ("#", "op", "type", "tensor", "cos", metric):
+    shown = result.failing[:_SHOWN]
+    # a row failed by its reason whatever its cells print (a MegEngine shape mismatch)
+    noted = any(reason_fails(row.reason) for row in shown)
+    for header in ("#", "op", "type", "tensor", "cos", metric, *(("fails by",) if noted else ())):
         table.add_column(header, overflow="fold")
-    for row in result.failing[:_SHOWN]:
+    for row in shown:
         table.add_row(
             str(row.index),
             row.op_name,
@@ -71,6 +75,7 @@ def _failing(result: ForeignCompareResult) -> Table:
             row.npu_dump,
             fmt_num(row.value(COSINE)),
             _error_cell(row, metric),
+            *((row.reason if reason_fails(row.reason) else "",) if noted else ()),
         )
     return table
 

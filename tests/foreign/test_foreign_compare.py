@@ -463,3 +463,34 @@ def test_rule_flags_of_the_wrong_family_or_compare_are_one_line_usage_errors(
     assert err.startswith("vc: --cos-min: ") and "out of range" in err
     # nothing was written by a refused compare
     assert not (tmp_path / "ws" / "precision_data" / "temp" / "vector_compare").exists()
+
+
+def test_a_megengine_var_of_another_shape_fails_as_its_compare_says(tmp_path: Path) -> None:
+    """QA Q25 #3: MegEngine's compare_binary_iodump fails a `shape mismatch` whatever the
+    values; a device Reshape giving (3, 2) for (2, 3), same values, passed "compared flat"
+    and its consumer was named the root."""
+    from precision_shell.formats.megengine_dump import VarSpec, var_info_of, write_bin_io_dump
+    from precision_shell.foreign.run import run_foreign_compare
+
+    x = np.arange(6, dtype=np.float32) / 7
+    sources = var_info_of(1, x, "x", "Host2DeviceCopy")
+    for run, shape in (("dev", (3, 2)), ("ref", (2, 3))):
+        write_bin_io_dump(
+            tmp_path / run,
+            [
+                VarSpec(1, x, "x", "Host2DeviceCopy"),
+                VarSpec(2, x.reshape(shape), "reshape", "Reshape", inputs=(sources,)),
+            ],
+        )
+    (tmp_path / "ws").mkdir()
+    result = run_foreign_compare(
+        tmp_path / "ws", str(tmp_path / "dev"), str(tmp_path / "ref"), diagnose=True
+    )
+    rows = {r.op_name: r for r in read_result_csv(result.csv_path).rows}
+    assert rows["reshape"].metrics["MegEngineRelativeError"] == 0.0  # the values are equal
+    assert rows["reshape"].reason == (
+        "shape mismatch (MegEngine's compare fails it; values compared flat): [3,2] vs [2,3]"
+    )
+    assert [r.op_name for r in result.failing] == ["reshape"]
+    assert result.causes is not None and result.causes[0].op == "reshape"
+    assert "fails by" in rendered(result, 300)

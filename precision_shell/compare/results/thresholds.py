@@ -46,13 +46,25 @@ def sliced_nonfinite(row: ResultRow) -> bool:
     return SLICED_NONFINITE_MARK in row.reason
 
 
-# the marks of a reason that fails its row whatever the cells print (`reason_fails`)
-FAILING_REASON_MARKS = (ZERO_BENCHMARK_MARK, SLICED_NONFINITE_MARK)
+# MegEngine's compare_binary_iodump fails two vars whose shapes differ (`shape mismatch`),
+# whatever their values: the row is compared flat and fails all the same
+SHAPE_MISMATCH_MARK = "shape mismatch (MegEngine's compare fails it; values compared flat)"
+SHAPE_MISMATCH_TEXT = "shape mismatch"
+
+# the marks of a reason that fails its row whatever the cells print (`reason_fails`), and
+# what the row shows as crossing the limit
+FAILING_REASONS = {
+    ZERO_BENCHMARK_MARK: ZERO_BENCHMARK_TEXT,
+    SLICED_NONFINITE_MARK: SLICED_NONFINITE_TEXT,
+    SHAPE_MISMATCH_MARK: SHAPE_MISMATCH_TEXT,
+}
+FAILING_REASON_MARKS = tuple(FAILING_REASONS)
 
 
 def reason_fails(reason: str) -> bool:
     """A CompareFailReason that fails its row whatever its cells print: an all-zero
-    benchmark (`zero_benchmark`), NaN/inf cut off the device tensor (`sliced_nonfinite`)."""
+    benchmark (`zero_benchmark`), NaN/inf cut off the device tensor (`sliced_nonfinite`), a
+    MegEngine var whose shape differs (`SHAPE_MISMATCH_MARK`)."""
     return any(mark in reason for mark in FAILING_REASON_MARKS)
 
 
@@ -184,7 +196,7 @@ class ThresholdRule:
         if not found and reason_fails(row.reason):
             limit_of = self.failing_reason_limit()
             if limit_of is not None:
-                text = ZERO_BENCHMARK_TEXT if zero_benchmark(row) else SLICED_NONFINITE_TEXT
+                text = next(t for mark, t in FAILING_REASONS.items() if mark in row.reason)
                 found.append(Crossing(limit_of[0], limit_of[1], text))
         return found
 
