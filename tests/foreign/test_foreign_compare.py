@@ -469,8 +469,8 @@ def test_a_megengine_var_of_another_shape_fails_as_its_compare_says(tmp_path: Pa
     """QA Q25 #3: MegEngine's compare_binary_iodump fails a `shape mismatch` whatever the
     values; a device Reshape giving (3, 2) for (2, 3), same values, passed "compared flat"
     and its consumer was named the root."""
-    from precision_shell.formats.megengine_dump import VarSpec, var_info_of, write_bin_io_dump
     from precision_shell.foreign.run import run_foreign_compare
+    from precision_shell.formats.megengine_dump import VarSpec, var_info_of, write_bin_io_dump
 
     x = np.arange(6, dtype=np.float32) / 7
     sources = var_info_of(1, x, "x", "Host2DeviceCopy")
