@@ -43,3 +43,24 @@ def test_only_future_result_dirs_is_an_error_that_says_so(tiny_demo) -> None:  #
     shutil.rmtree(made)
     error = run_fail(shell, "vcs").error
     assert "29991231235959, dated after now" in error and "run vc" in error
+
+
+def test_a_copy_dated_minutes_ahead_or_named_bak_is_not_the_newest(tiny_demo) -> None:  # noqa: ANN001
+    """QA Q24 #3, #8: a copy of an older compare named 5 minutes ahead (within the slack a
+    clock may be off), or `<newest>.bak`, hid the compare just run."""
+    import datetime as dt
+    import time
+
+    root, _ = tiny_demo
+    shell = open_shell(root)
+    first = run_ok(shell, "vc").summary_path.parent
+    ahead = dt.datetime.fromtimestamp(time.time() + 300).strftime("%Y%m%d%H%M%S")
+    _plant(root, ahead, first)  # its summary says when its compare began: before the next
+    again = run_ok(shell, "vc")
+    _plant(root, f"{again.summary_path.parent.name}.bak", first)
+    shown = run_ok(shell, "vcs")
+    assert shown.path == again.primary.csv_path
+    assert any(".bak" in n for n in shown.notes if n.startswith("passed over"))
+    # without a summary that says when it began, a dir ahead keeps its name's place
+    (root / "precision_data/temp/vector_compare" / ahead / "summary.json").unlink()
+    assert run_ok(shell, "vcs").path.parent.name == ahead

@@ -255,11 +255,22 @@ class ResultPick:
         return journal if journal is not None else run_slices(summary)
 
 
+def _started_s(directory: Path) -> float | None:
+    """When the compare of a result dir began (epoch seconds, its summary's `started_ns`);
+    None when its summary is missing, unreadable or does not say."""
+    path = directory / SUMMARY_NAME
+    try:
+        started = read_summary(path).started_ns if path.is_file() else None
+    except PrecisionError:
+        return None
+    return started / 1e9 if started is not None else None
+
+
 def pick_result_csv(target: Path, statistics: bool = False) -> ResultPick:
     """`find_result_csv`, where the newest result of a dir of result dirs is the newest
     finished one; with none finished, the newest unfinished one."""
     if target.is_dir() and result_csv_in(target, statistics) is None:
-        subdirs, future = dated_result_dirs(target)
+        subdirs, future = dated_result_dirs(target, _started_s)
         passed: list[tuple[Path, UnfinishedRun]] = []
         for sub in subdirs:
             found = result_csv_in(sub, statistics)

@@ -398,30 +398,49 @@ def result_subdirs(target: Path) -> list[Path]:
     return dated_result_dirs(target)[0]
 
 
-def dated_result_dirs(target: Path) -> tuple[list[Path], list[Path]]:
-    """The timestamped result dirs under `target`: (those dated up to now, newest first; those
-    whose name is no date, or one more than FUTURE_SLACK_S after now (local time, as vc names
-    them), by name: never taken as the newest)."""
-    now: list[Path] = []
+# the names vc gives its result dirs: the local time, then `_<n>` for the n-th of that second
+_RESULT_DIR_NAME = re.compile(r"(?P<stamp>\d{14})(?:_(?P<n>\d{1,6}))?")
+
+
+def dated_result_dirs(
+    target: Path, started: Callable[[Path], float | None] | None = None
+) -> tuple[list[Path], list[Path]]:
+    """The result dirs under `target`: (those dated up to now, newest first; the others, by
+    name: never taken as the newest). Passed over: a name vc does not write (`X.bak`, a copy
+    kept beside its original, QA Q24 #8), or a date more than FUTURE_SLACK_S after now (local
+    time, as vc names them). A dir dated after now but within the slack has no trusted place
+    by its name (a clock stepped back, a copy from a host ahead, QA Q24 #3): with one, the
+    dirs of the last FUTURE_SLACK_S are ordered by `started` (the epoch seconds their compare
+    began, from their summaries) where it is known."""
+    now: list[tuple[float, int, str, Path]] = []
     future: list[Path] = []
+    clock = _time.time()
     for d in target.iterdir():
-        if d.is_dir() and d.name[:14].isdigit():
-            (future if _future(d) else now).append(d)
-    return sorted(now, key=_stamp_order, reverse=True), sorted(future)
-
-
-def _future(directory: Path) -> bool:
-    try:
-        stamp = _dt.datetime.strptime(directory.name[:14], "%Y%m%d%H%M%S")
-    except ValueError:
-        return True  # 20261399... is no date vc writes
-    return stamp.timestamp() > _time.time() + FUTURE_SLACK_S
-
-
-def _stamp_order(directory: Path) -> tuple[str, int, str]:
-    """`<stamp>_<n>` after `<stamp>_<n - 1>` (the n-th run of that second), 10 after 9."""
-    stamp, _, suffix = directory.name.partition("_")
-    return stamp, int(suffix) if suffix.isdigit() else 0, directory.name
+        named = _RESULT_DIR_NAME.fullmatch(d.name)
+        if not d.is_dir() or named is None:
+            if d.is_dir() and d.name[:14].isdigit():
+                future.append(d)  # looks like ours, is not: said, never picked
+            continue
+        try:
+            stamp = _dt.datetime.strptime(named["stamp"], "%Y%m%d%H%M%S").timestamp()
+        except ValueError:
+            future.append(d)  # 20261399... is no date vc writes
+            continue
+        if stamp > clock + FUTURE_SLACK_S:
+            future.append(d)
+            continue
+        now.append((stamp, int(named["n"] or 0), d.name, d))
+    if started is not None and any(stamp > clock for stamp, *_ in now):
+        # the dirs of the last minutes, those ahead among them, are ordered by when their
+        # compares began, as far as their summaries say
+        now = [
+            (when, n, name, d)
+            if stamp >= clock - FUTURE_SLACK_S and (when := started(d)) is not None
+            else (stamp, n, name, d)
+            for stamp, n, name, d in now
+        ]
+    now.sort(reverse=True)
+    return [d for *_, d in now], sorted(future)
 
 
 def is_statistics_csv(path: Path) -> bool:
