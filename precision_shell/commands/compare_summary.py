@@ -37,7 +37,7 @@ from precision_shell.compare.results.slice_results import (
     shown_slice_label,
     unmatched_text,
 )
-from precision_shell.compare.results.summary import RunSummary, summary_beside
+from precision_shell.compare.results.summary import RunSummary, judging_rule, summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.compare.statistics.view import StatisticsView, statistics_view
 from precision_shell.errors import PrecisionError
@@ -328,9 +328,7 @@ def summary_of(
     """Judge `table` by the settings' rule (a MegEngine or SigmaStar compare: the rule its
     summary recorded, that tool's own); `-c` and `--metric` override single limits. `pick`:
     the state of the table's run when its reader has it (its journal is read once)."""
-    rule = ThresholdRule.from_settings(ctx.settings)
-    if summary is not None and summary.own_tool_rule:
-        rule = summary.rule
+    rule = judging_rule(summary, ThresholdRule.from_settings(ctx.settings))
     asked = [COSINE] if cosine is not None else []  # the metrics the user limited
     try:
         if cosine is not None:

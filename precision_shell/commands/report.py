@@ -88,7 +88,7 @@ def report_command(ctx: ShellContext, args: argparse.Namespace) -> ReportWritten
         ws = ctx.workspace
     stale = stale_compare_line(ws, summary, csv_path) if ws is not None else None
     others = stale_slices_line(ws, summary, csv_path) if ws is not None else None
-    written = write_report(ws, rule, csv_path, args.output, args.depth, pick, stale)
+    written = write_report(ws, rule, csv_path, args.output, args.depth, pick, stale, others)
     written.notes[:0] = pick.notes("report")
     if others is not None:
         written.notes.insert(0, others)

@@ -283,7 +283,9 @@ def read_mapping_csv(path: Path) -> tuple[dict[str, str], list[str]]:
     mapping: dict[str, str] = {}
     warnings: list[str] = []
     try:
-        text = read_bounded_text(path, MAX_MAPPING_BYTES, errors=TEXT_ERRORS)
+        text = read_bounded_text(path, MAX_MAPPING_BYTES, errors=TEXT_ERRORS).removeprefix(
+            "\ufeff"
+        )  # an editor's BOM (QA Q24 #7)
         for line_number, row in enumerate(csv.reader(io.StringIO(text, newline="")), start=1):
             if not row or not "".join(row).strip():
                 continue

@@ -136,7 +136,9 @@ def read_mapping_csv(directory: Path) -> tuple[dict[str, str], list[str]]:
     mapping: dict[str, str] = {}
     warnings: list[str] = []
     try:
-        text = read_bounded_text(path, MAX_MAPPING_BYTES, errors=TEXT_ERRORS)
+        text = read_bounded_text(path, MAX_MAPPING_BYTES, errors=TEXT_ERRORS).removeprefix(
+            "\ufeff"
+        )  # an editor's BOM (QA Q24 #7)
         rows = _numbered_rows(io.StringIO(text, newline=""))
     except FileNotFoundError:
         return {}, []

@@ -47,7 +47,7 @@ from precision_shell.compare.results.slice_results import (
     recount,
     shown_slice_label,
 )
-from precision_shell.compare.results.summary import RunSummary, summary_beside
+from precision_shell.compare.results.summary import RunSummary, judging_rule, summary_beside
 from precision_shell.compare.results.tally import reason_kind
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.foreign.dumps import MEGENGINE, SIGMASTAR
@@ -112,6 +112,9 @@ class ReportData:
     error_panel: ErrorPanel | None = None  # the plot's second panel when there is no SQNR
     # "the compare ... predates a change to a file it compared": its rows may be stale
     stale: str | None = None
+    # under the rank x step table: the other cards whose files changed since (their cells may
+    # be stale), or how many were not checked (`input_changes.stale_slices_line`)
+    stale_others: str | None = None
 
     @property
     def foreign(self) -> str | None:
@@ -271,16 +274,14 @@ def gather_report(
     pick: ResultPick | None = None,
 ) -> ReportData:
     """Read the CSV (through its columns cache when `cache_dir` gives one) and its summary;
-    the summary's rule wins over `fallback` (the settings'). Above `big_rows` rows the page
+    judged by `judging_rule` (`fallback`: the settings'). Above `big_rows` rows the page
     carries the rows `_carried` picks; `neighbours(op)` names an op's graph neighbours;
     `dumped` the (rank, step)s the run dumped (the ranks table tells "not dumped" apart);
     `pick` the state of the CSV's run when the caller has it (its journal is read once)."""
     state = pick.of(csv_path) if pick is not None else ResultPick.at(csv_path)
     table = load_result_columns(csv_path, cache_dir, state.journaled_length(csv_path))
     summary = summary_beside(csv_path)
-    rule = (summary.rule if summary is not None else fallback).of_metrics(
-        computed_metrics(summary, table)
-    )
+    rule = judging_rule(summary, fallback).of_metrics(computed_metrics(summary, table))
     panel = error_panel_of(rule, table.metric_columns) if foreign_family(summary) else None
     diagnosis = summary.diagnosis if summary is not None else None
     causes = diagnosis.root_causes if diagnosis is not None else []

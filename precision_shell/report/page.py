@@ -288,7 +288,9 @@ def _ranks(data: ReportData) -> str:
         " first failing op of each (rank, step) compared; report --rank R --step S shows"
         f" another.{esc(_MISSING_NOTE) if ranks.dumped_not_compared else ''}{omitted}</p>"
         f"<table><thead><tr><th>rank</th>{head}</tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table></section>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+        + (f'<p class="note bad">{esc(data.stale_others)}</p>' if data.stale_others else "")
+        + "</section>"
     )
 
 

@@ -187,12 +187,14 @@ def write_report(
     depth: int = DEFAULT_DEPTH,
     pick: ResultPick | None = None,
     stale: str | None = None,
+    stale_others: str | None = None,
 ) -> ReportWritten:
     """Gather, render and write the report of one result CSV (and its summary.json); a CSV
     without a summary is judged by `fallback` (the settings' rule). `ws` None (no workspace
     opens): only for a foreign compare (`is_foreign_result`). `pick`: the state of the CSV's
     run when the caller has it. `stale`: the line saying the compare predates a change to a
-    file it compared (`input_changes`), shown on the page."""
+    file it compared (`input_changes`), shown on the page; `stale_others`: the line under
+    the rank x step table on the other cards' files (`stale_slices_line`)."""
     foreign = is_foreign_result(csv_path)
     if foreign or ws is None:
         cache = _foreign_cache(ws, csv_path)
@@ -209,7 +211,7 @@ def write_report(
             pick=pick,
         )
         out_dir = _ReportDir(lambda: workspace.output_dir("report"))
-    data.stale = stale
+    data.stale, data.stale_others = stale, stale_others
     target = _checked_output(output) if output is not None else None
     try:
         picture = _picture(ws, data, out_dir, depth)

@@ -474,6 +474,10 @@ def test_an_alg_compare_without_metrics_in_its_summary_is_judged_by_what_its_csv
         {"cosine": 2.0},
         {"relative_euclidean_distance": -1},
         {"cosine": "nan", "relative_euclidean_distance": "inf"},
+        # QA Q24 #6: a vc run under lax thresholds (or a crafted 1e308); readers judge by the
+        # settings' rule, one rule for vcs, report and ni
+        {"cosine": 0.1, "relative_euclidean_distance": 1e308},
+        {},
     ],
 )
 def test_a_summary_with_limits_vc_never_writes_is_judged_by_the_default_rule(vc_run, thresholds):
@@ -488,7 +492,9 @@ def test_a_summary_with_limits_vc_never_writes_is_judged_by_the_default_rule(vc_
     result.summary_path.write_text(json.dumps(summary))
     page = run_ok(shell, "report")
     assert page.failing_outputs == failing and page.judged
-    assert run_ok(shell, "vcs").rule.describe() == page_rule(page)
+    shown = run_ok(shell, "vcs")
+    assert shown.rule.describe() == page_rule(page)
+    assert 0 < shown.failing_total <= failing
 
 
 def page_rule(page) -> str:  # noqa: ANN001

@@ -377,3 +377,10 @@ def test_a_fed_placeholder_s_arg_file_answers_for_the_placeholder(tmp_path: Path
     assert "x.0" in index.newest and "x.0" not in list(index.newest)
     restored = pickle.loads(pickle.dumps(index))
     assert restored.lookup("x", 0) == x
+
+
+def test_a_benchmark_mapping_csv_saved_with_a_bom_maps_its_first_row(tmp_path: Path) -> None:
+    from precision_shell.formats.benchmark import read_mapping_csv
+
+    (tmp_path / "mapping.csv").write_bytes(b"\xef\xbb\xbf77.npy,a_b.0.5.npy\n")
+    assert read_mapping_csv(tmp_path / "mapping.csv") == ({"77.npy": "a_b.0.5.npy"}, [])

@@ -190,3 +190,11 @@ def test_a_mapping_csv_row_that_is_not_utf8_keeps_its_bytes_and_the_other_rows(
         "1002": f"Add.caf\udce9.2.{TS}",
     }
     assert os.fsencode(mapping["1002"]) == f"Add.caf\xe9.2.{TS}".encode("latin-1")
+
+
+def test_a_mapping_csv_saved_with_a_bom_maps_its_first_row(tmp_path: Path) -> None:
+    """QA Q24 #7: an editor's UTF-8 BOM made the first row's file name '\\ufeff1' and dropped
+    the long-named op from the compare with only a puzzling warning."""
+    real = f"Muls.{'x' * 300}.9.{TS}"
+    (tmp_path / "mapping.csv").write_bytes(b"\xef\xbb\xbf1," + real.encode() + b"\r\n")
+    assert read_mapping_csv(tmp_path) == ({"1": real}, [])

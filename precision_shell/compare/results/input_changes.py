@@ -304,17 +304,21 @@ def slice_dirs(ws: Workspace, summary: RunSummary, entry: SliceResult) -> list[s
     if run is None:
         return []
     dirs: list[str] = []
+    right = None
+    if entry.against is None:
+        right = entry.right or (str(ws.layout.benchmark_dir) if ws.layout.benchmark_dir else None)
     for rank in (entry.rank, entry.against):
         if rank is None:
             continue
         try:
             dirs += run.slice(rank, entry.step).dumps.dirs
         except PrecisionError:
-            continue  # that dump dir is gone: its compare's rows are all there is
-    if entry.against is None:
-        right = entry.right or (str(ws.layout.benchmark_dir) if ws.layout.benchmark_dir else None)
-        if right is not None:
-            dirs.append(right)
+            # that dump dir is gone (removed before a re-dump): the dirs the compare read,
+            # as it recorded them, are what changed (QA Q24 #2: its old cell read as current)
+            recorded = _listings_now(ws, entry) or {}
+            dirs += [d for d in recorded if d != right and not os.path.isdir(d)]
+    if right is not None:
+        dirs.append(right)
     return dirs
 
 
@@ -427,33 +431,46 @@ def stale_slices_line(ws: Workspace, summary: RunSummary | None, csv_path: Path)
     """The line under a rank x step table when the files of (rank, step)s other than the one
     shown changed since the compare ran: their cells count rows of files as they were (QA: a
     card's dump rewritten after `vc --rank all --step all`, and plain `vcs` showed its old
-    cell as current). Their dump dirs are checked, up to OTHER_DIRS_MAX (the benchmark dir
-    the shown one shares is `stale_compare_line`'s); None when none changed or there is no
-    table."""
+    cell as current). Their dirs are checked, each once, up to OTHER_DIRS_MAX: a benchmark dir
+    several cards share names every one of them (QA Q24 #4); the cards beyond are said not
+    checked, changed or not (QA Q24 #1: silence read as "nothing changed"). The benchmark dir
+    the shown one shares is `stale_compare_line`'s. None when none changed and every card was
+    checked, or there is no table."""
     if summary is None or summary.started_ns is None or summary.path is None:
         return None
     results = slice_results(summary)
     if len(results) < 2:
         return None
     shown = entry_for_csv(results, csv_path)
-    done: set[str] = set(slice_dirs(ws, summary, shown)) if shown is not None else set()
+    own = set(slice_dirs(ws, summary, shown)) if shown is not None else set()
+    verdicts: dict[str, bool] = {}  # dir -> changed since the compare, each checked once
     changed: list[SliceResult] = []
     unchecked = 0
     for entry in results:
         if entry is shown:
             continue
-        dirs = [d for d in slice_dirs(ws, summary, entry) if d not in done]
-        if len(done) + len(dirs) > OTHER_DIRS_MAX:
+        dirs = [d for d in slice_dirs(ws, summary, entry) if d not in own]
+        new = [d for d in dict.fromkeys(dirs) if d not in verdicts]
+        if len(verdicts) + len(new) > OTHER_DIRS_MAX:
             unchecked += 1
             continue
-        done.update(dirs)
         listings = _listings_now(ws, entry)
-        if listings is not None:
-            listings = {d: v for d, v in listings.items() if d in dirs}
-        if dirs and input_changes(summary, dirs, (), listings or None) is not None:
+        for d in new:
+            listing = {d: listings[d]} if listings is not None and d in listings else None
+            if listings is not None and listing is None:
+                verdicts[d] = True  # a dir it did not read (a new dump session dir)
+            else:
+                verdicts[d] = input_changes(summary, [d], (), listing) is not None
+        if any(verdicts[d] for d in dirs):
             changed.append(entry)
-    if not changed:
+    if not changed and not unchecked:
         return None
+    if not changed:
+        return (
+            f"{unchecked} other ranks and steps not checked for changes since the compare "
+            f"{summary.path.parent} ran (more than {OTHER_DIRS_MAX} dirs): their cells may be "
+            "stale (vcs --rank R --step S checks one)"
+        )
     one = changed[0]
     again = f"vc --rank {one.rank} --step {one.step}" if len(changed) == 1 else "vc again"
     which = some_of([e.label for e in changed], shown=4)

@@ -26,7 +26,7 @@ from precision_shell.compare.results.slice_results import (
     entry_for_csv,
     shown_slice_label,
 )
-from precision_shell.compare.results.summary import RunSummary, summary_beside
+from precision_shell.compare.results.summary import RunSummary, judging_rule, summary_beside
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.errors import PrecisionError
 from precision_shell.listing_text import some_of
@@ -130,10 +130,9 @@ class LatestCompare:
         return f"{what} and did not reach this op yet: {cause}"
 
     def rule_or(self, fallback: ThresholdRule) -> ThresholdRule:
-        """The rule this compare was judged by (its summary's), else `fallback`; limits on
-        metrics it did not compute left out."""
-        rule = self.summary.rule if self.summary is not None else fallback
-        return rule.of_metrics(self.computed)
+        """The rule this compare is judged by (`judging_rule`, `fallback` the settings');
+        limits on metrics it did not compute left out."""
+        return judging_rule(self.summary, fallback).of_metrics(self.computed)
 
     def output_cosine(self, op: str) -> float | None:
         """Worst output cosine of an op; -inf when its output holds NaN/inf; None if not compared."""

@@ -436,6 +436,16 @@ def read_summary(path: Path) -> RunSummary:
     return RunSummary.from_json(payload, path)
 
 
+def judging_rule(summary: RunSummary | None, settings_rule: ThresholdRule) -> ThresholdRule:
+    """The one rule every reader of a compare (vcs, report, ni) judges it by: the settings'
+    thresholds, as vc's were; a MegEngine or SigmaStar compare by its tool's own rule, which
+    its summary records (QA Q24 #6: vcs judged by the settings and report by the summary's
+    rule, and told 12 and 0 failing ops of one compare)."""
+    if summary is not None and summary.own_tool_rule:
+        return summary.rule
+    return settings_rule
+
+
 def summary_beside(csv_path: Path) -> RunSummary | None:
     """The summary of the run a result CSV belongs to, or None (an msaccucmp CSV has none)."""
     path = csv_path.parent / SUMMARY_NAME
