@@ -734,3 +734,43 @@ def test_a_card_redumped_after_the_compare_is_said_stale_under_the_table(
     # the card shown itself: its own stale line, not this one
     shown = run_ok(shell, f"vcs --rank {other} --step 0")
     assert line not in shown.notes and any("predate" in n for n in shown.notes)
+    # the page carries it under its table (QA Q24 #5)
+    page = run_ok(shell, "report").path.read_text()
+    assert html.escape(line) in page
+
+
+def test_a_card_whose_dump_dir_is_removed_is_said_stale(one_fault_pristine, tmp_path):
+    """QA Q24 #2: the dump dir of a card removed (before a re-dump) left its old cell shown
+    as current, with no line."""
+    root = _copy(one_fault_pristine, tmp_path)
+    _healthy_rank0_faulty_rank1(root)
+    shell = open_shell(root)
+    run_ok(shell, "vc --rank all --step all")
+    shown = run_ok(shell, "vcs").slice_label
+    other = "1" if shown == "rank 0 step 0" else "0"
+    shutil.rmtree(_step_dir(root).parents[3] / other)
+    notes = run_ok(shell, "vcs").notes
+    assert any(
+        n.startswith(f"rank {other} step 0: its files changed since the compare") for n in notes
+    )
+
+
+def test_cards_beyond_the_dirs_checked_are_said_not_checked(
+    one_fault_pristine, tmp_path, monkeypatch
+):
+    """QA Q24 #1: beyond OTHER_DIRS_MAX dirs, nothing was said unless a checked card had
+    changed: silence read as "nothing changed"."""
+    from precision_shell.compare.results import input_changes
+
+    root = _copy(one_fault_pristine, tmp_path)
+    _healthy_rank0_faulty_rank1(root)
+    shell = open_shell(root)
+    run_ok(shell, "vc --rank all --step all")
+    assert not any("not checked" in n for n in run_ok(shell, "vcs").notes)
+    monkeypatch.setattr(input_changes, "OTHER_DIRS_MAX", 0)
+    notes = run_ok(shell, "vcs").notes
+    assert any(
+        n.startswith("1 other rank and step not checked for changes since the compare")
+        and n.endswith("(vcs --rank R --step S checks one)")
+        for n in notes
+    )

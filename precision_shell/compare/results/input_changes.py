@@ -465,11 +465,12 @@ def stale_slices_line(ws: Workspace, summary: RunSummary | None, csv_path: Path)
             changed.append(entry)
     if not changed and not unchecked:
         return None
+    others = f"{unchecked} other {'rank and step' if unchecked == 1 else 'ranks and steps'}"
     if not changed:
         return (
-            f"{unchecked} other ranks and steps not checked for changes since the compare "
-            f"{summary.path.parent} ran (more than {OTHER_DIRS_MAX} dirs): their cells may be "
-            "stale (vcs --rank R --step S checks one)"
+            f"{others} not checked for changes since the compare {summary.path.parent} ran "
+            f"(more than {OTHER_DIRS_MAX} dirs): {'its cell' if unchecked == 1 else 'their cells'}"
+            " may be stale (vcs --rank R --step S checks one)"
         )
     one = changed[0]
     again = f"vc --rank {one.rank} --step {one.step}" if len(changed) == 1 else "vc again"
@@ -480,5 +481,5 @@ def stale_slices_line(ws: Workspace, summary: RunSummary | None, csv_path: Path)
         f"the table may be stale ({again} compares {'it' if len(changed) == 1 else 'them'} again)"
     )
     if unchecked:
-        line += f"; {unchecked} other ranks and steps not checked"
+        line += f"; {others} not checked"
     return line
