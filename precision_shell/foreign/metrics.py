@@ -157,3 +157,33 @@ def partial_compare(left: Printed, right: Printed) -> PartialCompare:
         size = max(abs(a) + ea, abs(b) + eb, 1.0)
         at_least = max(at_least, _lower(a, b, ea + eb) / size)
     return PartialCompare(stats_diff, l2_diff, common, values_diff, at_least)
+
+
+def rounding_half_step(values: np.ndarray, digits: int) -> np.ndarray:
+    """Half a unit in the last place of each value as `%.<digits>g` printed it: how far the
+    value it stands for may lie from it."""
+    a = np.abs(np.asarray(values, dtype=np.float64))
+    with np.errstate(divide="ignore"):
+        exponent = np.floor(np.log10(np.where(a > 0, a, 1.0)))
+    return np.where(a > 0, 0.5 * 10.0 ** (exponent - (digits - 1)), 0.0)
+
+
+def relative_error_bounds(
+    left: np.ndarray, right: np.ndarray, left_half: np.ndarray, right_half: np.ndarray
+) -> tuple[float, float]:
+    """(lowest, highest) MegEngineRelativeError the values printed (`left`, `right`) can stand
+    for, each true value within its half step of the printed one."""
+    a = np.asarray(left, dtype=np.float64).reshape(-1)
+    b = np.asarray(right, dtype=np.float64).reshape(-1)
+    if a.size == 0:
+        return math.nan, math.nan
+    spread = left_half.reshape(-1) + right_half.reshape(-1)
+    diff = np.abs(a - b)
+    with np.errstate(all="ignore"):
+        low = np.maximum(diff - spread, 0.0) / np.maximum(
+            np.maximum(np.abs(a) + left_half, np.abs(b) + right_half), 1.0
+        )
+        high = (diff + spread) / np.maximum(
+            np.maximum(np.abs(a) - left_half, np.abs(b) - right_half), 1.0
+        )
+    return float(np.max(low)), float(np.max(high))

@@ -494,3 +494,33 @@ def test_a_megengine_var_of_another_shape_fails_as_its_compare_says(tmp_path: Pa
     assert [r.op_name for r in result.failing] == ["reshape"]
     assert result.causes is not None and result.causes[0].op == "reshape"
     assert "fails by" in rendered(result, 300)
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "verdict"),
+    [
+        ([1.0014, 2, 3], [0.99996, 2, 3], "not judged"),  # printed 1.001 / 1: 0.000999
+        ([1.0, 2, 3], [1.0, 2, 3], "passes"),  # within any rounding: proven
+        ([1.01, 2, 3], [1.0, 2, 3], "fails"),  # 0.01, far past the limit: proven
+    ],
+)
+def test_a_text_var_printed_in_full_is_judged_only_where_rounding_cannot_change_it(
+    tmp_path: Path, left: list[float], right: list[float], verdict: str
+) -> None:
+    """QA Q25 #4: an `--io-dump` text prints values as %.4g; a var printed in full was judged
+    on the rounded values, and 1.0014 vs 0.99996 (true error 1.44e-3, failing) passed."""
+    from precision_shell.foreign.run import run_foreign_compare
+    from precision_shell.formats.megengine_dump import TextSpec, write_io_dump_text
+
+    for name, values in (("a.txt", left), ("b.txt", right)):
+        spec = TextSpec(1, np.float32(values), "x", "Host2DeviceCopy", 1, "x:0")
+        write_io_dump_text(tmp_path / name, [spec])
+    (tmp_path / "ws").mkdir()
+    result = run_foreign_compare(tmp_path / "ws", str(tmp_path / "a.txt"), str(tmp_path / "b.txt"))
+    (row,) = read_result_csv(result.csv_path).rows
+    if verdict == "not judged":
+        assert not row.compared and result.failing == []
+        assert row.reason.startswith("values printed as %.4g: MegEngineRelativeError 0 to ")
+        assert row.reason.endswith("across the limit: rounded values, not judged")
+    else:
+        assert row.compared and bool(result.failing) == (verdict == "fails")
