@@ -395,6 +395,14 @@ def real_values(tensor: SigmaTensor) -> np.ndarray:
     stored = read_values(tensor)
     if tensor.is_quantized:
         return dequantize(stored, tensor.scale, tensor.zero_point)
+    if stored.dtype.kind in "iu" and tensor.scale == 0 and tensor.count:
+        # `s: 0.000000`: a scale below 5e-7 printed with six decimals: the integers are not
+        # the values, and what they stand for cannot be known (QA Q25 #6: raw ints compared)
+        raise FormatError(
+            tensor.path,
+            f"{tensor.name}: {tensor.dtype} payload with its scale printed as 0 (below 5e-7): "
+            "its real values cannot be recovered",
+        )
     return stored.astype(np.float32)
 
 

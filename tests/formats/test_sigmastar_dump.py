@@ -235,3 +235,16 @@ def test_detect(tmp_path: Path) -> None:
     assert detect(junk) is None
     assert detect(junk / "a.bin") is None
     assert detect(tmp_path / "missing") is None
+
+
+def test_an_integer_tensor_whose_scale_printed_as_zero_is_refused(tmp_path: Path) -> None:
+    """QA Q25 #6: `s: 0.000000` (a scale below 5e-7) left raw integers compared as values."""
+    from precision_shell.errors import FormatError
+
+    path = tmp_path / "sigma_outtensor_dump.bin"
+    q = np.array([1, 2, -3, 4], dtype=np.int16)
+    write_sigmastar_dump(path, [SigmaSpec("tiny", q, "SGS_S16", 1e-7, 0)], is_float=False)
+    (tensor,) = read_sigmastar_dump(path).tensors
+    assert tensor.scale == 0.0 and not tensor.is_quantized
+    with pytest.raises(FormatError, match="scale printed as 0 .below 5e-7.: its real values"):
+        real_values(tensor)
