@@ -274,15 +274,13 @@ def _rounding_verdict(
     printed values stands only when every value they may stand for gives it (QA Q25 #4:
     1.0014 vs 0.99996, printed 1.001 and 1, passed at 0.000999 where the true error 1.44e-3
     fails); else (metrics, reason) of a row not judged. None: no rounding to account for."""
-    halves = [_half_steps(t) for t in (left, right)]
-    if (halves[0] is None and halves[1] is None) or not row.compared or left.partial:
-        return None
-    if right.partial or MEGENGINE_REL not in row.metrics:
-        return None
+    lh, rh = _half_steps(left), _half_steps(right)
+    if (lh is None and rh is None) or left.partial or right.partial or not row.compared:
+        return None  # exact on both sides, or printed in part (`_partial_metrics` judges it)
     a, b = left.values(), right.values()
-    lh = halves[0] if halves[0] is not None else np.zeros(a.size)
-    rh = halves[1] if halves[1] is not None else np.zeros(b.size)
-    low, high = relative_error_bounds(a, b, lh, rh)
+    low, high = relative_error_bounds(
+        a, b, np.zeros(a.size) if lh is None else lh, np.zeros(b.size) if rh is None else rh
+    )
     fails_low = rule.fails(_with_metric(row, MEGENGINE_REL, low))
     fails_high = rule.fails(_with_metric(row, MEGENGINE_REL, high))
     if fails_low == fails_high:

@@ -40,6 +40,11 @@ def benchmark_is_left(left: int | None, right: int | None) -> bool:
     return left is not None and right is not None and left > right
 
 
+def benchmark_rule(rank: int) -> str:
+    """`the float run (isFloat: 1) is the benchmark`: how a pair's sides were told apart."""
+    return f"{rank_text(rank)} is the benchmark"
+
+
 def rank_text(rank: int | None) -> str:
     """`the float run (isFloat: 1)`: what a rank is, as the pair's lines say it."""
     return _RANK_TEXT[rank] if rank is not None else "a run of unknown kind"

@@ -37,13 +37,7 @@ from precision_shell.foreign.dumps import (
     detect_foreign,
     open_foreign,
 )
-from precision_shell.foreign.sigma_reference import (
-    FLOAT,
-    FRAMEWORK,
-    benchmark_is_left,
-    rank_text,
-    reference_rank,
-)
+from precision_shell.foreign.sigma_reference import FRAMEWORK, benchmark_rule, reference_rank
 from precision_shell.formats import megengine_dump as meg
 from precision_shell.formats import sigmastar_dump as sigma
 from precision_shell.workspace.layout import WORKSPACE_DIR_NAME
@@ -52,8 +46,7 @@ from precision_shell.workspace.output_files import ensure_dir
 FAMILY_TITLES = {MEGENGINE: "MegEngine io dumps", SIGMASTAR: "SigmaStar DumpDebug dumps"}
 _MAX_ENTRIES = 4096  # a dir with more entries than this is scanned this far only
 NAME_ORDER = "name order"
-FLOAT_IS_BENCHMARK = f"{rank_text(FLOAT)} is the benchmark"
-FRAMEWORK_IS_BENCHMARK = f"{rank_text(FRAMEWORK)} is the benchmark"
+FRAMEWORK_IS_BENCHMARK = benchmark_rule(FRAMEWORK)
 
 
 @dataclass(frozen=True)
@@ -229,10 +222,8 @@ def _order_pair(family: str, pair: list[DumpEntry]) -> tuple[list[DumpEntry], st
     pair = sorted(pair, key=lambda e: e.name)
     if family == SIGMASTAR:
         left, right = (_reference_rank(e) for e in pair)
-        if benchmark_is_left(left, right) or benchmark_is_left(right, left):
-            if benchmark_is_left(left, right):
-                pair, left, right = pair[::-1], right, left
-            return pair, f"{rank_text(right)} is the benchmark"
+        if left is not None and right is not None and left != right:
+            return (pair[::-1] if left > right else pair), benchmark_rule(max(left, right))
     return pair, NAME_ORDER
 
 

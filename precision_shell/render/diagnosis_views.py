@@ -270,9 +270,7 @@ def _candidate(cause: RootCause) -> str:
         return f"{cause.op} (its replay proves its constants differ)"
     if cause.replay is not None and cause.replay.overflow:
         return f"{cause.op} (its replay proves an overflow born there)"
-    if math.isfinite(cause.drop_db):
-        return f"{cause.op} ({cause.drop_db:.1f} dB lost)"  # a drop, not the op's quality
-    return f"{cause.op} (NaN/inf)" if math.isinf(cause.drop_db) else cause.op
+    return f"{cause.op} ({cause.drop_text})" if cause.drop_text else cause.op
 
 
 def render_root_cause(console: Console, panel: RootCausePanel) -> None:

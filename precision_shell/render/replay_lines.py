@@ -28,7 +28,7 @@ def replay_pass_line(done: ReplayPass, alone: bool = True) -> str:
     if done.before is not None:
         mode += ", then the ops before the first fault they proved"
     parts = [f"replay ({mode}){where}: {len(done.reports)} ops replayed in {done.elapsed_s:.2f} s"]
-    parts[0] += f", {len(wrong)} kernel{'s' if len(wrong) != 1 else ''} wrong"
+    parts[0] += _wrong_text(len(wrong))
     parts[0] += _differing_text(len(done.differing))
     if done.refused:
         parts.append(f"{len(done.refused)} without a replay (no kernel, attribute or dump)")
@@ -55,7 +55,7 @@ def named_replays_line(passes: list[ReplayPass]) -> str:
     shown = []
     for p in passes:
         text = f"{p.where}: {_ops(len(p.reports))} in {p.elapsed_s:.2f} s"
-        text += f", {len(p.wrong)} kernel{'s' if len(p.wrong) != 1 else ''} wrong"
+        text += _wrong_text(len(p.wrong))
         if p.wrong:
             text += f" ({some_of(p.wrong)})"
         text += _differing_text(len(p.differing))
@@ -84,6 +84,11 @@ def before_fault_text(done: ReplayPass) -> str:
     )
 
 
+def _wrong_text(count: int) -> str:
+    """ ", 1 kernel wrong": said whatever the count (0 kernels wrong is a finding too)."""
+    return f", {count} kernel{'s' if count != 1 else ''} wrong"
+
+
 def _differing_text(count: int) -> str:
     """ ", 1 op whose constants differ": said only when the replay found any."""
     if not count:
@@ -105,8 +110,7 @@ def slice_replays_line(done: SliceReplays) -> str:
         what += f"({_went_on_text(done)})"
     head = (
         f"{what}: {ops} op{'s' if ops != 1 else ''} "
-        f"replayed ({replays} replays) in {done.elapsed_s:.2f} s, {len(wrong)} "
-        f"kernel{'s' if len(wrong) != 1 else ''} wrong"
+        f"replayed ({replays} replays) in {done.elapsed_s:.2f} s{_wrong_text(len(wrong))}"
     )
     if unfinished:
         head += " among them"

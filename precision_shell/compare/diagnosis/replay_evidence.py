@@ -205,18 +205,13 @@ def unjudged_before(causes: Sequence[RootCause]) -> list[str]:
         return []
     first = causes[0]
     return [
-        f"{c.op} runs before it ({_loss_text(c.drop_db)}) and could not be replayed "
+        f"{c.op} runs before it ({c.drop_text or 'its loss not measured'}) and could not be "
+        "replayed "
         f"({c.replay_skipped}): it may be the first fault"
         for c in causes[1:]
         if c.position < first.position and c.replay is None and c.replay_skipped is not None
         if not c.input_differs
     ]
-
-
-def _loss_text(drop_db: float) -> str:
-    if math.isnan(drop_db):
-        return "its loss not measured"
-    return "NaN/inf" if math.isinf(drop_db) else f"{drop_db:.1f} dB lost"
 
 
 def proof_text(out: OutputReplay | None) -> str | None:

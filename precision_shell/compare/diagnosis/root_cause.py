@@ -126,6 +126,14 @@ class RootCause:
     # an op with no rows of its own (a network input): its consumers' input rows measuring it
     measured_by: tuple[str, ...] = ()
 
+    @property
+    def drop_text(self) -> str | None:
+        """`53.9 dB lost` (the signal quality the op loses by itself, not its quality), or
+        `NaN/inf` where one is born; None when the loss was not measured."""
+        if math.isnan(self.drop_db):
+            return None
+        return "NaN/inf" if math.isinf(self.drop_db) else f"{self.drop_db:.1f} dB lost"
+
     def evidence(self) -> dict:
         """The compare's numbers for this op, as summary.json holds them (`json_number`)."""
         return {

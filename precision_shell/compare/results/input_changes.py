@@ -456,11 +456,7 @@ def stale_slices_line(ws: Workspace, summary: RunSummary | None, csv_path: Path)
             continue
         listings = _listings_now(ws, entry)
         for d in new:
-            listing = {d: listings[d]} if listings is not None and d in listings else None
-            if listings is not None and listing is None:
-                verdicts[d] = True  # a dir it did not read (a new dump session dir)
-            else:
-                verdicts[d] = input_changes(summary, [d], (), listing) is not None
+            verdicts[d] = input_changes(summary, [d], (), listings) is not None
         if any(verdicts[d] for d in dirs):
             changed.append(entry)
     if not changed and not unchecked:
