@@ -276,8 +276,18 @@ def _text_printed(var: meg.TextVar, shape: tuple[int, ...] | None) -> Printed | 
     return Printed(values, count, stats.min, stats.max, stats.mean, stats.l2)
 
 
+def _text_slots(dump: meg.IoDumpText) -> dict[int, int]:
+    """Each var's output slot, which the text form does not print: an op's outputs are made in
+    slot order, so their var ids rise with the slot; a var's slot is its rank among its op's."""
+    by_op: dict[int, list[int]] = {}
+    for var_id, var in dump.vars.items():
+        by_op.setdefault(var.op_id, []).append(var_id)
+    return {v: slot for ids in by_op.values() for slot, v in enumerate(sorted(ids))}
+
+
 def _megengine_text(dump: meg.IoDumpText, kind: str) -> ForeignDump:
     ids = list(dump.order) or sorted(dump.vars)
+    slots = _text_slots(dump)
     tensors = []
     for n, var_id in enumerate(i for i in ids if i in dump.vars):
         var = dump.vars[var_id]
@@ -289,7 +299,7 @@ def _megengine_text(dump: meg.IoDumpText, kind: str) -> ForeignDump:
                 name=var.name,
                 op_name=var.op_name,
                 op_type=var.op_type,
-                slot=0,  # the text form does not print slots; the name tells outputs apart
+                slot=slots[var_id],
                 dtype=_layout_dtype(var.layout),
                 shape=shape or (),
                 load=_text_loader(var, shape),

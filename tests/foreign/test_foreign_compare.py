@@ -15,7 +15,12 @@ from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.foreign.dumps import open_foreign
 from precision_shell.foreign.pairing import BY_OP_SLOT, BY_VAR_ID, pair_dumps
 from precision_shell.foreign.run import ForeignCompareResult
-from precision_shell.formats.megengine_dump import TextSpec, write_io_dump_text
+from precision_shell.formats.megengine_dump import (
+    TextSpec,
+    VarSpec,
+    write_bin_io_dump,
+    write_io_dump_text,
+)
 from precision_shell.formats.sigmastar_dump import SigmaSpec, write_sigmastar_dump
 from precision_shell.report.data import gather_report
 from precision_shell.shell.dispatcher import Dispatcher
@@ -359,6 +364,34 @@ def test_io_dump_text_pairs_with_a_bin_dir(shell: Dispatcher, tmp_path: Path) ->
     assert rows["fc1"].reason.endswith("partial values, not judged")
 
 
+def test_text_outputs_of_one_op_pair_with_their_binary_slots(
+    shell: Dispatcher, tmp_path: Path
+) -> None:
+    """The text does not print slots; an op's outputs come in slot order (rising var ids of
+    one `opr<N>`), so the Split's second output pairs with the binary var of slot 1."""
+    data = np.arange(4, dtype=np.float32).reshape(2, 2)  # 5 values or fewer: printed in full
+    halves = (data[:, :1].copy(), data[:, 1:].copy())
+    write_bin_io_dump(
+        tmp_path / "bin",
+        [VarSpec(1, data, "data", "Host2DeviceCopy")]
+        + [VarSpec(2 + k, h, "sp", "Split", f"sp:{k}", slot=k) for k, h in enumerate(halves)],
+    )
+    texts = [TextSpec(1, data, "data", "Host2DeviceCopy", 1, "data")]
+    texts += [
+        TextSpec(2 + k, h, "sp", "Split", 2, f"sp:{k}", ((0, 1),)) for k, h in enumerate(halves)
+    ]
+    write_io_dump_text(tmp_path / "io.txt", texts)
+    assert [t.slot for t in open_foreign(tmp_path / "io.txt").tensors] == [0, 0, 1]
+    result = run_ok(shell, f"vc -lt {tmp_path / 'io.txt'} -rt {tmp_path / 'bin'}")
+    got = [(r.npu_dump, r.ground_truth, r.tensor_index, r.compared) for r in result.rows]
+    assert got == [
+        ("data", "data", "data:output:0", True),
+        ("var2 sp:0", "var2 sp:0", "sp:output:0", True),
+        ("var3 sp:1", "var3 sp:1", "sp:output:1", True),
+    ]
+    assert not result.failing
+
+
 def test_errors_are_one_line(shell: Dispatcher, meg_pair, tmp_path: Path) -> None:
     a, _, _, _ = meg_pair
     other = tmp_path / "notes.txt"
@@ -510,7 +543,10 @@ def test_a_text_var_printed_in_full_is_judged_only_where_rounding_cannot_change_
     """QA Q25 #4: an `--io-dump` text prints values as %.4g; a var printed in full was judged
     on the rounded values, and 1.0014 vs 0.99996 (true error 1.44e-3, failing) passed."""
     from precision_shell.foreign.run import run_foreign_compare
-    from precision_shell.formats.megengine_dump import TextSpec, write_io_dump_text
+    from precision_shell.formats.megengine_dump import (
+        TextSpec,
+        write_io_dump_text,
+    )
 
     for name, values in (("a.txt", left), ("b.txt", right)):
         spec = TextSpec(1, np.float32(values), "x", "Host2DeviceCopy", 1, "x:0")
