@@ -168,6 +168,7 @@ def open_foreign(path: str | Path) -> ForeignDump:
         )
         return _sigmastar(str(path), kind, records, flags.pop() if len(flags) == 1 else None)
     dump = sigma.read_sigmastar_dump(path)
+    kind = sigma.KIND_BIN if dump.form == sigma.FORM_BINARY else sigma.KIND_TEXT
     return _sigmastar(str(path), kind, list(dump.tensors), dump.is_float)
 
 

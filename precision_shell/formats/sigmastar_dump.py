@@ -170,12 +170,15 @@ class _Reader:
     def binary_payload(self, offset: int, nbytes: int) -> bool:
         """Whether the record whose payload starts at `offset` is in the binary form: its
         `nbytes` are followed by an end marker and the next record (or the end of the file),
-        and they do not read as a string form's values (`1.000000, 2.000000, `)."""
+        and they do not read as a string form's values. Both string forms start their values
+        on a new line (`\n1.000000, 2.000000, `), so bytes that merely spell numbers (QA Q25
+        #8) stay binary."""
         if not self.followed_by_record(offset + nbytes):
             return False
         self.stream.seek(offset)
         head = self.stream.read(min(nbytes, 4096))
-        return not (b"," in head and _TEXT_VALUES.fullmatch(head) is not None)
+        text = head.startswith((b"\n", b"\r\n")) and b"," in head
+        return not (text and _TEXT_VALUES.fullmatch(head) is not None)
 
 
 def _header(line: str, where: str) -> tuple[str, int, float, int, str, str, bool, tuple[int, ...]]:
@@ -272,7 +275,7 @@ def _read(reader: _Reader) -> SigmaDump:
     else:
         stream.seek(0)
     tensors: list[SigmaTensor] = []
-    form: str | None = None
+    form: str | None = None  # decided by the first record that holds values
     while reader.skip_separators():
         at = stream.tell()
         where = f"record {len(tensors)} (byte {at})"
@@ -297,12 +300,16 @@ def _read(reader: _Reader) -> SigmaDump:
         label = f"{where} {name[:60]!r}"
         nbytes = int(size.group(1))
         offset = stream.tell()
-        if form is None:
+        count = math.prod(shape)
+        empty = _empty_record(nbytes, shape)
+        if form is None and not empty:
             form = FORM_BINARY if reader.binary_payload(offset, nbytes) else FORM_STRING
             stream.seek(offset)
-        count = math.prod(shape)
         values = None
-        if form == FORM_BINARY:
+        if empty:  # no payload in either form: only end markers follow, which the loop skips
+            values = np.zeros(shape, dtype=storage)
+            offset = -1
+        elif form == FORM_BINARY:
             if offset + nbytes > reader.size:
                 raise reader.fail(
                     f"{label}: the {nbytes}-byte payload runs past the end of the file (truncated)"
@@ -338,7 +345,7 @@ def _read(reader: _Reader) -> SigmaDump:
                 op_index=int(op.group(2)),
                 op_label=op.group(3),
                 storage=storage,
-                form=form,
+                form=form or FORM_BINARY,
                 offset=offset,
                 nbytes=nbytes,
                 _text_values=values,
@@ -421,22 +428,34 @@ def _sniff(path: str) -> str | None:
     return KIND_BIN if form == FORM_BINARY else KIND_TEXT
 
 
+def _empty_record(nbytes: int, shape: tuple[int, ...]) -> bool:
+    """A record of no values has no payload in either form, so it cannot tell the form."""
+    return nbytes == 0 and math.prod(shape) == 0
+
+
 def _first_form(reader: _Reader) -> str:
-    """The form of a file from its first record; FormatError or ValueError if it has none."""
+    """The form of a file from its first record that holds values (binary if none does);
+    FormatError or ValueError if it has no record."""
     stream = reader.stream
     stream.seek(0)
     match = _IS_FLOAT.match(stream.read(32))
     stream.seek(match.end() if match else 0)
     if not reader.skip_separators():
         raise reader.fail("no records")
-    _header(reader.line("a record header"), "record 0")
-    if _OP_LINE.fullmatch(reader.line("'op_out[i] X = {'").rstrip()) is None:
-        raise reader.fail("no 'op_out[i] X = {' line")
-    size_line = _SIZE_LINE.fullmatch(reader.line("'//buffer data size: N'").rstrip())
-    if size_line is None:
-        raise reader.fail("no '//buffer data size: N' line")
-    binary = reader.binary_payload(stream.tell(), int(size_line.group(1)))
-    return FORM_BINARY if binary else FORM_STRING
+    for number in range(MAX_RECORDS):
+        shape = _header(reader.line("a record header"), f"record {number}")[-1]
+        if _OP_LINE.fullmatch(reader.line("'op_out[i] X = {'").rstrip()) is None:
+            raise reader.fail("no 'op_out[i] X = {' line")
+        size_line = _SIZE_LINE.fullmatch(reader.line("'//buffer data size: N'").rstrip())
+        if size_line is None:
+            raise reader.fail("no '//buffer data size: N' line")
+        nbytes = int(size_line.group(1))
+        if not _empty_record(nbytes, shape):
+            binary = reader.binary_payload(stream.tell(), nbytes)
+            return FORM_BINARY if binary else FORM_STRING
+        if not reader.skip_separators():
+            break
+    return FORM_BINARY
 
 
 def detect(path: str | Path) -> str | None:

@@ -248,3 +248,41 @@ def test_an_integer_tensor_whose_scale_printed_as_zero_is_refused(tmp_path: Path
     assert tensor.scale == 0.0 and not tensor.is_quantized
     with pytest.raises(FormatError, match="scale printed as 0 .below 5e-7.: its real values"):
         real_values(tensor)
+
+
+@pytest.mark.parametrize("style", ["sigma", "python"])
+@pytest.mark.parametrize("trailer", ["sigma", "none"])
+def test_an_empty_first_tensor_does_not_decide_the_form(
+    tmp_path: Path, style: str, trailer: str
+) -> None:
+    """A record of no values has no payload in either form (QA Q25 #8): the next one decides."""
+    specs = [SigmaSpec("empty", np.zeros((0,), np.float32)), SigmaSpec("x", VEC)]
+    for form in (FORM_STRING, FORM_BINARY):
+        path = tmp_path / f"{form}.txt"
+        write_sigmastar_dump(path, specs, form=form, text_style=style, trailer=trailer)
+        dump = read_sigmastar_dump(path)
+        assert dump.form == form
+        assert detect(path) == (sgs.KIND_TEXT if form == FORM_STRING else sgs.KIND_BIN)
+        assert [read_values(t).shape for t in dump.tensors] == [(0,), (4,)]
+        assert np.array_equal(read_values(dump.tensors[1]), VEC)
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        SigmaSpec("q", np.frombuffer(b"12, 34, 5", np.int8).copy(), "SGS_S8", scale=0.1),
+        SigmaSpec("f", np.frombuffer(b"1.0, 2.0, 3.0, 4", np.float32).copy()),
+    ],
+    ids=["int8", "float"],
+)
+def test_binary_bytes_that_spell_numbers_stay_binary(tmp_path: Path, first: SigmaSpec) -> None:
+    """A binary payload whose bytes spell numbers stays binary: a string form's values start
+    on a new line (QA Q25 #8)."""
+    is_float = first.dtype == "float"
+    second = SigmaSpec("g", np.array([1, 2], np.float32 if is_float else np.int8), first.dtype)
+    path = tmp_path / "sigma_outtensor_dump.bin"
+    write_sigmastar_dump(path, [first, second], is_float=is_float)
+    dump = read_sigmastar_dump(path)
+    assert dump.form == FORM_BINARY
+    assert np.array_equal(read_values(dump.tensors[0]), first.values)
+    assert np.array_equal(read_values(dump.tensors[1]), second.values)
