@@ -105,6 +105,30 @@ def test_fp16_overflow_is_reported_at_the_overflowing_op_only_when_there_is_one(
     assert FP16_OVERFLOW not in kinds(findings, "healthy")
 
 
+def test_an_opdebug_overflow_the_replay_pins_on_the_kernel_is_not_advised_as_range(tmp_path):
+    """An inf born in a float16 kernel from finite inputs: the device's Opdebug file reports an
+    overflow, but the replay's exact values stay in range, so "keep it in float32" would hide
+    the kernel's fault (QA Q24 #10). Without a replay the range advice stands."""
+    op = "conv2/Conv2D"
+    spec = DemoSpec(size="tiny", faults=(Fault("nan_birth", op, 3.0),), second_run=False)
+    build_demo(tmp_path, spec)
+    advice = {}
+    for mode in ("all", "none"):
+        found = diagnose_workspace(tmp_path, f"ac -c --replay {mode}").findings
+        (opdebug,) = [
+            f
+            for f in found
+            if f.detection == FP16_OVERFLOW and f.evidence.get("source") == "Opdebug"
+        ]
+        advice[mode] = opdebug
+    assert advice["all"].evidence["kernel_made"] is True
+    assert "the kernel made the inf/NaN itself" in advice["all"].advice
+    assert "report the kernel" in advice["all"].advice
+    assert advice["none"].evidence["kernel_made"] is False
+    assert advice["none"].advice.startswith("The device reported an overflow in this op")
+    assert "keep this op in float32" in advice["none"].advice
+
+
 def test_input_inconsistency_on_a_corrupted_input_only(findings):
     (inp,) = [f for f in findings["corrupt_input-channels"] if f.detection == INPUT_INCONSISTENCY]
     assert inp.op == "input" and inp.evidence["input_cosine"] < 0.98

@@ -275,19 +275,19 @@ def _fp16_findings(
     found: list[Finding] = []
     seen: set[str] = set()
     kernel_made = _kernel_made(causes)
+    kernel_ops = {op for op, _ in kernel_made}
     for hit in overflows:
         if hit.op and hit.op not in seen:
             seen.add(hit.op)
             ev = evidence.get(hit.op)
+            by_kernel = hit.op in kernel_ops
             found.append(
                 Finding(
                     FP16_OVERFLOW,
                     hit.op,
                     ev.index if ev else None,
-                    "The device reported an overflow in this op (Opdebug). Values beyond the float16 "
-                    "range (65504) become inf: keep this op in float32 (e.g. add it to the mixed-"
-                    "precision blocklist) or enable loss scaling, then compare again.",
-                    {"source": "Opdebug", "status": list(hit.texts)},
+                    _OPDEBUG_BY_KERNEL if by_kernel else _OPDEBUG_RANGE,
+                    {"source": "Opdebug", "status": list(hit.texts), "kernel_made": by_kernel},
                 )
             )
     replayed = _replayed(causes)
@@ -313,6 +313,19 @@ def _fp16_findings(
                 )
             )
     return found
+
+
+_OPDEBUG_RANGE = (
+    "The device reported an overflow in this op (Opdebug). Values beyond the float16 range "
+    "(65504) become inf: keep this op in float32 (e.g. add it to the mixed-precision blocklist) "
+    "or enable loss scaling, then compare again."
+)
+# QA Q24 #10: the range advice stood beside a replay proving the kernel wrong
+_OPDEBUG_BY_KERNEL = (
+    "The device reported an overflow in this op (Opdebug), but its replay from the device's own "
+    "inputs stays within the float16 range: the kernel made the inf/NaN itself. Running it in "
+    "float32 or loss scaling may hide this, not fix it: report the kernel."
+)
 
 
 def _replayed(causes: Sequence[RootCause]) -> set[tuple[str, int]]:
