@@ -32,6 +32,7 @@ from precision_shell.compare.results.slice_results import (
     RankStepTable,
     compared_run,
     dumped_slices,
+    nothing_to_compare_lines,
     rank_step_table,
     recount,
     shown_slice_label,
@@ -250,12 +251,16 @@ def vcs_command(ctx: ShellContext, args: argparse.Namespace) -> CompareSummary |
         view = statistics_view(shown, args.limit or None)
         view.ranks = _rank_table(ctx, summary, shown, pick)
         view.notes = _notes(ctx, summary, shown, pick)
+        if view.ranks is None:
+            view.notes += _untabled_lines(summary)
         return view
     table = load_result_columns(
         shown, lambda: ctx.workspace.output_dir(CACHE_DIR), pick.journaled_length(shown)
     )
     result = summary_of(ctx, table, args.cosine, args.metric, args.limit, summary, pick)
     result.notes[:0] = _notes(ctx, summary, shown, pick)
+    if result.ranks is None:
+        result.notes += _untabled_lines(summary)
     others = [m for m, _ in result.rule.active(table.metric_columns) if m != COSINE]
     if args.cosine is not None and others:  # precision_tool's -c was the cosine alone
         result.notes.append(
@@ -295,6 +300,12 @@ def _notes(
         + pick.notes("vcs")
         + ([unmatched] if unmatched is not None else [])
     )
+
+
+def _untabled_lines(summary: RunSummary | None) -> list[str]:
+    """With no rank x step table to show them: the dump dirs the compare selected that held
+    nothing to compare (a rank that never dumped the step `vc --step` gave)."""
+    return [] if summary is None else nothing_to_compare_lines(summary.nothing_to_compare)
 
 
 def _stale_lines(ctx: ShellContext, summary: RunSummary | None, csv_path: Path) -> list[str]:

@@ -20,7 +20,7 @@ from precision_shell.compare.results.slice_results import (
     NOT_COMPARED_MEANS,
     RankStepTable,
     entry_for_csv,
-    is_undumped,
+    nothing_to_compare_lines,
     rank_step_table,
     run_slices,
 )
@@ -224,30 +224,8 @@ def rank_step_verdict(ranks: RankStepTable, judged: Judged) -> Text:
 def _nothing_to_compare_line(console: Console, empty: list[dict[str, Any]]) -> None:
     """The dump dirs selected that held nothing to compare, each with why: not the ones the
     selection left out (`_not_selected_line`), which another --rank/--step would compare."""
-    if not empty:
-        return
-    undumped = [f"rank {e.get('rank')} step {e.get('step')}" for e in empty if is_undumped(e)]
-    if undumped:  # a step given with every rank that some rank never dumped
-        console.print(
-            Text(
-                f"not dumped: {some_of(undumped, shown=6)} (selected by --step, not compared)",
-                style="yellow",
-            )
-        )
-    empty = [e for e in empty if not is_undumped(e)]
-    if not empty:
-        return
-    names = "; ".join(
-        f"rank {e.get('rank')} step {e.get('step')}: {e.get('reason')}" for e in empty[:6]
-    )
-    more = f"; and {len(empty) - 6} more" if len(empty) > 6 else ""
-    dirs = "dump dir" if len(empty) == 1 else "dump dirs"
-    console.print(
-        Text(
-            f"nothing to compare in {len(empty)} selected {dirs} ({names}{more})",
-            style="yellow",
-        )
-    )
+    for line in nothing_to_compare_lines(empty):
+        console.print(Text(line, style="yellow"))
 
 
 def _not_begun_line(console: Console, summary: RunSummary) -> None:

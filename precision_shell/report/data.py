@@ -43,6 +43,7 @@ from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.slice_results import (
     RankStepTable,
     failing_outputs,
+    nothing_to_compare_lines,
     rank_step_table,
     recount,
     shown_slice_label,
@@ -115,6 +116,14 @@ class ReportData:
     # under the rank x step table: the other cards whose files changed since (their cells may
     # be stale), or how many were not checked (`input_changes.stale_slices_line`)
     stale_others: str | None = None
+
+    @property
+    def untabled_lines(self) -> list[str]:
+        """With no rank x step table to show them: the dump dirs the compare selected that
+        held nothing to compare (ranks that never dumped the step `vc --step` gave)."""
+        if self.ranks is not None or self.summary is None:
+            return []
+        return nothing_to_compare_lines(self.summary.nothing_to_compare)
 
     @property
     def foreign(self) -> str | None:

@@ -62,6 +62,8 @@ def _header(data: ReportData, generated: str) -> str:
         pairs.append((f"{data.foreign} dumps", esc(f"{left} (left) vs {right} (right)")))
     if data.slice_label:
         pairs.append(("Rank and step", esc(data.slice_label)))
+    if data.untabled_lines:
+        pairs.append(("Selected, not compared", esc("; ".join(data.untabled_lines))))
     if data.stale:
         pairs.append(("Stale", f'<span class="bad">{esc(data.stale)}</span>'))
     if data.partial:

@@ -224,7 +224,7 @@ def write_report(
     except BaseException:
         out_dir.discard()
         raise
-    notes = list(data.warnings[:20]) + data.notes
+    notes = data.untabled_lines + list(data.warnings[:20]) + data.notes
     if len(data.warnings) > 20:
         notes.append(f"... {len(data.warnings) - 20} more CSV warnings (on the page)")
     if picture is not None and picture.note:

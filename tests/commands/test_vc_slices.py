@@ -307,12 +307,21 @@ def test_a_step_a_card_did_not_dump_is_said_not_dumped(tiny_demo):
     text = render(check)
     assert "not dumped: rank 1 step 1 (selected by --step, not compared)" in text
     assert "nothing to compare in" not in text
-    assert run_ok(shell, "vcs").slice_label == "rank 0 step 1"
+    line = "not dumped: rank 1 step 1 (selected by --step, not compared)"
+    # one card compared: no rank x step table, so vcs and report say it (QA Q24 #13)
+    looked = run_ok(shell, "vcs")
+    assert looked.slice_label == "rank 0 step 1" and looked.ranks is None
+    assert line in looked.notes
+    written = run_ok(shell, f"report -o {root / 'one.html'}")
+    assert line in written.notes
+    assert f"<dt>Selected, not compared</dt><dd>{line}</dd>" in (root / "one.html").read_text()
     # beside a second card compared, the rank x step table has a `not dumped` cell
     _link_copy(step.parents[2].parent / "1" / step.relative_to(step.parents[2]), _rank2_of(step))
     run_ok(open_shell(root), "vc --step 1")
-    table = run_ok(open_shell(root), "vcs").ranks
+    tabled = run_ok(open_shell(root), "vcs")
+    table = tabled.ranks
     assert table is not None and table.ranks == ["0", "1", "2"]
+    assert line not in tabled.notes  # the table's cell says it
     assert table.missing("1", "1") == "not dumped" and table.cell("2", "1") is not None
 
 

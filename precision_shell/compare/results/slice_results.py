@@ -25,6 +25,7 @@ import numpy as np
 from precision_shell.compare.results.columns import KIND_OUTPUT, ResultColumns
 from precision_shell.compare.results.summary import RunSummary, run_files_text
 from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.listing_text import some_of
 from precision_shell.workspace.run_index import RunIndex
 from precision_shell.workspace.workspace import Workspace, number_order
 
@@ -339,6 +340,26 @@ def undumped_slices(summary: RunSummary) -> frozenset[tuple[str, str]]:
 def is_undumped(record: dict[str, Any]) -> bool:
     """A `nothing_to_compare` entry of a (rank, step) never dumped (`dumped: false`)."""
     return record.get("dumped") is False
+
+
+def nothing_to_compare_lines(empty: list[dict[str, Any]]) -> list[str]:
+    """The dump dirs a compare selected that held nothing to compare, each with why: the
+    (rank, step)s never dumped, then the others with their reasons. Said under `vc`, and by
+    `vcs` when no rank x step table shows them (QA Q24 #13: a one-card result of `vc --step`
+    lost the ranks that never dumped the step)."""
+    lines = []
+    undumped = [f"rank {e.get('rank')} step {e.get('step')}" for e in empty if is_undumped(e)]
+    if undumped:  # a step given with every rank that some rank never dumped
+        lines.append(f"not dumped: {some_of(undumped, shown=6)} (selected by --step, not compared)")
+    others = [e for e in empty if not is_undumped(e)]
+    if others:
+        names = "; ".join(
+            f"rank {e.get('rank')} step {e.get('step')}: {e.get('reason')}" for e in others[:6]
+        )
+        more = f"; and {len(others) - 6} more" if len(others) > 6 else ""
+        dirs = "dump dir" if len(others) == 1 else "dump dirs"
+        lines.append(f"nothing to compare in {len(others)} selected {dirs} ({names}{more})")
+    return lines
 
 
 def _listings(recorded: Any) -> tuple[tuple[str, str], ...] | None:
