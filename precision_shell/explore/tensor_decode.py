@@ -11,6 +11,7 @@ never written over: an existing name stops `dc`, and what this `dc` wrote there 
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -146,9 +147,16 @@ def _distinct(names: list[str]) -> list[str]:
 
 
 def _joined(base: str, tag: str, slot: str) -> str:
-    """`base + tag + slot`, made safe; a long base is cut, never the parts that tell apart."""
-    keep = _NAME_LIMIT - 50 - len(tag) - len(slot)  # 50: the layout and `.npy`
-    return f"{safe_file_stem(base, max(keep, 16))}{tag}{slot}"
+    """`base + tag + slot`, made safe; a long base is cut, never the parts that tell apart.
+    A base the making safe changed (a character replaced, the name cut) carries `~` and a
+    tag of the real name, so two names made alike stay apart across `dc` calls too (QA Q24
+    #12: `a b` decoded to `a_b` in one call, then `a_b` in another wrote over it)."""
+    keep = max(_NAME_LIMIT - 50 - len(tag) - len(slot), 16)  # 50: the layout and `.npy`
+    safe = safe_file_stem(base, keep)
+    if safe != base:
+        real = hashlib.blake2b(os.fsencode(base), digest_size=4).hexdigest()
+        safe = f"{safe[: keep - 9]}~{real}"
+    return f"{safe}{tag}{slot}"
 
 
 def _is_axis_permutation(a: str, b: str) -> bool:

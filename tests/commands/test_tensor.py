@@ -735,8 +735,8 @@ def test_dc_of_bfloat16_writes_a_npy_numpy_reads(demo, tmp_path):
 
 
 def test_dc_of_two_names_made_safe_alike_writes_both(demo, tmp_path):
-    """`convX a` and `convX_a` both make `convX_a` safe: the second is numbered, never
-    written over the first (QA Q23 #4: dc printed both, the file held only the second)."""
+    """`convX a` and `convX_a` both make `convX_a` safe: the changed one is tagged, never
+    written over the other (QA Q23 #4: dc printed both, the file held only the second)."""
     root, manifest, shell = demo
     src = tmp_path / "dumps"
     src.mkdir()
@@ -753,4 +753,17 @@ def test_dc_of_two_names_made_safe_alike_writes_both(demo, tmp_path):
                 np.testing.assert_array_equal(np.load(npy), decoded(Path(source), "output", 0))
                 checked += 1
     assert checked == 2
-    assert any("~2" in Path(p).name for p in paths)
+    # the made-safe name carries a tag of the real one; the safe name stays as it was
+    by_source = {
+        Path(src).name: Path(npy).name
+        for src in (a, b)
+        for label, npy, _, _ in files
+        if label.startswith(Path(src).name + " output 0")
+    }
+    assert by_source[Path(b).name].startswith("Conv2D.convX_a.5.1.1700000000000000.output.0.")
+    assert by_source[Path(a).name].startswith("Conv2D.convX_a.5.1.1700000000000000~")
+    # and apart across calls (QA Q24 #12): each file decoded alone keeps its own name
+    for source in (a, b):
+        (alone,) = [f for f in run_ok(shell, f"dc '{source}'").files if " output 0" in f[0]]
+        assert Path(alone[1]).name == by_source[Path(source).name]
+        np.testing.assert_array_equal(np.load(alone[1]), decoded(Path(source), "output", 0))
