@@ -774,3 +774,43 @@ def test_cards_beyond_the_dirs_checked_are_said_not_checked(
         and n.endswith("(vcs --rank R --step S checks one)")
         for n in notes
     )
+
+
+def test_a_benchmark_dir_serving_several_cards_is_checked_once_and_names_them_all(
+    one_fault_pristine, tmp_path, monkeypatch
+):
+    """QA Q24 #4: tf/dump/rank1/ serves rank 1's steps 0 and 1; a file in it rewritten after
+    the compare makes both cells stale (not only the first), and the dir is read once."""
+    from precision_shell.compare.results import input_changes
+
+    root = _copy(one_fault_pristine, tmp_path)
+    _healthy_rank0_faulty_rank1(root)
+    rank1 = _step_dir(root).parents[3] / "1"
+    step0 = next(p for p in rank1.rglob("*") if p.is_file()).parent
+    _link_copy(step0, step0.parent / "1")
+    bench = root / "precision_data" / "tf" / "dump"
+    own = bench / "rank1"
+    own.mkdir()
+    for f in bench.glob("*.npy"):
+        shutil.copy(f, own / f.name)
+    shell = open_shell(root)
+    run_ok(shell, "vc --rank all --step all")
+    assert run_ok(shell, "vcs").slice_label == "rank 0 step 0"
+    victim = next(own.glob("*.npy"))
+    np.save(victim, np.load(victim) + 1)  # the benchmark harvested again, other values
+    checked: list[str] = []
+    real = input_changes.input_changes
+
+    def counting(summary, dirs, *rest):  # noqa: ANN001, ANN002, ANN202
+        checked.extend(dirs)
+        return real(summary, dirs, *rest)
+
+    monkeypatch.setattr(input_changes, "input_changes", counting)
+    notes = run_ok(shell, "vcs").notes
+    assert any(
+        n.startswith("rank 1 step 0, rank 1 step 1: their files changed since the compare")
+        and n.endswith("(vc --rank 1 --step 0,1 compares them again)")
+        for n in notes
+    ), notes
+    assert checked.count(str(own)) == 1
+    assert len(checked) == len(set(checked))  # every dir read once
