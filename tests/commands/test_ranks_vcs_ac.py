@@ -809,7 +809,7 @@ def test_a_benchmark_dir_serving_several_cards_is_checked_once_and_names_them_al
     notes = run_ok(shell, "vcs").notes
     assert any(
         n.startswith("rank 1 step 0, rank 1 step 1: their files changed since the compare")
-        and n.endswith("(vc --rank 1 --step 0,1 compares them again)")
+        and n.endswith("(vc --rank all --step all compares them again)")
         for n in notes
     ), notes
     assert checked.count(str(own)) == 1

@@ -468,9 +468,13 @@ def stale_slices_line(ws: Workspace, summary: RunSummary | None, csv_path: Path)
             f"(more than {OTHER_DIRS_MAX} dirs): {'its cell' if unchecked == 1 else 'their cells'}"
             " may be stale (vcs --rank R --step S checks one)"
         )
-    ranks = ",".join(dict.fromkeys(e.rank for e in changed))
-    steps = ",".join(dict.fromkeys(e.step for e in changed))
-    again = f"vc --rank {ranks} --step {steps}"  # their ranks x steps: every changed card
+    one = changed[0]
+    # --rank/--step take one value or all: several cards are compared again by all of them
+    again = (
+        f"vc --rank {one.rank} --step {one.step}"
+        if len(changed) == 1
+        else "vc --rank all --step all"
+    )
     which = some_of([e.label for e in changed], shown=4)
     line = (
         f"{which}: {'its' if len(changed) == 1 else 'their'} files changed since the compare "
