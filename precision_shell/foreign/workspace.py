@@ -227,6 +227,30 @@ def _order_pair(family: str, pair: list[DumpEntry]) -> tuple[list[DumpEntry], st
     return pair, NAME_ORDER
 
 
+def _outputs_root(file: Path) -> Path:
+    """Where our outputs go for one dump file opened by itself: beside it, unless it is a var
+    of a `--bin-io-dump` dir, whose every entry `compare_binary_iodump` pairs by name: a
+    `precision_data/` made in there would break the user's own compare, so beside the dir."""
+    parent = file.resolve().parent
+    inside = detect_foreign(parent)
+    return parent.parent if inside is not None and inside[1] == meg.KIND_BIN_DIR else parent
+
+
+def _no_unreadable_dump(given: Path) -> None:
+    """A dir with no workspace and no dump that opens, but a file that starts as a SigmaStar
+    dump: its problem, not "no precision_data" (QA Q25 #11)."""
+    if (given / WORKSPACE_DIR_NAME).exists():
+        return
+    for entry in _entries(given)[:256]:
+        if entry.is_file(follow_symlinks=False):
+            problem = sigma.unreadable(entry.path)
+            if problem is not None:
+                raise PrecisionError(
+                    f"{given}: no workspace and no dump that reads: a SigmaStar DumpDebug "
+                    f"dump that does not read: {problem}"
+                )
+
+
 def foreign_layout(path: str | Path) -> ForeignLayout | None:
     """What `path` holds (see the module doc); None when it is not foreign. A PrecisionError
     (one line) for a dir holding foreign dumps in a way that names no run or pair."""
@@ -234,9 +258,12 @@ def foreign_layout(path: str | Path) -> ForeignLayout | None:
     if given.is_file():
         found = detect_foreign(given)
         if found is None:
+            problem = sigma.unreadable(given)
+            if problem is not None:  # QA Q25 #11: not "not a workspace", but what is wrong
+                raise PrecisionError(f"a SigmaStar DumpDebug dump that does not read: {problem}")
             return None
         entry = DumpEntry(given.name, given, *found)
-        return ForeignLayout(given, given.resolve().parent, found[0], (entry,), "")
+        return ForeignLayout(given, _outputs_root(given), found[0], (entry,), "")
     if not given.is_dir() or _is_ascend_workspace(given):
         return None
     itself = detect_foreign(given)
@@ -245,6 +272,7 @@ def foreign_layout(path: str | Path) -> ForeignLayout | None:
         return ForeignLayout(given, given.resolve().parent, itself[0], (entry,), "")
     dumps = [d for d in (_dump_in(e) for e in _entries(given)) if d is not None]
     if not dumps:
+        _no_unreadable_dump(given)
         return None
     families = sorted({d.family for d in dumps})
     if len(families) > 1:

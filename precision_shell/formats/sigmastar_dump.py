@@ -458,6 +458,25 @@ def _first_form(reader: _Reader) -> str:
     return FORM_BINARY
 
 
+def unreadable(path: str | Path) -> str | None:
+    """Why a file that starts as a DumpDebug file does (`isFloat:`, `//out ` or `//in `) cannot
+    be read, as one line naming it; None for any other file, or one that reads (never
+    raises)."""
+    name = str(path)
+    try:
+        with open(name, "rb") as stream:
+            head = stream.read(96)
+    except OSError:
+        return None
+    if not head.startswith((b"isFloat:", b"//out ", b"//in ")):
+        return None
+    try:
+        read_sigmastar_dump(name)
+    except FormatError as err:
+        return str(err)
+    return None
+
+
 def detect(path: str | Path) -> str | None:
     """What SigmaStar dump `path` is, from its contents: KIND_BIN / KIND_TEXT for a file,
     KIND_DIR for a directory holding one (not recursive); None otherwise (never raises)."""

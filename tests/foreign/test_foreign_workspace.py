@@ -118,6 +118,17 @@ def test_layouts_and_the_left_right_rule(meg_dir, sigma_dir, tmp_path: Path) -> 
     assert [e.name for e in layout.entries] == ["runA", "runB"]
     single = foreign_layout(meg / "runB")
     assert single is not None and len(single.entries) == 1 and single.root == meg.resolve()
+    # one var file of a --bin-io-dump dir: outputs beside the dir, never in it (QA Q25 #11:
+    # a precision_data/ made in runB would break compare_binary_iodump's same-names check)
+    var = next(p for p in sorted((meg / "runB").iterdir()) if p.is_file())
+    alone = foreign_layout(var)
+    assert alone is not None and alone.root == meg.resolve()
+    looked = run_ok(_shell(var), f"pt {int(var.name, 16)}")
+    (item,) = looked.items
+    assert Path(item.text_file).parent == meg.resolve() / "precision_data" / "temp" / "pt"
+    assert sorted(p.name for p in (meg / "runB").iterdir()) == sorted(
+        p.name for p in (meg / "runA").iterdir()
+    )
     sigma, _, _ = sigma_dir
     layout = foreign_layout(sigma)
     assert layout is not None and layout.rule == FRAMEWORK_IS_BENCHMARK
@@ -466,3 +477,26 @@ def test_the_opened_pairs_vc_takes_the_rule_flags(meg_dir) -> None:
     summary = run_ok(shell, "vcs")  # the newest result, judged by the rule it recorded
     assert {v.op for v in summary.ops} == {PLANTED, "cast2"}
     assert "--max-err" in run_fail(shell, "ac -c --cos-min 0.5").error
+
+
+def test_a_sigmastar_file_that_does_not_read_says_why(tmp_path: Path) -> None:
+    """QA Q25 #11: a malformed DumpDebug file, opened or in the dir opened, gave "not a
+    workspace" / "no precision_data" rather than what is wrong with it."""
+    bad = tmp_path / "sigma_outtensor_dump.bin"
+    bad.write_bytes(
+        b"isFloat: 1\n//out 0 s: 0.000000 z: 0 type: float name: x bConstant:0 shape:[3] "
+        b"dims:2\nop_out[0] CONV_2D = {\n//buffer data size: 12\n" + b"\x00" * 12
+    )
+    why = f"{bad}: record 0 (byte 11): dims:2 but the shape has 1 dims"
+    with pytest.raises(PrecisionError) as file_error:
+        foreign_layout(bad)
+    assert str(file_error.value) == f"a SigmaStar DumpDebug dump that does not read: {why}"
+    with pytest.raises(PrecisionError) as dir_error:
+        foreign_layout(tmp_path)
+    assert str(dir_error.value).endswith(why)
+    assert str(dir_error.value).startswith(f"{tmp_path}: no workspace and no dump that reads")
+    # other files are still not foreign, and say nothing
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("isFloat is a word\n")
+    assert foreign_layout(other) is None
