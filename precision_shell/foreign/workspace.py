@@ -290,9 +290,12 @@ def foreign_layout(path: str | Path) -> ForeignLayout | None:
     if len(dumps) == 1:
         return ForeignLayout(given, given.resolve(), family, tuple(dumps), "")
     names = ", ".join(d.name for d in dumps[:6]) + (", ..." if len(dumps) > 6 else "")
+    a, b = (given / d.name for d in dumps[:2])
+    # QA Q25 #10: "compare two with vc -lt A -rt B" could not be done in a shell that did
+    # not open; one of them opens, and its vc compares any two
     raise PrecisionError(
-        f"{given}: holds {len(dumps)} {FAMILY_TITLES[family]} ({names}); open a dir holding "
-        "one or two, or compare two with vc -lt A -rt B"
+        f"{given}: holds {len(dumps)} {FAMILY_TITLES[family]} ({names}), not one run or a "
+        f"pair; open one and compare two: precision-shell {a} -e 'vc -lt {a} -rt {b}'"
     )
 
 

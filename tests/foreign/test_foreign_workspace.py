@@ -165,6 +165,14 @@ def test_three_runs_are_a_one_line_error(meg_dir) -> None:
     with pytest.raises(PrecisionError, match="holds 3 MegEngine io dumps") as caught:
         foreign_layout(meg)
     assert "\n" not in str(caught.value)
+    # what it advises works
+    advice = str(caught.value).split("open one and compare two: ", 1)[1]
+    opened, command = advice.split(" -e ")
+    assert opened == f"precision-shell {meg / 'runA'}"
+    shell = _shell(meg / "runA")
+    result = run_ok(shell, command.strip("'"))
+    assert (Path(result.left), Path(result.right)) == (meg / "runA", meg / "runB")
+    assert result.rows and result.csv_path.is_file()
 
 
 # ---------------------------------------------------------------------------- commands
