@@ -10,6 +10,7 @@ from typing import Any
 from precision_shell.compare.diagnosis.replay_evidence import root_cause_title
 from precision_shell.compare.diagnosis.root_cause import INPUT_EVIDENCE
 from precision_shell.compare.results.schema import ResultRow
+from precision_shell.compare.results.summary import recorded_no_fault
 from precision_shell.replay.session import finite_only_text
 from precision_shell.report.data import ReportData
 from precision_shell.report.html_parts import esc, facts_html
@@ -57,6 +58,11 @@ def undiagnosed_text(data: ReportData) -> str:
         return (
             "not recorded: ac -c records the first step with a root cause (its cards) and"
             f" names the earliest: {found}{see}; {this} diagnoses this one"
+        )
+    if data.diagnosed and data.none_proven:
+        return (
+            f"none proven: the deviation shows first at {data.shows_first}, where the replay "
+            "finds no fault"
         )
     if data.diagnosed:
         return "none: no op degrades the signal on its own"
@@ -240,7 +246,7 @@ def root_cause_section(data: ReportData, picture: SubgraphPicture | None) -> str
         parts.append(f"<h3>Other candidates</h3><ul>{items}</ul>")
     parts.append(_subgraph(picture))
     return (
-        f'<section id="root-cause"><h2>{esc(root_cause_title(_finds_no_fault(cause)))}</h2>'
+        f'<section id="root-cause"><h2>{esc(root_cause_title(recorded_no_fault(cause)))}</h2>'
         f'<div class="panel">{"".join(parts)}</div></section>'
     )
 
@@ -264,11 +270,6 @@ def _card_facts(data: ReportData) -> list[tuple[str, str]]:
         shown = "<br>".join(esc(n) for n in lines["not_proven"])
         facts.append(("Not proven", f'<span class="warn">{shown}</span>'))
     return facts
-
-
-def _finds_no_fault(cause: dict[str, Any]) -> bool:
-    replay = cause.get("replay")
-    return isinstance(replay, dict) and replay.get("finds_no_fault") is True
 
 
 def advisor_section(data: ReportData) -> str:

@@ -48,7 +48,12 @@ from precision_shell.compare.results.slice_results import (
     recount,
     shown_slice_label,
 )
-from precision_shell.compare.results.summary import RunSummary, judging_rule, summary_beside
+from precision_shell.compare.results.summary import (
+    RunSummary,
+    judging_rule,
+    recorded_no_fault,
+    summary_beside,
+)
 from precision_shell.compare.results.tally import reason_kind
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.foreign.dumps import MEGENGINE, SIGMASTAR
@@ -158,8 +163,18 @@ class ReportData:
 
     @property
     def root_cause(self) -> str | None:
+        """The root cause the page marks; None when the replay finds no fault at the first
+        cause (the page then says where the deviation shows first, not "root cause")."""
+        return None if self.none_proven else self.shows_first
+
+    @property
+    def shows_first(self) -> str | None:
         op = self.root_causes[0].get("op") if self.root_causes else None
         return op if isinstance(op, str) else None
+
+    @property
+    def none_proven(self) -> bool:
+        return bool(self.root_causes) and recorded_no_fault(self.root_causes[0])
 
     @property
     def diagnosed(self) -> bool:
@@ -302,8 +317,9 @@ def gather_report(
     partial, partial_cause = state.partial_state(summary, csv_path)
     if elsewhere is not None:
         causes = []  # the diagnosis belongs to another compare, not to these rows
-    root = causes[0].get("op") if causes else None
-    root = root if isinstance(root, str) else None
+    shows = causes[0].get("op") if causes else None
+    shows = shows if isinstance(shows, str) else None  # kept in a big page's rows, proven or not
+    root = None if causes and recorded_no_fault(causes[0]) else shows  # marked on the plot
     compared = int(np.count_nonzero(table.compared))
     constants = int(np.count_nonzero(table.constant))
     uncompared = table.rows_at(np.flatnonzero(~table.compared & ~table.constant))
@@ -318,7 +334,7 @@ def gather_report(
     big = None
     if len(table) > big_rows and os.environ.get(ENV_FULL_TABLE, "") in ("", "0"):
         picked, carried, failing_ops, kind, dropped = _carried(
-            table, rule, root, neighbours, max_carried_rows
+            table, rule, shows, neighbours, max_carried_rows
         )
         big = BigResult(
             point_arrays(table, rule, root, panel),

@@ -59,7 +59,8 @@ class ReportWritten:
     ranks_compared: int = 0  # (rank, step) compares in the page's rank x step table
     ranks_not_begun: int = 0  # (rank, step)s selected that a run cut short never began
     judged: bool = True  # False: no metric the compare computed has a limit
-    # why there is no root cause when the diagnosis is of another compare (as the page says)
+    # why there is no root cause when the diagnosis is of another compare, or proves none at
+    # the op where the deviation shows first (as the page says)
     elsewhere: str | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -116,8 +117,9 @@ def _foreign_cache(ws: Workspace | None, csv_path: Path) -> Callable[[], Path] |
 def _picture(
     ws: Workspace | None, data: ReportData, out_dir: _ReportDir, depth: int
 ) -> SubgraphPicture | None:
-    """The root cause's neighbourhood, colored like `ni -s` colors it."""
-    op = data.root_cause
+    """The root cause's neighbourhood, colored like `ni -s` colors it (where the deviation
+    shows first when the replay proves no fault there: the section still shows that op)."""
+    op = data.shows_first
     if op is None:
         return None
     if data.foreign or ws is None:
@@ -248,5 +250,7 @@ def write_report(
         slice_label=data.slice_label,
         ranks_compared=len(data.ranks.results) if data.ranks is not None else 0,
         ranks_not_begun=len(data.ranks.not_begun) if data.ranks is not None else 0,
-        elsewhere=undiagnosed_text(data) if data.elsewhere is not None else None,
+        elsewhere=(
+            undiagnosed_text(data) if data.elsewhere is not None or data.none_proven else None
+        ),
     )

@@ -51,6 +51,19 @@ def test_drift_alone_is_shown_as_no_fault_proven(drifting) -> None:  # noqa: ANN
     assert f"─ {NONE_PROVEN} ─" in text and "─ Root cause ─" not in text
     html = check.report_path.read_text(encoding="utf-8")
     assert re.search(rf'<section id="root-cause"><h2>{re.escape(NONE_PROVEN)}</h2>', html)
+    # no other view calls that op the root cause (QA Q27 #1): the page's header, its plot,
+    # `report`'s line, vcs --plot and ni all said it plainly
+    op = cause["op"]
+    said = f"none proven: the deviation shows first at {op}, where the replay finds no fault"
+    assert f"<dt>Root cause</dt><dd>{said}</dd>" in html
+    assert "root cause: " not in html.split('<section id="root-cause">')[0]
+    written = run_ok(drifting, "report")
+    assert written.root_cause is None and written.elsewhere == said
+    assert f"root cause: {said}" in _text(written)
+    looked = run_ok(drifting, "vcs --plot")
+    assert looked.root_cause is None and "root cause" not in _text(looked)
+    (info,) = run_ok(drifting, f"ni {op}").nodes
+    assert not info.is_root_cause
 
 
 def test_without_a_replay_the_estimate_keeps_the_plain_heading(drifting) -> None:  # noqa: ANN001

@@ -192,6 +192,12 @@ class CompareRecord:
         )
 
 
+def recorded_no_fault(cause: dict[str, Any]) -> bool:
+    """A recorded root cause whose replay finds no fault at its op (`finds_no_fault`)."""
+    replay = cause.get("replay")
+    return isinstance(replay, dict) and replay.get("finds_no_fault") is True
+
+
 @dataclass
 class DiagnosisRecord:
     """What a diagnosis concluded (root causes best first, the advisor's findings), and of
@@ -215,8 +221,21 @@ class DiagnosisRecord:
 
     @property
     def root_cause(self) -> str | None:
+        """The first root cause's op; None when none was found, or when the replay finds no
+        fault at it (`none_proven`): no view may then call it the root cause (QA Q27 #1)."""
+        return None if self.none_proven else self.shows_first
+
+    @property
+    def shows_first(self) -> str | None:
+        """The first cause's op, proven or not: where the deviation shows first."""
         op = self.root_causes[0].get("op") if self.root_causes else None
         return op if isinstance(op, str) else None
+
+    @property
+    def none_proven(self) -> bool:
+        """The replay ran at the first cause and finds no fault there (`ac -c`'s "Root
+        cause: none proven")."""
+        return bool(self.root_causes) and recorded_no_fault(self.root_causes[0])
 
     def to_json(self) -> dict[str, Any]:
         payload: dict[str, Any] = {
