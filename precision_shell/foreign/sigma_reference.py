@@ -27,7 +27,11 @@ _RANK_TEXT = {
 def reference_rank(name: str, is_float: bool | None, per_tensor: bool) -> int | None:
     """How original a run is (FRAMEWORK > FLOAT > QUANTIZED), from its file or dir name,
     its `isFloat:` line (None: absent or unreadable) and whether it is a per-tensor dir;
-    None when nothing tells."""
+    None when nothing tells. `isFloat: 0` is always the quantized run, whatever its name
+    (QA Q26 #1: `onnx_fixed.bin` was taken for the framework's run): the reference writers
+    only write float dumps."""
+    if is_float is False:
+        return QUANTIZED
     if per_tensor or _FRAMEWORK_NAME.search(name):
         return FRAMEWORK
     if is_float is not None:

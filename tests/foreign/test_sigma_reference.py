@@ -104,3 +104,32 @@ def test_per_tensor_files_are_one_run_in_layer_order(shell: Dispatcher, tmp_path
         write_sigmastar_dump(two / f"{spec.name}#(8,)", [spec], is_float_line=False)
     layout = foreign_layout(two)
     assert layout is not None and len(layout.entries) == 1 and layout.rule == ""
+
+
+def test_a_quantized_run_named_after_its_framework_stays_the_sample(tmp_path: Path) -> None:
+    """QA Q26 #1: `onnx_fixed.bin` (`isFloat: 0`, named after the model's framework) was taken
+    for the framework's run and made the benchmark over the float run; only the reference
+    writers' float dumps can be the framework's run."""
+    scale = 0.01
+    fixed = [
+        SigmaSpec(
+            s.name,
+            np.round(s.values / scale).astype(np.int8),
+            "SGS_S8",
+            scale=scale,
+            op_index=s.op_index,
+            op_label=s.op_label,
+        )
+        for s in _specs({n: v / np.float32(4) for n, v in REF.items()})
+    ]
+    pair = tmp_path / "pair"
+    pair.mkdir()
+    write_sigmastar_dump(pair / "onnx_fixed.bin", fixed, is_float=False)
+    write_sigmastar_dump(pair / "float.bin", _specs({n: v / 4 for n, v in REF.items()}))
+    layout = foreign_layout(pair)
+    assert layout is not None and layout.rule == "the float run (isFloat: 1) is the benchmark"
+    assert [e.name for e in layout.entries] == ["onnx_fixed.bin", "float.bin"]
+    shell = opened_on(pair)
+    given = run_ok(shell, f"vc -lt {pair / 'onnx_fixed.bin'} -rt {pair / 'float.bin'}")
+    assert Path(given.left).name == "onnx_fixed.bin" and Path(given.right).name == "float.bin"
+    assert not any("swapped" in n for n in given.notes)
