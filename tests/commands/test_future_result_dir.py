@@ -61,6 +61,36 @@ def test_a_copy_dated_minutes_ahead_or_named_bak_is_not_the_newest(tiny_demo) ->
     shown = run_ok(shell, "vcs")
     assert shown.path == again.primary.csv_path
     assert any(".bak" in n for n in shown.notes if n.startswith("passed over"))
-    # without a summary that says when it began, a dir ahead keeps its name's place
+    assert any(n.startswith(f"{ahead} in ") and "dated after now" in n for n in shown.notes)
+    # without a summary that says when it began, the dir vc made last is still the newest
     (root / "precision_data/temp/vector_compare" / ahead / "summary.json").unlink()
-    assert run_ok(shell, "vcs").path.parent.name == ahead
+    assert run_ok(shell, "vcs").path == again.primary.csv_path
+
+
+def test_a_clock_stepped_back_does_not_hide_the_compare_just_run(tiny_demo) -> None:  # noqa: ANN001
+    """QA Q26 #2: a compare made while the clock was 4 minutes ahead (its dir's name and its
+    summary's start both ahead), then the clock set right and vc run again: the compare just
+    run is the newest, and the reader says the dirs' names are out of order."""
+    import datetime as dt
+    import json
+    import time
+
+    root, _ = tiny_demo
+    shell = open_shell(root)
+    first = run_ok(shell, "vc").summary_path.parent
+    ahead = dt.datetime.fromtimestamp(time.time() + 240).strftime("%Y%m%d%H%M%S")
+    moved = first.with_name(ahead)
+    first.rename(moved)
+    summary = json.loads((moved / "summary.json").read_text())
+    summary["started_ns"] += 240 * 10**9
+    (moved / "summary.json").write_text(json.dumps(summary))
+    (moved.parent / ".latest").write_text(ahead)  # that vc made it last, then
+    again = run_ok(shell, "vc --step 0")
+    assert again.summary_path.parent.name < ahead  # named, and begun, before the other
+    looked, written = run_ok(shell, "vcs"), run_ok(shell, "report")
+    assert looked.path == written.csv_path == again.primary.csv_path
+    for notes in (looked.notes, written.notes):
+        note = next(n for n in notes if "dated after now" in n)
+        assert note.startswith(f"{ahead} in ") and "which one vc made last" in note
+    (info,) = run_ok(shell, f"ni {CONV2}").nodes
+    assert info.compare_file == str(again.primary.csv_path)

@@ -35,7 +35,13 @@ from precision_shell.compare.pipeline.plan import ComparePlan
 from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.compare.results.columns import ColumnsBuilder
 from precision_shell.compare.results.columns_cache import caching_enabled, store_columns
-from precision_shell.compare.results.schema import ResultCsvWriter, ResultRow, RowLayout, csv_header
+from precision_shell.compare.results.schema import (
+    ResultCsvWriter,
+    ResultRow,
+    RowLayout,
+    csv_header,
+    mark_latest,
+)
 from precision_shell.compare.results.summary import (
     SUMMARY_NAME,
     CompareRecord,
@@ -105,7 +111,9 @@ def result_dir(base: Path, now: _dt.datetime | None = None) -> tuple[Path, str]:
     Created with one `mkdir` per candidate name, so concurrent runs never share a dir; `base`
     must exist (Workspace.output_dir). Raises OutputError."""
     stamp = result_stamp(now)
-    return create_unique_dir(base, stamp), stamp
+    made = create_unique_dir(base, stamp)
+    mark_latest(made)  # the newest when a clock put the dirs' names out of order
+    return made, stamp
 
 
 def given_result_dir(output: Path) -> tuple[Path, str]:

@@ -40,7 +40,7 @@ from precision_shell.listing_text import some_of
 
 INTERRUPTED = "the compare was interrupted"
 # why `dated_result_dirs` passes a result dir over
-FUTURE_WHY = "dated after now (a clock or time zone ahead, or not vc's)"
+FUTURE_WHY = "dated after now (a clock or time zone ahead) or not named as vc names them"
 
 
 @dataclass(frozen=True)
@@ -207,6 +207,9 @@ class ResultPick:
     unfinished: UnfinishedRun | None = None  # the CSV's own run is unfinished
     skipped: list[UnfinishedRun] = field(default_factory=list)
     future: list[Path] = field(default_factory=list)  # result dirs dated in the future, passed over
+    # result dirs dated a little after now, ordered by when their compares began and which one
+    # vc made last, not by name
+    ahead: list[Path] = field(default_factory=list)
 
     @classmethod
     def at(cls, csv_path: Path) -> ResultPick:
@@ -226,6 +229,13 @@ class ResultPick:
             lines.append(
                 f"passed over {names} in {self.future[0].parent}: {FUTURE_WHY}; {command} -f "
                 "DIR reads one"
+            )
+        if self.ahead:
+            names = some_of([d.name for d in self.ahead], shown=3)
+            lines.append(
+                f"{names} in {self.ahead[0].parent} dated after now (a clock stepped back, or a "
+                f"copy from a host ahead): took {self.csv_path.parent.name}, by when the compares "
+                f"began and which one vc made last, not by name; {command} -f DIR reads another"
             )
         return lines
 
@@ -270,7 +280,8 @@ def pick_result_csv(target: Path, statistics: bool = False) -> ResultPick:
     """`find_result_csv`, where the newest result of a dir of result dirs is the newest
     finished one; with none finished, the newest unfinished one."""
     if target.is_dir() and result_csv_in(target, statistics) is None:
-        subdirs, future = dated_result_dirs(target, _started_s)
+        dated = dated_result_dirs(target, _started_s)
+        subdirs, future = dated.dirs, dated.future
         passed: list[tuple[Path, UnfinishedRun]] = []
         for sub in subdirs:
             found = result_csv_in(sub, statistics)
@@ -278,10 +289,10 @@ def pick_result_csv(target: Path, statistics: bool = False) -> ResultPick:
                 continue
             unfinished = unfinished_run(sub)
             if unfinished is None:
-                return ResultPick(found, None, [run for _, run in passed], future)
+                return ResultPick(found, None, [run for _, run in passed], future, dated.ahead)
             passed.append((found, unfinished))
         if passed:
-            return ResultPick(passed[0][0], passed[0][1], future=future)
+            return ResultPick(passed[0][0], passed[0][1], future=future, ahead=dated.ahead)
         if future:
             names = some_of([d.name for d in future], shown=3)
             raise PrecisionError(

@@ -9,10 +9,12 @@ consumer (summary, `vcs`, diagnosis, report, `ni`) reads the same numbers.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as _dt
 import io
 import math
+import os
 import re
 import time as _time
 from collections.abc import Callable, Generator, Iterable
@@ -392,10 +394,45 @@ def result_csv_in(directory: Path, statistics: bool = False) -> Path | None:
 FUTURE_SLACK_S = 600
 
 
+# in `temp/vector_compare/`: the name of the result dir vc made last (`mark_latest`)
+LATEST_NAME = ".latest"
+
+
 def result_subdirs(target: Path) -> list[Path]:
     """The timestamped result dirs under `target` (`temp/vector_compare/`), newest first;
     those dated in the future (`dated_result_dirs`) left out."""
-    return dated_result_dirs(target)[0]
+    return dated_result_dirs(target).dirs
+
+
+def mark_latest(result_dir: Path) -> None:
+    """Record `result_dir` as the one vc made last, beside it: the order of dirs a clock put
+    out of order (`dated_result_dirs`). A hint only: a failure to write it is ignored."""
+    pointer = result_dir.parent / LATEST_NAME
+    staged = pointer.with_name(f"{LATEST_NAME}.{os.getpid()}.tmp")
+    try:
+        staged.write_text(result_dir.name, encoding="utf-8")
+        os.replace(staged, pointer)
+    except OSError:
+        with contextlib.suppress(OSError):
+            staged.unlink()
+
+
+def _latest_name(target: Path) -> str | None:
+    try:
+        with open(target / LATEST_NAME, encoding="utf-8", errors="replace") as fh:
+            text = fh.read(64).strip()
+    except OSError:
+        return None
+    return text if _RESULT_DIR_NAME.fullmatch(text) else None
+
+
+@dataclass(frozen=True)
+class DatedDirs:
+    """`dated_result_dirs`' answer."""
+
+    dirs: list[Path]  # dated up to now (or a little after), newest first
+    future: list[Path]  # passed over, by name: never taken as the newest
+    ahead: list[Path]  # of `dirs`, dated after now: their order is not their names'
 
 
 # the names vc gives its result dirs: the local time, then `_<n>` for the n-th of that second
@@ -404,14 +441,16 @@ _RESULT_DIR_NAME = re.compile(r"(?P<stamp>\d{14})(?:_(?P<n>\d{1,6}))?")
 
 def dated_result_dirs(
     target: Path, started: Callable[[Path], float | None] | None = None
-) -> tuple[list[Path], list[Path]]:
-    """The result dirs under `target`: (those dated up to now, newest first; the others, by
-    name: never taken as the newest). Passed over: a name vc does not write (`X.bak`, a copy
+) -> DatedDirs:
+    """The result dirs under `target`: those dated up to now, newest first; the others, by
+    name: never taken as the newest. Passed over: a name vc does not write (`X.bak`, a copy
     kept beside its original, QA Q24 #8), or a date more than FUTURE_SLACK_S after now (local
     time, as vc names them). A dir dated after now but within the slack has no trusted place
-    by its name (a clock stepped back, a copy from a host ahead, QA Q24 #3): with one, the
-    dirs of the last FUTURE_SLACK_S are ordered by `started` (the epoch seconds their compare
-    began, from their summaries) where it is known."""
+    by its name (a copy from a host ahead, QA Q24 #3; a clock stepped back, QA Q26 #2): with
+    one, the dirs of the last FUTURE_SLACK_S are ordered by `started` (the epoch seconds their
+    compare began, from their summaries) where it is known, and the one vc made last
+    (`mark_latest`) goes first: a clock stepped back dates it, and its start, before the
+    dirs made before it."""
     now: list[tuple[float, int, str, Path]] = []
     future: list[Path] = []
     clock = _time.time()
@@ -430,7 +469,9 @@ def dated_result_dirs(
             future.append(d)
             continue
         now.append((stamp, int(named["n"] or 0), d.name, d))
-    if started is not None and any(stamp > clock for stamp, *_ in now):
+    ahead = sorted(d for stamp, _, _, d in now if stamp > clock)
+    recent = [d for stamp, _, _, d in now if stamp >= clock - FUTURE_SLACK_S]
+    if started is not None and ahead:
         # the dirs of the last minutes, those ahead among them, are ordered by when their
         # compares began, as far as their summaries say
         now = [
@@ -440,7 +481,13 @@ def dated_result_dirs(
             for stamp, n, name, d in now
         ]
     now.sort(reverse=True)
-    return [d for *_, d in now], sorted(future)
+    dirs = [d for *_, d in now]
+    latest = _latest_name(target) if ahead else None
+    made_last = next((d for d in recent if d.name == latest), None)
+    if made_last is not None:
+        dirs.remove(made_last)
+        dirs.insert(0, made_last)
+    return DatedDirs(dirs, sorted(future), ahead)
 
 
 def is_statistics_csv(path: Path) -> bool:
