@@ -22,6 +22,7 @@ from precision_shell.compare.diagnosis.cards import (
     CardDiagnosis,
     card_scope,
     first_card,
+    named_not_proven,
     other_step_faults,
     slice_check,
 )
@@ -434,6 +435,7 @@ def diagnose_compare(
         replayer = _replayer(ctx, choice, entry, None)
         diagnosis = with_replays(diagnosis, graph, table.rows, compare.rule, hits, replayer)
     scope = later = None
+    named_unproven: list[str] = []  # the other cards' `not proven` rows
     if several and chosen is not None and diagnosis.causes:
         scope = card_scope(compare.rule, diagnosis.causes[0], chosen, cards)
         later = other_step_faults(diagnosis.causes[0], chosen, cards)
@@ -451,6 +453,7 @@ def diagnose_compare(
                 elsewhere = (scope.own_causes if scope is not None else []) + later.faults
         if scope is not None or elsewhere:
             diagnosis.other_cards = [(e.rank, e.step, c) for e, c in elsewhere]
+        named_unproven = named_not_proven(elsewhere, cards)
     if check.slice_replays is not None and check.named_replays:
         check.slice_replays.replayed_by_themselves([p.where or "" for p in check.named_replays])
     unfinished = _replay_unfinished(diagnosis, check.slice_replays, check.named_replays)
@@ -484,7 +487,7 @@ def diagnose_compare(
         scope.verdict if scope is not None else None,
         scope.notes if scope is not None else [],
         later.notes if later is not None else [],
-        unjudged_before(diagnosis.causes),
+        unjudged_before(diagnosis.causes) + named_unproven,
     )
     if diagnosis.causes:
         record.lines = lines.to_json()

@@ -49,6 +49,7 @@ from precision_shell.compare.rank_divergence import (
 )
 from precision_shell.compare.results.columns_cache import CACHE_DIR as COLUMNS_CACHE_DIR
 from precision_shell.compare.results.input_changes import record_listings
+from precision_shell.compare.results.schema import mark_latest
 from precision_shell.compare.results.slice_results import run_slices
 from precision_shell.compare.results.summary import SUMMARY_NAME, RunSummary
 from precision_shell.compare.results.thresholds import ThresholdRule
@@ -237,6 +238,7 @@ def _write_summary(
         summary.metrics = list(algorithms if algorithms is not None else METRIC_COLUMNS)
     record_listings(ws, summary)
     summary.write(out_dir / SUMMARY_NAME)
+    mark_latest(out_dir)
 
 
 def _run(

@@ -22,7 +22,12 @@ import numpy as np
 
 from precision_shell.compare.metrics.cells import NOT_COMPUTED
 from precision_shell.compare.pipeline.execute import given_result_dir, result_dir
-from precision_shell.compare.results.schema import LEAD_COLUMNS, REASON_COLUMN, ResultRow
+from precision_shell.compare.results.schema import (
+    LEAD_COLUMNS,
+    REASON_COLUMN,
+    ResultRow,
+    mark_latest,
+)
 from precision_shell.compare.results.summary import (
     SUMMARY_NAME,
     CompareRecord,
@@ -467,6 +472,7 @@ def run_foreign_compare(
             [{**c.to_json(), "pairing": pairing.method} for c in causes], []
         )
     summary.write(out_dir / SUMMARY_NAME)
+    mark_latest(out_dir)
     return ForeignCompareResult(
         family=left.family,
         left=left.path,

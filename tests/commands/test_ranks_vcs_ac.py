@@ -814,3 +814,40 @@ def test_a_benchmark_dir_serving_several_cards_is_checked_once_and_names_them_al
     ), notes
     assert checked.count(str(own)) == 1
     assert len(checked) == len(set(checked))  # every dir read once
+
+
+def test_another_card_s_proven_fault_says_what_ran_before_it_unreplayed(tmp_path_factory):
+    """QA Q26 #3: rank 1's own fault (a wrong constant at the dense layer, which its replay
+    proves) comes after an op whose dump is truncated (conv2, a real local error): the card
+    shown alone says "not proven: conv2 ... may be the first fault"; named beside rank 0, it
+    said nothing of conv2."""
+    root = _card_workspace(
+        tmp_path_factory,
+        "unproven",
+        [
+            DemoSpec(
+                size="tiny", faults=(Fault(WRONG_CONSTANT, "conv1/Conv2D", 0.5),), second_run=False
+            ),
+            DemoSpec(
+                size="tiny",
+                faults=(
+                    Fault("local_error", "conv2/Conv2D", 0.3),
+                    Fault(WRONG_CONSTANT, DENSE, 0.5),
+                ),
+                second_run=False,
+            ),
+        ],
+    )
+    rank1 = _step_dir(root).parents[3] / "1"
+    (conv2,) = [p for p in rank1.rglob("Conv2D.conv2_*") if p.is_file()]
+    data = conv2.read_bytes()
+    conv2.unlink()  # a hard link of the built demo's file: write a new one
+    conv2.write_bytes(data[:-100])
+    check = run_ok(open_shell(root), "ac -c")
+    assert check.root_cause is not None and check.root_cause.cause.op != DENSE  # rank 0's
+    lines = check.root_cause.lines
+    (row,) = [n for n in lines.not_proven if n.startswith("rank 1 step 0: ")]
+    assert row.startswith(f"rank 1 step 0: {DENSE}: conv2/Conv2D")
+    assert "could not be replayed (" in row and row.endswith("it may be the first fault")
+    saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
+    assert row in saved["diagnosis"]["lines"]["not_proven"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from precision_shell.compare.diagnosis.advisor import SliceCheck, is_fault, loses_on_its_own
@@ -32,6 +33,7 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     proof_text,
     proves_fault,
     replay_clears,
+    unjudged_before_cause,
 )
 from precision_shell.compare.diagnosis.root_cause import OUTLIER_DROP, RootCause
 from precision_shell.compare.pipeline.matcher import input_source
@@ -482,6 +484,23 @@ def card_scope(
 
 
 OTHER_STEPS_SHOWN = 5  # the other steps' faults named one by one; the rest are counted
+
+
+def named_not_proven(
+    named: Sequence[tuple[SliceResult, RootCause]], cards: Sequence[CardDiagnosis]
+) -> list[str]:
+    """For each other card named with a fault of its own that its replay proves: the
+    candidates before that fault on the card that no replay could judge, as the card shown's
+    `not proven` row says them, each with its card (QA Q26 #3: said for the card shown only)."""
+    card_of = {(c.entry.rank, c.entry.step): c for c in cards}
+    lines = []
+    for entry, own in named:
+        card = card_of.get((entry.rank, entry.step))
+        if card is None:
+            continue
+        for text in unjudged_before_cause(card.diagnosis.causes, own):
+            lines.append(f"{entry.label}: {own.op}: {text}")
+    return lines
 
 
 @dataclass

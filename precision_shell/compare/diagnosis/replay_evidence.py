@@ -201,16 +201,22 @@ def unjudged_before(causes: Sequence[RootCause]) -> list[str]:
     first fault`: the candidates that run before the fault the replay proved and shown
     first, whose replay was tried and could not run (a truncated dump, the budget spent).
     The proven fault heads the panel, but what ran before it is not cleared (QA Q23 #6)."""
-    if not causes or not proves_fault(causes[0].replay):
+    return unjudged_before_cause(causes, causes[0]) if causes else []
+
+
+def unjudged_before_cause(causes: Sequence[RootCause], first: RootCause) -> list[str]:
+    """`unjudged_before` of one fault among a card's `causes` (the first cause of the card
+    shown, or the own fault named of another card: QA Q26 #3): nothing unless its replay
+    proves it."""
+    if not proves_fault(first.replay):
         return []
-    first = causes[0]
     return [
         f"{c.op} runs before it ({c.drop_text or 'its loss not measured'}) and could not be "
         "replayed "
         f"({c.replay_skipped}): it may be the first fault"
-        for c in causes[1:]
-        if c.position < first.position and c.replay is None and c.replay_skipped is not None
-        if not c.input_differs
+        for c in causes
+        if c is not first and c.position < first.position
+        if c.replay is None and c.replay_skipped is not None and not c.input_differs
     ]
 
 

@@ -40,7 +40,6 @@ from precision_shell.compare.results.schema import (
     ResultRow,
     RowLayout,
     csv_header,
-    mark_latest,
 )
 from precision_shell.compare.results.summary import (
     SUMMARY_NAME,
@@ -111,9 +110,7 @@ def result_dir(base: Path, now: _dt.datetime | None = None) -> tuple[Path, str]:
     Created with one `mkdir` per candidate name, so concurrent runs never share a dir; `base`
     must exist (Workspace.output_dir). Raises OutputError."""
     stamp = result_stamp(now)
-    made = create_unique_dir(base, stamp)
-    mark_latest(made)  # the newest when a clock put the dirs' names out of order
-    return made, stamp
+    return create_unique_dir(base, stamp), stamp
 
 
 def given_result_dir(output: Path) -> tuple[Path, str]:

@@ -405,8 +405,13 @@ def result_subdirs(target: Path) -> list[Path]:
 
 
 def mark_latest(result_dir: Path) -> None:
-    """Record `result_dir` as the one vc made last, beside it: the order of dirs a clock put
-    out of order (`dated_result_dirs`). A hint only: a failure to write it is ignored."""
+    """Record `result_dir` as the one vc made last, beside it, when vc named it (not a `-o`
+    dir): the order of dirs a clock put out of order (`dated_result_dirs`). Written with the
+    run's summary. A hint only: a failure to write it is ignored."""
+    if result_dir.parent.name != "vector_compare" or not _RESULT_DIR_NAME.fullmatch(
+        result_dir.name
+    ):
+        return
     pointer = result_dir.parent / LATEST_NAME
     staged = pointer.with_name(f"{LATEST_NAME}.{os.getpid()}.tmp")
     try:
