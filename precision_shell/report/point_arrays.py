@@ -15,7 +15,7 @@ import numpy as np
 from precision_shell.compare.results.columns import KIND_INPUT, ResultColumns
 from precision_shell.compare.results.schema import parse_index
 from precision_shell.compare.results.thresholds import ThresholdRule
-from precision_shell.report.points import COSINE, RED, ErrorPanel, OpCosine
+from precision_shell.report.points import COSINE, MAX_ABS, RED, ErrorPanel, OpCosine
 
 
 @dataclass
@@ -83,7 +83,11 @@ def point_arrays(
     red_nf = table.nonfinite.get(RED, nothing)
     with np.errstate(divide="ignore", invalid="ignore"):
         valid_red = ~red_nf & ~np.isnan(red) & (red >= 0)
-        sqnr = np.where(red == 0, np.inf, -20.0 * np.log10(np.where(valid_red, red, 1.0)))
+        # a distance of 0 is identical tensors, or a benchmark of zeros (the distance's
+        # guard) against other values: no signal, all noise (QA Q27 #2: plotted as perfect)
+        differs = np.nan_to_num(table.values.get(MAX_ABS, np.zeros(n)), nan=0.0) > 0
+        zero = np.where(differs, -np.inf, np.inf)
+        sqnr = np.where(red == 0, zero, -20.0 * np.log10(np.where(valid_red, red, 1.0)))
     has_sqnr = red_nf | valid_red
     sqnr = np.where(valid_red, sqnr, np.nan)
     error, error_nf = nan, nothing

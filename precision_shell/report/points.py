@@ -22,6 +22,7 @@ from precision_shell.compare.results.thresholds import ThresholdRule
 
 COSINE = "CosineSimilarity"
 RED = "RelativeEuclideanDistance"
+MAX_ABS = "MaxAbsoluteError"
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,9 @@ def sqnr_of(row: ResultRow) -> float | None:
     red = row.metrics.get(RED, math.nan)
     if math.isnan(red) or red < 0:
         return None
-    return math.inf if red == 0 else -20.0 * math.log10(red)
+    if red == 0:  # identical, or a benchmark of zeros (the distance's guard) against other values
+        return -math.inf if row.metrics.get(MAX_ABS, 0.0) > 0 else math.inf
+    return -20.0 * math.log10(red)
 
 
 @dataclass(frozen=True)

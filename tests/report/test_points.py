@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from precision_shell.compare.results.columns import load_result_columns
 from precision_shell.compare.results.schema import read_result_csv
 from precision_shell.compare.results.thresholds import ThresholdRule
+from precision_shell.report.point_arrays import point_arrays
 from precision_shell.report.points import op_cosines, output_points
 
 COSINE_ONLY = ThresholdRule({"CosineSimilarity": 0.98})
@@ -21,10 +23,12 @@ HEADER = (
 )
 
 
-def _row(index: int, op: str, tensor: str, cos: str, red: str, reason: str = "") -> str:
+def _row(
+    index: int, op: str, tensor: str, cos: str, red: str, reason: str = "", max_abs: str = "0.1"
+) -> str:
     return (
         f'{index},Conv2D,{op},DT_FLOAT16,NaN,{op},DT_FLOAT,{op}:{tensor},"[2,4]",'
-        f'{cos},0.1,0.1,{red},0.0,"(0;1),(0;1)",0.1,0.1,0.1,0.1,{reason}'
+        f'{cos},{max_abs},0.1,{red},0.0,"(0;1),(0;1)",0.1,0.1,0.1,0.1,{reason}'
     )
 
 
@@ -37,7 +41,8 @@ def table(tmp_path: Path):
         _row(3, "a", "output:1", "0.950000", "0.010000"),  # a's worst output
         _row(5, "b", "output:0", "nan", "inf"),  # NaN in the data
         _row(7, "c", "output:0", "NaN", "NaN", "benchmark c.0.*.npy not found"),
-        _row(9, "d", "output:0", "NaN", "0.000000"),  # cosine not computed, RED is
+        _row(9, "d", "output:0", "NaN", "0.000000"),  # a benchmark of zeros: RED 0, diff
+        _row(11, "e", "output:0", "1.000000", "0.000000", max_abs="0.000000"),  # identical
     ]
     path = tmp_path / "result_20260101000000.csv"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -51,17 +56,24 @@ def test_one_point_per_output_with_a_cosine_or_a_distance(table) -> None:
         ("a", "a:output:1"),
         ("b", "b:output:0"),
         ("d", "d:output:0"),
+        ("e", "e:output:0"),
     ]
-    assert [p.x for p in points] == [3, 3, 5, 9]
-    assert [p.line for p in points] == [3, 4, 5, 7]
-    a0, a1, b, d = points
+    assert [p.x for p in points] == [3, 3, 5, 9, 11]
+    assert [p.line for p in points] == [3, 4, 5, 7, 8]
+    a0, a1, b, d, e = points
     assert (a0.cosine, a0.fails) == (0.99, False)
     assert math.isclose(a0.sqnr_db, 20.0) and math.isclose(a1.sqnr_db, 40.0)
     assert (a1.cosine, a1.fails) == (0.95, True)
     assert b.cosine_nonfinite and b.sqnr_nonfinite and b.fails and b.root_cause
     assert (b.cosine_text, b.red_text) == ("nan", "inf")
-    assert d.cosine is None and d.sqnr_db == math.inf and not d.fails
-    assert not any(p.root_cause for p in (a0, a1, d))
+    # RED 0 with values apart: the distance's guard for a benchmark of zeros, no signal at
+    # all (QA Q27 #2: plotted at the top, as identical tensors are)
+    assert d.cosine is None and d.sqnr_db == -math.inf and not d.fails
+    assert e.sqnr_db == math.inf
+    assert not any(p.root_cause for p in (a0, a1, d, e))
+    # the arrays a big page plots say the same
+    arrays = point_arrays(load_result_columns(table.path), COSINE_ONLY, None)
+    assert arrays.sqnr.tolist()[-2:] == [-math.inf, math.inf]
 
 
 def test_x_is_the_op_ordinal_when_a_row_has_no_index(table, tmp_path: Path) -> None:
@@ -69,12 +81,12 @@ def test_x_is_the_op_ordinal_when_a_row_has_no_index(table, tmp_path: Path) -> N
     path = tmp_path / "no_index.csv"
     path.write_text(text, encoding="utf-8")
     points = output_points(read_result_csv(path).rows, COSINE_ONLY, None)
-    assert [(p.op, p.x) for p in points] == [("a", 0), ("a", 0), ("b", 1), ("d", 3)]
+    assert [(p.op, p.x) for p in points] == [("a", 0), ("a", 0), ("b", 1), ("d", 3), ("e", 4)]
 
 
 def test_op_cosines_keeps_each_ops_worst_output(table) -> None:
     ops = op_cosines(table.rows, COSINE_ONLY)
-    assert [(o.op, o.x, o.fails) for o in ops] == [("a", 3, True), ("b", 5, True)]
+    assert [(o.op, o.x, o.fails) for o in ops] == [("a", 3, True), ("b", 5, True), ("e", 11, False)]
     assert ops[0].cosine == 0.95 and math.isnan(ops[1].cosine)
 
 
