@@ -110,7 +110,7 @@ def big_plot(data: ReportData) -> str:
     parts += _cosine_frame(xs, cos_domain, threshold, data.cosine_line)
     parts += _legend() if panel is None else _legend(RULE_FAILS)
     parts += _second_frame(xs, db_domain, second)
-    cause = data.root_causes[0] if data.root_cause else {}  # none proven: no marker
+    cause = data.marked_cause
     label = f"root cause: {cause['op']} [{cause.get('index')}]" if cause else None
     root_xs = pts.x[pts.root]
     root_x = float(root_xs[0]) if len(root_xs) else None

@@ -51,7 +51,9 @@ from precision_shell.compare.results.slice_results import (
 from precision_shell.compare.results.summary import (
     RunSummary,
     judging_rule,
-    recorded_no_fault,
+    none_proven,
+    proven_root,
+    shown_first,
     summary_beside,
 )
 from precision_shell.compare.results.tally import reason_kind
@@ -163,18 +165,22 @@ class ReportData:
 
     @property
     def root_cause(self) -> str | None:
-        """The root cause the page marks; None when the replay finds no fault at the first
-        cause (the page then says where the deviation shows first, not "root cause")."""
-        return None if self.none_proven else self.shows_first
+        """The root cause the page marks (`proven_root`): none when the replay finds no fault
+        at the first cause (the page then says where the deviation shows first)."""
+        return proven_root(self.root_causes)
 
     @property
     def shows_first(self) -> str | None:
-        op = self.root_causes[0].get("op") if self.root_causes else None
-        return op if isinstance(op, str) else None
+        return shown_first(self.root_causes)
 
     @property
     def none_proven(self) -> bool:
-        return bool(self.root_causes) and recorded_no_fault(self.root_causes[0])
+        return none_proven(self.root_causes)
+
+    @property
+    def marked_cause(self) -> dict[str, Any]:
+        """The cause the plot marks and labels: the root cause's, none when none is proven."""
+        return self.root_causes[0] if self.root_cause else {}
 
     @property
     def diagnosed(self) -> bool:
@@ -317,9 +323,8 @@ def gather_report(
     partial, partial_cause = state.partial_state(summary, csv_path)
     if elsewhere is not None:
         causes = []  # the diagnosis belongs to another compare, not to these rows
-    shows = causes[0].get("op") if causes else None
-    shows = shows if isinstance(shows, str) else None  # kept in a big page's rows, proven or not
-    root = None if causes and recorded_no_fault(causes[0]) else shows  # marked on the plot
+    shows = shown_first(causes)  # kept in a big page's rows, proven or not
+    root = proven_root(causes)  # marked on the plot
     compared = int(np.count_nonzero(table.compared))
     constants = int(np.count_nonzero(table.constant))
     uncompared = table.rows_at(np.flatnonzero(~table.compared & ~table.constant))

@@ -116,7 +116,7 @@ def _plot(data: ReportData) -> str:
     elif data.big is not None:
         body = big_plot(data)
     else:
-        cause = data.root_causes[0] if data.root_cause else {}  # none proven: no marker
+        cause = data.marked_cause
         label = f"root cause: {cause['op']} [{cause.get('index')}]" if cause else None
         index = cause.get("index") if isinstance(cause.get("index"), int) else None
         svg = accuracy_plot_svg(

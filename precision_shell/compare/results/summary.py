@@ -198,6 +198,24 @@ def recorded_no_fault(cause: dict[str, Any]) -> bool:
     return isinstance(replay, dict) and replay.get("finds_no_fault") is True
 
 
+def shown_first(causes: list[dict[str, Any]]) -> str | None:
+    """The op of the first recorded cause, proven or not: where the deviation shows first."""
+    op = causes[0].get("op") if causes else None
+    return op if isinstance(op, str) else None
+
+
+def none_proven(causes: list[dict[str, Any]]) -> bool:
+    """The replay ran at the first recorded cause and finds no fault there (`ac -c`'s "Root
+    cause: none proven")."""
+    return bool(causes) and recorded_no_fault(causes[0])
+
+
+def proven_root(causes: list[dict[str, Any]]) -> str | None:
+    """The first recorded cause's op as the root cause; None when there is none, or when the
+    replay finds no fault at it: no view may then call it the root cause (QA Q27 #1)."""
+    return None if none_proven(causes) else shown_first(causes)
+
+
 @dataclass
 class DiagnosisRecord:
     """What a diagnosis concluded (root causes best first, the advisor's findings), and of
@@ -221,21 +239,8 @@ class DiagnosisRecord:
 
     @property
     def root_cause(self) -> str | None:
-        """The first root cause's op; None when none was found, or when the replay finds no
-        fault at it (`none_proven`): no view may then call it the root cause (QA Q27 #1)."""
-        return None if self.none_proven else self.shows_first
-
-    @property
-    def shows_first(self) -> str | None:
-        """The first cause's op, proven or not: where the deviation shows first."""
-        op = self.root_causes[0].get("op") if self.root_causes else None
-        return op if isinstance(op, str) else None
-
-    @property
-    def none_proven(self) -> bool:
-        """The replay ran at the first cause and finds no fault there (`ac -c`'s "Root
-        cause: none proven")."""
-        return bool(self.root_causes) and recorded_no_fault(self.root_causes[0])
+        """`proven_root` of the recorded causes."""
+        return proven_root(self.root_causes)
 
     def to_json(self) -> dict[str, Any]:
         payload: dict[str, Any] = {
