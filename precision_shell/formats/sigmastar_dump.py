@@ -282,15 +282,8 @@ def _read(reader: _Reader) -> SigmaDump:
         if len(tensors) >= MAX_RECORDS:
             raise reader.fail(f"more than {MAX_RECORDS} records")
         try:
-            kind, slot, scale, zero, dtype, name, const, shape = _header(
-                reader.line("a record header"), where
-            )
-            op = _OP_LINE.fullmatch(reader.line("'op_out[i] X = {'").rstrip())
-            if op is None:
-                raise ValueError(f"{where}: the second line is not 'op_out[i] X = {{'")
-            size = _SIZE_LINE.fullmatch(reader.line("'//buffer data size: N'").rstrip())
-            if size is None:
-                raise ValueError(f"{where}: the third line is not '//buffer data size: N'")
+            header, op, nbytes = _record_lines(reader, where)
+            kind, slot, scale, zero, dtype, name, const, shape = header
             storage = _storage(dtype, is_float, where)
             problem = shape_problem(shape, np.dtype(storage).itemsize)
             if problem is not None:
@@ -298,10 +291,9 @@ def _read(reader: _Reader) -> SigmaDump:
         except ValueError as err:
             raise reader.fail(str(err)) from None
         label = f"{where} {name[:60]!r}"
-        nbytes = int(size.group(1))
         offset = stream.tell()
         count = math.prod(shape)
-        empty = _empty_record(nbytes, shape)
+        empty = _empty_record(nbytes, count)
         if form is None and not empty:
             form = FORM_BINARY if reader.binary_payload(offset, nbytes) else FORM_STRING
             stream.seek(offset)
@@ -428,9 +420,24 @@ def _sniff(path: str) -> str | None:
     return KIND_BIN if form == FORM_BINARY else KIND_TEXT
 
 
-def _empty_record(nbytes: int, shape: tuple[int, ...]) -> bool:
+def _record_lines(
+    reader: _Reader, where: str
+) -> tuple[tuple[str, int, float, int, str, str, bool, tuple[int, ...]], re.Match[str], int]:
+    """A record's three lines: (its header's fields, the `op_out[i] X = {` match, the payload
+    size N). Raises ValueError naming `where` and the line that is wrong."""
+    header = _header(reader.line("a record header"), where)
+    op = _OP_LINE.fullmatch(reader.line("'op_out[i] X = {'").rstrip())
+    if op is None:
+        raise ValueError(f"{where}: the second line is not 'op_out[i] X = {{'")
+    size = _SIZE_LINE.fullmatch(reader.line("'//buffer data size: N'").rstrip())
+    if size is None:
+        raise ValueError(f"{where}: the third line is not '//buffer data size: N'")
+    return header, op, int(size.group(1))
+
+
+def _empty_record(nbytes: int, count: int) -> bool:
     """A record of no values has no payload in either form, so it cannot tell the form."""
-    return nbytes == 0 and math.prod(shape) == 0
+    return nbytes == 0 and count == 0
 
 
 def _first_form(reader: _Reader) -> str:
@@ -443,14 +450,8 @@ def _first_form(reader: _Reader) -> str:
     if not reader.skip_separators():
         raise reader.fail("no records")
     for number in range(MAX_RECORDS):
-        shape = _header(reader.line("a record header"), f"record {number}")[-1]
-        if _OP_LINE.fullmatch(reader.line("'op_out[i] X = {'").rstrip()) is None:
-            raise reader.fail("no 'op_out[i] X = {' line")
-        size_line = _SIZE_LINE.fullmatch(reader.line("'//buffer data size: N'").rstrip())
-        if size_line is None:
-            raise reader.fail("no '//buffer data size: N' line")
-        nbytes = int(size_line.group(1))
-        if not _empty_record(nbytes, shape):
+        header, _, nbytes = _record_lines(reader, f"record {number}")
+        if not _empty_record(nbytes, math.prod(header[-1])):
             binary = reader.binary_payload(stream.tell(), nbytes)
             return FORM_BINARY if binary else FORM_STRING
         if not reader.skip_separators():

@@ -35,12 +35,7 @@ from precision_shell.compare.pipeline.plan import ComparePlan
 from precision_shell.compare.pipeline.worker import CompareOptions
 from precision_shell.compare.results.columns import ColumnsBuilder
 from precision_shell.compare.results.columns_cache import caching_enabled, store_columns
-from precision_shell.compare.results.schema import (
-    ResultCsvWriter,
-    ResultRow,
-    RowLayout,
-    csv_header,
-)
+from precision_shell.compare.results.schema import ResultCsvWriter, ResultRow, RowLayout, csv_header
 from precision_shell.compare.results.summary import (
     SUMMARY_NAME,
     CompareRecord,
