@@ -35,7 +35,11 @@ from precision_shell.compare.results.summary import (
     RunSummary,
 )
 from precision_shell.compare.results.tally import CompareTally
-from precision_shell.compare.results.thresholds import SHAPE_MISMATCH_MARK, ThresholdRule
+from precision_shell.compare.results.thresholds import (
+    COUNT_MISMATCH_MARK,
+    SHAPE_MISMATCH_MARK,
+    ThresholdRule,
+)
 from precision_shell.errors import PrecisionError
 from precision_shell.foreign.dumps import (
     MEGENGINE,
@@ -151,15 +155,23 @@ def _pair_metrics(
     text dump printed in part gives the bound and, third, the reason if the rule is not
     crossed by it (then the row is not judged). Shapes that differ over the same elements
     are compared flat; MegEngine's compare fails them (`shape mismatch`), and so does the
-    row's reason (`SHAPE_MISMATCH_MARK`)."""
+    row's reason (`SHAPE_MISMATCH_MARK`), printed in part or not; element counts that differ
+    it fails too: the row compares the leading values both hold (`COUNT_MISMATCH_MARK`)."""
     if left.count != right.count:
+        if family == MEGENGINE:
+            return _count_mismatch(left, right)
         why = (
             f"element counts differ: {_shape(left.shape)} has {left.count}, "
             f"{_shape(right.shape)} has {right.count}"
         )
         return {}, why, None
+    mismatch = family == MEGENGINE and left.shape != right.shape
+    shapes = f"{_shape(left.shape)} vs {_shape(right.shape)}"
     if left.partial or right.partial:
-        return _partial_metrics(left, right)
+        metrics, failed, unjudged = _partial_metrics(left, right)
+        if mismatch and metrics:  # QA Q26 #5: failed whatever the values not shown are
+            return metrics, f"{SHAPE_MISMATCH_MARK}: {shapes}; {failed}", None
+        return metrics, failed, unjudged
     try:
         a, b = left.values(), right.values()
     except PrecisionError as exc:
@@ -169,15 +181,31 @@ def _pair_metrics(
     if a.size == 0:
         return {}, "empty tensor", None
     metrics = compute(a, b)
+    if mismatch:  # QA Q25 #3: a reshape to the wrong shape passed, its user blamed
+        return metrics, f"{SHAPE_MISMATCH_MARK}: {shapes}", None
     if left.shape == right.shape:
         return metrics, "", None
-    if family == MEGENGINE:  # QA Q25 #3: a reshape to the wrong shape passed, its user blamed
-        return (
-            metrics,
-            f"{SHAPE_MISMATCH_MARK}: {_shape(left.shape)} vs {_shape(right.shape)}",
-            None,
-        )
     return metrics, "shapes differ, compared flat", None
+
+
+def _count_mismatch(
+    left: ForeignTensor, right: ForeignTensor
+) -> tuple[dict[str, float], str, str | None]:
+    """Two MegEngine vars of different element counts: failed (`COUNT_MISMATCH_MARK`), their
+    cells measured on the leading values both sides show (printed ones of a text dump)."""
+    why = (
+        f"{COUNT_MISMATCH_MARK}: {_shape(left.shape)} has {left.count}, "
+        f"{_shape(right.shape)} has {right.count}"
+    )
+    try:
+        a, b = _printed_of(left).values, _printed_of(right).values
+    except PrecisionError as exc:
+        return {}, f"{why}; {exc}", None
+    common = min(a.size, b.size)
+    if common == 0:
+        return {}, f"{why}; no values to compare", None
+    shown = "printed " if left.printed is not None or right.printed is not None else ""
+    return compute(a[:common], b[:common]), f"{why}; the leading {common} {shown}values compared", None
 
 
 def _printed_of(t: ForeignTensor) -> Printed:

@@ -529,6 +529,70 @@ def test_a_megengine_var_of_another_shape_fails_as_its_compare_says(tmp_path: Pa
     assert "fails by" in rendered(result, 300)
 
 
+def test_a_megengine_var_of_another_element_count_fails_and_is_the_root(tmp_path: Path) -> None:
+    """QA Q26 #4: compare_binary_iodump fails two vars whose element counts differ (`shape
+    mismatch`); a device Subtensor keeping 6 of 8 values was "not compared", its consumer too,
+    and the Reduce after them was named the root. The row compares the leading values."""
+    from precision_shell.foreign.run import run_foreign_compare
+    from precision_shell.formats.megengine_dump import VarSpec, var_info_of, write_bin_io_dump
+
+    x = np.arange(1, 9, dtype=np.float32)
+    for run, kept in (("dev", 6), ("ref", 8)):
+        sub = x[:kept].copy()
+        mul = (sub * 2).astype(np.float32)
+        red = np.array([mul.sum()], np.float32)
+        write_bin_io_dump(
+            tmp_path / run,
+            [
+                VarSpec(1, x, "data", "Host2DeviceCopy"),
+                VarSpec(2, sub, "sub", "Subtensor", inputs=(var_info_of(1, x, "data", "H"),)),
+                VarSpec(3, mul, "mul", "Elemwise", inputs=(var_info_of(2, sub, "sub", "S"),)),
+                VarSpec(4, red, "red", "Reduce", inputs=(var_info_of(3, mul, "mul", "E"),)),
+            ],
+        )
+    (tmp_path / "ws").mkdir()
+    result = run_foreign_compare(
+        tmp_path / "ws", str(tmp_path / "dev"), str(tmp_path / "ref"), diagnose=True
+    )
+    rows = {r.op_name: r for r in read_result_csv(result.csv_path).rows}
+    assert rows["sub"].compared and rows["sub"].metrics["MegEngineRelativeError"] == 0.0
+    assert rows["sub"].reason == (
+        "shape mismatch (MegEngine's compare fails it; element counts differ): [6] has 6, "
+        "[8] has 8; the leading 6 values compared"
+    )
+    assert [r.op_name for r in result.failing] == ["sub", "mul", "red"]
+    assert result.summary.primary.failing_outputs == 3
+    assert result.causes is not None and [c.op for c in result.causes] == ["sub"]
+    # a SigmaStar pair of another count stays not compared: no tool of its own fails it
+    a = np.arange(6, dtype=np.float32)
+    write_sigmastar_dump(tmp_path / "l.bin", [SigmaSpec("count", a)])
+    write_sigmastar_dump(tmp_path / "r.bin", [SigmaSpec("count", a[:4])])
+    other = run_foreign_compare(tmp_path / "ws", str(tmp_path / "l.bin"), str(tmp_path / "r.bin"))
+    (row,) = read_result_csv(other.csv_path).rows
+    assert not row.compared and row.reason == "element counts differ: [6] has 6, [4] has 4"
+
+
+def test_a_megengine_text_var_printed_in_part_of_another_shape_fails(tmp_path: Path) -> None:
+    """QA Q26 #5: a var an `--io-dump` text printed in part, same count and values, another
+    shape, was "not judged" (nothing printed crosses the limit); the shape fails it."""
+    from precision_shell.foreign.run import run_foreign_compare
+    from precision_shell.formats.megengine_dump import TextSpec, write_io_dump_text
+
+    values = np.arange(12, dtype=np.float32)
+    for name, shape in (("a.txt", (3, 4)), ("b.txt", (4, 3))):
+        spec = TextSpec(1, values.reshape(shape), "x", "Host2DeviceCopy", 1, "x:0")
+        write_io_dump_text(tmp_path / name, [spec])
+    (tmp_path / "ws").mkdir()
+    result = run_foreign_compare(tmp_path / "ws", str(tmp_path / "a.txt"), str(tmp_path / "b.txt"))
+    (row,) = read_result_csv(result.csv_path).rows
+    assert row.compared and row.metrics["MegEngineRelativeErrorAtLeast"] == 0.0
+    assert row.reason.startswith(
+        "shape mismatch (MegEngine's compare fails it; values compared flat): [3,4] vs [4,3]; "
+        "the dumps show left 5 of 12, right 5 of 12 values; "
+    )
+    assert [r.op_name for r in result.failing] == ["x"]
+
+
 @pytest.mark.parametrize(
     ("left", "right", "verdict"),
     [

@@ -50,6 +50,9 @@ def sliced_nonfinite(row: ResultRow) -> bool:
 # whatever their values: the row is compared flat and fails all the same
 SHAPE_MISMATCH_MARK = "shape mismatch (MegEngine's compare fails it; values compared flat)"
 SHAPE_MISMATCH_TEXT = "shape mismatch"
+# ... and two vars whose element counts differ: the row compares the leading values both
+# hold, and fails all the same (QA Q26 #4: "not compared", the root's consumer was blamed)
+COUNT_MISMATCH_MARK = "shape mismatch (MegEngine's compare fails it; element counts differ)"
 
 # the marks of a reason that fails its row whatever the cells print (`reason_fails`), and
 # what the row shows as crossing the limit
@@ -57,6 +60,7 @@ FAILING_REASONS = {
     ZERO_BENCHMARK_MARK: ZERO_BENCHMARK_TEXT,
     SLICED_NONFINITE_MARK: SLICED_NONFINITE_TEXT,
     SHAPE_MISMATCH_MARK: SHAPE_MISMATCH_TEXT,
+    COUNT_MISMATCH_MARK: SHAPE_MISMATCH_TEXT,
 }
 FAILING_REASON_MARKS = tuple(FAILING_REASONS)
 
@@ -64,7 +68,8 @@ FAILING_REASON_MARKS = tuple(FAILING_REASONS)
 def reason_fails(reason: str) -> bool:
     """A CompareFailReason that fails its row whatever its cells print: an all-zero
     benchmark (`zero_benchmark`), NaN/inf cut off the device tensor (`sliced_nonfinite`), a
-    MegEngine var whose shape differs (`SHAPE_MISMATCH_MARK`)."""
+    MegEngine var whose shape or element count differs (`SHAPE_MISMATCH_MARK`,
+    `COUNT_MISMATCH_MARK`)."""
     return any(mark in reason for mark in FAILING_REASON_MARKS)
 
 
