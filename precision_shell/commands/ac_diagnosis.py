@@ -370,8 +370,13 @@ def diagnose_compare(
             for c in cards
         ]
 
+        # the slices replayed in full (no `before`), as `ac -c --rank R --step S` replays one
+        replayed_in_full: set[int] = set()
+
         def replayer_for(n: int, spent_s: float, before_position: Before = None) -> Replayer:
             entry = cards[n].entry
+            if before_position is None:
+                replayed_in_full.add(n)
             return _replayer(ctx, choice, entry, slices[n].where, spent_s, before_position)
 
         def replay_named(
@@ -389,6 +394,10 @@ def diagnose_compare(
             redone = list(now)
             for n, card in enumerate(now):
                 if card is shown or (card.entry.rank, card.entry.step) not in named:
+                    continue
+                if n in replayed_in_full and card.diagnosis.replays is not None:
+                    # replayed so already (QA Q26 #6: rank 1 step 0 was replayed twice, the
+                    # second time with what budget was left, and lost what the first proved)
                     continue
                 own = with_replays(
                     slices[n].diagnosis,

@@ -18,7 +18,7 @@ from precision_shell.commands.ac_diagnosis import ONE_SELECTED
 from precision_shell.compare.metrics.cells import COSINE
 from precision_shell.compare.results.latest import GREEN, RED
 from precision_shell.demo.builder import build_demo
-from precision_shell.demo.spec import NAN_BIRTH, WRONG_CONSTANT, DemoSpec, Fault
+from precision_shell.demo.spec import CORRUPT_INPUT, NAN_BIRTH, WRONG_CONSTANT, DemoSpec, Fault
 from precision_shell.formats.npu_dump import read_dump_header, read_tensor
 from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
 from tests.commands.shell_fixture import (
@@ -851,3 +851,29 @@ def test_another_card_s_proven_fault_says_what_ran_before_it_unreplayed(tmp_path
     assert "could not be replayed (" in row and row.endswith("it may be the first fault")
     saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
     assert row in saved["diagnosis"]["lines"]["not_proven"]
+
+
+def test_a_card_the_slice_pass_replayed_in_full_is_not_replayed_again(tmp_path_factory):
+    """QA Q26 #6: rank 1 step 0 (replayed in full first, as its own `ac -c --rank 1 --step 0`
+    does) was replayed again when named beside rank 2's input, with what budget was left, and
+    lost the proof of its wrong constant: the cards line then said "ranks 2, 1 fail here"."""
+    own_op = {0: "bn2/FusedBatchNormV3", 1: "conv1/Conv2D", 2: "dense/MatMul"}
+    specs = [
+        DemoSpec(
+            size="tiny",
+            faults=(
+                Fault(CORRUPT_INPUT, "input", 0.01 * (1 + 3 * rank), variant="mean"),
+                Fault(WRONG_CONSTANT, own_op[rank], 0.5),
+            ),
+            second_run=False,
+        )
+        for rank in range(3)
+    ]
+    root = _card_workspace(tmp_path_factory, "twice", specs)
+    check = run_ok(open_shell(root), "ac -c")
+    panel = check.root_cause
+    assert (panel.cause.op, panel.lines.where.split(" (")[0]) == ("input", "rank 2 step 0")
+    assert [p.where for p in check.named_replays] == ["rank 0 step 0"]
+    assert (panel.lines.cards or "").startswith("rank 2 only: the other 2 cards match the benchmark")
+    (rank1,) = [n for n in panel.lines.card_notes if n.startswith("rank 1: ")]
+    assert "the replay proves its constants differ from the benchmark's" in rank1
