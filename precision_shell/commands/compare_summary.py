@@ -74,6 +74,8 @@ class CompareSummary:
     compared_rows: int = 0
     constant_inputs: int = 0
     not_compared: int = 0  # rows not compared for another reason than being a constant
+    # the first of those (`-l`), each with its reason: what `ac` sends the user here for
+    uncompared: list[ResultRow] = field(default_factory=list)
     partial: str | None = None  # "partial: 16 of 300 files" when the compare is not whole
     partial_cause: str = INTERRUPTED  # why: interrupted, killed, still running
     root_cause: str | None = None
@@ -149,6 +151,7 @@ def summarize_columns(
     rows_total = len(table)
     compared = int(np.count_nonzero(table.compared))
     constants = int(np.count_nonzero(table.constant))
+    uncompared = np.flatnonzero(~table.compared & ~table.constant)
     return CompareSummary(
         path=table.path,
         rule=rule,
@@ -161,6 +164,7 @@ def summarize_columns(
         compared_rows=compared,
         constant_inputs=constants,
         not_compared=rows_total - compared - constants,
+        uncompared=table.rows_at(uncompared[:limit] if limit else uncompared),
         notes=list(table.notes),
     )
 
@@ -169,12 +173,15 @@ def summarize(table: ResultTable, rule: ThresholdRule, limit: int | None) -> Com
     by_op: dict[str, OpVerdict] = {}
     order: list[str] = []
     rows = compared = constants = 0
+    uncompared: list[ResultRow] = []
     for row in table.rows:
         rows += 1
         if row.compared:
             compared += 1
         elif row.constant_input:
             constants += 1
+        else:
+            uncompared.append(row)
         op = row.op_name
         verdict = by_op.get(op)
         if verdict is None:
@@ -199,6 +206,7 @@ def summarize(table: ResultTable, rule: ThresholdRule, limit: int | None) -> Com
         compared_rows=compared,
         constant_inputs=constants,
         not_compared=rows - compared - constants,
+        uncompared=uncompared[:limit] if limit else uncompared,
     )
 
 
@@ -213,7 +221,13 @@ def summarize(table: ResultTable, rule: ThresholdRule, limit: int | None) -> Com
 @argument(
     "-c", "--cosine", type=float, help="cosine similarity threshold (default from settings: 0.98)"
 )
-@argument("-l", "--limit", type=int, default=20, help="ops to show (default 20; 0 = all)")
+@argument(
+    "-l",
+    "--limit",
+    type=int,
+    default=20,
+    help="ops, and tensors not compared, to show (default 20; 0 = all)",
+)
 @argument(
     "--metric",
     action="append",

@@ -205,7 +205,11 @@ def _count_mismatch(
     if common == 0:
         return {}, f"{why}; no values to compare", None
     shown = "printed " if left.printed is not None or right.printed is not None else ""
-    return compute(a[:common], b[:common]), f"{why}; the leading {common} {shown}values compared", None
+    return (
+        compute(a[:common], b[:common]),
+        f"{why}; the leading {common} {shown}values compared",
+        None,
+    )
 
 
 def _printed_of(t: ForeignTensor) -> Printed:

@@ -396,8 +396,35 @@ def render_compare_summary(console: Console, result: CompareSummary) -> None:
             f"... {result.failing_total - len(result.ops)} more failing ops (-l 0 shows all)",
             style="dim",
         )
+    if result.uncompared:
+        _uncompared_table(console, result)
     if result.plot is not None:
         threshold = result.cosine_threshold
         render_cosine_plot(
             console, result.plot, threshold if threshold is not None else 1.0, result.root_cause
         )
+
+
+def _uncompared_table(console: Console, result: CompareSummary) -> None:
+    """The tensors that could not be compared, each with its reason (QA Q27 #3: `ac` said
+    "vcs lists why" and `vcs` only counted them)."""
+    shown, total = len(result.uncompared), result.not_compared
+    more = f"; the first {shown} shown, -l 0 shows all" if shown < total else ""
+    table = Table(
+        title=f"could not be compared ({total}{more})",
+        title_justify="left",
+        show_edge=False,
+        pad_edge=False,
+    )
+    number_column(table, "#")
+    text_column(table, "op")
+    text_column(table, "tensor")
+    text_column(table, "why")
+    for row in result.uncompared:
+        table.add_row(
+            Text(str(row.index) if row.index is not None else "-"),
+            Text(row.op_name),
+            Text(row.tensor_index),
+            Text(row.reason or "no benchmark op"),
+        )
+    console.print(table)

@@ -86,3 +86,33 @@ def test_vcs_calls_rows_it_could_not_compare_so_not_failing():
         "2 of 4 tensors compared; not compared: 1 constant inputs; could not be compared: 1"
         in render(result).splitlines()
     )
+
+
+def test_vcs_lists_the_tensors_it_could_not_compare_and_why(tiny_demo):
+    """QA Q27 #3: `ac` says "vcs lists why" of tensors that could not be compared; vcs gave
+    only their count. Both summaries (the columns cache's and the rows') list them."""
+    from precision_shell.commands.compare_summary import summarize
+
+    root = tiny_demo[0]
+    for path in (root / "precision_data" / "tf" / "dump").glob("dense_BiasAdd.0.*.npy"):
+        path.unlink()
+    shell = open_shell(root)
+    run_ok(shell, "vc")
+    result = run_ok(shell, "vcs")
+    got = [(r.op_name, r.tensor_index, r.reason) for r in result.uncompared]
+    assert got == [
+        ("dense/MatMul", "dense/MatMul:output:0", "benchmark dense_BiasAdd.0.*.npy not found"),
+        ("softmax/Softmax", "softmax/Softmax:input:0", "benchmark dense_BiasAdd.0.*.npy not found"),
+    ]
+    assert result.not_compared == 2
+    lines = render(result).splitlines()
+    assert "could not be compared (2)" in [ln.strip() for ln in lines]
+    assert any(
+        "dense/MatMul:output:0" in ln and "dense_BiasAdd.0.*.npy not found" in ln for ln in lines
+    )
+    rows = summarize(read_result_csv(result.path), result.rule, None)
+    assert [(r.op_name, r.reason) for r in rows.uncompared] == [(o, w) for o, _, w in got]
+    # -l caps the list as it caps the ops, and says so
+    capped = run_ok(shell, "vcs -l 1")
+    assert [r.op_name for r in capped.uncompared] == ["dense/MatMul"]
+    assert "could not be compared (2; the first 1 shown, -l 0 shows all)" in render(capped)

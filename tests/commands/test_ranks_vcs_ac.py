@@ -874,6 +874,8 @@ def test_a_card_the_slice_pass_replayed_in_full_is_not_replayed_again(tmp_path_f
     panel = check.root_cause
     assert (panel.cause.op, panel.lines.where.split(" (")[0]) == ("input", "rank 2 step 0")
     assert [p.where for p in check.named_replays] == ["rank 0 step 0"]
-    assert (panel.lines.cards or "").startswith("rank 2 only: the other 2 cards match the benchmark")
+    assert (panel.lines.cards or "").startswith(
+        "rank 2 only: the other 2 cards match the benchmark"
+    )
     (rank1,) = [n for n in panel.lines.card_notes if n.startswith("rank 1: ")]
     assert "the replay proves its constants differ from the benchmark's" in rank1
