@@ -21,7 +21,7 @@ from precision_shell.compare.diagnosis.replay_evidence import (
     replay_reading,
     root_cause_title,
 )
-from precision_shell.compare.diagnosis.root_cause import INPUT_EVIDENCE, RootCause
+from precision_shell.compare.diagnosis.root_cause import INPUT_EVIDENCE, RootCause, quality_text
 from precision_shell.compare.rank_divergence import rank_list_text
 from precision_shell.explore.nonfinite_origin import NonfiniteHit, NonfiniteOrigin
 from precision_shell.listing_text import some_of
@@ -300,11 +300,11 @@ def render_root_cause(console: Console, panel: RootCausePanel) -> None:
     if c.input_differs:  # a network input: no inputs of its own, its values are the data fed
         head.add_row(
             "quality",
-            f"the data fed: {c.output_quality:.1f} dB (cosine {_num(c.output_cosine)})",
+            f"the data fed: {quality_text(c.output_quality)} (cosine {_num(c.output_cosine)})",
         )
     elif math.isfinite(c.input_quality) or math.isfinite(c.output_quality):
         inputs = (
-            f"inputs {c.input_quality:.1f} dB (cosine {_num(c.input_cosine)})"
+            f"inputs {quality_text(c.input_quality)} (cosine {_num(c.input_cosine)})"
             if not c.unknown_inputs
             else "inputs not compared (data input "
             + ", ".join(str(k) for k in c.unknown_inputs)
@@ -312,7 +312,8 @@ def render_root_cause(console: Console, panel: RootCausePanel) -> None:
         )
         head.add_row(
             "quality",
-            f"{inputs} -> outputs {c.output_quality:.1f} dB (cosine {_num(c.output_cosine)})",
+            f"{inputs} -> outputs {quality_text(c.output_quality)} "
+            f"(cosine {_num(c.output_cosine)})",
         )
     _replay_rows(head, c)
     rows = Table(show_edge=False, pad_edge=False, title="compare rows", title_justify="left")

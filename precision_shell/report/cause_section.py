@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from precision_shell.compare.diagnosis.replay_evidence import root_cause_title
-from precision_shell.compare.diagnosis.root_cause import INPUT_EVIDENCE
+from precision_shell.compare.diagnosis.root_cause import INPUT_EVIDENCE, QUALITY_CAP
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.summary import recorded_no_fault
 from precision_shell.replay.session import finite_only_text
@@ -178,10 +178,15 @@ def _split_facts(cause: dict[str, Any]) -> list[tuple[str, str]]:
 def _evidence(evidence: Any) -> str:
     if not isinstance(evidence, dict) or not evidence:
         return ""
-    return "; ".join(
-        f"{k} {v if not isinstance(v, list) else ', '.join(map(str, v))}"
-        for k, v in evidence.items()
-    )
+    return "; ".join(f"{k} {_measure(k, v)}" for k, v in evidence.items())
+
+
+def _measure(key: str, value: Any) -> str:
+    """A measure as the page prints it; an SQNR at QUALITY_CAP is clamped there, so `>= 60`."""
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    capped = key.endswith("sqnr_db") and isinstance(value, int | float) and value >= QUALITY_CAP
+    return f">= {QUALITY_CAP:g}" if capped else str(value)
 
 
 def _subgraph(picture: SubgraphPicture | None) -> str:

@@ -13,7 +13,7 @@ import math
 import pytest
 
 from precision_shell.demo.builder import build_demo
-from precision_shell.demo.spec import CORRUPT_INPUT, DemoSpec, Fault
+from precision_shell.demo.spec import CORRUPT_INPUT, WRONG_CONSTANT, DemoSpec, Fault
 from tests.commands.shell_fixture import open_shell, rendered, run_ok
 
 CONV1 = "conv1/Conv2Drelu1/Relu"
@@ -44,7 +44,7 @@ def test_an_op_reading_an_input_with_no_benchmark_is_not_said_to_have_good_input
     )
     text = " ".join(rendered(check, width=400).split())
     assert "inputs not compared (data input 0: no benchmark tensor) -> outputs -0.9 dB" in text
-    assert "60.0 dB" not in text
+    assert "60.0 dB" not in text and ">= 60 dB" not in text
     saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
     first = saved["diagnosis"]["root_causes"][0]
     assert first["op"] == CONV1
@@ -128,3 +128,24 @@ def test_a_missing_mid_network_benchmark_is_not_read_through_its_kernel(unmeasur
     assert "what differs is what it was given: its data input 0" in text
     assert "every input is within them" not in cause.reason
     assert "dense/MatMul (its replay clears it: deviation inherited)" in text
+
+
+def test_a_quality_at_the_cap_is_shown_as_a_bound_not_a_measure(tmp_path):
+    """QA Q27 #6: qualities are clamped at QUALITY_CAP (60 dB), and the panel said "inputs
+    60.0 dB" of an input its own row measures at 70.5 dB; the page's measures too."""
+    from precision_shell.compare.diagnosis.root_cause import QUALITY_CAP, quality_text
+    from precision_shell.report.cause_section import _evidence
+
+    assert quality_text(QUALITY_CAP) == ">= 60 dB" and quality_text(59.94) == "59.9 dB"
+    assert _evidence({"input_sqnr_db": 60.0, "output_sqnr_db": 6.14, "drop_db": 60.0}) == (
+        "input_sqnr_db >= 60; output_sqnr_db 6.14; drop_db 60.0"
+    )
+    root = tmp_path / "ws"
+    build_demo(
+        root, DemoSpec(size="tiny", faults=(Fault(WRONG_CONSTANT, "bn2/FusedBatchNormV3", 0.5),))
+    )
+    check = run_ok(open_shell(root), "ac -c --replay none")
+    cause = check.diagnosis.causes[0]
+    assert cause.input_quality == QUALITY_CAP  # the input measures ~70 dB: clamped
+    text = " ".join(rendered(check, width=400).split())
+    assert "quality inputs >= 60 dB (cosine 1.000000) -> outputs " in text

@@ -44,6 +44,7 @@ from precision_shell.compare.diagnosis.root_cause import (
     measured_cause,
     own_drops,
     quality_db,
+    quality_text,
 )
 from precision_shell.errors import PrecisionError
 from precision_shell.progress import ProgressSink, Tick
@@ -501,7 +502,7 @@ def replay_reading(cause: RootCause) -> str | None:
     if added is None:
         return f"{exact}; its inputs' deviation is unknown, so what it adds is not measured"
     in_q = cause.input_quality
-    qualities = f"inputs {in_q:.1f} dB, its exact output {in_q - added:.1f} dB"
+    qualities = f"inputs {quality_text(in_q)}, its exact output {quality_text(in_q - added)}"
     loses = (
         f"{exact}, yet from the device's inputs its exact output loses {added:.1f} dB "
         f"more than they carry ({qualities})"

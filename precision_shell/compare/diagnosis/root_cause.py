@@ -80,6 +80,12 @@ def quality_db(red: float) -> float:
     return QUALITY_CAP if red <= 0 else min(QUALITY_CAP, -20.0 * math.log10(red))
 
 
+def quality_text(db: float) -> str:
+    """`6.1 dB`; `>= 60 dB` at QUALITY_CAP, where the quality is clamped, not measured (QA
+    Q27 #6: "inputs 60.0 dB" beside a plot of the same tensor at 70.5 dB)."""
+    return f">= {QUALITY_CAP:g} dB" if db >= QUALITY_CAP else f"{db:.1f} dB"
+
+
 @dataclass
 class OpEvidence:
     name: str
