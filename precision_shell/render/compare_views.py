@@ -26,7 +26,7 @@ from precision_shell.compare.results.slice_results import (
 )
 from precision_shell.compare.results.summary import RunSummary, not_begun_text
 from precision_shell.compare.results.thresholds import NOT_JUDGED, ThresholdRule
-from precision_shell.listing_text import in_workspace, some_of
+from precision_shell.listing_text import some_of
 from precision_shell.render.columns import facts_table, number_column, path_text, text_column
 from precision_shell.render.output import renders
 from precision_shell.render.summary import render_index_warnings
@@ -271,12 +271,6 @@ def _metric_cells(row: ResultRow, metrics: list[str], rule: ThresholdRule) -> li
     return cells
 
 
-def _in_workspace(directory: str) -> str:
-    """A dir as `tf/dump/step1/` when it is in a workspace, else as given."""
-    inside = in_workspace(directory)
-    return f"{inside}/" if inside != directory else directory
-
-
 def rank_step_grid(ranks: RankStepTable, rule: ThresholdRule | None = None) -> Group:
     """Rank per row, step per column: failing outputs and the first failing op. `rule`: the
     thresholds of the look it sits in; counts under other ones (the compare's) say so."""
@@ -314,8 +308,8 @@ def rank_step_grid(ranks: RankStepTable, rule: ThresholdRule | None = None) -> G
     parts: list[Text | Table] = [Text(title), table]  # the title on its own line: not wrapped
     for line in ranks.omitted_lines():
         parts.append(Text(line, style="dim"))
-    for directory, labels in ranks.benchmark_dirs():
-        parts.append(Text(f"against {_in_workspace(directory)}: {some_of(labels)}", style="dim"))
+    for line in ranks.benchmark_dir_lines():
+        parts.append(Text(line, style="dim"))
     return Group(*parts)
 
 

@@ -42,11 +42,13 @@ from precision_shell.compare.results.run_state import INTERRUPTED, ResultPick
 from precision_shell.compare.results.schema import ResultRow
 from precision_shell.compare.results.slice_results import (
     RankStepTable,
+    benchmark_of,
     failing_outputs,
     nothing_to_compare_lines,
     rank_step_table,
     recount,
     shown_slice_label,
+    unmatched_text,
 )
 from precision_shell.compare.results.summary import (
     RunSummary,
@@ -123,6 +125,8 @@ class ReportData:
     # under the rank x step table: the other cards whose files changed since (their cells may
     # be stale), or how many were not checked (`input_changes.stale_slices_line`)
     stale_others: str | None = None
+    benchmark: str | None = None  # the benchmark dir this page's compare read (`tf/dump/`)
+    unmatched: str | None = None  # dump files vc could not place in the graph: no rows here
 
     @property
     def untabled_lines(self) -> list[str]:
@@ -385,4 +389,6 @@ def gather_report(
         columns=table,
         notes=list(table.notes),
         error_panel=panel,
+        benchmark=benchmark_of(summary, csv_path),
+        unmatched=unmatched_text(summary, csv_path),
     )

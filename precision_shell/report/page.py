@@ -60,6 +60,10 @@ def _header(data: ReportData, generated: str) -> str:
     if data.foreign and data.summary is not None:
         left, right = data.summary.primary.left, data.summary.primary.right
         pairs.append((f"{data.foreign} dumps", esc(f"{left} (left) vs {right} (right)")))
+    elif data.benchmark:
+        pairs.append(("Benchmark", esc(data.benchmark)))
+    if data.unmatched:
+        pairs.append(("Not in the graph", f'<span class="bad">{esc(data.unmatched)}</span>'))
     if data.slice_label:
         pairs.append(("Rank and step", esc(data.slice_label)))
     if data.untabled_lines:
@@ -284,7 +288,8 @@ def _ranks(data: ReportData) -> str:
                 good = "muted" if entry.not_compared else "good"  # not all of it was seen
                 cells.append(f'<td class="{good}">{esc(f"0 failing outputs{partial}{shown}")}</td>')
         rows.append(f"<tr><td>rank {esc(rank)}</td>{''.join(cells)}</tr>")
-    omitted = "".join(f" {esc(line.capitalize())}." for line in ranks.omitted_lines())
+    lines = ranks.omitted_lines() + ranks.benchmark_dir_lines()
+    omitted = "".join(f" {esc(line[:1].upper() + line[1:])}." for line in lines)
     return (
         '<section id="ranks"><h2>Ranks and steps</h2><p class="muted">Failing outputs and the'
         " first failing op of each (rank, step) compared; report --rank R --step S shows"

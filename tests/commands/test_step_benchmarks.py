@@ -59,6 +59,12 @@ def test_each_step_is_compared_with_its_own_benchmark_dir(two_steps):
     assert "against tf/dump/step1/: rank 0 step 1" in text
     # the table vcs prints reads the same entries
     assert "against tf/dump/step1/: rank 0 step 1" in rendered(run_ok(open_shell(two_steps), "vcs"))
+    # and the page (QA Q27 #4: it never named tf/dump/step1/): its own dir, and the table's
+    page = run_ok(open_shell(two_steps), "report --step 1").path.read_text(encoding="utf-8")
+    assert "<dt>Benchmark</dt><dd>tf/dump/step1/</dd>" in page
+    assert "Against tf/dump/: rank 0 step 0. Against tf/dump/step1/: rank 0 step 1." in page
+    page = run_ok(open_shell(two_steps), "report --step 0").path.read_text(encoding="utf-8")
+    assert "<dt>Benchmark</dt><dd>tf/dump/</dd>" in page
 
 
 def test_ni_and_the_replay_read_the_steps_benchmark(two_steps):

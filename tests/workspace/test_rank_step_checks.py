@@ -172,3 +172,7 @@ def test_vcs_says_which_dump_files_the_compare_could_not_place(tiny_demo):
         and "not_in_the_graph" in n
         for n in notes
     )
+    # the page says it too (QA Q27 #5)
+    page = run_ok(shell, "report").path.read_text(encoding="utf-8")
+    assert '<dt>Not in the graph</dt><dd><span class="bad">1 dump file was not matched' in page
+    assert "not_in_the_graph" in page

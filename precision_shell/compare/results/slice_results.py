@@ -25,7 +25,7 @@ import numpy as np
 from precision_shell.compare.results.columns import KIND_OUTPUT, ResultColumns
 from precision_shell.compare.results.summary import RunSummary, run_files_text
 from precision_shell.compare.results.thresholds import ThresholdRule
-from precision_shell.listing_text import some_of
+from precision_shell.listing_text import in_workspace, some_of
 from precision_shell.workspace.run_index import RunIndex
 from precision_shell.workspace.workspace import Workspace, number_order
 
@@ -182,6 +182,14 @@ class RankStepTable:
         if self.new_steps:
             lines.append(omitted_steps_text(self.new_steps, DUMPED_AFTER))
         return lines
+
+    def benchmark_dir_lines(self) -> list[str]:
+        """`against tf/dump/step1/: rank 0 step 1, rank 1 step 1`, one line per benchmark dir,
+        when the compares of this table were against more than one; else []."""
+        return [
+            f"against {dir_in_workspace(directory)}: {some_of(labels)}"
+            for directory, labels in self.benchmark_dirs()
+        ]
 
     def benchmark_dirs(self) -> list[tuple[str, list[str]]]:
         """(benchmark dir, the labels of the compares against it), when the compares of
@@ -463,6 +471,22 @@ def partial_text(summary: RunSummary | None, csv_path: Path) -> str | None:
     if shown is None:
         return summary.primary.partial_text
     return "partial" if shown.partial else None
+
+
+def dir_in_workspace(directory: str) -> str:
+    """A dir as `tf/dump/step1/` when it is in a workspace, else as given."""
+    inside = in_workspace(directory)
+    return f"{inside}/" if inside != directory else directory
+
+
+def benchmark_of(summary: RunSummary | None, csv_path: Path) -> str | None:
+    """The benchmark dir the compare of `csv_path` read (`tf/dump/step1/`), its (rank,
+    step)'s when the run has several; None when summary.json does not say."""
+    if summary is None:
+        return None
+    entry = entry_for_csv(slice_results(summary), csv_path)
+    right = entry.right if entry is not None else summary.primary.right
+    return dir_in_workspace(right) if right else None
 
 
 def unmatched_text(summary: RunSummary | None, csv_path: Path) -> str | None:
