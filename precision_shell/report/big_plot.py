@@ -243,17 +243,20 @@ PLOT_SCRIPT = """
     var f = flags[k], v = db[k];
     if (!(f & 32)) return "not computed";
     if (v > 1e38) return "inf";
+    // an SQNR from a distance the data made non-finite: -inf (inf, all noise) or nan
+    if (second.key === "sqnr" && (f & 4)) return isNaN(v) ? "nan" : "-inf";
     if (second.key === "sqnr" || (f & 4)) return value(v, f & 4, 1);
     if (second.log) v = v < -1e38 ? 0 : Math.pow(10, v);
     return String(Number(v.toPrecision(4)));
   }
+  function withUnit(t) { return t === "not computed" ? t : t + second.unit; }
   function text(k) {
     var f = flags[k], row = document.querySelector('#results tr[data-line="' + lines[k] + '"]');
     var name = row ? row.cells[cfg.nameCol].textContent : "";
     return [
       (name ? name + " · " : "") + "Index " + xs[k] + " · CSV record " + lines[k],
       "cosine " + ((f & 16) ? value(cos[k], f & 2, 6) : "not computed") + " · " +
-        second.label + " " + secondText(k) + second.unit,
+        second.label + " " + withUnit(secondText(k)),
       (f & 2) ? "NaN/inf in the data" : ((f & 1) ? cfg.failText : "pass"),
       row ? "click: its row in the table" : "not in this page's table: see the CSV"
     ].join("\\n");

@@ -279,9 +279,10 @@ def _ranks(data: ReportData) -> str:
             partial = f"; {entry.not_compared} not compared" if entry.not_compared else ""
             partial += " partial" if entry.partial else ""
             if entry.failed:
+                outputs = "output" if entry.failed == 1 else "outputs"
                 text = (
-                    f"{entry.failed} failing outputs; first failing op {entry.first_failed_op}"
-                    f"{partial}{shown}"
+                    f"{entry.failed} failing {outputs}; first failing op "
+                    f"{entry.first_failed_op}{partial}{shown}"
                 )
                 cells.append(f'<td class="bad">{esc(text)}</td>')
             else:

@@ -154,7 +154,7 @@ def point_title(p: PlotPoint, threshold: float, error_panel: ErrorPanel | None =
     if error_panel is None:
         values = (
             f"cosine {p.cosine_text or 'not computed'} · rel. Euclidean {p.red_text or 'NaN'}"
-            f" · SQNR {_num(p.sqnr_db)} dB"
+            f" · SQNR {_num(p.sqnr_db)}{' dB' if p.sqnr_db is not None else ''}"
         )
     else:
         values = (
@@ -251,15 +251,17 @@ def _panel_points(
     value,  # noqa: ANN001  (PlotPoint -> float | None)
     threshold: float,
     error_panel: ErrorPanel | None = None,
+    in_band: Callable[[PlotPoint], bool] | None = None,
 ) -> tuple[list[str], list[tuple[float, float]]]:
-    """The circles of one panel, and where the root cause's points are (for the rings)."""
+    """The circles of one panel, and where the root cause's points are (for the rings);
+    `in_band`: which points go in the NaN/inf band (default: a value of nan)."""
     out, rings = [], []
     title_of = {id(p): point_title(p, threshold, error_panel) for p in points}
     for p in points:
         v = value(p)
         if v is None:
             continue
-        nonfinite = math.isnan(v)
+        nonfinite = in_band(p) if in_band is not None else math.isnan(v)
         # an infinite SQNR (identical tensors) sits on the top edge, a zero error on a log
         # panel (-inf) on the bottom edge
         if nonfinite:
@@ -341,7 +343,13 @@ def accuracy_plot_svg(
     parts += _second_frame(xs, db_domain, second)
     if error_panel is None:
         db_points, db_rings = _panel_points(
-            points, xs, db_y, SQNR_BOX, lambda p: p.sqnr_db, threshold
+            points,
+            xs,
+            db_y,
+            SQNR_BOX,
+            lambda p: p.sqnr_db,
+            threshold,
+            in_band=lambda p: p.sqnr_nonfinite,  # -inf from the device's inf: the band too
         )
     else:
         db_points, db_rings = _panel_points(

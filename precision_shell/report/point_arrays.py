@@ -25,7 +25,7 @@ class PointArrays:
     cosine: np.ndarray  # float64; nan where not computed or non-finite
     has_cosine: np.ndarray  # bool: computed (finite or not)
     cosine_nonfinite: np.ndarray  # bool
-    sqnr: np.ndarray  # float64 dB; inf for identical tensors; nan where none or non-finite
+    sqnr: np.ndarray  # float64 dB; inf for identical tensors; nan where none (`sqnr_of`)
     has_sqnr: np.ndarray
     sqnr_nonfinite: np.ndarray
     fails: np.ndarray  # bool: the rule fails the output
@@ -90,6 +90,7 @@ def point_arrays(
         sqnr = np.where(red == 0, zero, -20.0 * np.log10(np.where(valid_red, red, 1.0)))
     has_sqnr = red_nf | valid_red
     sqnr = np.where(valid_red, sqnr, np.nan)
+    sqnr[red_nf & (red == np.inf)] = -np.inf  # an infinite distance: all noise (`sqnr_of`)
     error, error_nf = nan, nothing
     if error_panel is not None:
         error_nf = table.nonfinite.get(error_panel.column, nothing)

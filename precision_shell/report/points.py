@@ -34,7 +34,9 @@ class PlotPoint:
     line: int  # CSV line, to find the row in the table
     cosine: float | None  # None: not computed; nan: non-finite in the data
     cosine_text: str
-    sqnr_db: float | None  # None: RED not computed; nan: non-finite; inf: identical tensors
+    # None: RED not computed; inf: identical tensors; nan / -inf: from a distance the data
+    # made non-finite (`sqnr_of`)
+    sqnr_db: float | None
     red_text: str
     fails: bool  # the threshold rule fails this output
     root_cause: bool
@@ -47,7 +49,10 @@ class PlotPoint:
 
     @property
     def sqnr_nonfinite(self) -> bool:
-        return self.sqnr_db is not None and math.isnan(self.sqnr_db)
+        """The distance the SQNR comes from holds the data's NaN/inf (plotted in that band)."""
+        return self.sqnr_db is not None and (
+            math.isnan(self.sqnr_db) or self.red_text in ("nan", "inf", "-inf")
+        )
 
 
 def cosine_of(row: ResultRow) -> float | None:
@@ -59,10 +64,11 @@ def cosine_of(row: ResultRow) -> float | None:
 
 
 def sqnr_of(row: ResultRow) -> float | None:
-    """SQNR in dB from the relative Euclidean distance: None when not computed, nan when the
-    data held NaN/inf, inf for identical tensors."""
+    """SQNR in dB from the relative Euclidean distance: None when not computed, inf for
+    identical tensors; from a distance the data made non-finite, -inf for an infinite one
+    (the device's inf against a finite benchmark: all noise, as summary.json says), else nan."""
     if row.nonfinite(RED):
-        return math.nan
+        return -math.inf if row.metrics.get(RED) == math.inf else math.nan
     red = row.metrics.get(RED, math.nan)
     if math.isnan(red) or red < 0:
         return None

@@ -87,3 +87,36 @@ def test_the_hover_text_of_a_native_page_is_still_sqnr(tmp_path) -> None:
     k = next(i for i in range(len(plot["x"])) if np.isfinite(plot["sqnr"][i]))
     tip = _hover_text(html, *_point_xy(plot, k, float(plot["sqnr"][k])), tmp_path)
     assert tip.splitlines()[1].endswith(f" · SQNR {plot['sqnr'][k]:.1f} dB")
+
+
+def test_the_hover_text_of_an_sqnr_from_the_datas_inf_and_of_none(tmp_path) -> None:
+    """QA Q27: the device's inf against a finite benchmark (distance `inf`) hovered "SQNR
+    nan/inf" where summary.json says -inf; an SQNR not computed hovered "not computed dB"."""
+    from tests.report.test_points import HEADER, _row
+
+    lines = [HEADER]
+    lines += [_row(i, f"op{i}", "output:0", "0.999000", "0.010000") for i in range(1, 4)]
+    lines += [
+        _row(4, "inf_op", "output:0", "nan", "inf"),
+        _row(5, "none_op", "output:0", "0.5", "NaN"),
+    ]
+    csv_path = tmp_path / "result_20261123120000.csv"
+    csv_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    data = gather_report(csv_path, ThresholdRule({"CosineSimilarity": 0.98}), big_rows=2)
+    assert data.big is not None
+    html = report_html(data, None, "now")
+    plot = plot_data(html)
+    x0, x1, r0, r1 = plot["config"]["x"]
+
+    def x_of(k: int) -> float:
+        return r0 + (float(plot["x"][k]) - x0) / (x1 - x0) * (r1 - r0)
+
+    k = next(i for i in range(len(plot["x"])) if plot["x"][i] == 4)
+    assert plot["sqnr"][k] == -np.inf
+    nan_y = plot["config"]["panels"][1][4]
+    tip = _hover_text(html, x_of(k), nan_y, tmp_path)
+    assert tip.splitlines()[1] == "cosine nan/inf · SQNR -inf dB"
+    k = next(i for i in range(len(plot["x"])) if plot["x"][i] == 5)
+    cos_y = panel_y(plot["config"], 0, float(plot["cos"][k]))
+    tip = _hover_text(html, x_of(k), cos_y, tmp_path)
+    assert tip.splitlines()[1] == "cosine 0.500000 · SQNR not computed"

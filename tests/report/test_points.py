@@ -66,6 +66,9 @@ def test_one_point_per_output_with_a_cosine_or_a_distance(table) -> None:
     assert (a1.cosine, a1.fails) == (0.95, True)
     assert b.cosine_nonfinite and b.sqnr_nonfinite and b.fails and b.root_cause
     assert (b.cosine_text, b.red_text) == ("nan", "inf")
+    # an infinite distance (the device's inf against finite values) is all noise: -inf, as
+    # summary.json's SQNR says (QA Q27: the page said nan)
+    assert b.sqnr_db == -math.inf
     # RED 0 with values apart: the distance's guard for a benchmark of zeros, no signal at
     # all (QA Q27 #2: plotted at the top, as identical tensors are)
     assert d.cosine is None and d.sqnr_db == -math.inf and not d.fails
@@ -73,7 +76,21 @@ def test_one_point_per_output_with_a_cosine_or_a_distance(table) -> None:
     assert not any(p.root_cause for p in (a0, a1, d, e))
     # the arrays a big page plots say the same
     arrays = point_arrays(load_result_columns(table.path), COSINE_ONLY, None)
-    assert arrays.sqnr.tolist()[-2:] == [-math.inf, math.inf]
+    assert arrays.sqnr.tolist()[-3:] == [-math.inf, -math.inf, math.inf]
+
+
+def test_a_nan_distance_is_an_sqnr_of_nan_and_none_is_not_computed(tmp_path: Path) -> None:
+    from precision_shell.report.plot_svg import point_title
+
+    lines = [HEADER, _row(5, "b", "output:0", "nan", "nan"), _row(6, "c", "output:0", "0.5", "NaN")]
+    path = tmp_path / "result_20260101000000.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    b, c = output_points(read_result_csv(path).rows, COSINE_ONLY, None)
+    assert math.isnan(b.sqnr_db) and c.sqnr_db is None
+    assert math.isnan(point_arrays(load_result_columns(path), COSINE_ONLY, None).sqnr[0])
+    assert "SQNR nan dB" in point_title(b, 0.98)
+    assert "SQNR not computed\n" in point_title(c, 0.98) + "\n"  # QA Q27 #7: not "... dB"
+    assert "not computed dB" not in point_title(c, 0.98)
 
 
 def test_x_is_the_op_ordinal_when_a_row_has_no_index(table, tmp_path: Path) -> None:

@@ -53,6 +53,12 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
+# summary.json lists the first LISTED_MAX failing outputs (`failing_outputs` counts them all),
+# files not matched to the graph and repeated dumps, and the WORST_LISTED worst rows
+LISTED_MAX = 50
+WORST_LISTED = 10
+
+
 @dataclass
 class CompareRecord:
     """One compare (one CSV) of a run."""
@@ -110,12 +116,13 @@ class CompareRecord:
             files_total=files_total,
             interrupted=interrupted,
             failed_by_reason=dict(tally.failed_reasons),
-            worst=[row_json(r) for r in tally.worst(10)],
-            failing=[row_json(r) for r in tally.failing[:50]],
-            skipped=skipped[:50],
+            worst=[row_json(r) for r in tally.worst(WORST_LISTED)],
+            failing=[row_json(r) for r in tally.failing[:LISTED_MAX]],
+            skipped=skipped[:LISTED_MAX],
             elapsed_s=round(elapsed_s, 3),
             repeated_dumps=[
-                {"op": op, "files": n, "compared": name} for op, n, name in (repeated or [])[:50]
+                {"op": op, "files": n, "compared": name}
+                for op, n, name in (repeated or [])[:LISTED_MAX]
             ],
             resumed_from_files=resumed_from,
         )
