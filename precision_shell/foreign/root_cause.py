@@ -270,14 +270,21 @@ def order_causes(nodes: list[Node], rule: ThresholdRule) -> list[ForeignCause]:
     """No graph: failing layers in layer order, the first one the cause."""
     failing = [n for n in sorted(nodes, key=lambda n: n.order) if status(rule, n.row) == FAIL]
     causes = []
-    passed_before = 0
+    first_reason = ""
     if failing:
-        passed_before = sum(
-            1 for n in nodes if n.order < failing[0].order and status(rule, n.row) == PASS
-        )
+        before = [n for n in sorted(nodes, key=lambda n: n.order) if n.order < failing[0].order]
+        passed = sum(1 for n in before if status(rule, n.row) == PASS)
+        unknown = [n.op for n in before if status(rule, n.row) == UNKNOWN]
+        first_reason = f"the first failing layer in layer order ({passed} layers before it pass"
+        if unknown:  # QA Q26 #8: a layer refused (its scale printed as 0) may be the first
+            shown = ", ".join(unknown[:3]) + (", ..." if len(unknown) > 3 else "")
+            first_reason += (
+                f"; {len(unknown)} not compared ({shown}): a fault there would come first"
+            )
+        first_reason += ")"
     for rank, n in enumerate(failing, start=1):
         reason = (
-            f"the first failing layer in layer order ({passed_before} layers before it pass)"
+            first_reason
             if rank == 1
             else f"fails after {failing[0].op} (no graph: it may only inherit that error)"
         )

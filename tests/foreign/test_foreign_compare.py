@@ -247,6 +247,35 @@ def test_sigmastar_two_float_runs_stay_as_given(shell: Dispatcher, tmp_path: Pat
     assert result.rows[0].metrics["SigmaStarRMSE"] == 1 / 11  # sum|a-b| / sum|b|: b is right
 
 
+def test_a_sigmastar_layer_not_compared_before_the_first_failing_one_is_said(
+    shell: Dispatcher, tmp_path: Path
+) -> None:
+    """QA Q26 #8: a layer whose scale printed as 0 is refused (not compared); the failing
+    layer after it was "the first failing layer (1 layers before it pass)", as if nothing
+    before it were unknown."""
+    rng = np.random.default_rng(8)
+    real = [rng.uniform(-2, 2, size=(1, 8)).astype(np.float32) for _ in range(3)]
+    q = [np.round(r / 0.001).astype(np.int16) for r in real]
+    q[2] = q[2] + 600  # the third layer fails
+    scales = [0.001, 0.0, 0.001]  # the second's scale printed as 0: refused
+    names = ["conv1", "relu1", "pool1"]
+    fixed = [
+        SigmaSpec(n, v, dtype="SGS_S16", scale=sc, op_index=k)
+        for k, (n, v, sc) in enumerate(zip(names, q, scales, strict=True))
+    ]
+    write_sigmastar_dump(tmp_path / "q.bin", fixed, is_float=False)
+    floats = [SigmaSpec(n, r, op_index=k) for k, (n, r) in enumerate(zip(names, real, strict=True))]
+    write_sigmastar_dump(tmp_path / "f.bin", floats)
+    result = run_ok(shell, f"ac -c -lt {tmp_path / 'q.bin'} -rt {tmp_path / 'f.bin'}")
+    rows = {r.op_name: r for r in result.rows}
+    assert not rows["relu1"].compared and "scale printed as 0" in rows["relu1"].reason
+    assert result.causes is not None and result.causes[0].op == "pool1"
+    assert result.causes[0].reason == (
+        "the first failing layer in layer order (1 layers before it pass; 1 not compared "
+        "(relu1): a fault there would come first)"
+    )
+
+
 def test_sigmastar_metrics_are_those_of_a_float64_dequantization(
     shell: Dispatcher, tmp_path: Path
 ) -> None:
