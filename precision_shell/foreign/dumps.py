@@ -158,6 +158,7 @@ def open_foreign(path: str | Path) -> ForeignDump:
                 if e.is_file(follow_symlinks=False) and sigma.detect(e.path) is not None
             )
         dumps = [sigma.read_sigmastar_dump(f) for f in files]
+        _no_tensor_twice(path, files, dumps)
         flags = {d.is_float for d in dumps}
         # layer order is each file's `op_out[i]` (the writers' running index), not the file
         # names' order (QA Q25 #2: `conv2#...` sorted before `relu1#...` made conv2 the
@@ -314,6 +315,22 @@ def _megengine_text(dump: meg.IoDumpText, kind: str) -> ForeignDump:
 
 
 # ---------------------------------------------------------------------------- SigmaStar
+
+
+def _no_tensor_twice(path: str | Path, files: list[str], dumps: list[sigma.SigmaDump]) -> None:
+    """A dir of per-tensor files holds each tensor once; one that also holds a whole-network
+    dump (or two of them) would pair the same name twice (QA Q26 #7: its copies were rows
+    "not compared"): a one-line error naming both files."""
+    seen: dict[tuple[str, int], str] = {}
+    for name, dump in zip(files, dumps, strict=True):
+        for t in dump.tensors:
+            first = seen.setdefault((t.name, t.slot), name)
+            if first != name:
+                raise PrecisionError(
+                    f"{path}: tensor {t.name} is in both {Path(first).name} and "
+                    f"{Path(name).name}: a dir of per-tensor files must hold each tensor once "
+                    "(give a whole-network dump file by itself)"
+                )
 
 
 def _sigma_loader(tensor: sigma.SigmaTensor) -> Callable[[], np.ndarray]:

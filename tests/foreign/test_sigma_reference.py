@@ -13,7 +13,7 @@ from precision_shell.compare.results.schema import read_result_csv
 from precision_shell.foreign.workspace import FRAMEWORK_IS_BENCHMARK, foreign_layout
 from precision_shell.formats.sigmastar_dump import SigmaSpec, write_sigmastar_dump
 from precision_shell.shell.dispatcher import Dispatcher
-from tests.commands.shell_fixture import open_shell, run_ok
+from tests.commands.shell_fixture import open_shell, run_fail, run_ok
 from tests.foreign.test_foreign_workspace import _shell as opened_on
 
 LAYERS = ("conv1", "relu1", "pool1", "conv2")
@@ -104,6 +104,22 @@ def test_per_tensor_files_are_one_run_in_layer_order(shell: Dispatcher, tmp_path
         write_sigmastar_dump(two / f"{spec.name}#(8,)", [spec], is_float_line=False)
     layout = foreign_layout(two)
     assert layout is not None and len(layout.entries) == 1 and layout.rule == ""
+
+
+def test_a_dir_holding_a_tensor_twice_is_refused_naming_both_files(
+    shell: Dispatcher, tmp_path: Path
+) -> None:
+    """QA Q26 #7: per-tensor files beside a whole-network dump in one dir were read as one
+    run; each tensor of both came twice and the copies were rows "not compared"."""
+    ref = _per_tensor_dir(tmp_path / "ref" / "NHWC", REF)
+    write_sigmastar_dump(ref / "caffe_NHWC_outtensor_dump.bin", _specs(REF))
+    dev = _per_tensor_dir(tmp_path / "dev" / "NHWC", REF)
+    error = run_fail(shell, f"vc -lt {dev} -rt {ref}").error or ""
+    assert error == (
+        f"{ref}: tensor conv1 is in both caffe_NHWC_outtensor_dump.bin and conv1#(8,): a "
+        "dir of per-tensor files must hold each tensor once (give a whole-network dump file "
+        "by itself)"
+    )
 
 
 def test_a_quantized_run_named_after_its_framework_stays_the_sample(tmp_path: Path) -> None:
