@@ -814,6 +814,15 @@ def test_a_benchmark_dir_serving_several_cards_is_checked_once_and_names_them_al
     ), notes
     assert checked.count(str(own)) == 1
     assert len(checked) == len(set(checked))  # every dir read once
+    # the card shown shares the dir: its own line, and the other card it serves is named
+    # (QA Q26 #10: only the card shown was said stale)
+    notes = run_ok(shell, "vcs --rank 1 --step 0").notes
+    assert any(n.startswith("the compare ") and "predates a change" in n for n in notes), notes
+    assert any(
+        n.startswith("rank 1 step 1: its files changed since the compare")
+        and n.endswith("(vc --rank 1 --step 1 compares it again)")
+        for n in notes
+    ), notes
 
 
 def test_another_card_s_proven_fault_says_what_ran_before_it_unreplayed(tmp_path_factory):

@@ -433,23 +433,24 @@ def stale_slices_line(ws: Workspace, summary: RunSummary | None, csv_path: Path)
     card's dump rewritten after `vc --rank all --step all`, and plain `vcs` showed its old
     cell as current). Their dirs are checked, each once, up to OTHER_DIRS_MAX: a benchmark dir
     several cards share names every one of them (QA Q24 #4); the cards beyond are said not
-    checked, changed or not (QA Q24 #1: silence read as "nothing changed"). The benchmark dir
-    the shown one shares is `stale_compare_line`'s. None when none changed and every card was
-    checked, or there is no table."""
+    checked, changed or not (QA Q24 #1: silence read as "nothing changed"). A dir the shown
+    one shares with them is theirs too: `stale_compare_line` says it of the shown one, this
+    line names the others it serves (QA Q26 #10: `vcs --rank 1 --step 5` left out steps 0 and
+    10 of a changed `tf/dump/rank1/`). None when none changed and every card was checked, or
+    there is no table."""
     if summary is None or summary.started_ns is None or summary.path is None:
         return None
     results = slice_results(summary)
     if len(results) < 2:
         return None
     shown = entry_for_csv(results, csv_path)
-    own = set(slice_dirs(ws, summary, shown)) if shown is not None else set()
     verdicts: dict[str, bool] = {}  # dir -> changed since the compare, each checked once
     changed: list[SliceResult] = []
     unchecked = 0
     for entry in results:
         if entry is shown:
             continue
-        dirs = [d for d in slice_dirs(ws, summary, entry) if d not in own]
+        dirs = slice_dirs(ws, summary, entry)
         new = [d for d in dict.fromkeys(dirs) if d not in verdicts]
         if len(verdicts) + len(new) > OTHER_DIRS_MAX:
             unchecked += 1
