@@ -65,6 +65,8 @@ def _run_table(title: str, run: CompareRun, judged: bool = True) -> Table:
         )
     for reason, count in t.failed_reasons.most_common():
         table.add_row("failed", Text(f"{count} x {reason}"))
+    if t.failed_reasons:  # the counts group reasons: which tensors and files, vcs lists
+        table.add_row("", Text("vcs lists each tensor and its reason", style="dim"))
     if run.repeated:
         op, n, name = run.repeated[0]
         more = f" (+{len(run.repeated) - 1} more ops)" if len(run.repeated) > 1 else ""

@@ -97,7 +97,9 @@ def test_vcs_lists_the_tensors_it_could_not_compare_and_why(tiny_demo):
     for path in (root / "precision_data" / "tf" / "dump").glob("dense_BiasAdd.0.*.npy"):
         path.unlink()
     shell = open_shell(root)
-    run_ok(shell, "vc")
+    # vc counts them by reason (its failed rows group them) and says where each is listed
+    vc_text = render(run_ok(shell, "vc"))
+    assert "2 x not found" in vc_text and "vcs lists each tensor and its reason" in vc_text
     result = run_ok(shell, "vcs")
     got = [(r.op_name, r.tensor_index, r.reason) for r in result.uncompared]
     assert got == [
