@@ -601,6 +601,83 @@ def test_a_megengine_var_of_another_element_count_fails_and_is_the_root(tmp_path
     assert not row.compared and row.reason == "element counts differ: [6] has 6, [4] has 4"
 
 
+def test_text_vars_printed_in_full_of_other_counts_fail_and_an_empty_one_is_not_compared(
+    shell: Dispatcher, tmp_path: Path
+) -> None:
+    """QA Q29 #2: a text var printed in full (3 values against 4) crashed the rounding check
+    (`operands could not be broadcast`); QA Q29 #1: an empty device var against 8 values was
+    "not compared" in vc's count and the root cause, but failing in vcs."""
+    from precision_shell.formats.megengine_dump import (
+        TextSpec,
+        VarSpec,
+        var_info_of,
+        write_bin_io_dump,
+        write_io_dump_text,
+    )
+
+    x = np.arange(1, 13, dtype=np.float32)
+    empty = np.zeros(0, np.float32)
+    source = (var_info_of(1, x, "data", "H"),)
+    write_bin_io_dump(
+        tmp_path / "e",
+        [VarSpec(1, x, "data", "Host2DeviceCopy"), VarSpec(2, empty, "sub", "S", inputs=source)],
+    )
+    cases = {"a.txt": [1, 2, 3], "b.txt": [1, 2, 3, 4]}
+    for name, values in cases.items():
+        specs = [
+            TextSpec(1, x, "data", "Host2DeviceCopy", 1),
+            TextSpec(2, np.float32(values), "sub", "Subtensor", 2, deps=((0, 1),)),
+        ]
+        write_io_dump_text(tmp_path / name, specs)
+    result = run_ok(shell, f"vc -lt {tmp_path / 'a.txt'} -rt {tmp_path / 'b.txt'}")
+    sub = next(r for r in result.rows if r.op_name == "sub")
+    assert sub.reason == (
+        "shape mismatch (MegEngine's compare fails it; element counts differ): [3] has 3, "
+        "[4] has 4; the leading 3 printed values compared"
+    )
+    assert [r.op_name for r in result.failing] == ["sub"]
+    result = run_ok(shell, f"vc -lt {tmp_path / 'e'} -rt {tmp_path / 'b.txt'}")
+    sub = next(r for r in result.rows if r.op_name == "sub")
+    assert not sub.compared and sub.reason == (
+        "element counts differ: [0] has 0, [4] has 4 (MegEngine's compare fails it as a shape "
+        "mismatch); no values to compare"
+    )
+    assert result.failing == []
+    assert run_ok(shell, f"vcs -f {result.csv_path}").failing_total == 0  # as vc counted
+
+
+def test_a_foreign_compare_that_fails_leaves_nothing_to_read_back(
+    shell: Dispatcher, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """QA Q29 #2: the crashed compare left a one-row CSV and no summary.json, and the next
+    `vcs` read it as the current result under the Ascend rule. It has no journal to say it
+    was cut short, so what it wrote goes."""
+    from precision_shell.foreign import run as foreign_run
+
+    a = np.arange(6, dtype=np.float32)
+    write_sigmastar_dump(tmp_path / "l.bin", [SigmaSpec("x", a), SigmaSpec("y", a)])
+    write_sigmastar_dump(tmp_path / "r.bin", [SigmaSpec("x", a), SigmaSpec("y", a)])
+    real = foreign_run._row
+    calls = []
+
+    def second_fails(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("boom")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(foreign_run, "_row", second_fails)
+    out = shell.execute(f"vc -lt {tmp_path / 'l.bin'} -rt {tmp_path / 'r.bin'}")
+    assert not out.ok and "boom" in (out.error or "")
+    base = tmp_path / "ws" / "precision_data" / "temp" / "vector_compare"
+    assert not base.exists() or not any(base.iterdir())
+    # a -o DIR the user gave stays, empty
+    given = tmp_path / "given"
+    calls.clear()
+    assert not shell.execute(f"vc -lt {tmp_path / 'l.bin'} -rt {tmp_path / 'r.bin'} -o {given}").ok
+    assert given.is_dir() and not any(given.iterdir())
+
+
 def test_a_megengine_text_var_printed_in_part_of_another_shape_fails(tmp_path: Path) -> None:
     """QA Q26 #5: a var an `--io-dump` text printed in part, same count and values, another
     shape, was "not judged" (nothing printed crosses the limit); the shape fails it."""

@@ -198,7 +198,9 @@ class ThresholdRule:
                 continue
             if (value < limit) if metric in HIGHER_IS_BETTER else (value > limit):
                 found.append(Crossing(metric, limit, text))
-        if not found and reason_fails(row.reason):
+        # a row not compared crosses nothing, whatever its reason says (QA Q29 #1: `vcs`
+        # failed a row `vc`'s tally and the root cause counted as not compared)
+        if not found and row.compared and reason_fails(row.reason):
             limit_of = self.failing_reason_limit()
             if limit_of is not None:
                 text = next(t for mark, t in FAILING_REASONS.items() if mark in row.reason)
