@@ -49,6 +49,7 @@ from precision_shell.compare.diagnosis.replay_evidence import (
 )
 from precision_shell.compare.diagnosis.root_cause import OpEvidence, RootCause
 from precision_shell.compare.diagnosis.slice_replays import (
+    Also,
     Before,
     DiagnosedSlice,
     SliceReplays,
@@ -179,11 +180,13 @@ def _replayer(
     where: str | None = None,
     spent_s: float = 0.0,
     before_position: Before = None,
+    also: Also = (),
 ) -> Replayer:
     """Replays in the (rank, step) `entry` names (`where`: its name when the compare covered
     several), with what `spent_s` left of the budget and a live progress bar at the prompt;
     `before_position` (the default going on past another slice's proven fault,
-    slice_replays.Before): only the candidates that run before it, never every op."""
+    slice_replays.Before): only the candidates that run before it, the slice's own first
+    cause and `also` (the fault proven on another card of the step), never every op."""
 
     def run_pass(
         graph: GraphIndex, evidence: dict[str, OpEvidence], causes: list[RootCause]
@@ -214,6 +217,14 @@ def _replayer(
                 name
                 for name in targets
                 if (rec := graph.get(name)) is not None and rec.position < before_position
+            ]
+            # is its own first cause drift, and does the other card's fault hold here too?
+            # (QA Q28: a 9.9 dB wrong filter called drift, a shared kernel error "one card")
+            own = (causes[0].op,) if causes else ()
+            targets += [
+                name
+                for name in dict.fromkeys((*also, *own))
+                if name not in targets and graph.get(name) is not None
             ]
         done = one_pass(targets, choice.mode, spent_s)
         if choice.mode != "candidates":
@@ -373,11 +384,13 @@ def diagnose_compare(
         # the slices replayed in full (no `before`), as `ac -c --rank R --step S` replays one
         replayed_in_full: set[int] = set()
 
-        def replayer_for(n: int, spent_s: float, before_position: Before = None) -> Replayer:
+        def replayer_for(
+            n: int, spent_s: float, before_position: Before = None, also: Also = ()
+        ) -> Replayer:
             entry = cards[n].entry
             if before_position is None:
                 replayed_in_full.add(n)
-            return _replayer(ctx, choice, entry, slices[n].where, spent_s, before_position)
+            return _replayer(ctx, choice, entry, slices[n].where, spent_s, before_position, also)
 
         def replay_named(
             now: list[CardDiagnosis], shown: CardDiagnosis, named: set[tuple[str, str]]
@@ -462,6 +475,8 @@ def diagnose_compare(
                 elsewhere = (scope.own_causes if scope is not None else []) + later.faults
         if scope is not None or elsewhere:
             diagnosis.other_cards = [(e.rank, e.step, c) for e, c in elsewhere]
+        if scope is not None and entry is not None:
+            diagnosis.sharing_cards = [(rank, entry.step) for rank in scope.sharing]
         named_unproven = named_not_proven(elsewhere, cards)
     if check.slice_replays is not None and check.named_replays:
         check.slice_replays.replayed_by_themselves([p.where or "" for p in check.named_replays])

@@ -49,6 +49,8 @@ def undiagnosed_text(data: ReportData) -> str:
                 f"this card's own: {own.get('op')} (index {own.get('index')}); the run's root"
                 f" cause, the earliest across its cards: {found}{see}"
             )
+        if other.shares and found:  # QA Q28 #1: a fault every card shares read "none"
+            return f"the run's root cause, which this card shares (it goes wrong there too): {found}{see}"
         if other.diagnosed_here and found:
             return f"none in this compare; the run's root cause: {found}{see}"
         if other.diagnosed_here:

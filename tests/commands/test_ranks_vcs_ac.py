@@ -18,7 +18,14 @@ from precision_shell.commands.ac_diagnosis import ONE_SELECTED
 from precision_shell.compare.metrics.cells import COSINE
 from precision_shell.compare.results.latest import GREEN, RED
 from precision_shell.demo.builder import build_demo
-from precision_shell.demo.spec import CORRUPT_INPUT, NAN_BIRTH, WRONG_CONSTANT, DemoSpec, Fault
+from precision_shell.demo.spec import (
+    CORRUPT_INPUT,
+    LOCAL_ERROR,
+    NAN_BIRTH,
+    WRONG_CONSTANT,
+    DemoSpec,
+    Fault,
+)
 from precision_shell.formats.npu_dump import read_dump_header, read_tensor
 from precision_shell.formats.npu_dump_writer import TensorSpec, write_dump
 from tests.commands.shell_fixture import (
@@ -888,3 +895,59 @@ def test_a_card_the_slice_pass_replayed_in_full_is_not_replayed_again(tmp_path_f
     )
     (rank1,) = [n for n in panel.lines.card_notes if n.startswith("rank 1: ")]
     assert "the replay proves its constants differ from the benchmark's" in rank1
+
+
+DRIFT_STACK = {"size": "tiny", "blocks": 60, "branch_gain": 6, "fp32_head": True, "seed": 0}
+
+
+def test_a_small_fault_every_card_shares_under_drift_is_every_cards(tmp_path_factory):
+    """QA Q28 #1: the same 2% kernel error on every card, under float16 drift, fails no
+    threshold; the replay proved it on rank 0 only, and ranks 1 and 2 (never replayed at the
+    op) "match the benchmark here ... drift, no fault of their own": "rank 0 only". Each card
+    the proof may hold for is replayed as its own `ac -c --rank R` would, and rank 1's page
+    says it shares the cause."""
+    fault = Fault(LOCAL_ERROR, "block25/conv3/Conv2D", 0.02)
+    specs = [DemoSpec(**DRIFT_STACK, faults=(fault,), second_run=False) for _ in range(3)]
+    root = _card_workspace(tmp_path_factory, "shared", specs)
+    shell = open_shell(root)
+    check = run_ok(shell, "ac -c")
+    panel = check.root_cause
+    assert panel.cause.op.startswith("block25/conv3/Conv2D")
+    assert (panel.lines.cards or "").startswith("on every card: all 3 cards ")
+    assert not any("no fault of their own" in n for n in panel.lines.card_notes)
+    saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
+    assert saved["diagnosis"]["sharing_cards"] == [["1", "0"], ["2", "0"]]
+    page = run_ok(shell, "report --rank 1 --step 0").path.read_text(encoding="utf-8")
+    assert "the run&#x27;s root cause, which this card shares (it goes wrong there too): " in page
+
+
+def test_another_cards_fault_under_the_outlier_drop_is_not_called_drift(tmp_path_factory):
+    """QA Q28 #2: rank 0's 10% wrong filter loses 9.9 dB (under OUTLIER_DROP) at an op the
+    card shown drifts at too; it was never replayed there, and was called "drift, no fault
+    of its own", its page "none in this compare"."""
+    specs = [
+        DemoSpec(
+            **DRIFT_STACK,
+            faults=(Fault(WRONG_CONSTANT, "block40/conv2/Conv2D", 0.1),),
+            second_run=False,
+        ),
+        DemoSpec(**DRIFT_STACK, faults=(), second_run=False),
+        DemoSpec(
+            **DRIFT_STACK,
+            faults=(Fault(LOCAL_ERROR, "block10/conv2/Conv2D", 0.01),),
+            second_run=False,
+        ),
+    ]
+    root = _card_workspace(tmp_path_factory, "under", specs)
+    check = run_ok(open_shell(root), "ac -c")
+    panel = check.root_cause
+    assert panel.cause.op.startswith("block10/conv2/Conv2D") and panel.lines.where.startswith(
+        "rank 2 step 0"
+    )
+    (rank0,) = [n for n in panel.lines.card_notes if n.startswith("rank 0")]
+    assert "its own root cause is block40/conv2/Conv2D" in rank0
+    assert "the replay proves its constants differ" in rank0
+    saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
+    assert [(c["rank"], c["op"][:20]) for c in saved["diagnosis"]["other_cards"]] == [
+        ("0", "block40/conv2/Conv2D")
+    ]

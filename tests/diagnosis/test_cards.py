@@ -16,6 +16,7 @@ from precision_shell.compare.diagnosis.replay_evidence import ReplayPass
 from precision_shell.compare.results.schema import ResultTable
 from precision_shell.compare.results.slice_results import SliceResult
 from precision_shell.replay.measure import OwnError
+from precision_shell.replay.session import ReplayReport
 from tests.compare.test_replay_rerank import EXACT, _output
 from tests.compare.test_root_cause import COSINE_ONLY, chain_rows, diagnose, graph_of
 
@@ -106,8 +107,15 @@ def test_cards_failing_alike_but_one_failing_more_is_named_where_it_parts():
 
 
 def _replayed(card: CardDiagnosis) -> CardDiagnosis:
-    """`card` as if its replay had run to its end (proving nothing)."""
-    card.diagnosis.replays = ReplayPass("candidates", 60.0, widened=True)
+    """`card` as if its replay had run to its end, at each of its causes too (proving
+    nothing: an exact kernel)."""
+    done = ReplayPass("candidates", 60.0, widened=True)
+    out = _output(EXACT)
+    causes = card.diagnosis.causes
+    for c in causes:
+        done.reports[c.op] = ReplayReport(c.op, "Op", "debug_0", f"{c.op}.dump", [], {}, [out])
+    causes[:] = [replace(c, replay=out) for c in causes]
+    card.diagnosis.replays = done
     return card
 
 
@@ -193,9 +201,11 @@ def test_every_card_failing_at_an_op_the_replay_clears_is_drift_not_a_suspect_op
     chosen = first_card(cards)
     assert chosen is cards[0] and chosen.cause.op == "b"
     exact = replace(chosen.cause, replay=_output(EXACT))
+    # rank 1's replay never reached b (the budget ran out): nothing clears it there (QA Q28
+    # #3: "the replay clears the op" of cards whose slices were never begun)
     assert card_scope(COSINE_ONLY, exact, chosen, cards).verdict == (
-        "on every card: all 2 cards fail here at step 0; the replay clears the op: drift every "
-        "card shares, not one card"
+        "on every card: all 2 cards fail here at step 0: the op's, or drift every card has, "
+        "not one card"
     )
     # a kernel the replay proves wrong is the op to suspect; no replay, no fault measured:
     # the op's, or drift
@@ -207,13 +217,18 @@ def test_every_card_failing_at_an_op_the_replay_clears_is_drift_not_a_suspect_op
         "on every card: all 2 cards fail here at step 0: the op's, or drift every card has, "
         "not one card"
     )
+    _replayed(cards[1])  # its replay reached b too, and clears it
+    assert card_scope(COSINE_ONLY, exact, chosen, cards).verdict == (
+        "on every card: all 2 cards fail here at step 0; the replay clears the op: drift every "
+        "card shares, not one card"
+    )
 
 
 def test_an_op_losing_10_db_that_its_replay_clears_on_cards_that_pass_is_said_so():
     """QA: a clean 4-card workspace (no output failing) named a softmax losing 10.6 dB and said
     "all 4 cards fail here at step 0: suspect the op", while its replay cleared it."""
     loud = {**HEALTHY, "b": 0.99, "d": 0.99}  # within the thresholds, 10 dB or more lost at b
-    cards = [_card("0", loud), _card("1", loud)]
+    cards = [_card("0", loud), _replayed(_card("1", loud))]
     chosen = first_card(cards)
     assert chosen is cards[0] and chosen.cause.op == "b" and chosen.cause.drop_db >= 10
     exact = replace(chosen.cause, replay=_output(EXACT))

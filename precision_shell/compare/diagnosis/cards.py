@@ -208,6 +208,8 @@ class CardScope:
     # the other cards whose root cause is a fault (measured, or a loss of its own) at an op
     # the chosen card goes wrong at too: on the shared line, and still that card's own cause
     shared_faults: list[tuple[SliceResult, RootCause]] = field(default_factory=list)
+    # the other cards whose own first failure is this op, as the card shown's (`here`)
+    sharing: list[str] = field(default_factory=list)
 
     @property
     def own_causes(self) -> list[tuple[SliceResult, RootCause]]:
@@ -383,7 +385,9 @@ def card_scope(
                 f"{other.step} names it after this op)"
             )
         elif own is not None and own.op in shared and outputs and not fails_here:
-            what = _shared_text(own, _replayed(card))
+            # drift only where the replay ran at its op (QA Q28 #2: a card's whole pass ran,
+            # but not at that op, and its fault there was called drift)
+            what = _shared_text(own, _replayed(card) and own.replay is not None)
             alike.setdefault((own.op, what), []).append((other, own))
         if not outputs:
             unseen.append(other.rank)
@@ -419,7 +423,14 @@ def card_scope(
         # a replay that ran and proves nothing clears the op (its kernel computes what it is
         # given): what every card shares there is drift, not a faulty op, whatever the
         # estimate says it loses (QA: "suspect the op" of a softmax its replay cleared)
-        op_cleared = cause.replay is not None and not proven_here
+        # ... on every card that fails here: one whose replay never reached the op (the
+        # budget ran out) may hold a fault there (QA Q28 #3: "the replay clears the op" of 3
+        # cards with 5 of 6 slices not begun)
+        op_cleared = (
+            cause.replay is not None
+            and not proven_here
+            and all(_clears(card_of[rank], cause.op) for rank in here[1:])
+        )
         if not any(rule.fails(r) for c in card_of.values() for r in c.outputs_of(cause.op)):
             # QA: "all 4 cards fail here" where no output crossed the thresholds
             here_text = "go furthest from the benchmark here (no output crosses the thresholds)"
@@ -480,7 +491,7 @@ def card_scope(
     else:
         verdict = f"rank {entry.rank}: not compared on the other cards{tail}"
     shared_faults = [(e, c) for found in alike.values() for e, c in found if is_fault(c)]
-    return CardScope(verdict, notes, elsewhere, shared_faults)
+    return CardScope(verdict, notes, elsewhere, shared_faults, here[1:])
 
 
 OTHER_STEPS_SHOWN = 5  # the other steps' faults named one by one; the rest are counted

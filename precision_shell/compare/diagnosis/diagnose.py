@@ -38,6 +38,8 @@ class Diagnosis:
     scope: SliceCheck | None = None  # the other (rank, step) dumps the findings speak for
     # the other cards whose own root cause is elsewhere: (rank, step, their best cause)
     other_cards: list[tuple[str, str, RootCause]] = field(default_factory=list)
+    # the other cards of the step that go wrong at the root cause as the card shown does
+    sharing_cards: list[tuple[str, str]] = field(default_factory=list)
 
     def findings_for(self, op: str) -> list[Finding]:
         return [f for f in self.findings if f.op == op]
@@ -54,6 +56,7 @@ class Diagnosis:
                 for rank, step, cause in self.other_cards
             ]
             or None,
+            sharing_cards=[[rank, step] for rank, step in self.sharing_cards] or None,
         )
 
 

@@ -51,8 +51,13 @@ CANDIDATES_BEFORE_FAULT = "candidates_before_fault"
 
 # how much of a slice the default's going on replays (`replay_going_on`'s `replayer_for`):
 # None, as the first slice (the candidates, then every op or the ops before their fault); a
-# position, only the candidates that run before it (math.inf: every candidate)
+# position, only the candidates that run before it (math.inf: every candidate), with the
+# slice's own first cause and `Also`'s ops
 Before = float | None
+# the ops a slice replays besides (`replayer_for`'s fourth): the fault proven on another card
+# of its step, which passes the thresholds there as it may here (QA Q28 #1: a kernel error
+# every card shared was "rank 0 only", the others never replayed at it)
+Also = tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -193,13 +198,14 @@ def replay_going_on(
     replayed_first: Diagnosis,
     rule: ThresholdRule,
     overflows: Sequence[OverflowHit],
-    replayer_for: Callable[[int, float, Before], Replayer],
+    replayer_for: Callable[[int, float, Before, Also], Replayer],
     budget_s: float,
 ) -> tuple[list[Diagnosis], SliceReplays]:
     """The default's going on (module doc): `replayed_first` is slice `first` replayed
     already; the others follow by divergence, the slices of steps after the earliest with a
     measured fault left out, until every slice is replayed or left, the budget runs out or
-    Ctrl-C; `replayer_for(n, spent_s, before)` replays slice n as much as `before` says.
+    Ctrl-C; `replayer_for(n, spent_s, before, also)` replays slice n as much as `before`
+    and `also` say.
     Every slice's diagnosis (those not replayed: as diagnosed) and the passes, with the
     slices left and those the budget or Ctrl-C kept from beginning."""
     divergence = divergence_order([(s.step, s.diagnosis.evidence) for s in slices])
@@ -228,11 +234,13 @@ def replay_going_on(
             done.not_begun.append(slices[n].where)
             continue
         before: Before = None
-        if fault is not None:  # only what can go wrong before it
+        also: Also = ()
+        if fault is not None:  # only what can go wrong before it, and the fault itself
             before = float(fault[0]) if step == at else math.inf
+            also = (fault[1],) if step == at else ()
         s = slices[n]
         replayed[n] = with_replays(
-            s.diagnosis, s.graph, s.rows, rule, overflows, replayer_for(n, spent, before)
+            s.diagnosis, s.graph, s.rows, rule, overflows, replayer_for(n, spent, before, also)
         )
         last = _pass_of(replayed[n])
         done.passes.append(last)

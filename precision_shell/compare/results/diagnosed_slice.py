@@ -40,6 +40,8 @@ class DiagnosisElsewhere:
     diagnosed_here: bool
     where: tuple[str, str] | None = None  # (rank, step) of the compare diagnosed
     own_cause: dict[str, Any] | None = None  # this card's own root cause (`other_cards`)
+    # this card goes wrong at the root cause too, as the card diagnosed does (`sharing_cards`)
+    shares: bool = False
 
     @property
     def command(self) -> str:
@@ -75,4 +77,5 @@ def diagnosis_elsewhere(summary: RunSummary | None, csv_path: Path) -> Diagnosis
         None,
     )
     read = before or cause is None or shown.step == where[1]
-    return DiagnosisElsewhere(label, cause, read, where, own)
+    shares = [shown.rank, shown.step] in (diagnosis.sharing_cards or [])
+    return DiagnosisElsewhere(label, cause, read, where, own, shares)

@@ -243,6 +243,9 @@ class DiagnosisRecord:
     # the terminal printed it (`ac -c`'s `where`, `cards`, their notes, `other steps`), so the
     # report says the same: {"where": str, "cards": str, "card_notes": [str], "other_steps": [str]}
     lines: dict[str, Any] | None = None
+    # the other cards of the step that go wrong at the root cause as the card diagnosed does
+    # ([rank, step] each: the `cards` line's), so their pages say they share it
+    sharing_cards: list[list[str]] | None = None
 
     @property
     def root_cause(self) -> str | None:
@@ -263,6 +266,8 @@ class DiagnosisRecord:
             payload["other_cards"] = self.other_cards
         if self.lines:
             payload["lines"] = self.lines
+        if self.sharing_cards:
+            payload["sharing_cards"] = self.sharing_cards
         return payload
 
     @classmethod
@@ -280,7 +285,21 @@ class DiagnosisRecord:
             str(step) if where else None,
             _dicts(payload["other_cards"]) if "other_cards" in payload else None,
             _lines(payload.get("lines")),
+            _pairs(payload.get("sharing_cards")),
         )
+
+
+def _pairs(value: Any) -> list[list[str]] | None:
+    """A record's `sharing_cards` as [rank, step] texts (a crafted summary's other values are
+    dropped)."""
+    if not isinstance(value, list):
+        return None
+    pairs = [
+        [str(v[0]), str(v[1])]
+        for v in value
+        if isinstance(v, list) and len(v) == 2 and all(isinstance(x, str | int) for x in v)
+    ]
+    return pairs or None
 
 
 def _lines(value: Any) -> dict[str, Any] | None:
