@@ -258,6 +258,21 @@ def test_a_second_csv_compares_debug_0_with_debug_1(vc_run):
     summary = json.loads(result.summary_path.read_text(encoding="utf-8"))
     assert summary["device_compare"]["csv"] == str(second.csv_path)
     assert summary["device_compare"]["rows"] == len(device_rows)
+    # its page names its own right side, and its own files not placed (QA Q29 #4: the page
+    # said `tf/dump/`, the primary's)
+    from precision_shell.compare.results.slice_results import benchmark_of, unmatched_text
+    from precision_shell.compare.results.summary import read_summary
+
+    record = read_summary(result.summary_path)
+    assert record.device_compare is not None
+    assert benchmark_of(record, second.csv_path) == summary["device_compare"]["right"]
+    assert benchmark_of(record, result.primary.csv_path) == "tf/dump/"
+    record.device_compare.skipped = ["Conv2D.ghost.5.1.1: no dump of ghost in debug_1"]
+    assert unmatched_text(record, second.csv_path) == (
+        "1 dump file was not matched to the graph: their ops have no rows here (e.g. "
+        "Conv2D.ghost.5.1.1: no dump of ghost in debug_1)"
+    )
+    assert unmatched_text(record, result.primary.csv_path) is None
 
 
 def test_overflow_column_only_with_the_flag(vc_run):

@@ -484,6 +484,9 @@ def benchmark_of(summary: RunSummary | None, csv_path: Path) -> str | None:
     step)'s when the run has several; None when summary.json does not say."""
     if summary is None:
         return None
+    device = summary.device_compare  # QA Q29 #4: its page named tf/dump/, not debug_1
+    if device is not None and Path(device.csv).name == csv_path.name:
+        return dir_in_workspace(device.right) if device.right else None
     entry = entry_for_csv(slice_results(summary), csv_path)
     right = entry.right if entry is not None else summary.primary.right
     return dir_in_workspace(right) if right else None
@@ -495,8 +498,11 @@ def unmatched_text(summary: RunSummary | None, csv_path: Path) -> str | None:
     if summary is None:
         return None
     count, first = 0, ""
+    device = summary.device_compare
     entry = entry_for_csv(slice_results(summary), csv_path)
-    if entry is not None and entry.unmatched:
+    if device is not None and Path(device.csv).name == csv_path.name:
+        count, first = len(device.skipped), device.skipped[0] if device.skipped else ""
+    elif entry is not None and entry.unmatched:
         count, first = entry.unmatched, entry.unmatched_first
     elif Path(summary.primary.csv).name == csv_path.name and summary.primary.skipped:
         count, first = len(summary.primary.skipped), summary.primary.skipped[0]
