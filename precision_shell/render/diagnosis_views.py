@@ -23,6 +23,7 @@ from precision_shell.compare.diagnosis.replay_evidence import (
 )
 from precision_shell.compare.diagnosis.root_cause import INPUT_EVIDENCE, RootCause, quality_text
 from precision_shell.compare.rank_divergence import rank_list_text
+from precision_shell.compare.results.summary import none_found_text
 from precision_shell.explore.nonfinite_origin import NonfiniteHit, NonfiniteOrigin
 from precision_shell.listing_text import some_of
 from precision_shell.render.compare_views import render_compare_summary, render_vector_compare
@@ -351,12 +352,7 @@ def _none_found(findings: list[Finding]) -> str:
         if f.detection == GLOBAL_CONSISTENCY
         for m in f.evidence.get("uncompared", [])
     )
-    if not missing:
-        return "no op degrades the signal on its own"
-    return (
-        f"no op degrades the signal on its own among the tensors compared; {missing} could not "
-        "be compared (see the advisor): a fault among them would not show"
-    )
+    return none_found_text(None, missing, see="see the advisor")
 
 
 @renders(AutoCheck)

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from precision_shell.compare.metrics.cells import COSINE
 from precision_shell.compare.results.schema import ResultRow
+from precision_shell.compare.results.summary import none_found_text
 from precision_shell.compare.results.thresholds import reason_fails
 from precision_shell.foreign.explore import (
     Edge,
@@ -92,7 +93,15 @@ def _foreign(console: Console, result: ForeignCompareResult) -> None:
     if result.causes is None:
         return
     if not result.causes:
-        console.print(Text("root cause: nothing fails", style="green"))
+        compared = sum(1 for r in result.rows if r.compared)
+        text = none_found_text(
+            compared,
+            len(result.rows) - compared,
+            "nothing fails",
+            f"vcs -f {result.csv_path} lists why",
+        )
+        clean = compared == len(result.rows)
+        console.print(Text(f"root cause: {text}", style="green" if clean else "yellow"))
         return
     table = Table(title="root causes (estimate)", title_justify="left")
     for header in ("cause", "op", "type", "#", "why"):  # not "rank": a card's

@@ -10,7 +10,7 @@ from typing import Any
 from precision_shell.compare.diagnosis.replay_evidence import root_cause_title
 from precision_shell.compare.diagnosis.root_cause import INPUT_EVIDENCE, QUALITY_CAP
 from precision_shell.compare.results.schema import ResultRow
-from precision_shell.compare.results.summary import recorded_no_fault
+from precision_shell.compare.results.summary import NO_LOSS, none_found_text, recorded_no_fault
 from precision_shell.replay.session import finite_only_text
 from precision_shell.report.data import ReportData
 from precision_shell.report.html_parts import esc, facts_html
@@ -54,7 +54,8 @@ def undiagnosed_text(data: ReportData) -> str:
         if other.diagnosed_here and found:
             return f"none in this compare; the run's root cause: {found}{see}"
         if other.diagnosed_here:
-            return "none: no op degrades the signal on its own (ac -c diagnosed every compare)"
+            found_none = none_found_text(data.compared, data.failed, see="vcs lists why")
+            return f"none: {found_none} (ac -c diagnosed every compare)"
         shown = data.ranks.shown if data.ranks is not None else None
         this = f"ac -c --rank {shown[0]} --step {shown[1]}" if shown else "ac -c --rank R --step S"
         return (
@@ -67,7 +68,8 @@ def undiagnosed_text(data: ReportData) -> str:
             "finds no fault"
         )
     if data.diagnosed:
-        return "none: no op degrades the signal on its own"
+        clean = "nothing fails" if data.foreign else NO_LOSS
+        return f"none: {none_found_text(data.compared, data.failed, clean, 'vcs lists why')}"
     if data.partial:
         return f"not diagnosed: the compare is {data.partial} ({data.partial_cause})"
     return "diagnosis did not run (ac -c --report compares, diagnoses and writes this report)"

@@ -284,6 +284,9 @@ def test_no_match_is_claimed_for_tensors_whose_benchmark_is_missing(healthy_two_
         f"no op degrades the signal on its own among the tensors compared; {n} could not be "
         "compared (see the advisor): a fault among them would not show"
     ) in panel
+    # the page says it too (QA Q29 #5: "none: no op degrades the signal on its own")
+    page = run_ok(open_shell(root), "report --rank 0 --step 1").path.read_text(encoding="utf-8")
+    assert f"among the tensors compared; {n} could not be compared (vcs lists why)" in page
     saved = json.loads(check.compare.summary_path.read_text(encoding="utf-8"))
     (step1,) = [e for e in saved["results"] if e["step"] == "1"]
     reasons = {row.reason for row in read_result_csv(step1["csv"]).rows if not row.compared}

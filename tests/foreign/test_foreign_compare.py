@@ -646,6 +646,33 @@ def test_text_vars_printed_in_full_of_other_counts_fail_and_an_empty_one_is_not_
     assert run_ok(shell, f"vcs -f {result.csv_path}").failing_total == 0  # as vc counted
 
 
+def test_a_compare_where_nothing_was_judged_gives_no_all_clear(
+    shell: Dispatcher, tmp_path: Path
+) -> None:
+    """QA Q29 #3: two texts whose var differs only past the 5 values printed (same
+    statistics): every row "not judged", and `ac -c` said "root cause: nothing fails" in
+    green; the page "none: no op degrades the signal on its own"."""
+    from precision_shell.formats.megengine_dump import TextSpec, write_io_dump_text
+
+    x = np.arange(1, 13, dtype=np.float32)
+    good = (x * 2).astype(np.float32)
+    bad = good.copy()
+    bad[5:] = bad[5:][::-1]
+    for name, values in (("dev.txt", bad), ("ref.txt", good)):
+        specs = [
+            TextSpec(1, x, "data", "Host2DeviceCopy", 1),
+            TextSpec(2, values, "mul", "Elemwise", 2, deps=((0, 1),)),
+        ]
+        write_io_dump_text(tmp_path / name, specs)
+    result = run_ok(shell, f"ac -c -lt {tmp_path / 'dev.txt'} -rt {tmp_path / 'ref.txt'}")
+    assert not any(r.compared for r in result.rows) and result.causes == []
+    text = " ".join(rendered(result, 300).split())
+    assert "root cause: nothing judged: no tensor could be compared (vcs -f " in text
+    assert "nothing fails" not in text
+    page = run_ok(shell, f"report -f {result.csv_path}").path.read_text(encoding="utf-8")
+    assert "none: nothing judged: no tensor could be compared (vcs lists why)" in page
+
+
 def test_a_foreign_compare_that_fails_leaves_nothing_to_read_back(
     shell: Dispatcher, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -223,6 +223,26 @@ def proven_root(causes: list[dict[str, Any]]) -> str | None:
     return None if none_proven(causes) else shown_first(causes)
 
 
+NO_LOSS = "no op degrades the signal on its own"
+
+
+def none_found_text(
+    compared: int | None, uncompared: int, clean: str = NO_LOSS, see: str = ""
+) -> str:
+    """Why a diagnosis names no root cause, as every view says it: `clean` only of what was
+    compared (`compared` None: not counted); nothing judged when nothing was (QA Q29 #3:
+    "nothing fails" in green of a compare of 0 of 2 rows), and the tensors not compared said,
+    with where they are listed (`see`) (QA Q29 #5: the page dropped the terminal's caveat)."""
+    if compared == 0:
+        return f"nothing judged: no tensor could be compared{f' ({see})' if see else ''}"
+    if not uncompared:
+        return clean
+    return (
+        f"{clean} among the tensors compared; {uncompared} could not be compared"
+        f"{f' ({see})' if see else ''}: a fault among them would not show"
+    )
+
+
 @dataclass
 class DiagnosisRecord:
     """What a diagnosis concluded (root causes best first, the advisor's findings), and of
