@@ -238,7 +238,11 @@ PLOT_SCRIPT = """
     }
     return best === null ? null : [best, mx, my];
   }
-  function value(v, nonfinite, digits) { return nonfinite ? "nan/inf" : v.toFixed(digits); }
+  function value(v, nonfinite, digits) {  // an infinite value as the CSV prints it
+    if (nonfinite) return "nan/inf";
+    if (v === Infinity || v === -Infinity) return v > 0 ? "inf" : "-inf";
+    return v.toFixed(digits);
+  }
   function secondText(k) {  // SQNR in dB to 0.1, or the error itself (10^y on a log panel)
     var f = flags[k], v = db[k];
     if (!(f & 32)) return "not computed";

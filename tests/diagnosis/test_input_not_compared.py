@@ -133,10 +133,12 @@ def test_a_missing_mid_network_benchmark_is_not_read_through_its_kernel(unmeasur
 def test_a_quality_at_the_cap_is_shown_as_a_bound_not_a_measure(tmp_path):
     """QA Q27 #6: qualities are clamped at QUALITY_CAP (60 dB), and the panel said "inputs
     60.0 dB" of an input its own row measures at 70.5 dB; the page's measures too."""
-    from precision_shell.compare.diagnosis.root_cause import QUALITY_CAP, quality_text
+    from precision_shell.compare.diagnosis.root_cause import QUALITY_CAP, loss_text, quality_text
     from precision_shell.report.cause_section import _evidence
 
     assert quality_text(QUALITY_CAP) == ">= 60 dB" and quality_text(59.94) == "59.9 dB"
+    # and a loss from a clamped input is a bound (QA Q29 #6: "loses 20.0 dB", truly 30.5)
+    assert loss_text(20.0, QUALITY_CAP) == "at least 20.0 dB" and loss_text(20.0, 50) == "20.0 dB"
     assert _evidence({"input_sqnr_db": 60.0, "output_sqnr_db": 6.14, "drop_db": 60.0}) == (
         "input_sqnr_db >= 60; output_sqnr_db 6.14; drop_db 60.0"
     )

@@ -31,8 +31,9 @@ def test_an_earlier_candidate_whose_dump_is_truncated_is_said_not_proven(tiny_de
     assert causes[0].op == "l2_loss/Sum"  # the fp16 overflow the replay proves
     earlier = next(c for c in causes if c.op == CONV2)
     assert earlier.replay is None and "the dump is truncated" in (earlier.replay_skipped or "")
+    assert earlier.input_quality == 60.0  # the cap: its loss is a bound (QA Q29 #6)
     expected = (
-        f"{CONV2} runs before it ({earlier.drop_db:.1f} dB lost) and could not be replayed "
+        f"{CONV2} runs before it (at least {earlier.drop_db:.1f} dB lost) and could not be replayed "
         f"({earlier.replay_skipped}): it may be the first fault"
     )
     assert f"not proven {expected}" in _text(check)

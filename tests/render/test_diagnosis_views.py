@@ -19,7 +19,10 @@ def test_other_candidates_say_the_number_is_the_quality_lost():
     shown = _cause("l2_loss/Square", math.inf, -41.2)
     network_input = _cause("input", 61.6, 60.0)
     assert other_candidates_text([shown, network_input]) == (
-        "other candidates: input (61.6 dB lost)"
+        "other candidates: input (at least 61.6 dB lost)"  # its input at the 60 dB cap
+    )
+    assert other_candidates_text([shown, _cause("input", 21.6, 50.0)]) == (
+        "other candidates: input (21.6 dB lost)"
     )
     assert other_candidates_text([shown]) is None
 

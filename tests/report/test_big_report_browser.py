@@ -120,3 +120,25 @@ def test_the_hover_text_of_an_sqnr_from_the_datas_inf_and_of_none(tmp_path) -> N
     cos_y = panel_y(plot["config"], 0, float(plot["cos"][k]))
     tip = _hover_text(html, x_of(k), cos_y, tmp_path)
     assert tip.splitlines()[1] == "cosine 0.500000 · SQNR not computed"
+
+
+def test_the_hover_text_of_a_zero_benchmark_row_is_minus_inf(tmp_path) -> None:
+    """QA Q29 #7: a benchmark of zeros (distance 0, values apart: SQNR -inf) hovered
+    "SQNR -Infinity dB" on a big page (`toFixed` of -Infinity)."""
+    from tests.report.test_points import HEADER, _row
+
+    lines = [HEADER]
+    lines += [_row(i, f"op{i}", "output:0", "0.999000", "0.010000") for i in range(1, 4)]
+    lines += [_row(4, "zero_op", "output:0", "NaN", "0.000000")]  # max abs 0.1: apart
+    csv_path = tmp_path / "result_20261123120000.csv"
+    csv_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    data = gather_report(csv_path, ThresholdRule({"CosineSimilarity": 0.98}), big_rows=2)
+    html = report_html(data, None, "now")
+    plot = plot_data(html)
+    k = next(i for i in range(len(plot["x"])) if plot["x"][i] == 4)
+    assert plot["sqnr"][k] == -np.inf
+    d0, d1, r0, r1 = plot["config"]["x"]
+    x = r0 + (float(plot["x"][k]) - d0) / (d1 - d0) * (r1 - r0)
+    bottom = plot["config"]["panels"][1][2]
+    tip = _hover_text(html, x, bottom, tmp_path)
+    assert tip.splitlines()[1] == "cosine not computed · SQNR -inf dB"

@@ -24,6 +24,7 @@ from precision_shell.compare.diagnosis.root_cause import (
     OUTLIER_DROP,
     OpEvidence,
     RootCause,
+    loss_text,
 )
 from precision_shell.compare.rank_divergence import rank_list_text
 from precision_shell.compare.results.schema import ResultRow
@@ -231,7 +232,7 @@ def _drift_advice(scope: SliceCheck | None) -> tuple[str, dict]:
         + (
             "gives birth to NaN/inf"
             if not math.isfinite(c.drop_db)
-            else f"alone loses {c.drop_db:.1f} dB"
+            else f"alone loses {loss_text(c.drop_db, c.input_quality)}"
         )
         + f" (ac -c --rank {r} --step {s})"
         for (r, s), c in scope.lossy

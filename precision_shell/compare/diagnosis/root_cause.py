@@ -80,6 +80,13 @@ def quality_db(red: float) -> float:
     return QUALITY_CAP if red <= 0 else min(QUALITY_CAP, -20.0 * math.log10(red))
 
 
+def loss_text(drop: float, input_quality: float) -> str:
+    """`20.0 dB`; `at least 20.0 dB` when the inputs sit at QUALITY_CAP, whose clamp hides
+    how much better they are (QA Q29 #6: "loses 20.0 dB" of inputs at 70.5 dB, outputs 40)."""
+    words = f"{drop:.1f} dB"
+    return f"at least {words}" if input_quality >= QUALITY_CAP else words
+
+
 def quality_text(db: float) -> str:
     """`6.1 dB`; `>= 60 dB` at QUALITY_CAP, where the quality is clamped, not measured (QA
     Q27 #6: "inputs 60.0 dB" beside a plot of the same tensor at 70.5 dB)."""
@@ -138,7 +145,9 @@ class RootCause:
         `NaN/inf` where one is born; None when the loss was not measured."""
         if math.isnan(self.drop_db):
             return None
-        return "NaN/inf" if math.isinf(self.drop_db) else f"{self.drop_db:.1f} dB lost"
+        if math.isinf(self.drop_db):
+            return "NaN/inf"
+        return f"{loss_text(self.drop_db, self.input_quality)} lost"
 
     def evidence(self) -> dict:
         """The compare's numbers for this op, as summary.json holds them (`json_number`)."""
@@ -327,7 +336,7 @@ def localise(graph: GraphIndex, evidence: dict[str, OpEvidence]) -> list[RootCau
             crossed = "; ".join(out.crossed)
             reason = f"output crosses the thresholds ({crossed}) while every input is within them"
         elif drop >= OUTLIER_DROP and (inp is not None or out.sqnr < CONCERN):
-            reason = f"the op alone loses {drop:.1f} dB of signal quality"
+            reason = f"the op alone loses {loss_text(drop, in_q)} of signal quality"
         if not reason:
             continue
         if ev.is_source and out.fails:  # it has no inputs: its values are what was fed
