@@ -39,6 +39,7 @@ from precision_shell.compare.results.tally import CompareTally
 from precision_shell.compare.results.thresholds import (
     COUNT_MISMATCH_MARK,
     SHAPE_MISMATCH_MARK,
+    SIZE_MISMATCH_MARK,
     ThresholdRule,
 )
 from precision_shell.errors import PrecisionError
@@ -169,13 +170,7 @@ def _pair_metrics(
     row's reason (`SHAPE_MISMATCH_MARK`), printed in part or not; element counts that differ
     it fails too: the row compares the leading values both hold (`COUNT_MISMATCH_MARK`)."""
     if left.count != right.count:
-        if family == MEGENGINE:
-            return _count_mismatch(left, right)
-        why = (
-            f"element counts differ: {_shape(left.shape)} has {left.count}, "
-            f"{_shape(right.shape)} has {right.count}"
-        )
-        return {}, why, None
+        return _count_mismatch(left, right, family)
     mismatch = family == MEGENGINE and left.shape != right.shape
     shapes = f"{_shape(left.shape)} vs {_shape(right.shape)}"
     if left.partial or right.partial:
@@ -200,27 +195,22 @@ def _pair_metrics(
 
 
 def _count_mismatch(
-    left: ForeignTensor, right: ForeignTensor
+    left: ForeignTensor, right: ForeignTensor, family: str
 ) -> tuple[dict[str, float], str, str | None]:
-    """Two MegEngine vars of different element counts: failed (`COUNT_MISMATCH_MARK`), their
+    """Two tensors of different element counts: failed, as each family's own compare fails
+    them (MegEngine `COUNT_MISMATCH_MARK`, SigmaStar `SIZE_MISMATCH_MARK`; QA Q29 #10), their
     cells measured on the leading values both sides show (printed ones of a text dump)."""
-    why = (
-        f"{COUNT_MISMATCH_MARK}: {_shape(left.shape)} has {left.count}, "
-        f"{_shape(right.shape)} has {right.count}"
-    )
+    counts = f"{_shape(left.shape)} has {left.count}, {_shape(right.shape)} has {right.count}"
+    mark = COUNT_MISMATCH_MARK if family == MEGENGINE else SIZE_MISMATCH_MARK
+    why = f"{mark}: {counts}"
     try:
         a, b = _printed_of(left).values, _printed_of(right).values
     except PrecisionError as exc:
         return {}, f"{why}; {exc}", None
     common = min(a.size, b.size)
     if common == 0:  # an empty side: no cell to fail by, so a row not compared, said why
-        return (
-            {},
-            f"element counts differ: {_shape(left.shape)} has {left.count}, "
-            f"{_shape(right.shape)} has {right.count} (MegEngine's compare fails it as a "
-            "shape mismatch); no values to compare",
-            None,
-        )
+        tool = "MegEngine's compare" if family == MEGENGINE else "SigmaStar's compareAccuracy"
+        return {}, f"element counts differ: {counts} ({tool} fails it); no values to compare", None
     shown = "printed " if left.printed is not None or right.printed is not None else ""
     return (
         compute(a[:common], b[:common]),

@@ -53,6 +53,9 @@ SHAPE_MISMATCH_TEXT = "shape mismatch"
 # ... and two vars whose element counts differ: the row compares the leading values both
 # hold, and fails all the same (QA Q26 #4: "not compared", the root's consumer was blamed)
 COUNT_MISMATCH_MARK = "shape mismatch (MegEngine's compare fails it; element counts differ)"
+# SigmaStar's compareAccuracy fails two buffers of different sizes (`Error! ... buffer size`)
+SIZE_MISMATCH_MARK = "size mismatch (SigmaStar's compareAccuracy fails it; element counts differ)"
+SIZE_MISMATCH_TEXT = "size mismatch"
 
 # the marks of a reason that fails its row whatever the cells print (`reason_fails`), and
 # what the row shows as crossing the limit
@@ -61,6 +64,7 @@ FAILING_REASONS = {
     SLICED_NONFINITE_MARK: SLICED_NONFINITE_TEXT,
     SHAPE_MISMATCH_MARK: SHAPE_MISMATCH_TEXT,
     COUNT_MISMATCH_MARK: SHAPE_MISMATCH_TEXT,
+    SIZE_MISMATCH_MARK: SIZE_MISMATCH_TEXT,
 }
 FAILING_REASON_MARKS = tuple(FAILING_REASONS)
 
@@ -69,7 +73,7 @@ def reason_fails(reason: str) -> bool:
     """A CompareFailReason that fails its row whatever its cells print: an all-zero
     benchmark (`zero_benchmark`), NaN/inf cut off the device tensor (`sliced_nonfinite`), a
     MegEngine var whose shape or element count differs (`SHAPE_MISMATCH_MARK`,
-    `COUNT_MISMATCH_MARK`)."""
+    `COUNT_MISMATCH_MARK`), a SigmaStar tensor whose count does (`SIZE_MISMATCH_MARK`)."""
     return any(mark in reason for mark in FAILING_REASON_MARKS)
 
 
