@@ -59,7 +59,7 @@ def slice_csv(
                 "by its path"
             )
         raise PrecisionError(
-            f"{command}: {csv_path.parent}: this compare has no rank/step results "
+            f"{command}: {csv_path}: this compare has no rank/step results "
             "(one dump dir, or an msaccucmp CSV); drop --rank/--step"
         )
     found = [
