@@ -186,13 +186,18 @@ def _went_on_text(done: SliceReplays) -> str:
     """Why the default went on from the first slice, and to which slices."""
     first = done.passes[0].where
     if done.mode != CANDIDATES_BEFORE_FAULT:
+        # QA Q29 #8: "proved no fault" of a slice the budget let replay no op
+        proved = "proved no fault" if done.passes[0].reports else "replayed no op"
         return (
-            f"{first} proved no fault: the others by how far they leave their step's other "
+            f"{first} {proved}: the others by how far they leave their step's other "
             "cards, but for steps after a measured fault"
         )
     scope = []
-    if done.same_step:
-        scope.append("the candidates before it on the other cards of its step")
+    if done.same_step:  # and the fault's op and each card's own first cause (QA Q28)
+        scope.append(
+            "the candidates before it on the other cards of its step (with it and each card's "
+            "first cause)"
+        )
     if done.earlier_steps:
         scope.append("every candidate of the earlier steps")
     # every pass after the first is one of those; the others were left or not begun (below)

@@ -104,7 +104,8 @@ def test_the_default_replays_the_ops_before_a_proven_fault_and_names_the_first(
     assert line.startswith(
         "replay (candidates, then the ops before the first fault they proved) of 2 of 2 "
         f"rank/step slices (rank 1 step 1 proved a fault at {KERNEL_ERROR}: the candidates "
-        "before it on the other cards of its step replayed too; --replay all replays every op): "
+        "before it on the other cards of its step (with it and each card's "
+        "first cause) replayed too; --replay all replays every op): "
         f"{CANDIDATES + done.earlier} ops replayed ({len(calls)} replays) in "
     )
     assert line.endswith(
@@ -129,7 +130,8 @@ def test_ctrl_c_before_the_fault_says_how_many_ops_it_left(two_faults, monkeypat
     assert line.startswith(
         "replay (candidates, then the ops before the first fault they proved) of 1 of 2 "
         f"rank/step slices (rank 1 step 1 proved a fault at {KERNEL_ERROR}: the candidates "
-        "before it on the other cards of its step replayed too, but for the slices named below; "
+        "before it on the other cards of its step (with it and each card's "
+        "first cause) replayed too, but for the slices named below; "
         "--replay "
         "all replays every op): "
     )

@@ -73,7 +73,8 @@ def test_an_earlier_kernel_error_on_another_card_is_shown(cards_pristine, tmp_pa
     assert line.startswith(
         "replay (candidates, then the ops before the first fault they proved) of 4 of 4 "
         f"rank/step slices (rank 0 step 0 proved a fault at {FILTER}: the candidates before it "
-        "on the other cards of its step replayed too; --replay all replays every op): "
+        "on the other cards of its step (with it and each card's "
+        "first cause) replayed too; --replay all replays every op): "
     )
     assert f", 1 kernel wrong (rank 1 step 0: {KERNEL}), 1 op whose constants differ" in line
     replay = json.loads(check.compare.summary_path.read_text())["diagnosis"]["replay"]
@@ -119,7 +120,8 @@ def test_an_earlier_step_is_replayed_and_its_kernel_error_shown(steps_pristine, 
     assert line.startswith(
         "replay (candidates, then the ops before the first fault they proved) of 4 of 4 "
         f"rank/step slices (rank 0 step 1 proved a fault at {FILTER}: the candidates before it "
-        "on the other cards of its step and every candidate of the earlier steps replayed too; "
+        "on the other cards of its step (with it and each card's "
+        "first cause) and every candidate of the earlier steps replayed too; "
         "--replay all replays every op): "
     )
     replay = json.loads(check.compare.summary_path.read_text())["diagnosis"]["replay"]

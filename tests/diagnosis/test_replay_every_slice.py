@@ -146,7 +146,8 @@ def test_the_default_goes_on_to_the_other_card_before_a_proven_fault(two_cards):
     assert line.startswith(
         "replay (candidates, then the ops before the first fault they proved) of 2 of 2 rank/step "
         f"slices (rank 0 step 0 proved a fault at {CONV2}: the candidates before it on the other "
-        "cards of its step replayed too; --replay all replays every op): "
+        "cards of its step (with it and each card's "
+        "first cause) replayed too; --replay all replays every op): "
     )
     summary = json.loads(check.compare.summary_path.read_text())["diagnosis"]
     assert summary["replay"]["slice"] == "rank 1 step 0"

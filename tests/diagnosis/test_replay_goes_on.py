@@ -178,6 +178,9 @@ def test_a_budget_spent_on_the_first_slice_says_the_others_were_not_begun(cards)
     assert len(done.not_begun) == 5
     assert done.not_begun_why == "the 1e-09 s budget ran out"
     assert "; 5 slices not begun (the 1e-09 s budget ran out): " in replay_line(check)
+    # it replayed nothing: not "proved no fault" (QA Q29 #8)
+    if not done.passes[0].reports:
+        assert f"({done.passes[0].where} replayed no op: the others " in replay_line(check)
 
 
 def _cause(drop_db: float, replay=None) -> RootCause:  # noqa: ANN001
