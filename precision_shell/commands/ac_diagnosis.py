@@ -16,6 +16,7 @@ from precision_shell.compare.diagnosis.advisor import (
     ACCUMULATED_DRIFT,
     Finding,
     OverflowHit,
+    with_replay_partial,
     with_replay_unfinished,
 )
 from precision_shell.compare.diagnosis.cards import (
@@ -484,6 +485,12 @@ def diagnose_compare(
     if unfinished is not None:
         diagnosis.findings = [with_replay_unfinished(f, *unfinished) for f in diagnosis.findings]
         check.replay_interrupted = unfinished[2]
+    else:  # done, but on its candidates only: what it left is not cleared (QA Q28 #4)
+        passes = check.slice_replays.passes if check.slice_replays is not None else []
+        left = sum(p.left_out for p in passes)
+        if not passes and diagnosis.replays is not None:
+            left = diagnosis.replays.left_out
+        diagnosis.findings = [with_replay_partial(f, left) for f in diagnosis.findings]
     record = diagnosis.record()
     if check.slice_replays is not None:
         done = check.slice_replays

@@ -138,13 +138,25 @@ def healthy_two_steps(tmp_path_factory):
 def test_ac_c_says_the_network_matches_only_for_the_dumps_it_compared(healthy_two_steps):
     check = run_ok(open_shell(healthy_two_steps), "ac -c")
     (finding,) = [f for f in check.diagnosis.findings if f.detection == GLOBAL_CONSISTENCY]
-    assert finding.advice.endswith(
+    assert (
         "the network itself matches the benchmark. Look at what lies outside the dumped graph: "
         "data pipeline, post-processing, loss and optimizer settings, or later training steps. "
         "This holds for the dumps compared only; not compared: rank 0 step 1 (ac -c --rank "
         "all --step all compares every one)."
-    )
+    ) in finding.advice
     assert finding.evidence["not_compared"] == [{"rank": "0", "step": "1"}]
+    # the default replay ran on its candidates: what it left is not cleared (QA Q28 #4)
+    left = finding.evidence["replay_left_out"]
+    assert left > 0 and finding.advice.endswith(
+        f" The replay ran on its candidates only: {left} other dumped ops were not replayed, "
+        "and a fault too small to cross the thresholds among them would not show (ac -c "
+        "--replay all replays them)."
+    )
+    full = run_ok(open_shell(healthy_two_steps), "ac -c --replay all")
+    (finding,) = [f for f in full.diagnosis.findings if f.detection == GLOBAL_CONSISTENCY]
+    assert (
+        "replay_left_out" not in finding.evidence and "ran on its candidates" not in finding.advice
+    )
     every = run_ok(open_shell(healthy_two_steps), "ac -c --step all")
     (finding,) = [f for f in every.diagnosis.findings if f.detection == GLOBAL_CONSISTENCY]
     assert "on any compared card or step (rank 0 steps 0, 1)" in finding.advice
@@ -272,12 +284,12 @@ def test_no_match_is_claimed_for_tensors_whose_benchmark_is_missing(healthy_two_
     missing = finding.evidence["uncompared"]
     assert [(m["rank"], m["step"]) for m in missing] == [("0", "1")] and missing[0]["tensors"] > 0
     n = missing[0]["tensors"]
-    assert finding.advice.endswith(
+    assert (
         f"and no op loses signal on its own, but {n} tensors of rank 0 step 1 could not be "
         "compared (vcs --rank 0 --step 1 lists why): the network matches the benchmark only as "
         "far as it was compared, and a fault among those tensors would not show. Give them a "
         "benchmark (a rank or step benchmark dir missing files?) and compare again."
-    )
+    ) in finding.advice
     assert "the network itself matches" not in finding.advice
     panel = " ".join(rendered(check, 2000).split())
     assert (

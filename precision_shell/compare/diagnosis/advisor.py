@@ -190,6 +190,23 @@ def with_replay_unfinished(
     return replace(finding, advice=advice, evidence=evidence)
 
 
+def with_replay_partial(finding: Finding, left_out: int) -> Finding:
+    """`finding` ("the network itself matches the benchmark") saying that the default replay,
+    done, replayed its candidates only: `left_out` other dumped ops were never replayed, and a
+    fault too small to cross the thresholds there would not show (QA Q28 #4: a 1% wrong filter
+    `--replay all` names, under "the network itself matches")."""
+    if finding.detection != GLOBAL_CONSISTENCY or left_out <= 0:
+        return finding
+    advice = (
+        f"{finding.advice} The replay ran on its candidates only: {left_out} other dumped ops "
+        "were not replayed, and a fault too small to cross the thresholds among them would not "
+        "show (ac -c --replay all replays them)."
+    )
+    return replace(
+        finding, advice=advice, evidence=finding.evidence | {"replay_left_out": left_out}
+    )
+
+
 def loses_on_its_own(cause: RootCause) -> bool:
     """The op alone loses OUTLIER_DROP dB or more (NaN/inf born there: an infinite loss)."""
     return not math.isfinite(cause.drop_db) or cause.drop_db >= OUTLIER_DROP
