@@ -176,12 +176,14 @@ def _shared_text(own: RootCause, replayed: bool) -> str:
 
 
 def _shared_notes(
-    shared: dict[tuple[str, str], list[tuple[SliceResult, RootCause]]],
+    shared: dict[tuple[str, str, bool], list[tuple[SliceResult, RootCause]]],
 ) -> list[str]:
     """One line per op (and what it is) for the cards that match the benchmark at the cause
-    shown and whose root cause is an op the chosen card goes wrong at too."""
+    shown and go wrong first beyond it by drift: at an op the chosen card goes wrong at too
+    ("as this card does"), or at one it does not reach failing by drift first (QA Q28 #5:
+    two cards failing 35 outputs each were not named)."""
     notes = []
-    for (_, text), found in sorted(shared.items(), key=lambda kv: kv[1][0][1].position):
+    for (_, text, alike), found in sorted(shared.items(), key=lambda kv: kv[1][0][1].position):
         ranks = [e.rank for e, _ in found]
         own = found[0][1]
         one = len(ranks) == 1
@@ -190,8 +192,8 @@ def _shared_notes(
         what = text or f"drift, no fault of {'its' if one else 'their'} own"
         notes.append(
             f"{ranks_text(ranks)}: match{'es' if one else ''} the benchmark here and "
-            f"{'goes' if one else 'go'} wrong first beyond it, at {_where(own)}, as this card "
-            f"does: {what}{ask}"
+            f"{'goes' if one else 'go'} wrong first beyond it, at {_where(own)}"
+            f"{', as this card does' if alike else ''}: {what}{ask}"
         )
     return notes
 
@@ -358,7 +360,7 @@ def card_scope(
     notes: list[str] = []
     elsewhere: list[tuple[SliceResult, RootCause]] = []
     # cards matching here whose root cause is one the chosen card shares, by (op, what)
-    alike: dict[tuple[str, str], list[tuple[SliceResult, RootCause]]] = {}
+    alike: dict[tuple[str, str, bool], list[tuple[SliceResult, RootCause]]] = {}
     shared, faults = shared_ops(cause, chosen), fault_ops(cause, chosen)
     card_of = {entry.rank: chosen}
     for card in cards:
@@ -388,7 +390,13 @@ def card_scope(
             # drift only where the replay ran at its op (QA Q28 #2: a card's whole pass ran,
             # but not at that op, and its fault there was called drift)
             what = _shared_text(own, _replayed(card) and own.replay is not None)
-            alike.setdefault((own.op, what), []).append((other, own))
+            alike.setdefault((own.op, what, True), []).append((other, own))
+        elif own is not None and outputs and not fails_here and any(
+            rule.fails(r) for r in card.outputs_of(own.op)
+        ):
+            # drift the chosen card never reaches as drift (its fault fails it first)
+            what = _shared_text(own, _replayed(card) and own.replay is not None)
+            alike.setdefault((own.op, what, False), []).append((other, own))
         if not outputs:
             unseen.append(other.rank)
         elif not fails_here:
