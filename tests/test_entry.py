@@ -136,7 +136,8 @@ def test_sigterm_stops_vc_as_ctrl_c_does_and_exits_143(tiny_demo, target):
         deadline = time.monotonic() + _LIVENESS_S
         journal = None
         while time.monotonic() < deadline and proc.poll() is None:
-            found = [d / JOURNAL_NAME for d in base.iterdir()] if base.is_dir() else []
+            dirs = [d for d in base.iterdir() if d.is_dir()] if base.is_dir() else []
+            found = [d / JOURNAL_NAME for d in dirs]  # not `.latest`
             if found and found[0].is_file() and found[0].read_bytes().count(b"\n") >= 3:
                 journal = found[0]
                 break

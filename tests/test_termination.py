@@ -63,3 +63,33 @@ def test_off_the_main_thread_the_block_just_runs():
     thread.start()
     thread.join()
     assert errors == []
+
+
+def test_a_ctrl_c_python_could_only_print_is_raised_again_in_the_main_thread(monkeypatch):
+    """QA (a flaky start-up test): a Ctrl-C landing in a weakref callback of the import
+    machinery was printed as "Exception ignored in ... Traceback" and lost. The hook raises
+    it again where the shell catches it; anything else goes to Python's own hook."""
+    import time
+    from types import SimpleNamespace
+
+    seen = []
+    monkeypatch.setattr(termination, "_default_unraisable", seen.append)
+    other = SimpleNamespace(exc_value=ValueError("x"), object=None)
+    termination._unraisable(other)
+    assert seen == [other]
+    with pytest.raises(KeyboardInterrupt) as caught:
+        termination._unraisable(SimpleNamespace(exc_value=KeyboardInterrupt(), object=None))
+        for _ in range(2000):  # delivered at the next check of the main thread
+            time.sleep(0.001)
+    assert not isinstance(caught.value, termination.Terminated)
+    before = signal.signal(signal.SIGTERM, termination._on_sigterm)
+    try:
+        with pytest.raises(termination.Terminated):
+            termination._unraisable(
+                SimpleNamespace(exc_value=termination.Terminated(), object=None)
+            )
+            for _ in range(2000):
+                time.sleep(0.001)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+        termination._received = False

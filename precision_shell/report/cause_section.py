@@ -287,7 +287,9 @@ def advisor_section(data: ReportData) -> str:
         body = f'<p class="note">{esc(undiagnosed_text(data))}</p>'
     elif not data.advice:
         there = f" in {where} (the compare the advisor read, not this one)" if where else ""
-        body = f'<p class="good">Nothing found{esc(there)}.</p>'
+        # as the terminal says it beside a root cause (QA Q28 #6: "Nothing found" there)
+        found = "No finding beyond the root cause" if data.root_causes else "Nothing found"
+        body = f'<p class="good">{found}{esc(there)}.</p>'
     else:
         rows = "".join(
             f"<tr><td>{esc(a.get('detection', ''))}</td>"

@@ -342,7 +342,11 @@ def test_a_compare_killed_with_sigkill_resumes_to_the_same_csvs(tiny_demo):
         deadline = time.monotonic() + 60
         journal = None
         while time.monotonic() < deadline and proc.poll() is None:
-            found = [d / JOURNAL_NAME for d in base.iterdir() if d != reference.out_dir]
+            found = [
+                d / JOURNAL_NAME
+                for d in base.iterdir()
+                if d.is_dir() and d != reference.out_dir  # not `.latest`
+            ]
             if found and found[0].is_file() and found[0].read_bytes().count(b"\n") >= 5:
                 journal = found[0]
                 break

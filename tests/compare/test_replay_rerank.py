@@ -305,3 +305,12 @@ def test_a_cause_the_replay_proves_is_never_called_benign():
     for out in (_output(wrong), differ):
         proven = advise(graph, rows, evidence, [replace(cause, replay=out)], COSINE_ONLY)
         assert SINGLE_POINT not in [f.detection for f in proven]
+    assert "unless a replay proves it wrong (ac -c --replay all)" in single.advice
+    # its replay ran and cleared it: no "unless a replay proves it wrong" (QA Q28 #6)
+    cleared = advise(graph, rows, evidence, [replace(cause, replay=_output(EXACT))], COSINE_ONLY)
+    (single,) = [f for f in cleared if f.detection == SINGLE_POINT]
+    assert single.advice == (
+        "This op deviates, but no op after it fails the thresholds: its replay finds no fault "
+        "in it (the kernel computes what it is given). Check it with cp; if the network's final "
+        "accuracy is fine, it can be ignored."
+    )

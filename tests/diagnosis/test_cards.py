@@ -237,6 +237,6 @@ def test_an_op_losing_10_db_that_its_replay_clears_on_cards_that_pass_is_said_so
     assert chosen is cards[0] and chosen.cause.op == "b" and chosen.cause.drop_db >= 10
     exact = replace(chosen.cause, replay=_output(EXACT))
     assert card_scope(COSINE_ONLY, exact, chosen, cards).verdict == (
-        "on every card: all 2 cards go furthest from the benchmark here (no output crosses the "
-        "thresholds) at step 0; the replay clears the op: drift every card shares, not one card"
+        "on every card: all 2 cards go furthest from the benchmark here (no output of this op "
+        "crosses the thresholds) at step 0; the replay clears the op: drift every card shares, not one card"
     )

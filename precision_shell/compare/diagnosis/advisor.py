@@ -410,15 +410,20 @@ def advise(
         later = [e for e in failing if e.name in after]
         checked = [e for e in ordered if e.name in after and e.outputs]
         if checked and not later:
+            # its replay ran and proves nothing: no "unless a replay proves it wrong" (QA Q28 #6)
+            why = (
+                "its replay finds no fault in it (the kernel computes what it is given)"
+                if cause.replay is not None
+                else "possibly a benign internal optimisation (a different but valid algorithm "
+                "or precision), unless a replay proves it wrong (ac -c --replay all)"
+            )
             findings.append(
                 Finding(
                     SINGLE_POINT,
                     cause.op,
                     cause.index,
-                    "This op deviates, but no op after it fails the thresholds: possibly a "
-                    "benign internal optimisation (a different but valid algorithm or precision), "
-                    "unless a replay proves it wrong (ac -c --replay all). Check it with cp; if "
-                    "the network's final accuracy is fine, it can be ignored.",
+                    f"This op deviates, but no op after it fails the thresholds: {why}. Check it "
+                    "with cp; if the network's final accuracy is fine, it can be ignored.",
                     {
                         "output_cosine": _num(cause.output_cosine),
                         "downstream_checked": len(checked),

@@ -391,8 +391,11 @@ def card_scope(
             # but not at that op, and its fault there was called drift)
             what = _shared_text(own, _replayed(card) and own.replay is not None)
             alike.setdefault((own.op, what, True), []).append((other, own))
-        elif own is not None and outputs and not fails_here and any(
-            rule.fails(r) for r in card.outputs_of(own.op)
+        elif (
+            own is not None
+            and outputs
+            and not fails_here
+            and any(rule.fails(r) for r in card.outputs_of(own.op))
         ):
             # drift the chosen card never reaches as drift (its fault fails it first)
             what = _shared_text(own, _replayed(card) and own.replay is not None)
@@ -441,7 +444,10 @@ def card_scope(
         )
         if not any(rule.fails(r) for c in card_of.values() for r in c.outputs_of(cause.op)):
             # QA: "all 4 cards fail here" where no output crossed the thresholds
-            here_text = "go furthest from the benchmark here (no output crosses the thresholds)"
+            # "here": outputs further on may fail (QA Q28 #6: read as none failing at all)
+            here_text = (
+                "go furthest from the benchmark here (no output of this op crosses the thresholds)"
+            )
         else:
             here_text = "fail here"
         if notes:
