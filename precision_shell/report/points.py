@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from precision_shell.compare.results.schema import ResultRow
+from precision_shell.compare.results.schema import NONFINITE_TEXTS, ResultRow
 from precision_shell.compare.results.thresholds import ThresholdRule
 
 COSINE = "CosineSimilarity"
@@ -51,7 +51,7 @@ class PlotPoint:
     def sqnr_nonfinite(self) -> bool:
         """The distance the SQNR comes from holds the data's NaN/inf (plotted in that band)."""
         return self.sqnr_db is not None and (
-            math.isnan(self.sqnr_db) or self.red_text in ("nan", "inf", "-inf")
+            math.isnan(self.sqnr_db) or self.red_text in NONFINITE_TEXTS
         )
 
 

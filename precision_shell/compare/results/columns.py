@@ -26,6 +26,7 @@ import numpy as np
 from precision_shell.compare.results.schema import (
     CONSTANT_INPUT,
     HIGHER_IS_BETTER,
+    NONFINITE_TEXTS,
     ResultRow,
     RowLayout,
     _float,
@@ -42,7 +43,6 @@ from precision_shell.compare.results.thresholds import (
 
 KIND_NONE, KIND_INPUT, KIND_OUTPUT = 0, 1, 2
 _KIND_CODES = {"": KIND_NONE, "input": KIND_INPUT, "output": KIND_OUTPUT}
-_NONFINITE = ("nan", "inf", "-inf")
 _CHUNK = 65_536  # records parsed and encoded at a time (bounds the strings alive at once)
 _SAMPLE = 1_000  # a column whose first values are mostly distinct is stored plain
 
@@ -167,7 +167,7 @@ def _metric_values(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray
     computed = np.ones(len(texts), dtype=bool)
     if len(odd):
         texts_odd = cells[odd]
-        nonfinite[odd] = np.isin(texts_odd, _NONFINITE)
+        nonfinite[odd] = np.isin(texts_odd, NONFINITE_TEXTS)
         computed[odd] = (texts_odd != "NaN") & (texts_odd != "")
     return values, nonfinite, computed
 

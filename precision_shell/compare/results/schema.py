@@ -55,7 +55,8 @@ CUT_TO_BENCHMARK = "cut to the benchmark's"
 
 # `result_<YYYYmmddHHMMSS>.csv`: vc's primary compare (and msaccucmp's only CSV)
 _PRIMARY_NAME = re.compile(r"(result|statistics)_\d{14}(_\d+)?\.csv")
-_NONFINITE_TEXTS = frozenset({"nan", "inf", "-inf"})
+# how a metric cell holds NaN/inf from the data (msaccucmp's lower case; `NaN`: not computed)
+NONFINITE_TEXTS = ("nan", "inf", "-inf")
 # Every non-metric column: ours, msaccucmp's current and old headers (-r/-s add OpSequence).
 _LEAD = {*LEAD_COLUMNS, REASON_COLUMN, OVERFLOW_COLUMN, "OpSequence", "LeftOp", "RightOp"}
 
@@ -138,7 +139,7 @@ class ResultRow:
     def nonfinite(self, column: str) -> bool:
         """The cell holds nan/inf propagated from the data (msaccucmp prints those lower-case;
         `NaN` means "not computed" and is not this)."""
-        return self.texts.get(column, "") in _NONFINITE_TEXTS
+        return self.texts.get(column, "") in NONFINITE_TEXTS
 
     def value(self, column: str) -> float | None:
         """A computed, finite metric value; None when not computed or non-finite."""
