@@ -7,7 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from precision_shell.compare.results.slice_results import entry_for_csv, slice_results
+from precision_shell.compare.results.slice_results import (
+    device_compare_of,
+    entry_for_csv,
+    slice_results,
+)
 from precision_shell.compare.results.summary import RunSummary
 
 
@@ -55,8 +59,7 @@ def diagnosis_elsewhere(summary: RunSummary | None, csv_path: Path) -> Diagnosis
     diagnosis = summary.diagnosis if summary is not None else None
     if summary is None or diagnosis is None:
         return None
-    device = summary.device_compare
-    if device is not None and Path(device.csv).name == csv_path.name:
+    if device_compare_of(summary, csv_path) is not None:
         return DiagnosisElsewhere("the device vs benchmark compare", diagnosis.root_cause, False)
     where = diagnosed_slice(summary)
     results = slice_results(summary)

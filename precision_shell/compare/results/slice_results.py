@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from precision_shell.compare.results.columns import KIND_OUTPUT, ResultColumns
-from precision_shell.compare.results.summary import RunSummary, run_files_text
+from precision_shell.compare.results.summary import CompareRecord, RunSummary, run_files_text
 from precision_shell.compare.results.thresholds import ThresholdRule
 from precision_shell.listing_text import in_workspace, some_of
 from precision_shell.workspace.run_index import RunIndex
@@ -453,14 +453,21 @@ def entry_for_csv(results: list[SliceResult], csv_path: Path) -> SliceResult | N
     return next((r for r in results if Path(r.csv).name == csv_path.name), None)
 
 
+def device_compare_of(summary: RunSummary | None, csv_path: Path) -> CompareRecord | None:
+    """The device-vs-device compare's record when `csv_path` is its CSV (by file name, as
+    `entry_for_csv`), else None."""
+    device = summary.device_compare if summary is not None else None
+    return device if device is not None and Path(device.csv).name == csv_path.name else None
+
+
 def partial_text(summary: RunSummary | None, csv_path: Path) -> str | None:
     """ "partial: ..." when the compare of `csv_path` was interrupted (the primary's, the
     device compare's, or a (rank, step)'s), or the run of several (rank, step)s it is one of
     was (`RunSlices.partial_text`: every one counted), else None."""
     if summary is None:
         return None
-    device = summary.device_compare
-    if device is not None and Path(device.csv).name == csv_path.name:
+    device = device_compare_of(summary, csv_path)
+    if device is not None:
         return device.partial_text
     several = run_slices(summary).partial_text(csv_path)
     if several is not None:
@@ -484,8 +491,8 @@ def benchmark_of(summary: RunSummary | None, csv_path: Path) -> str | None:
     step)'s when the run has several; None when summary.json does not say."""
     if summary is None:
         return None
-    device = summary.device_compare  # QA Q29 #4: its page named tf/dump/, not debug_1
-    if device is not None and Path(device.csv).name == csv_path.name:
+    device = device_compare_of(summary, csv_path)  # QA Q29 #4: its page named tf/dump/
+    if device is not None:
         return dir_in_workspace(device.right) if device.right else None
     entry = entry_for_csv(slice_results(summary), csv_path)
     right = entry.right if entry is not None else summary.primary.right
@@ -498,9 +505,9 @@ def unmatched_text(summary: RunSummary | None, csv_path: Path) -> str | None:
     if summary is None:
         return None
     count, first = 0, ""
-    device = summary.device_compare
+    device = device_compare_of(summary, csv_path)
     entry = entry_for_csv(slice_results(summary), csv_path)
-    if device is not None and Path(device.csv).name == csv_path.name:
+    if device is not None:
         count, first = len(device.skipped), device.skipped[0] if device.skipped else ""
     elif entry is not None and entry.unmatched:
         count, first = entry.unmatched, entry.unmatched_first
