@@ -359,7 +359,8 @@ def card_scope(
     proven_here = cause.replay is not None and proves_fault(cause.replay)
     notes: list[str] = []
     elsewhere: list[tuple[SliceResult, RootCause]] = []
-    # cards matching here whose root cause is one the chosen card shares, by (op, what)
+    # cards matching here that go wrong first beyond it by drift, by (op, what, whether the
+    # chosen card goes wrong at that op too)
     alike: dict[tuple[str, str, bool], list[tuple[SliceResult, RootCause]]] = {}
     shared, faults = shared_ops(cause, chosen), fault_ops(cause, chosen)
     card_of = {entry.rank: chosen}
@@ -386,20 +387,15 @@ def card_scope(
                 f"{_where(later_own)}: {later_own.reason} (ac -c --rank {other.rank} --step "
                 f"{other.step} names it after this op)"
             )
-        elif own is not None and own.op in shared and outputs and not fails_here:
-            # drift only where the replay ran at its op (QA Q28 #2: a card's whole pass ran,
-            # but not at that op, and its fault there was called drift)
-            what = _shared_text(own, _replayed(card) and own.replay is not None)
-            alike.setdefault((own.op, what, True), []).append((other, own))
-        elif (
-            own is not None
-            and outputs
-            and not fails_here
-            and any(rule.fails(r) for r in card.outputs_of(own.op))
-        ):
-            # drift the chosen card never reaches as drift (its fault fails it first)
-            what = _shared_text(own, _replayed(card) and own.replay is not None)
-            alike.setdefault((own.op, what, False), []).append((other, own))
+        elif own is not None and outputs and not fails_here:
+            # beyond this op, at an op the chosen card goes wrong at too, or failing by drift
+            # the chosen card never reaches as drift (its fault fails it first; QA Q28 #5)
+            as_this = own.op in shared
+            if as_this or any(rule.fails(r) for r in card.outputs_of(own.op)):
+                # drift only where the replay ran at its op (QA Q28 #2: a card's whole pass
+                # ran, but not at that op, and its fault there was called drift)
+                what = _shared_text(own, _replayed(card) and own.replay is not None)
+                alike.setdefault((own.op, what, as_this), []).append((other, own))
         if not outputs:
             unseen.append(other.rank)
         elif not fails_here:
