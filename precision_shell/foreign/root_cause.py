@@ -268,11 +268,12 @@ def _cause(
 
 def order_causes(nodes: list[Node], rule: ThresholdRule) -> list[ForeignCause]:
     """No graph: failing layers in layer order, the first one the cause."""
-    failing = [n for n in sorted(nodes, key=lambda n: n.order) if status(rule, n.row) == FAIL]
+    ordered = sorted(nodes, key=lambda n: n.order)
+    failing = [n for n in ordered if status(rule, n.row) == FAIL]
     causes = []
     first_reason = ""
     if failing:
-        before = [n for n in sorted(nodes, key=lambda n: n.order) if n.order < failing[0].order]
+        before = [n for n in ordered if n.order < failing[0].order]
         passed = sum(1 for n in before if status(rule, n.row) == PASS)
         unknown = [n.op for n in before if status(rule, n.row) == UNKNOWN]
         first_reason = f"the first failing layer in layer order ({passed} layers before it pass"

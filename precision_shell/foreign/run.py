@@ -441,6 +441,48 @@ def _reference_rank(dump: ForeignDump) -> int | None:
     return reference_rank(Path(dump.path).name, dump.is_float, per_tensor)
 
 
+def _write_rows(
+    csv_path: Path, pairing: Pairing, rule: ThresholdRule, family: str
+) -> tuple[list[ResultRow], list[tuple[ForeignTensor, ResultRow]]]:
+    """Each pair's row, written to `csv_path` as it is made (a file cut short is removed:
+    `create_output_file`); with the left tensor of each row that has one, for the root cause."""
+    rows: list[ResultRow] = []
+    nodes_src: list[tuple[ForeignTensor, ResultRow]] = []
+    with create_output_file(csv_path, keep_on_interrupt=False) as fh:
+        writer = csv.writer(fh)
+        writer.writerow(foreign_header())
+        for index, (lt, rt, why) in enumerate(pairing.pairs, start=1):
+            row = _row(index, lt, rt, why, rule, family)
+            writer.writerow(_cells(row))
+            rows.append(row)
+            if lt is not None:
+                nodes_src.append((lt, row))
+    return rows, nodes_src
+
+
+def _causes(
+    pairing: Pairing,
+    rows: list[ResultRow],
+    nodes_src: list[tuple[ForeignTensor, ResultRow]],
+    left: ForeignDump,
+    right: ForeignDump,
+    rule: ThresholdRule,
+) -> list[ForeignCause]:
+    """The root causes: MegEngine's by its graph (inputs judged from `-inp` dumps where their
+    own rows cannot), SigmaStar's in layer order."""
+    if left.family != MEGENGINE:
+        nodes = [
+            Node(t.key, t.op_name, t.op_type, t.slot, t.order, (), row) for t, row in nodes_src
+        ]
+        return order_causes(nodes, rule)
+    dumped = _input_dumps(pairing, rows, left, right, rule)
+    nodes = [
+        Node(t.key, t.op_name, t.op_type, t.slot, t.order, t.inputs, row, dumped.get(t.key, {}))
+        for t, row in nodes_src
+    ]
+    return graph_causes(nodes, rule)
+
+
 def run_foreign_compare(
     workspace: Path,
     left_path: str,
@@ -461,18 +503,8 @@ def run_foreign_compare(
     out_dir, stamp = output_dir(workspace, output)
     csv_path = out_dir / f"result_{stamp}.csv"
     try:
-        rows: list[ResultRow] = []
-        nodes_src: list[tuple[ForeignTensor, ResultRow]] = []
+        rows, nodes_src = _write_rows(csv_path, pairing, rule, left.family)
         tally = CompareTally(rule)
-        with create_output_file(csv_path, keep_on_interrupt=False) as fh:
-            writer = csv.writer(fh)
-            writer.writerow(foreign_header())
-            for index, (lt, rt, why) in enumerate(pairing.pairs, start=1):
-                row = _row(index, lt, rt, why, rule, left.family)
-                writer.writerow(_cells(row))
-                rows.append(row)
-                if lt is not None:
-                    nodes_src.append((lt, row))
         tally.add(rows)
         record = CompareRecord.from_tally(
             tally,
@@ -487,30 +519,8 @@ def run_foreign_compare(
             elapsed_s=time.monotonic() - started,
         )
         summary = RunSummary(workspace=str(workspace), rule=rule, primary=record)
-        causes: list[ForeignCause] | None = None
-        if diagnose:
-            if left.family == MEGENGINE:
-                dumped = _input_dumps(pairing, rows, left, right, rule)
-                nodes = [
-                    Node(
-                        t.key,
-                        t.op_name,
-                        t.op_type,
-                        t.slot,
-                        t.order,
-                        t.inputs,
-                        row,
-                        dumped.get(t.key, {}),
-                    )
-                    for t, row in nodes_src
-                ]
-                causes = graph_causes(nodes, rule)
-            else:
-                nodes = [
-                    Node(t.key, t.op_name, t.op_type, t.slot, t.order, (), row)
-                    for t, row in nodes_src
-                ]
-                causes = order_causes(nodes, rule)
+        causes = _causes(pairing, rows, nodes_src, left, right, rule) if diagnose else None
+        if causes is not None:
             summary.diagnosis = DiagnosisRecord(
                 [{**c.to_json(), "pairing": pairing.method} for c in causes], []
             )
